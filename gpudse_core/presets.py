@@ -1,0 +1,62 @@
+"""Built-in design spaces shipped in ``data/presets`` and the one entry point to load any space.
+
+``stargazer``  Stargazer Table 2 (10 parameters, 933,120 points) with Table 3 as fixed baseline.
+``lee-brooks`` Lee & Brooks Table 2 (12 parameter groups, 937,500,000 points).
+``zatel``      The two GPU configurations of Zatel Table II (Mobile SoC, RTX 2060) as one group.
+
+In a source checkout the files live in ``<repo>/data/presets``; an installed wheel carries them as
+``gpudse_core/_data/presets`` (see ``pyproject.toml``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from .errors import SpaceError
+from .space import DesignSpace, parse_space_text
+
+PRESETS = {
+    "stargazer": "stargazer.yaml",
+    "lee-brooks": "lee-brooks.yaml",
+    "zatel": "zatel.yaml",
+}
+MAX_SPACE_FILE_BYTES = 2 * 1024 * 1024
+
+
+def presets_dir() -> Path:
+    here = Path(__file__).resolve().parent
+    for cand in (here / "_data" / "presets", here.parent / "data" / "presets"):
+        if cand.is_dir():
+            return cand
+    raise SpaceError("the built-in presets are missing from this installation; reinstall gpudse")
+
+
+def preset_path(name: str) -> Path:
+    key = name.lower().replace("_", "-")
+    if key not in PRESETS:
+        raise SpaceError(f"no preset named {name!r}; presets: {', '.join(PRESETS)}")
+    return presets_dir() / PRESETS[key]
+
+
+def load_preset(name: str) -> DesignSpace:
+    path = preset_path(name)
+    return parse_space_text(path.read_text(encoding="utf-8"), source=f"preset {name} ({path.name})")
+
+
+def load_space(spec: str | Path) -> DesignSpace:
+    """Load a design space from a YAML/JSON file path or a preset name (``stargazer``, ``lee-brooks``, ``zatel``)."""
+    path = Path(spec)
+    if path.is_file():
+        size = path.stat().st_size
+        if size > MAX_SPACE_FILE_BYTES:
+            raise SpaceError(f"{path}: the file is {size:,} bytes; a design-space file is at most {MAX_SPACE_FILE_BYTES:,}")
+        try:
+            text = path.read_text(encoding="utf-8")
+        except UnicodeDecodeError:
+            raise SpaceError(f"{path}: not a text file (UTF-8 expected); give a YAML or JSON design space") from None
+        return parse_space_text(text, source=str(path))
+    if str(spec).lower().replace("_", "-") in PRESETS:
+        return load_preset(str(spec))
+    if path.suffix.lower() in (".yaml", ".yml", ".json") or "/" in str(spec):
+        raise SpaceError(f"{spec}: no such file; give an existing YAML/JSON file or a preset ({', '.join(PRESETS)})")
+    raise SpaceError(f"{spec!r} is neither a file nor a preset; presets: {', '.join(PRESETS)}")

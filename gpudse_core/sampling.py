@@ -1,0 +1,329 @@
+"""Uniform-at-random sampling of design points (Stargazer §5.1 Phase 1; Lee & Brooks §3.4 "UAR").
+
+The request is one of the three forms Stargazer §5.1 names:
+
+* ``n`` — a number of points;
+* ``fraction`` — a fraction of the whole (feasible) space: ``n = round(fraction × |feasible space|)``,
+  at least 1;
+* ``per_dim_fraction`` — a fraction of each dimension. The paper does not define it further; we read
+  it, by default (``per_dim_mode="count"``), as a way of stating the *number* of points,
+  ``n = Π ceil(f × |S_i|)``, those points then drawn uniformly from the whole space like the others.
+  The other reading, a random sub-grid keeping ``ceil(f × |S_i|)`` values of each dimension and every
+  feasible point of their product, is ``per_dim_mode="subgrid"``.
+
+Points are drawn without replacement, uniformly over the *feasible* points, reproducibly from
+``seed`` (NumPy's PCG64). Uniform draws exploit the structure computed by
+:attr:`DesignSpace.analysis`: unconstrained dimensions are drawn independently, and each small
+constrained component is drawn as a row of its table of feasible combinations, so constraints cost
+no rejections; only components too large to enumerate use rejection. Small spaces (or requests for
+a large share of a space) draw distinct integer keys directly; otherwise i.i.d. draws are
+de-duplicated in draw order, which yields a uniformly random subset. The product of all values is
+never materialised.
+
+``method="lhs"`` gives a Latin hypercube over the discrete levels: every dimension's values appear
+``floor(n/|S_i|)`` or ``ceil(n/|S_i|)`` times. Rows that are duplicates or infeasible are re-drawn
+uniformly (their number is reported as ``replaced``), so balance is exact only when none is.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from .errors import SamplingError
+from .space import DesignSpace
+
+MAX_SAMPLE = 10_000_000  # points in one request
+DENSE_LIMIT = 1 << 26  # draw distinct keys directly when the key space is at most this ...
+DENSE_SHARE = 8  # ... and the request is at least 1/DENSE_SHARE of it
+STALL_ROUNDS = 200
+METHODS = ("uniform", "lhs")
+PER_DIM_MODES = ("count", "subgrid")
+
+
+@dataclass
+class SampleSet:
+    """Sampled design points with the request that produced them (Stargazer Phase 1 output)."""
+
+    space_name: str
+    method: str
+    seed: int | None
+    request: dict
+    points: pd.DataFrame
+    indices: np.ndarray
+    replaced: int = 0
+    feasible_size: int | None = None
+    space_size: int = 0
+    notes: list[str] = field(default_factory=list)
+
+    def __len__(self) -> int:
+        return len(self.points)
+
+    def table(self, with_index: bool = False) -> pd.DataFrame:
+        """One column per parameter; with ``with_index`` a leading ``design_index`` column."""
+        if not with_index:
+            return self.points.copy()
+        df = self.points.copy()
+        idx = self.indices
+        df.insert(0, "design_index", idx.astype(str) if idx.dtype == object else idx)
+        return df
+
+    def meta(self) -> dict:
+        return {
+            "space": self.space_name, "method": self.method, "seed": self.seed, "request": self.request,
+            "count": len(self), "replaced": self.replaced, "space_size": self.space_size,
+            "feasible_size": self.feasible_size, "notes": self.notes,
+        }
+
+    def save(self, path: str | Path, with_index: bool = False) -> Path:
+        """Write CSV, Parquet or JSON according to the suffix (JSON carries the request too)."""
+        path = Path(path)
+        suffix = path.suffix.lower()
+        if suffix == ".parquet":
+            self.table(with_index).to_parquet(path, index=False)
+        elif suffix == ".json":
+            doc = {"meta": self.meta(), "points": self.table(True).to_dict(orient="records")}
+            path.write_text(json.dumps(doc, indent=1, default=_json_default), encoding="utf-8")
+        else:
+            self.table(with_index).to_csv(path, index=False)
+        return path
+
+
+def _json_default(o: Any) -> Any:
+    if isinstance(o, np.integer):
+        return int(o)
+    if isinstance(o, np.floating):
+        return float(o)
+    raise TypeError(type(o).__name__)
+
+
+def sample_size(space: DesignSpace, n: int | None = None, fraction: float | None = None,
+                per_dim_fraction: float | None = None) -> int:
+    """Number of points a request asks for (see the module docstring)."""
+    given = [x is not None for x in (n, fraction, per_dim_fraction)]
+    if sum(given) != 1:
+        raise SamplingError("say how many points to sample in exactly one way: n, fraction or per_dim_fraction")
+    if n is not None:
+        if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
+            raise SamplingError(f"the number of points must be a whole number of at least 1 (got {n!r})")
+        return int(n)
+    f = fraction if fraction is not None else per_dim_fraction
+    what = "fraction" if fraction is not None else "per-dimension fraction"
+    if isinstance(f, bool) or not isinstance(f, (int, float)) or not (0 < f <= 1) or math.isnan(f):
+        raise SamplingError(f"the {what} must be a number in (0, 1] (got {f!r})")
+    if fraction is not None:
+        feasible = space.feasible_size
+        total = Fraction(feasible) if feasible is not None else Fraction(space.feasible_size_estimate)
+        return max(1, round(Fraction(str(f)) * total))
+    return math.prod(max(1, math.ceil(Fraction(str(f)) * m)) for m in space.radices)
+
+
+def sample(space: DesignSpace, n: int | None = None, *, fraction: float | None = None,
+           per_dim_fraction: float | None = None, per_dim_mode: str = "count", seed: int | None = None,
+           method: str = "uniform") -> SampleSet:
+    """Sample design points without replacement, uniformly over the feasible space (or by LHS)."""
+    if method not in METHODS:
+        raise SamplingError(f"unknown sampling method {method!r}; choose one of {', '.join(METHODS)}")
+    if per_dim_mode not in PER_DIM_MODES:
+        raise SamplingError(f"unknown per-dimension mode {per_dim_mode!r}; choose {' or '.join(PER_DIM_MODES)}")
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0):
+        raise SamplingError(f"the seed must be a non-negative whole number (got {seed!r})")
+    rng = np.random.default_rng(seed)
+    request: dict[str, Any] = {k: v for k, v in (("n", n), ("fraction", fraction),
+                                                 ("per_dim_fraction", per_dim_fraction)) if v is not None}
+    feasible = space.feasible_size
+    notes: list[str] = []
+    if per_dim_fraction is not None and per_dim_mode == "subgrid":
+        request["per_dim_mode"] = "subgrid"
+        digits = _subgrid(space, per_dim_fraction, rng)
+        replaced = 0
+    else:
+        count = sample_size(space, n, fraction, per_dim_fraction)
+        request["count"] = count
+        if count > MAX_SAMPLE:
+            raise SamplingError(f"{count:,} points requested; one request is limited to {MAX_SAMPLE:,} — sample in parts")
+        if feasible is not None and count > feasible:
+            what = "feasible points" if space.constraints else "points"
+            raise SamplingError(
+                f"{count:,} points requested but the space has only {feasible:,} {what}; ask for at most {feasible:,}"
+            )
+        if feasible is None:
+            notes.append(f"feasible size estimated at {space.feasible_size_estimate:,.0f} by random probing")
+        if method == "uniform":
+            digits, replaced = _uniform(space, count, rng), 0
+        else:
+            digits, replaced = _lhs(space, count, rng)
+    return SampleSet(
+        space_name=space.name, method=method, seed=seed, request=request, points=space.frame(digits),
+        indices=space.encode(digits), replaced=replaced, feasible_size=feasible, space_size=space.size,
+        notes=notes,
+    )
+
+
+# ---- uniform sampling over independent blocks ---------------------------------------------------
+@dataclass(frozen=True)
+class _Block:
+    dims: tuple[int, ...]
+    size: int  # number of choices of this block (feasible rows, or raw size when rejecting)
+    table: np.ndarray | None  # feasible digit rows for dims, or None
+    reject: tuple[int, ...]  # constraints to check on draws (rejection blocks only)
+    radices: tuple[int, ...]
+
+
+def _blocks(space: DesignSpace) -> list[_Block]:
+    a = space.analysis
+    out = [_Block((i,), space.radices[i], None, (), (space.radices[i],)) for i in a.free_dims]
+    for c in a.components:
+        radices = tuple(space.radices[i] for i in c.dims)
+        if c.exact:
+            out.append(_Block(c.dims, c.feasible_size, c.table, (), radices))
+        else:
+            out.append(_Block(c.dims, c.raw_size, None, c.constraints, radices))
+    return out
+
+
+def _fill(space: DesignSpace, block: _Block, rows: np.ndarray, digits: np.ndarray) -> None:
+    """Write the digits chosen by *rows* (block row numbers) of *block* into *digits*."""
+    if block.table is not None:
+        digits[:, block.dims] = block.table[rows]
+    elif len(block.dims) == 1:
+        digits[:, block.dims[0]] = rows
+    else:
+        digits[:, block.dims] = _decode_rows(rows, block.radices)
+
+
+def _decode_rows(rows: np.ndarray, radices: tuple[int, ...]) -> np.ndarray:
+    out = np.empty((rows.shape[0], len(radices)), dtype=np.int64)
+    r = rows.astype(np.int64)
+    for j in range(len(radices) - 1, -1, -1):
+        out[:, j] = r % radices[j]
+        r = r // radices[j]
+    return out
+
+
+def _draw(space: DesignSpace, blocks: list[_Block], m: int, rng: np.random.Generator) -> np.ndarray:
+    """*m* i.i.d. uniform feasible draws (rejection applied; may return fewer than *m*)."""
+    digits = np.empty((m, len(space.radices)), dtype=np.int64)
+    for b in blocks:
+        if b.table is None and len(b.dims) > 1:
+            sub = np.column_stack([rng.integers(0, r, m) for r in b.radices])
+            digits[:, b.dims] = sub
+        else:
+            _fill(space, b, rng.integers(0, b.size, m), digits)
+    rejecting = [c for b in blocks for c in b.reject]
+    if rejecting:
+        digits = digits[space.feasible_mask(digits, rejecting)]
+    return digits
+
+
+def _row_keys(digits: np.ndarray) -> np.ndarray:
+    d = np.ascontiguousarray(digits, dtype=np.int64)
+    return d.view(np.dtype((np.void, d.dtype.itemsize * d.shape[1]))).ravel()
+
+
+def _uniform(space: DesignSpace, count: int, rng: np.random.Generator,
+             keep: np.ndarray | None = None) -> np.ndarray:
+    """*count* distinct feasible points, uniformly at random, none equal to a row of *keep*."""
+    blocks = _blocks(space)
+    exact = all(not b.reject for b in blocks)
+    total = math.prod(b.size for b in blocks) if exact else None
+    n_keep = 0 if keep is None else keep.shape[0]
+    if exact and total <= DENSE_LIMIT and (count + n_keep) * DENSE_SHARE >= total:
+        return _dense(space, blocks, total, count, rng, keep)
+    have = np.empty((0, len(space.radices)), dtype=np.int64) if keep is None else keep
+    stalls = 0
+    while have.shape[0] < n_keep + count:
+        need = n_keep + count - have.shape[0]
+        new = _draw(space, blocks, int(need * 1.1) + 16, rng)
+        merged = np.concatenate([have, new])
+        _, first = np.unique(_row_keys(merged), return_index=True)
+        first.sort()
+        before = have.shape[0]
+        have = merged[first[: n_keep + count]]
+        stalls = stalls + 1 if have.shape[0] == before else 0
+        if stalls >= STALL_ROUNDS:
+            raise SamplingError(
+                f"found only {have.shape[0] - n_keep:,} distinct feasible points of the {count:,} requested; "
+                f"the constraints leave fewer feasible points than that — ask for fewer"
+            )
+    return have[n_keep:]
+
+
+def _dense(space: DesignSpace, blocks: list[_Block], total: int, count: int, rng: np.random.Generator,
+           keep: np.ndarray | None) -> np.ndarray:
+    """Distinct keys of the block mixed radix drawn directly (small spaces, large shares)."""
+    if keep is None or keep.shape[0] == 0:
+        keys = rng.choice(total, size=count, replace=False)
+    else:
+        taken = _block_keys(space, blocks, keep)
+        pool = np.setdiff1d(np.arange(total, dtype=np.int64), taken, assume_unique=False)
+        if count > pool.shape[0]:
+            raise SamplingError(f"only {pool.shape[0]:,} feasible points remain; cannot draw {count:,} more")
+        keys = rng.choice(pool, size=count, replace=False)
+    digits = np.empty((count, len(space.radices)), dtype=np.int64)
+    sizes = [b.size for b in blocks]
+    rows = _decode_rows(np.asarray(keys, dtype=np.int64), tuple(sizes))
+    for j, b in enumerate(blocks):
+        _fill(space, b, rows[:, j], digits)
+    return digits
+
+
+def _block_keys(space: DesignSpace, blocks: list[_Block], digits: np.ndarray) -> np.ndarray:
+    """Inverse of :func:`_dense`'s decoding for rows of feasible digits."""
+    key = np.zeros(digits.shape[0], dtype=np.int64)
+    for b in blocks:
+        if b.table is not None:
+            lookup = {k: i for i, k in enumerate(_row_keys(b.table.astype(np.int64)).tolist())}
+            sub = _row_keys(digits[:, b.dims])
+            rows = np.array([lookup[k] for k in sub.tolist()], dtype=np.int64)
+        else:
+            rows = digits[:, b.dims[0]]
+        key = key * b.size + rows
+    return key
+
+
+def _lhs(space: DesignSpace, count: int, rng: np.random.Generator) -> tuple[np.ndarray, int]:
+    digits = np.empty((count, len(space.radices)), dtype=np.int64)
+    for j, m in enumerate(space.radices):
+        digits[:, j] = rng.permutation((np.arange(count, dtype=np.int64) * m) // count)
+    ok = space.feasible_mask(digits) if space.constraints else np.ones(count, dtype=bool)
+    _, first = np.unique(_row_keys(digits), return_index=True)
+    unique = np.zeros(count, dtype=bool)
+    unique[first] = True
+    good = ok & unique
+    kept = digits[good]
+    missing = count - kept.shape[0]
+    if missing:
+        extra = _uniform(space, missing, rng, keep=kept)
+        out = digits.copy()
+        out[~good] = extra
+        return out, missing
+    return digits, 0
+
+
+def _subgrid(space: DesignSpace, f: float, rng: np.random.Generator) -> np.ndarray:
+    if isinstance(f, bool) or not isinstance(f, (int, float)) or not (0 < f <= 1):
+        raise SamplingError(f"the per-dimension fraction must be a number in (0, 1] (got {f!r})")
+    chosen = [np.sort(rng.choice(m, size=max(1, math.ceil(Fraction(str(f)) * m)), replace=False))
+              for m in space.radices]
+    sizes = tuple(len(c) for c in chosen)
+    grid = math.prod(sizes)
+    if grid > MAX_SAMPLE:
+        raise SamplingError(
+            f"the sub-grid would have {grid:,} points (limit {MAX_SAMPLE:,}); use a smaller fraction "
+            f"or per_dim_mode='count'"
+        )
+    pos = _decode_rows(np.arange(grid, dtype=np.int64), sizes)
+    digits = np.column_stack([chosen[j][pos[:, j]] for j in range(len(sizes))]).astype(np.int64)
+    if space.constraints:
+        digits = digits[space.feasible_mask(digits)]
+        if digits.shape[0] == 0:
+            raise SamplingError("no point of the random sub-grid satisfies the constraints; use a larger fraction")
+    return digits

@@ -1,0 +1,197 @@
+"""Value-set syntax of design-space files (foundation issue; Lee & Brooks Table 2 notation).
+
+A parameter's ordered set of values can be written as
+
+* an explicit list — ``[1, 2, 4]``, ``[gto, lrr]``, or the text ``"4, 8, 16"``;
+* a Lee & Brooks range ``"i::j::k"`` — from *i* to *k* in steps of *j* (``"9::3::36"`` is
+  9, 12, …, 36); decimal steps are exact (``"0.5::0.25::2"``), computed with fractions;
+* powers of two ``{pow2: "1..16"}`` or the text ``"pow2: 1..16"`` — every power of two from the
+  first bound to the second, both bounds being values (1, 2, 4, 8, 16), not exponents.
+
+:func:`parse_values` turns any of these into a tuple; :func:`format_values` writes the most compact
+equivalent back (``parse_values(format_values(v)) == v``), which is what saved space files contain.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from fractions import Fraction
+from typing import Any
+
+from .errors import SpaceError
+
+Value = int | float | str
+
+_NUM_RE = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$")
+_RANGE_RE = re.compile(r"^\s*([^:]+?)\s*::\s*([^:]+?)\s*::\s*([^:]+?)\s*$")
+_POW2_RE = re.compile(r"^\s*pow2\s*:\s*(.+?)\s*\.\.\s*(.+?)\s*$", re.IGNORECASE)
+MAX_VALUES = 1_000_000  # a single parameter with more values than this is certainly a typo
+
+
+def to_number(x: Any) -> int | float | None:
+    """Return *x* as an int or float if it is (or spells) a number, else None. Bools are not numbers."""
+    if isinstance(x, bool):
+        return None
+    if isinstance(x, int):
+        return x
+    if isinstance(x, float):
+        return None if math.isnan(x) else x
+    if isinstance(x, str) and _NUM_RE.match(x.strip()):
+        s = x.strip()
+        if re.match(r"^[+-]?\d+$", s):
+            return int(s)
+        f = float(s)
+        return int(f) if f.is_integer() and "e" not in s.lower() and "." not in s else f
+    return None
+
+
+def _exact(text: str, what: str, ctx: str) -> Fraction:
+    n = to_number(text)
+    if n is None:
+        raise SpaceError(f"{ctx}{what} {text!r} is not a number; write ranges as i::j::k with numbers, e.g. 9::3::36")
+    return Fraction(str(n))
+
+
+def _as_value(f: Fraction) -> int | float:
+    return int(f) if f.denominator == 1 else float(f)
+
+
+def parse_range(text: str, ctx: str = "") -> tuple[int | float, ...]:
+    """Parse ``i::j::k`` (from i to k in steps of j, both ends included when k is on the grid)."""
+    m = _RANGE_RE.match(text)
+    if not m:
+        raise SpaceError(f"{ctx}range {text!r} is not of the form i::j::k (from i to k in steps of j)")
+    start, step, stop = (_exact(g, w, ctx) for g, w in zip(m.groups(), ("start", "step", "end")))
+    if step <= 0:
+        raise SpaceError(f"{ctx}range {text!r} has step {_as_value(step)}; the step must be positive")
+    if stop < start:
+        raise SpaceError(f"{ctx}range {text!r} ends ({_as_value(stop)}) before it starts ({_as_value(start)})")
+    count = int((stop - start) / step) + 1
+    if count > MAX_VALUES:
+        raise SpaceError(f"{ctx}range {text!r} has {count:,} values (more than {MAX_VALUES:,}); check the step")
+    if start.denominator == 1 and step.denominator == 1:
+        return tuple(int(start + i * step) for i in range(count))
+    return tuple(float(start + i * step) for i in range(count))
+
+
+def parse_pow2(lo: Any, hi: Any, ctx: str = "") -> tuple[int | float, ...]:
+    """Powers of two from *lo* to *hi* inclusive; both bounds must themselves be powers of two."""
+    bounds = []
+    for b in (lo, hi):
+        n = to_number(b.strip() if isinstance(b, str) else b)
+        f = Fraction(str(n)) if n is not None else None
+        if f is None or f <= 0 or not _is_pow2(f):
+            raise SpaceError(
+                f"{ctx}pow2 bound {b!r} is not a power of two; write e.g. pow2: 1..16 for 1, 2, 4, 8, 16"
+            )
+        bounds.append(f)
+    lo_f, hi_f = bounds
+    if hi_f < lo_f:
+        raise SpaceError(f"{ctx}pow2 range {lo}..{hi} ends before it starts")
+    out, v = [], lo_f
+    while v <= hi_f:
+        out.append(v)
+        v *= 2
+    if len(out) > MAX_VALUES:
+        raise SpaceError(f"{ctx}pow2 range {lo}..{hi} has too many values")
+    conv = int if lo_f.denominator == 1 else float
+    return tuple(conv(f) for f in out)
+
+
+def _is_pow2(f: Fraction) -> bool:
+    n, d = f.numerator, f.denominator
+    return (d == 1 and n & (n - 1) == 0) or (n == 1 and d & (d - 1) == 0)
+
+
+def parse_values(spec: Any, ctx: str = "") -> tuple[Value, ...]:
+    """Parse a value-set spec (list, ``i::j::k`` text, ``pow2`` mapping or text, comma list text).
+
+    *ctx* is a location prefix for error messages (see :func:`gpudse_core.errors.where`).
+    Strings that spell numbers become numbers; type consistency is checked by the parameter.
+    """
+    if isinstance(spec, dict):
+        keys = set(spec) - {"__line__"}
+        if keys == {"pow2"}:
+            v = spec["pow2"]
+            if isinstance(v, (list, tuple)) and len(v) == 2:
+                return parse_pow2(v[0], v[1], ctx)
+            if isinstance(v, str) and ".." in v:
+                lo, hi = v.split("..", 1)
+                return parse_pow2(lo, hi, ctx)
+            raise SpaceError(f"{ctx}pow2 needs a range such as pow2: 1..16 (got {v!r})")
+        if keys == {"range"}:
+            return parse_range(str(spec["range"]), ctx)
+        raise SpaceError(
+            f"{ctx}unknown value syntax {sorted(keys)}; use a list, 'i::j::k', or pow2: a..b"
+        )
+    if isinstance(spec, str):
+        text = spec.strip()
+        if not text:
+            return ()
+        m = _POW2_RE.match(text)
+        if m:
+            return parse_pow2(m.group(1), m.group(2), ctx)
+        if "::" in text:
+            return parse_range(text, ctx)
+        if text.startswith("[") and text.endswith("]"):
+            text = text[1:-1]
+        items = [t.strip() for t in text.split(",")]
+        if any(t == "" for t in items):
+            raise SpaceError(f"{ctx}value list {spec!r} has an empty item; separate values with single commas")
+        return tuple(_from_text(t) for t in items)
+    if isinstance(spec, (list, tuple)):
+        out = []
+        for i, item in enumerate(spec):
+            if isinstance(item, (list, dict, tuple)) or item is None:
+                raise SpaceError(f"{ctx}value #{i + 1} ({item!r}) must be a single number or word")
+            out.append(_from_text(item) if isinstance(item, str) else item)
+        return tuple(out)
+    if spec is None:
+        return ()
+    if isinstance(spec, (int, float)) and not isinstance(spec, bool):
+        return (spec,)
+    raise SpaceError(f"{ctx}values must be a list, 'i::j::k' or pow2: a..b (got {type(spec).__name__})")
+
+
+def _from_text(t: Any) -> Value:
+    if isinstance(t, str):
+        s = t.strip().strip("'\"")
+        n = to_number(s)
+        return n if n is not None else s
+    return t
+
+
+def format_values(values: tuple[Value, ...] | list[Value]) -> Any:
+    """The most compact spec that :func:`parse_values` maps back to exactly *values*."""
+    vals = list(values)
+    nums = [to_number(v) if not isinstance(v, str) else None for v in vals]
+    if len(vals) >= 3 and all(n is not None for n in nums):
+        fr = [Fraction(str(v)) for v in vals]
+        if all(f > 0 and _is_pow2(f) for f in fr) and all(b == 2 * a for a, b in zip(fr, fr[1:])):
+            return {"pow2": f"{vals[0]}..{vals[-1]}"}
+        step = fr[1] - fr[0]
+        if step > 0 and all(b - a == step for a, b in zip(fr, fr[1:])):
+            spec = f"{_fmt(fr[0])}::{_fmt(step)}::{_fmt(fr[-1])}"
+            try:
+                if parse_range(spec) == tuple(vals) and all(
+                    type(a) is type(b) for a, b in zip(parse_range(spec), vals)
+                ):
+                    return spec
+            except SpaceError:
+                pass
+    return vals
+
+
+def _fmt(f: Fraction) -> str:
+    return str(int(f)) if f.denominator == 1 else repr(float(f))
+
+
+def format_values_text(values: tuple[Value, ...] | list[Value]) -> str:
+    """One-line text form used in tables and the dashboard's editor (``"pow2: 1..16"``, ``"9::3::36"``, ``"4, 8, 16"``)."""
+    spec = format_values(values)
+    if isinstance(spec, dict):
+        return f"pow2: {spec['pow2']}"
+    if isinstance(spec, str):
+        return spec
+    return ", ".join(str(v) for v in spec)

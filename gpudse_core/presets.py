@@ -60,3 +60,14 @@ def load_space(spec: str | Path) -> DesignSpace:
     if path.suffix.lower() in (".yaml", ".yml", ".json") or "/" in str(spec):
         raise SpaceError(f"{spec}: no such file; give an existing YAML/JSON file or a preset ({', '.join(PRESETS)})")
     raise SpaceError(f"{spec!r} is neither a file nor a preset; presets: {', '.join(PRESETS)}")
+
+
+def load_space_bytes(data: bytes, name: str) -> DesignSpace:
+    """Parse an uploaded design-space file (YAML or JSON by its name); size-capped, UTF-8 only."""
+    if len(data) > MAX_SPACE_FILE_BYTES:
+        raise SpaceError(f"{name}: the file is {len(data):,} bytes; a design-space file is at most {MAX_SPACE_FILE_BYTES:,}")
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise SpaceError(f"{name}: not a text file (UTF-8 expected); upload a YAML or JSON design space") from None
+    return parse_space_text(text, source=name)

@@ -82,6 +82,18 @@ class SampleSet:
             "feasible_size": self.feasible_size, "notes": self.notes,
         }
 
+    def to_json(self) -> str:
+        """The request (meta) and the points with their design indices, as one JSON document."""
+        doc = {"meta": self.meta(), "points": self.table(True).to_dict(orient="records")}
+        return json.dumps(doc, indent=1, default=_json_default)
+
+    def to_parquet_bytes(self, with_index: bool = True) -> bytes:
+        import io
+
+        buf = io.BytesIO()
+        self.table(with_index).to_parquet(buf, index=False)
+        return buf.getvalue()
+
     def save(self, path: str | Path, with_index: bool = False) -> Path:
         """Write CSV, Parquet or JSON according to the suffix (JSON carries the request too)."""
         path = Path(path)
@@ -89,8 +101,7 @@ class SampleSet:
         if suffix == ".parquet":
             self.table(with_index).to_parquet(path, index=False)
         elif suffix == ".json":
-            doc = {"meta": self.meta(), "points": self.table(True).to_dict(orient="records")}
-            path.write_text(json.dumps(doc, indent=1, default=_json_default), encoding="utf-8")
+            path.write_text(self.to_json(), encoding="utf-8")
         else:
             self.table(with_index).to_csv(path, index=False)
         return path
@@ -241,14 +252,16 @@ def _uniform(space: DesignSpace, count: int, rng: np.random.Generator,
     stalls = 0
     while have.shape[0] < n_keep + count:
         need = n_keep + count - have.shape[0]
-        new = _draw(space, blocks, int(need * 1.1) + 16, rng)
+        new = _draw(space, blocks, int(need * 1.25) + 64, rng)
         merged = np.concatenate([have, new])
         _, first = np.unique(_row_keys(merged), return_index=True)
         first.sort()
         before = have.shape[0]
         have = merged[first[: n_keep + count]]
         stalls = stalls + 1 if have.shape[0] == before else 0
-        if stalls >= STALL_ROUNDS:
+        # With exact feasible counts the request is known to fit, so the loop ends (coupon collector);
+        # with a rejection component the feasible size is only estimated and may be too small.
+        if not exact and stalls >= STALL_ROUNDS:
             raise SamplingError(
                 f"found only {have.shape[0] - n_keep:,} distinct feasible points of the {count:,} requested; "
                 f"the constraints leave fewer feasible points than that — ask for fewer"

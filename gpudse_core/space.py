@@ -785,3 +785,78 @@ def _group(entry: dict, source: str, fld: str) -> Group:
     params = tuple(_parameter(m, source, f"{fld}.members[{j}]") for j, m in enumerate(members))
     return _wrap(ctx, lambda: Group(name=name, members=params, label=str(entry.get("label", "")),
                                     description=str(entry.get("description", ""))))
+
+
+# ---- tabular editing (the dashboard's editable table; same validation as files) -------------
+TABLE_COLUMNS = ("group", "name", "label", "unit", "kind", "values", "description", "option")
+FIXED_COLUMNS = ("name", "value", "unit", "label", "description", "option")
+
+
+def space_table(space: DesignSpace) -> pd.DataFrame:
+    """One row per parameter; values in the file syntax; rows sharing ``group`` form a group."""
+    from .values import format_values_text
+
+    rows = []
+    for d in space.dimensions:
+        for p in d.parameters:
+            rows.append({"group": d.name if isinstance(d, Group) else "", "name": p.name, "label": p.label,
+                         "unit": p.unit, "kind": p.kind, "values": format_values_text(p.values),
+                         "description": p.description, "option": p.option})
+    return pd.DataFrame(rows, columns=list(TABLE_COLUMNS))
+
+
+def fixed_table(space: DesignSpace) -> pd.DataFrame:
+    return pd.DataFrame([{k: str(getattr(f, k)) for k in FIXED_COLUMNS} for f in space.fixed],
+                        columns=list(FIXED_COLUMNS))
+
+
+def space_from_table(params: pd.DataFrame, constraints: Sequence[str] = (), fixed: pd.DataFrame | None = None,
+                     name: str = "space", description: str = "", base: DesignSpace | None = None) -> DesignSpace:
+    """Build a space from the editable tables; errors name the table row (1-based) and column.
+
+    Groups keep the label and description they have in *base* (the space the table was made from).
+    """
+    base_groups = {d.name: d for d in (base.dimensions if base else ()) if isinstance(d, Group)}
+
+    def cell(row: Mapping, key: str) -> str:
+        v = row.get(key, "")
+        return "" if v is None or (isinstance(v, float) and math.isnan(v)) else str(v).strip()
+
+    entries: list[dict] = []
+    groups: dict[str, dict] = {}
+    for i, row in enumerate(params.to_dict(orient="records"), 1):
+        if not any(cell(row, k) for k in TABLE_COLUMNS):
+            continue  # blank row left by the editor
+        ctx = f"parameter table row {i}: "
+        values_text = cell(row, "values")
+        if not values_text:
+            raise SpaceError(f"{ctx}'values' is empty; write e.g. 1, 2, 4 or 9::3::36 or pow2: 1..16")
+        entry: dict[str, Any] = {"name": cell(row, "name"), "values": parse_values(values_text, ctx)}
+        for key in ("label", "unit", "description", "option", "kind"):
+            if cell(row, key):
+                entry[key] = cell(row, key)
+        if not entry["name"]:
+            raise SpaceError(f"{ctx}'name' is empty; give the parameter a name such as simd")
+        g = cell(row, "group")
+        if g:
+            if g not in groups:
+                groups[g] = {"name": g, "members": []}
+                if g in base_groups:
+                    groups[g].update(label=base_groups[g].label, description=base_groups[g].description)
+                entries.append(groups[g])
+            groups[g]["members"].append(entry)
+        else:
+            entries.append(entry)
+    raw: dict[str, Any] = {"name": name or "space", "description": description, "parameters": entries,
+                           "constraints": [c.strip() for c in constraints if c and c.strip()]}
+    if fixed is not None:
+        fx = []
+        for i, row in enumerate(fixed.to_dict(orient="records"), 1):
+            if not any(cell(row, k) for k in FIXED_COLUMNS):
+                continue
+            val = cell(row, "value")
+            num = to_number(val)
+            fx.append({"name": cell(row, "name"), "value": num if num is not None else val,
+                       **{k: cell(row, k) for k in ("unit", "label", "description", "option") if cell(row, k)}})
+        raw["fixed"] = fx
+    return space_from_dict(raw, source="the tables")

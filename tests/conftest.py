@@ -1,0 +1,22 @@
+"""Shared fixtures. Tests that read ../shared skip with a reason when it is absent."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hypothesis import settings
+
+# No per-example deadlines: they are timing assertions, flaky on shared 2-core CI machines.
+settings.register_profile("gpudse", deadline=None, print_blob=True)
+settings.load_profile("gpudse")
+
+ROOT = Path(__file__).resolve().parent.parent
+SHARED = ROOT.parent / "shared"
+
+
+@pytest.fixture
+def shared() -> Path:
+    if not SHARED.is_dir():
+        pytest.skip("../shared (papers and real data) is not present beside this checkout")
+    return SHARED

@@ -1,0 +1,77 @@
+"""Dashboard pages driven headlessly with Streamlit's AppTest (the real-browser test is test_browser.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("streamlit")
+from streamlit.testing.v1 import AppTest  # noqa: E402
+
+from conftest import ROOT  # noqa: E402
+
+
+@pytest.fixture
+def app():
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
+    at.run()
+    assert not at.exception
+    return at
+
+
+def metrics(at):
+    return {m.label: m.value for m in at.metric}
+
+
+def test_home_opens_on_the_builtin_example(app):
+    captions = [c.value for c in app.caption]
+    assert "stargazer: 933,120 points" in captions and "300 points drawn" in captions
+    assert app.session_state.space.size == 933120 and len(app.session_state.samples) == 300
+
+
+def test_design_space_page_shows_exact_size_and_loads_presets(app):
+    app.switch_page("pages/1_Design_space.py").run()
+    assert not app.exception
+    assert metrics(app)["Design points"] == "933,120"
+    app.selectbox[0].set_value("lee-brooks").run()
+    [b for b in app.button if b.label == "Load preset"][0].click().run()
+    assert not app.exception
+    m = metrics(app)
+    assert m["Design points"] == "937,500,000" and m["Dimensions"] == "12" and m["Parameters"] == "23"
+
+
+def test_bad_constraint_shows_error_and_keeps_space(app):
+    app.switch_page("pages/1_Design_space.py").run()
+    app.text_area[0].set_value("simd * 2 >= smem_kb").run()
+    [b for b in app.button if b.label == "Apply changes"][0].click().run()
+    assert not app.exception
+    assert any("unknown name 'smem_kb'" in e.value and "Nothing was changed" in e.value for e in app.error)
+    assert metrics(app)["Design points"] == "933,120"
+    assert app.session_state.space.name == "stargazer"
+
+
+def test_valid_constraint_is_applied(app):
+    app.switch_page("pages/1_Design_space.py").run()
+    app.text_area[0].set_value("simd * blk <= 128").run()
+    [b for b in app.button if b.label == "Apply changes"][0].click().run()
+    assert not app.exception and not app.error
+    feasible = sum(1 for s in (8, 16, 32) for b in (1, 2, 4, 8, 16) if s * b <= 128) * 933120 // 15
+    assert metrics(app)["Feasible points"] == f"{feasible:,}"
+
+
+def test_sampling_page_errors_keep_previous_samples(app):
+    app.switch_page("pages/2_Sampling.py").run()
+    assert metrics(app)["Points"] == "300"
+    app.number_input[0].set_value(2_000_000)
+    app.button[0].click().run()  # the form's submit button
+    assert not app.exception
+    assert any("only 933,120 points" in e.value and "previous samples are kept" in e.value for e in app.error)
+    assert metrics(app)["Points"] == "300"
+
+
+def test_sampling_page_fraction_mode(app):
+    app.switch_page("pages/2_Sampling.py").run()
+    app.radio[0].set_value("Fraction of the whole space")
+    app.number_input[1].set_value(0.001)
+    app.button[0].click().run()
+    assert not app.exception and not app.error
+    assert metrics(app)["Points"] == f"{round(0.001 * 933120):,}"

@@ -1,0 +1,120 @@
+"""Real-browser test: the dashboard served by `streamlit run app.py`, driven in headless Chromium.
+
+Needs Debian's chromium (``/usr/bin/chromium``) and the Playwright Python package (never
+``playwright install``). Skips with a reason where they are missing, except in CI (``CI=true``),
+where .ci/run installs chromium and a missing browser is a failure. Screenshots are written to
+``out/screenshots/`` for a person to look at.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+
+import pytest
+
+from conftest import ROOT
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+SHOTS = ROOT / "out" / "screenshots"
+LAUNCH_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+               "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+
+
+def _need(ok: bool, reason: str) -> None:
+    if not ok:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"{reason} (CI must run the browser test; .ci/run installs chromium)")
+        pytest.skip(reason)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def server():
+    port = _free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port),
+         "--server.address", "127.0.0.1", "--server.headless", "true", "--browser.gatherUsageStats", "false"],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.time() + 90
+    while time.time() < deadline:
+        try:
+            if urllib.request.urlopen(url + "/_stcore/health", timeout=2).read().strip() == b"ok":
+                break
+        except OSError:
+            time.sleep(0.5)
+        if proc.poll() is not None:
+            pytest.fail("streamlit exited: " + (proc.stdout.read() if proc.stdout else ""))
+    else:
+        proc.kill()
+        pytest.fail("streamlit did not become healthy within 90 s")
+    yield url
+    proc.terminate()
+    try:
+        proc.wait(10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    _need(os.path.exists(CHROMIUM), f"no chromium at {CHROMIUM}")
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        _need(False, "the playwright Python package is not installed")
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=LAUNCH_ARGS)
+        yield b
+        b.close()
+
+
+@pytest.mark.slow
+def test_dashboard_in_a_real_browser(server, browser):
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+
+    page.goto(server + "/Design_space", wait_until="domcontentloaded")  # deep links work
+    page.get_by_role("heading", name="Design space").first.wait_for(timeout=60_000)
+    page.wait_for_timeout(1000)
+    assert not page.get_by_text("Page not found").count()
+
+    page.goto(server, wait_until="domcontentloaded")
+    page.get_by_text("gpudse — GPU design space exploration").first.wait_for(timeout=60_000)
+    page.get_by_text("stargazer: 933,120 points").first.wait_for(timeout=30_000)
+    page.get_by_text("Reset to the built-in example").first.wait_for(timeout=30_000)
+    page.get_by_text("not in this version yet").last.wait_for(timeout=30_000)
+    page.screenshot(path=str(SHOTS / "home.png"), full_page=True)
+
+    page.get_by_role("link", name="Design space").first.click()
+    page.get_by_role("heading", name="Design space").first.wait_for(timeout=30_000)
+    page.get_by_text("933,120").first.wait_for(timeout=30_000)
+    page.locator("[data-testid='stDataFrame'], [data-testid='stDataEditor'], .stDataFrame").first.wait_for(
+        timeout=30_000)
+    page.screenshot(path=str(SHOTS / "design_space.png"), full_page=True)
+
+    page.goto(server + "/Sampling", wait_until="domcontentloaded")
+    page.get_by_role("heading", name="Sample design points").first.wait_for(timeout=60_000)
+    page.locator(".js-plotly-plot").first.wait_for(timeout=60_000)
+    page.get_by_text("0.0322%").first.wait_for(timeout=30_000)  # the built-in example's 300 points
+    page.get_by_role("spinbutton", name="N (points)").fill("500")
+    page.get_by_role("button", name="Sample", exact=True).click()
+    page.get_by_text(f"{500 / 933120:.4%}").first.wait_for(timeout=30_000)
+    page.screenshot(path=str(SHOTS / "sampling.png"), full_page=True)
+    assert not page.get_by_text("Traceback").count()
+    assert not page.get_by_text("Page not found").count()
+    assert not errors, errors
+    page.close()

@@ -1,0 +1,114 @@
+"""Dashboard helpers shared by app.py and pages/: per-session state and the workflow sidebar.
+
+UI only: every computation is a call into gpudse_core. Each browser session has its own
+``st.session_state``, so two people in one meeting never see each other's spaces or samples.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+
+import streamlit as st
+
+from gpudse_core import DesignSpace, load_preset, sample
+
+EXAMPLE_PRESET = "stargazer"
+EXAMPLE_SAMPLES = 300  # Stargazer §6.2 uses 300 samples per application
+EXAMPLE_SEED = 1
+
+PAGES = {  # title: (file, icon), in workflow order; drawn by sidebar() (the automatic list is hidden)
+    "Home": ("app.py", ":material/home:"),
+    "Design space": ("pages/1_Design_space.py", ":material/tune:"),
+    "Sampling": ("pages/2_Sampling.py", ":material/scatter_plot:"),
+}
+STAGES = [  # (title, page file or None while the stage is not built yet)
+    ("Design space", "pages/1_Design_space.py"),
+    ("Sample", "pages/2_Sampling.py"),
+    ("Simulate / upload", None),
+    ("Stepwise fit", None),
+    ("Analyse", None),
+    ("Explore", None),
+]
+
+
+@dataclass(frozen=True)
+class Stage:
+    title: str
+    page: str | None
+    icon: str
+    status: str
+
+
+@st.cache_resource(show_spinner=False)
+def preset(name: str) -> DesignSpace:
+    """Presets are immutable: parse each once per server process."""
+    return load_preset(name)
+
+
+def fingerprint(space: DesignSpace) -> str:
+    return hashlib.sha256(space.to_json(indent=None).encode()).hexdigest()[:16]
+
+
+def load_example() -> None:
+    space = preset(EXAMPLE_PRESET)
+    set_space(space, "built-in example: Stargazer Table 2")
+    st.session_state.samples = sample(space, EXAMPLE_SAMPLES, seed=EXAMPLE_SEED)
+    st.session_state.samples_of = fingerprint(space)
+
+
+def init_state() -> None:
+    """Open on the built-in example: no simulator, server or upload needed to see every page."""
+    if "space" not in st.session_state:
+        load_example()
+
+
+def set_space(space: DesignSpace, origin: str) -> None:
+    st.session_state.space = space
+    st.session_state.space_origin = origin
+    st.session_state.space_version = st.session_state.get("space_version", 0) + 1
+
+
+def samples_match() -> bool:
+    s = st.session_state.get("samples")
+    return s is not None and st.session_state.get("samples_of") == fingerprint(st.session_state.space)
+
+
+def workflow() -> list[Stage]:
+    """Each stage with a status line: done, to do, or not in this version yet."""
+    space: DesignSpace = st.session_state.space
+    samples = st.session_state.get("samples")
+    sampled = samples is not None and samples_match()
+    status = {
+        "Design space": (True, f"{space.name}: {space.size:,} points"),
+        "Sample": (sampled, f"{len(samples):,} points drawn" if sampled else "to do"),
+    }
+    out = []
+    for title, page in STAGES:
+        done, text = status.get(title, (False, "not in this version yet"))
+        icon = ":material/check_circle:" if done else (":material/radio_button_unchecked:" if page
+                                                        else ":material/lock:")
+        out.append(Stage(title, page, icon, text))
+    return out
+
+
+def page(title: str) -> None:
+    """Start every page the same way: config, per-session state (idempotent), sidebar."""
+    st.set_page_config(page_title=f"{title} · gpudse", page_icon=":material/memory:", layout="wide")
+    init_state()
+    sidebar()
+
+
+def sidebar() -> None:
+    space: DesignSpace = st.session_state.space
+    samples = st.session_state.get("samples")
+    with st.sidebar:
+        st.markdown("**gpudse**")
+        for title, (path, icon) in PAGES.items():
+            st.page_link(path, label=title, icon=icon)
+        st.divider()
+        st.caption(f"**Space** {space.name} · {space.size:,} points")
+        if samples is not None:
+            stale = "" if samples_match() else " (from an earlier space)"
+            st.caption(f"**Samples** {len(samples):,} points, {samples.method}, seed {samples.seed}{stale}")
+        st.caption(st.session_state.get("space_origin", ""))

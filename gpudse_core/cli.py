@@ -32,7 +32,7 @@ def _space_text(space: DesignSpace) -> str:
     for i, d in enumerate(space.dimensions, 1):
         members = d.parameters
         for j, p in enumerate(members):
-            num = (f"{i}" if j == 0 else "") if isinstance(d, Group) or j == 0 else ""
+            num = str(i) if j == 0 else ""
             grp = f"{d.name}." if isinstance(d, Group) and len(members) > 1 else ""
             rows.append((num, grp + p.name, p.display, p.unit, p.kind, str(p.size), format_values_text(p.values)))
     widths = [max(len(r[k]) for r in rows) for k in range(len(rows[0]) - 1)]

@@ -38,7 +38,7 @@ import numpy as np
 import pandas as pd
 
 from .errors import SamplingError
-from .space import DesignSpace
+from .space import DesignSpace, decode_mixed_radix
 
 MAX_SAMPLE = 10_000_000  # points in one request
 DENSE_LIMIT = 1 << 26  # draw distinct keys directly when the key space is at most this ...
@@ -207,16 +207,7 @@ def _fill(space: DesignSpace, block: _Block, rows: np.ndarray, digits: np.ndarra
     elif len(block.dims) == 1:
         digits[:, block.dims[0]] = rows
     else:
-        digits[:, block.dims] = _decode_rows(rows, block.radices)
-
-
-def _decode_rows(rows: np.ndarray, radices: tuple[int, ...]) -> np.ndarray:
-    out = np.empty((rows.shape[0], len(radices)), dtype=np.int64)
-    r = rows.astype(np.int64)
-    for j in range(len(radices) - 1, -1, -1):
-        out[:, j] = r % radices[j]
-        r = r // radices[j]
-    return out
+        digits[:, block.dims] = decode_mixed_radix(rows, block.radices)
 
 
 def _draw(space: DesignSpace, blocks: list[_Block], m: int, rng: np.random.Generator) -> np.ndarray:
@@ -282,7 +273,7 @@ def _dense(space: DesignSpace, blocks: list[_Block], total: int, count: int, rng
         keys = rng.choice(pool, size=count, replace=False)
     digits = np.empty((count, len(space.radices)), dtype=np.int64)
     sizes = [b.size for b in blocks]
-    rows = _decode_rows(np.asarray(keys, dtype=np.int64), tuple(sizes))
+    rows = decode_mixed_radix(np.asarray(keys, dtype=np.int64), tuple(sizes))
     for j, b in enumerate(blocks):
         _fill(space, b, rows[:, j], digits)
     return digits
@@ -333,7 +324,7 @@ def _subgrid(space: DesignSpace, f: float, rng: np.random.Generator) -> np.ndarr
             f"the sub-grid would have {grid:,} points (limit {MAX_SAMPLE:,}); use a smaller fraction "
             f"or per_dim_mode='count'"
         )
-    pos = _decode_rows(np.arange(grid, dtype=np.int64), sizes)
+    pos = decode_mixed_radix(np.arange(grid, dtype=np.int64), sizes)
     digits = np.column_stack([chosen[j][pos[:, j]] for j in range(len(sizes))]).astype(np.int64)
     if space.constraints:
         digits = digits[space.feasible_mask(digits)]

@@ -362,10 +362,10 @@ class DesignSpace:
             idx = np.asarray(indices, dtype=np.int64).ravel().copy()
             if idx.size and (idx.min() < 0 or idx.max() >= self.size):
                 raise SpaceError(f"index out of range: indices must lie in [0, {self.size:,})")
-        else:
-            idx = np.array([int(i) for i in np.ravel(np.asarray(indices, dtype=object))], dtype=object)
-            if idx.size and (min(idx) < 0 or max(idx) >= self.size):
-                raise SpaceError(f"index out of range: indices must lie in [0, {self.size:,})")
+            return decode_mixed_radix(idx, self.radices)
+        idx = np.array([int(i) for i in np.ravel(np.asarray(indices, dtype=object))], dtype=object)
+        if idx.size and (min(idx) < 0 or max(idx) >= self.size):
+            raise SpaceError(f"index out of range: indices must lie in [0, {self.size:,})")
         out = np.empty((idx.shape[0], len(self.radices)), dtype=np.int64)
         for j in range(len(self.radices) - 1, -1, -1):
             m = self.radices[j]
@@ -550,7 +550,7 @@ class DesignSpace:
             tables = []
             for s in range(0, raw, 1 << 20):
                 n = min(1 << 20, raw - s)
-                sub = _decode_small(np.arange(s, s + n, dtype=np.int64), sub_radices)
+                sub = decode_mixed_radix(np.arange(s, s + n, dtype=np.int64), sub_radices)
                 full = np.zeros((n, len(self.radices)), dtype=np.int64)
                 full[:, dims] = sub
                 tables.append(sub[self.feasible_mask(full, cons)])
@@ -641,7 +641,9 @@ class DesignSpace:
         }
 
 
-def _decode_small(idx: np.ndarray, radices: Sequence[int]) -> np.ndarray:
+def decode_mixed_radix(idx: np.ndarray, radices: Sequence[int]) -> np.ndarray:
+    """Digits (n × len(radices), int64) of int64 indices; the first radix is the most significant."""
+    idx = np.asarray(idx, dtype=np.int64)
     out = np.empty((idx.shape[0], len(radices)), dtype=np.int64)
     for j in range(len(radices) - 1, -1, -1):
         out[:, j] = idx % radices[j]

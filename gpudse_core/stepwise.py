@@ -39,6 +39,7 @@ import numpy as np
 import pandas as pd
 import scipy.linalg
 from scipy import stats
+from sklearn.base import BaseEstimator, RegressorMixin
 
 from .errors import GpudseError
 from .splines import PLACEMENTS, Basis, make_basis
@@ -180,8 +181,8 @@ def _llf(rss: float, n: int) -> float:
 
 
 # ---- the estimator ------------------------------------------------------------------------------
-@dataclass
-class StepwiseRegression:
+@dataclass(eq=False, repr=False)
+class StepwiseRegression(RegressorMixin, BaseEstimator):
     """Stargazer Algorithm 1 as a scikit-learn style estimator (``fit``/``predict``/``get_params``).
 
     Parameters follow the papers' vocabulary: ``theta`` (θ) and ``phi`` (φ) thresholds, ``knots``
@@ -204,17 +205,7 @@ class StepwiseRegression:
     search: bool = True
     categorical: Sequence[str] = ()
 
-    # -- sklearn protocol --
-    def get_params(self, deep: bool = True) -> dict:
-        return {k: getattr(self, k) for k in self.__dataclass_fields__}
-
-    def set_params(self, **kw: Any) -> "StepwiseRegression":
-        for k, v in kw.items():
-            if k not in self.__dataclass_fields__:
-                raise ValueError(f"unknown parameter {k!r}")
-            setattr(self, k, v)
-        return self
-
+    # -- scikit-learn protocol (get_params/set_params/score come from BaseEstimator/RegressorMixin) --
     def fit(self, X: pd.DataFrame, y: Any = None, callback: Callable[[TraceStep], None] | None = None
             ) -> "StepwiseRegression":
         for step in self.iter_fit(X, y):
@@ -226,12 +217,6 @@ class StepwiseRegression:
         if not hasattr(self, "model_"):
             raise FitError("the model is not fitted yet; call fit first")
         return self.model_.predict(X)
-
-    def score(self, X: pd.DataFrame, y: Any) -> float:
-        """R² of predictions on the original scale (scikit-learn's convention for regressors)."""
-        yt = np.asarray(y, dtype=float)
-        pred = self.predict(X)
-        return 1.0 - float(np.sum((yt - pred) ** 2) / np.sum((yt - yt.mean()) ** 2))
 
     # -- the search --
     def _validate(self) -> None:
@@ -282,6 +267,8 @@ class StepwiseRegression:
         for p in names:
             if X[p].isna().any():
                 raise FitError(f"column {p!r}: rows {_rows(np.flatnonzero(X[p].isna().to_numpy()))} are empty")
+        if len(yv) < 3:
+            raise FitError(f"only {len(yv)} rows; a regression needs more rows than terms")
         const = [p for p in names if X[p].nunique() < 2]
         if const:
             raise FitError(f"column(s) {', '.join(map(repr, const))} are constant, so they cannot explain "
@@ -612,7 +599,12 @@ class StepwiseModel:
             raise FitError(f"{source}: schema {d.get('schema')!r} is not {MODEL_SCHEMA!r}; refit the model "
                            f"with this version of gpudse")
         try:
-            bases = {b["name"]: Basis.from_dict(b) for b in d["bases"]}
+            try:
+                bases = {b["name"]: Basis.from_dict(b) for b in d["bases"]}
+            except FitError:
+                raise
+            except GpudseError as e:
+                raise FitError(f"{source}: {e}") from None
             columns = [(list(map(str, c["params"])), [int(i) for i in c["index"]]) for c in d["columns"]]
             coef = [float(c) for c in d["coefficients"]]
             transform = d["transform"]

@@ -1,0 +1,243 @@
+"""Stargazer Algorithm 1: accept/stop logic on data with known structure, against an independent
+brute-force implementation, degenerate candidates, bad input, JSON round trips, sklearn protocol."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from gpudse_core import load_preset, sample
+from gpudse_core.splines import make_basis
+from gpudse_core.stepwise import FitError, StepwiseModel, StepwiseRegression, fit_stepwise, interaction_block
+
+
+@pytest.fixture(scope="module")
+def stargazer_data():
+    pts = sample(load_preset("stargazer"), 300, seed=11).points
+    rng = np.random.default_rng(5)
+    # True structure: simd and blk with an interaction, intra nonlinear; the other 7 parameters inert.
+    y = (4e5 / pts.simd * (1 + 3 / pts.blk) + 2e4 * np.log2(pts.intra) ** 2 + 800 * pts.simd * np.log2(pts.blk)
+         + rng.normal(0, 1500, len(pts)))
+    return pts.assign(cycles=y)
+
+
+def brute_force(df, response, theta, phi, compare="r2", knots=4, form="restricted"):
+    """Algorithm 1 written plainly: refit every candidate with lstsq. Returns [(chosen, accepted, scores)]."""
+    names = [c for c in df.columns if c != response]
+    y = df[response].to_numpy(float)
+    n = y.size
+    bases = {p: make_basis(p, df[p].to_numpy(), knots, "even") for p in names}
+    cols = {p: bases[p].evaluate(df[p].to_numpy()) for p in names}
+    tss = float(np.sum((y - y.mean()) ** 2))
+
+    def stats_of(blocks):
+        A = np.column_stack([np.ones(n)] + blocks)
+        coef, *_ = np.linalg.lstsq(A, y, rcond=None)
+        rss = float(np.sum((y - A @ coef) ** 2))
+        rank = np.linalg.matrix_rank(A)
+        return 1 - rss / tss, 1 - (rss / (n - rank)) / (tss / (n - 1))
+
+    def block(t):
+        if len(t) == 1:
+            return cols[t[0]]
+        return interaction_block(cols[t[0]], cols[t[1]], bases[t[0]], bases[t[1]], form)[0]
+
+    model, chosen, remaining, steps = [], [], list(names), []
+    scores = {p: stats_of([block((p,))])[0] for p in remaining}
+    first = max(scores, key=scores.get)
+    model.append(block((first,)))
+    chosen.append(first)
+    remaining.remove(first)
+    steps.append((first, True, scores))
+    while remaining:
+        r2, adj = stats_of(model)
+        scores = {p: stats_of(model + [block((p,))])[1] for p in remaining}
+        best = max(scores, key=scores.get)
+        ok = scores[best] - (r2 if compare == "r2" else adj) > theta
+        steps.append((best, ok, scores))
+        if not ok:
+            break
+        model.append(block((best,)))
+        partners = list(chosen)
+        chosen.append(best)
+        remaining.remove(best)
+        while partners:
+            r2, adj = stats_of(model)
+            sc = {f"{best}:{p}": stats_of(model + [block((best, p))])[1] for p in partners}
+            ib = max(sc, key=sc.get)
+            ok = sc[ib] - (r2 if compare == "r2" else adj) > phi
+            steps.append((ib, ok, sc))
+            if not ok:
+                break
+            model.append(block(tuple(ib.split(":"))))
+            partners.remove(ib.split(":")[1])
+    return steps
+
+
+def test_recovers_the_true_terms(stargazer_data):
+    m = fit_stepwise(stargazer_data, "cycles", theta=0.01, phi=0.01)
+    assert set(m.terms) == {"simd", "blk", "intra", "blk:simd"} or set(m.terms) == {"simd", "blk", "intra", "simd:blk"}
+    assert m.r2 > 0.98
+    inert = {"cc", "tc", "smp", "ccp", "mshr", "dramq", "inter"}
+    assert not inert & set(m.parameters)
+    # contributions in selection order sum to the final R² (Stargazer Fig. 3)
+    assert math.isclose(sum(g for _, g in m.contributions()), m.r2, rel_tol=1e-9)
+
+
+@pytest.mark.parametrize("theta, phi, compare", [(0.003, 0.0, "r2"), (0.01, 0.01, "r2"), (0.0, 0.0, "adj_r2"),
+                                                  (0.05, 0.2, "r2")])
+def test_trace_matches_brute_force_algorithm_1(stargazer_data, theta, phi, compare):
+    ref = brute_force(stargazer_data, "cycles", theta, phi, compare)
+    est = StepwiseRegression(response="cycles", theta=theta, phi=phi, compare=compare)
+    got = list(est.iter_fit(stargazer_data))
+    assert [(s.chosen, s.accepted) for s in got] == [(c, ok) for c, ok, _ in ref]
+    for s, (_, _, scores) in zip(got, ref):
+        assert set(s.candidates) == set(scores)
+        for k, v in scores.items():
+            assert s.candidates[k] == pytest.approx(v, abs=1e-9)
+
+
+def test_first_row_is_r2_then_adjusted(stargazer_data):
+    steps = list(StepwiseRegression(response="cycles").iter_fit(stargazer_data))
+    assert steps[0].metric == "r2" and steps[0].kind == "initial" and len(steps[0].candidates) == 10
+    assert all(s.metric == "adj_r2" for s in steps[1:])
+    inter = [s for s in steps if s.kind == "interaction"]
+    assert inter and all(":" in k for s in inter for k in s.candidates)
+    assert steps[-1].accepted is False or len(steps[-1].terms) == 10
+
+
+def test_thresholds_control_the_size(stargazer_data):
+    big = fit_stepwise(stargazer_data, "cycles", theta=0.0, phi=0.0)
+    small = fit_stepwise(stargazer_data, "cycles", theta=0.5, phi=0.5)
+    assert len(small.terms) == 1 and len(big.terms) >= 4
+    loose = fit_stepwise(stargazer_data, "cycles", theta=0.0, phi=0.0, compare="adj_r2")
+    assert len(loose.terms) >= len(big.terms)
+    capped = fit_stepwise(stargazer_data, "cycles", theta=0.0, phi=0.0, max_terms=3)
+    assert len(capped.terms) == 3 and capped.terms == big.terms[:3]
+
+
+@pytest.mark.parametrize("criterion", ["aic", "bic", "ftest"])
+def test_other_criteria_find_the_structure(stargazer_data, criterion):
+    m = fit_stepwise(stargazer_data, "cycles", criterion=criterion, theta=0.0 if criterion != "ftest" else 1e-4,
+                     phi=0.0 if criterion != "ftest" else 1e-4)
+    assert {"simd", "blk", "intra"} <= set(m.terms)
+    assert any(t in m.terms for t in ("blk:simd", "simd:blk"))
+
+
+def test_forced_fixed_factor_model(stargazer_data):
+    m = fit_stepwise(stargazer_data, "cycles", forced=["simd", "blk", "simd:blk"], search=False)
+    assert m.terms == ["simd", "blk", "simd:blk"]
+    assert [s["kind"] for s in m.trace] == ["forced"] * 3
+    grown = fit_stepwise(stargazer_data, "cycles", forced=["simd", "blk", "simd:blk"])
+    assert grown.terms[:3] == ["simd", "blk", "simd:blk"] and "intra" in grown.terms
+    with pytest.raises(FitError, match="unknown parameter"):
+        fit_stepwise(stargazer_data, "cycles", forced=["simd:nope"])
+
+
+def test_degenerate_candidates_are_skipped_not_fatal():
+    rng = np.random.default_rng(1)
+    a = rng.integers(1, 9, 200).astype(float)
+    df = pd.DataFrame({"a": a, "twice_a": 2 * a, "b": rng.integers(1, 5, 200).astype(float)})
+    df["y"] = 3 * a + df.b ** 2 + rng.normal(0, 0.1, 200)
+    steps = list(StepwiseRegression(response="y", theta=0.0, phi=0.0).iter_fit(df))
+    skipped = {k: v for s in steps for k, v in s.skipped.items()}
+    assert any("collinear" in v for v in skipped.values())
+    model = StepwiseRegression(response="y", theta=0.0, phi=0.0).fit(df).model_
+    assert np.all(np.isfinite(model.coefficients))
+
+
+def test_fewer_rows_than_terms_is_handled():
+    rng = np.random.default_rng(2)
+    df = pd.DataFrame({f"p{i}": rng.integers(1, 20, 9).astype(float) for i in range(8)})
+    df["y"] = rng.normal(size=9)
+    m = fit_stepwise(df, "y", theta=-1.0, phi=-1.0)  # accept anything: must stop when rows run out
+    assert len(m.coefficients) <= 9
+    assert any("only 9 rows" in v for s in m.trace for v in s["skipped"].values())
+
+
+@pytest.mark.parametrize(
+    "mutate, kwargs, pattern",
+    [
+        (lambda d: d.assign(cycles=d.cycles.where(d.index != 7, np.nan)), {}, r"rows 8 .*NaN"),
+        (lambda d: d.assign(cycles=d.cycles.where(d.index != 3, np.inf)), {}, r"rows 4 "),
+        (lambda d: d.assign(cycles=d.cycles.astype(object).where(d.index != 0, "n/a")), {}, r"rows 1 .*'n/a'"),
+        (lambda d: d.assign(cycles=d.cycles - d.cycles.median()), {"transform": "log"}, r"log transform needs positive"),
+        (lambda d: d.assign(cc=4), {}, r"'cc' .*constant"),
+        (lambda d: d, {"params": ["simd", "nope"]}, r"unknown column\(s\) 'nope'"),
+        (lambda d: d.rename(columns={"cycles": "time"}), {}, r"response column 'cycles' is not in the data"),
+        (lambda d: d.head(2), {}, r"only 2 rows"),
+        (lambda d: d, {"criterion": "r2"}, r"unknown criterion"),
+        (lambda d: d, {"transform": "exp"}, r"unknown transform"),
+    ],
+)
+def test_bad_input_messages(stargazer_data, mutate, kwargs, pattern):
+    with pytest.raises(FitError, match=pattern):
+        fit_stepwise(mutate(stargazer_data.copy()), "cycles", **kwargs)
+
+
+@pytest.mark.parametrize("transform", ["none", "log", "sqrt"])
+def test_json_round_trip_and_prediction(stargazer_data, transform, tmp_path):
+    m = fit_stepwise(stargazer_data, "cycles", transform=transform, theta=0.0, phi=0.0, interactions="full")
+    path = tmp_path / "m.json"
+    m.save(path)
+    back = StepwiseModel.load(path)
+    x = stargazer_data.drop(columns="cycles")
+    np.testing.assert_allclose(back.predict(x), m.predict(x), rtol=1e-13)
+    assert back.terms == m.terms and back.trace == json.loads(m.to_json())["trace"]
+    # vectorised, tabulated prediction equals the fitted values of the least-squares design
+    from gpudse_core.stepwise import transform_response
+    z = transform_response(stargazer_data.cycles.to_numpy(), transform)
+    resid = z - m.linear_predictor(x)
+    assert abs(resid.mean()) < 1e-8 * max(1.0, abs(z).max())
+    assert 1 - np.sum(resid ** 2) / np.sum((z - z.mean()) ** 2) == pytest.approx(m.r2, abs=1e-9)
+
+
+def test_model_files_are_validated(tmp_path, stargazer_data):
+    good = json.loads(fit_stepwise(stargazer_data, "cycles").to_json())
+    cases = {
+        "schema": ({**good, "schema": "gpudse.model/0"}, "schema"),
+        "coef": ({**good, "coefficients": good["coefficients"][:-1]}, "coefficients for"),
+        "nan": ({**good, "coefficients": [float("nan")] * len(good["coefficients"])}, "coefficients for"),
+        "basis": ({**good, "bases": [{"name": "simd", "kind": "__import__('os')"}]}, "unknown kind"),
+        "column": ({**good, "columns": [{"params": ["zz"], "index": [0]}] * len(good["columns"])}, "unknown parameters"),
+        "list": ([1, 2], "not a gpudse model"),
+    }
+    for name, (doc, pattern) in cases.items():
+        p = tmp_path / f"{name}.json"
+        p.write_text(json.dumps(doc))
+        with pytest.raises(FitError, match=pattern):
+            StepwiseModel.load(p)
+    (tmp_path / "bad.json").write_text("{ not json")
+    with pytest.raises(FitError, match="malformed JSON"):
+        StepwiseModel.load(tmp_path / "bad.json")
+
+
+def test_predict_rejects_unknown_levels_and_missing_columns(stargazer_data):
+    m = fit_stepwise(stargazer_data, "cycles")
+    with pytest.raises(FitError, match="lack column"):
+        m.predict(stargazer_data[["cc"]])
+
+
+def test_sklearn_cross_validation(stargazer_data):
+    from sklearn.base import clone
+    from sklearn.model_selection import cross_val_score
+
+    est = StepwiseRegression(theta=0.01, phi=0.01)
+    assert clone(est).get_params() == est.get_params()
+    scores = cross_val_score(est, stargazer_data.drop(columns="cycles"), stargazer_data.cycles, cv=3)
+    assert scores.shape == (3,) and np.all(scores > 0.9)
+
+
+def test_categorical_parameters():
+    rng = np.random.default_rng(3)
+    df = pd.DataFrame({"sched": rng.choice(["gto", "lrr", "two_level"], 240),
+                       "simd": rng.choice([8.0, 16.0, 32.0], 240)})
+    effect = df.sched.map({"gto": 0.0, "lrr": 5.0, "two_level": -3.0})
+    df["y"] = 100 / df.simd + effect + rng.normal(0, 0.05, 240)
+    m = fit_stepwise(df, "y", theta=0.001, phi=0.001)
+    assert set(m.parameters) == {"sched", "simd"} and m.r2 > 0.99
+    np.testing.assert_allclose(m.predict(pd.DataFrame({"sched": ["lrr"], "simd": [16.0]})), [100 / 16 + 5], atol=0.1)

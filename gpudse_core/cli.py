@@ -8,6 +8,10 @@ It calls the same functions as the dashboard pages. User errors print one line
     gpudse space export SPACE -o FILE.yaml|.json
     gpudse sample SPACE (-n N | --fraction F | --per-dim-fraction F) [--per-dim-mode count|subgrid]
                   [--seed S] [--method uniform|lhs] [--with-index] -o samples.csv|.parquet|.json
+    gpudse fit DATA --response COL [--params a,b] [--transform none|log|sqrt] [--theta T] [--phi P]
+               [--criterion adjr2|aic|bic|ftest] [--knots K] [--knot-placement even|quantile]
+               [--interactions full|restricted] [--max-terms N] [--force TERM ...] -o model.json [--json]
+    gpudse predict MODEL.json POINTS -o predictions.csv
 """
 
 from __future__ import annotations
@@ -93,14 +97,69 @@ def cmd_sample(args: argparse.Namespace) -> int:
     return 0
 
 
-def _writable(path: str) -> Path:
+def _trace_line(step) -> str:
+    """One Table 1 row: the best candidates with their scores, the choice, and the model after it."""
+    metric = {"r2": "R²", "adj_r2": "adj R²", "aic": "AIC", "bic": "BIC", "p_value": "p"}[step.metric]
+    desc = step.metric in ("r2", "adj_r2")
+    ranked = sorted(step.candidates.items(), key=lambda kv: -kv[1] if desc else kv[1])
+    shown = "  ".join(f"{k} {v:.4g}" for k, v in ranked[:6]) + ("  …" if len(ranked) > 6 else "")
+    mark = "added" if step.accepted else "rejected"
+    chosen = f"-> {step.chosen} {mark}" if step.chosen else "-> nothing to add"
+    if step.gain is not None:
+        chosen += f" (gain {step.gain:.4g})"
+    return (f"{step.step:>3} {step.kind:<11} [{metric}] {shown}\n      {chosen};  model: "
+            f"{' + '.join(step.terms) or '(empty)'}  R² {step.r2:.4f}  adj R² {step.adj_r2:.4f}")
+
+
+def cmd_fit(args: argparse.Namespace) -> int:
+    from .dataio import read_table
+    from .stepwise import fit_stepwise
+
+    data = read_table(args.data)
+    out = _writable(args.output, (".json",))
+    params = [p.strip() for p in args.params.split(",") if p.strip()] if args.params else None
+    echo = (lambda s: None) if args.json else (lambda s: print(_trace_line(s), flush=True))
+    model = fit_stepwise(data, args.response, callback=echo, params=params, transform=args.transform,
+                         theta=args.theta, phi=args.phi, criterion=args.criterion, knots=args.knots,
+                         knot_placement=args.knot_placement, interactions=args.interactions,
+                         max_terms=args.max_terms, forced=args.force or (), compare=args.compare)
+    model.save(out)
+    if args.json:
+        print(json.dumps({"terms": model.terms, "r2": model.r2, "adj_r2": model.adj_r2, "n": model.n,
+                          "trace": model.trace}, indent=1))
+    else:
+        print(f"final model ({model.n} rows): {' + '.join(model.terms)}; R² {model.r2:.4f}, adj R² {model.adj_r2:.4f}")
+        print(model.equation(digits=5))
+    print(f"wrote {out}", file=sys.stderr)
+    return 0
+
+
+def cmd_predict(args: argparse.Namespace) -> int:
+    from .dataio import read_table
+    from .stepwise import StepwiseModel
+
+    model = StepwiseModel.load(args.model)
+    points = read_table(args.points)
+    out = _writable(args.output, (".csv", ".parquet", ".json"))
+    result = points.assign(predicted=model.predict(points))
+    if out.suffix.lower() == ".parquet":
+        result.to_parquet(out, index=False)
+    elif out.suffix.lower() == ".json":
+        out.write_text(result.to_json(orient="records"), encoding="utf-8")
+    else:
+        result.to_csv(out, index=False)
+    print(f"wrote {len(result):,} predictions of {model.response} to {out}", file=sys.stderr)
+    return 0
+
+
+def _writable(path: str, suffixes: tuple[str, ...] = (".csv", ".parquet", ".json", ".yaml", ".yml")) -> Path:
     p = Path(path)
     if p.is_dir():
         raise GpudseError(f"{p} is a directory; give a file name such as {p / 'samples.csv'}")
     if not p.parent.exists():
         raise GpudseError(f"{p}: the folder {p.parent} does not exist; create it first")
-    if p.suffix.lower() not in (".csv", ".parquet", ".json", ".yaml", ".yml"):
-        raise GpudseError(f"{p}: unknown file type {p.suffix!r}; use .csv, .parquet or .json")
+    if p.suffix.lower() not in suffixes:
+        raise GpudseError(f"{p}: unknown file type {p.suffix!r}; use {', '.join(suffixes)}")
     return p
 
 
@@ -154,6 +213,35 @@ def build_parser() -> argparse.ArgumentParser:
     sa.add_argument("--with-index", action="store_true", help="add a design_index column")
     sa.add_argument("-o", "--output", required=True, metavar="FILE", help="samples.csv, .parquet or .json")
     sa.set_defaults(func=cmd_sample)
+
+    from .splines import PLACEMENTS
+    from .stepwise import CRITERIA, INTERACTION_FORMS, TRANSFORMS
+
+    fi = sub.add_parser("fit", help="Stargazer stepwise spline regression (Algorithm 1), printing the trace")
+    fi.add_argument("data", metavar="DATA", help="results table: .csv, .parquet or .json")
+    fi.add_argument("--response", required=True, metavar="COL", help="the column to model (e.g. cycles)")
+    fi.add_argument("--params", metavar="a,b,...", help="parameter columns (default: every other column)")
+    fi.add_argument("--transform", choices=TRANSFORMS, default="none")
+    fi.add_argument("--theta", type=float, default=0.01, help="θ: gain needed to add a parameter (default 0.01)")
+    fi.add_argument("--phi", type=float, default=0.01, help="φ: gain needed to add an interaction (default 0.01)")
+    fi.add_argument("--criterion", choices=CRITERIA, default="adjr2")
+    fi.add_argument("--compare", choices=("r2", "adj_r2"), default="r2",
+                    help="adjr2 criterion: compare the candidate's adjusted R² with the model's R² "
+                         "(Algorithm 1) or with its adjusted R²")
+    fi.add_argument("--knots", type=int, default=4, help="knots per spline (Harrell's k, boundaries included)")
+    fi.add_argument("--knot-placement", choices=PLACEMENTS, default="even")
+    fi.add_argument("--interactions", choices=INTERACTION_FORMS, default="restricted")
+    fi.add_argument("--max-terms", type=_positive_int, default=None)
+    fi.add_argument("--force", action="append", metavar="TERM", help="start with this term (repeatable), e.g. simd:blk")
+    fi.add_argument("-o", "--output", required=True, metavar="model.json")
+    fi.add_argument("--json", action="store_true", help="print terms, R², adjusted R² and the trace as JSON")
+    fi.set_defaults(func=cmd_fit)
+
+    pr2 = sub.add_parser("predict", help="predict design points with a fitted model")
+    pr2.add_argument("model", metavar="MODEL.json")
+    pr2.add_argument("points", metavar="POINTS", help="points table: .csv, .parquet or .json")
+    pr2.add_argument("-o", "--output", required=True, metavar="predictions.csv")
+    pr2.set_defaults(func=cmd_predict)
     return p
 
 

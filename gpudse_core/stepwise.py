@@ -30,9 +30,10 @@ the current terms with their R² and adjusted R².
 
 from __future__ import annotations
 
+import difflib
 import json
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
 import numpy as np
@@ -121,7 +122,9 @@ class TraceStep:
     adj_r2: float
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        return {"step": self.step, "kind": self.kind, "metric": self.metric, "candidates": dict(self.candidates),
+                "skipped": dict(self.skipped), "chosen": self.chosen, "accepted": self.accepted, "gain": self.gain,
+                "terms": list(self.terms), "r2": self.r2, "adj_r2": self.adj_r2}
 
 
 # ---- incremental least squares ---------------------------------------------------------------
@@ -142,10 +145,10 @@ class _OLSState:
         block columns were independent. Two Gram–Schmidt passes, then pivoted QR for the rank."""
         if block.shape[1] == 0:
             return np.zeros((self.n, 0)), np.zeros(0, dtype=int)
-        norms = np.linalg.norm(block, axis=0)
+        norms = np.sqrt(np.einsum("ij,ij->j", block, block))
         b = block - self.q @ (self.q.T @ block)
         b -= self.q @ (self.q.T @ b)
-        qb, rb, piv = scipy.linalg.qr(b, mode="economic", pivoting=True)
+        qb, rb, piv = scipy.linalg.qr(b, mode="economic", pivoting=True, check_finite=False)
         diag = np.abs(np.diag(rb))
         ref = np.maximum(norms[piv], 1e-300)
         keep = diag > RANK_TOL * ref
@@ -241,8 +244,10 @@ class StepwiseRegression(RegressorMixin, BaseEstimator):
             if not self.response:
                 raise FitError("say which column is the response (response=... or --response COL)")
             if self.response not in X.columns:
-                raise FitError(f"response column {self.response!r} is not in the data; columns: "
-                               f"{', '.join(map(str, X.columns))}")
+                hint = difflib.get_close_matches(self.response, list(map(str, X.columns)), n=1)
+                raise FitError(f"response column {self.response!r} is not in the data"
+                               + (f" (did you mean {hint[0]!r}?)" if hint else "")
+                               + f"; columns: {', '.join(map(str, X.columns))}")
             yv = pd.to_numeric(X[self.response], errors="coerce").to_numpy(dtype=float)
             raw = X[self.response]
             X = X.drop(columns=[self.response])
@@ -423,7 +428,7 @@ class StepwiseRegression(RegressorMixin, BaseEstimator):
                     if not ok:
                         break
                     partners.remove(prepared[iname][0][1])
-        self.model_ = self._finish(X, yraw, z, bases, columns, terms, st, names)
+        self.model_ = self._finish(cols, z, bases, columns, terms, st, names)
         self.model_.trace = trace
 
     def _info(self, rss: float, n: int, rank: int) -> float:
@@ -441,19 +446,18 @@ class StepwiseRegression(RegressorMixin, BaseEstimator):
         f = ((st.rss - rss) / added) / (rss / dof)
         return float(stats.f.sf(f, added, dof))
 
-    def _finish(self, X, yraw, z, bases, columns, terms, st, names) -> "StepwiseModel":
+    def _finish(self, cols, z, bases, columns, terms, st, names) -> "StepwiseModel":
+        """Coefficients of the selected columns by least squares on the cached basis blocks."""
         design = [np.ones(z.size)]
         labels = ["Intercept"]
         for t, lab in columns:
             if len(t) == 1:
-                design.append(bases[t[0]].evaluate(X[t[0]].to_numpy())[:, lab[0]])
+                design.append(cols[t[0]][:, lab[0]])
                 labels.append(bases[t[0]].column_names[lab[0]])
             else:
                 a, b = t
                 i, j = lab
-                ca = bases[a].evaluate(X[a].to_numpy())[:, i]
-                cb = bases[b].evaluate(X[b].to_numpy())[:, j]
-                design.append(ca * cb)
+                design.append(cols[a][:, i] * cols[b][:, j])
                 labels.append(f"{bases[a].column_names[i]} * {bases[b].column_names[j]}")
         A = np.column_stack(design)
         coef, *_ = np.linalg.lstsq(A, z, rcond=None)
@@ -503,16 +507,8 @@ class StepwiseModel:
         out = np.full(len(X), coef[0])
         codes, uniq_basis = {}, {}
         for p, b in self.bases.items():
-            col = X[p]
-            if b.kind != "categorical":
-                vals = pd.to_numeric(col, errors="coerce")
-                if vals.isna().any():
-                    bad = np.flatnonzero(vals.isna().to_numpy())
-                    raise FitError(f"column {p!r}: rows {_rows(bad)} are not numbers")
-                col = vals
-            c, u = pd.factorize(col, sort=False)
-            codes[p] = c
-            uniq_basis[p] = b.evaluate(np.asarray(u))
+            codes[p], uniq = _codes(X[p], p, numeric=b.kind != "categorical")
+            uniq_basis[p] = b.evaluate(uniq)
         groups: dict[tuple[str, ...], list[int]] = {}
         for k, (t, _) in enumerate(self.columns):
             groups.setdefault(tuple(t), []).append(k)
@@ -528,7 +524,7 @@ class StepwiseModel:
                 for k in ks:
                     i, j = self.columns[k][1]
                     table += coef[k + 1] * np.outer(ua[:, i], ub[:, j])
-                out += table[codes[a], codes[b]]
+                out += table.ravel()[codes[a] * table.shape[1] + codes[b]]
         return out
 
     def predict(self, X: pd.DataFrame) -> np.ndarray:
@@ -644,6 +640,31 @@ class StepwiseModel:
         except json.JSONDecodeError as e:
             raise FitError(f"{p}:{e.lineno}: malformed JSON ({e.msg})") from None
         return cls.from_dict(d, source=str(p))
+
+
+def _codes(col: pd.Series, name: str, numeric: bool) -> tuple[np.ndarray, np.ndarray]:
+    """Integer codes of a column and the distinct values they index. Integer-valued numeric columns
+    with a small range are coded by offset from their minimum (no hashing); others are factorised."""
+    if numeric:
+        if col.dtype.kind not in "iuf":
+            conv = pd.to_numeric(col, errors="coerce")
+            if conv.isna().any():
+                bad = np.flatnonzero(conv.isna().to_numpy())
+                raise FitError(f"column {name!r}: rows {_rows(bad)} are not numbers (e.g. {col.iloc[int(bad[0])]!r})")
+            col = conv
+        x = col.to_numpy()
+        if x.dtype.kind == "f" and not np.isfinite(x).all():
+            bad = np.flatnonzero(~np.isfinite(x))
+            raise FitError(f"column {name!r}: rows {_rows(bad)} are missing or infinite")
+        if x.size and x.dtype.kind in "iu":
+            lo, hi = int(x.min()), int(x.max())
+            if hi - lo <= 4 * x.size + 1024:
+                return (x - lo).astype(np.intp, copy=False), np.arange(lo, hi + 1, dtype=float)
+    c, u = pd.factorize(col, sort=False)
+    if (c < 0).any():
+        bad = np.flatnonzero(c < 0)
+        raise FitError(f"column {name!r}: rows {_rows(bad)} are empty")
+    return c, np.asarray(u)
 
 
 def _json_default(o: Any) -> Any:

@@ -117,3 +117,63 @@ def test_export_round_trip(tmp_path):
     out = tmp_path / "space.yaml"
     assert main(["space", "export", "lee-brooks", "-o", str(out)]) == 0
     assert main(["space", "show", str(out), "--json"]) == 0
+
+
+@pytest.fixture
+def results_csv(tmp_path):
+    import numpy as np
+
+    pts = load_preset("stargazer")
+    from gpudse_core import sample
+
+    df = sample(pts, 300, seed=11).points
+    rng = np.random.default_rng(5)
+    df["cycles"] = 4e5 / df.simd * (1 + 3 / df.blk) + 800 * df.simd * np.log2(df.blk) + rng.normal(0, 1500, 300)
+    path = tmp_path / "results.csv"
+    df.to_csv(path, index=False)
+    return path
+
+
+def test_fit_prints_trace_and_json(results_csv, tmp_path, capsys):
+    model = tmp_path / "model.json"
+    assert main(["fit", str(results_csv), "--response", "cycles", "--theta", "0.003", "--phi", "0", "-o", str(model)]) == 0
+    out = capsys.readouterr().out
+    assert "[R²]" in out and "[adj R²]" in out and "final model" in out and "cycles = " in out
+    assert main(["fit", str(results_csv), "--response", "cycles", "-o", str(model), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert set(doc) >= {"terms", "r2", "adj_r2", "trace"}
+    assert {"simd", "blk"} <= set(doc["terms"]) and any(t in doc["terms"] for t in ("blk:simd", "simd:blk"))
+    assert doc["trace"][0]["metric"] == "r2" and 0.9 < doc["r2"] <= 1
+
+
+def test_fit_options_and_predict(results_csv, tmp_path, capsys):
+    model = tmp_path / "model.json"
+    args = ["fit", str(results_csv), "--response", "cycles", "--params", "simd,blk,cc", "--transform", "log",
+            "--criterion", "bic", "--knots", "5", "--knot-placement", "quantile", "--interactions", "full",
+            "-o", str(model), "--json"]
+    assert main(args) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert set(t for term in doc["terms"] for t in term.split(":")) <= {"simd", "blk", "cc"}
+    preds = tmp_path / "pred.csv"
+    assert main(["predict", str(model), str(results_csv), "-o", str(preds)]) == 0
+    df = pd.read_csv(preds)
+    truth = pd.read_csv(results_csv)
+    assert "predicted" in df.columns and len(df) == 300
+    assert (abs(df.predicted - truth.cycles) / truth.cycles).median() < 0.1
+
+
+@pytest.mark.parametrize(
+    "args, fragment",
+    [
+        (["fit", "{tmp}/none.csv", "--response", "y", "-o", "{tmp}/m.json"], "no such file"),
+        (["fit", "{data}", "--response", "cycle", "-o", "{tmp}/m.json"], "did you mean 'cycles'"),
+        (["fit", "{data}", "--response", "cycles", "--params", "simd,bogus", "-o", "{tmp}/m.json"], "'bogus'"),
+        (["fit", "{data}", "--response", "cycles", "-o", "{tmp}/m.csv"], "unknown file type"),
+        (["predict", "{tmp}/none.json", "{data}", "-o", "{tmp}/p.csv"], "no such model file"),
+    ],
+)
+def test_fit_predict_errors(results_csv, tmp_path, capsys, args, fragment):
+    args = [a.replace("{tmp}", str(tmp_path)).replace("{data}", str(results_csv)) for a in args]
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("gpudse: error: ") and fragment in err and "Traceback" not in err

@@ -220,9 +220,12 @@ class Basis:
                    lo=float(rng[0]) if rng else None, hi=float(rng[1]) if rng else None)
 
 
-def make_basis(name: str, values: Any, knots: int = 4, placement: str = "even", norm: str = "harrell",
-               categorical: bool | None = None, levels: Sequence[Any] | None = None) -> Basis:
-    """Choose the basis for one parameter from its training values (see the module docstring)."""
+def make_basis(name: str, values: Any, knots: int | Sequence[float] = 4, placement: str = "even",
+               norm: str = "harrell", categorical: bool | None = None, levels: Sequence[Any] | None = None) -> Basis:
+    """Choose the basis for one parameter from its training values (see the module docstring).
+
+    *knots* is Harrell's k (below 3: a linear term) or an explicit list of knot positions.
+    """
     if norm not in NORMS:
         raise GpudseError(f"unknown spline normalisation {norm!r}; choose {' or '.join(NORMS)}")
     arr = np.asarray(values)
@@ -235,7 +238,12 @@ def make_basis(name: str, values: Any, knots: int = 4, placement: str = "even", 
         return Basis(name, "categorical", levels=order)
     x = arr.astype(float)
     lo, hi = float(np.nanmin(x)), float(np.nanmax(x))
-    kn = place_knots(x, knots, placement) if knots >= 3 else np.array([])
+    if isinstance(knots, (list, tuple, np.ndarray)):
+        kn = np.asarray(knots, dtype=float)
+        if kn.size < 3 or not np.all(np.isfinite(kn)) or np.any(np.diff(kn) <= 0):
+            raise GpudseError(f"parameter {name!r}: explicit knots must be at least 3 increasing numbers (got {list(kn)})")
+        return Basis(name, "rcs", knots=[float(t) for t in kn], norm=norm, lo=lo, hi=hi)
+    kn = place_knots(x, int(knots), placement) if int(knots) >= 3 else np.array([])
     if kn.size >= 3:
         return Basis(name, "rcs", knots=[float(t) for t in kn], norm=norm, lo=lo, hi=hi)
     return Basis(name, "linear", lo=lo, hi=hi)

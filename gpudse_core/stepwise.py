@@ -198,7 +198,7 @@ class StepwiseRegression(RegressorMixin, BaseEstimator):
     phi: float = 0.01
     criterion: str = "adjr2"
     compare: str = "r2"
-    knots: int | Mapping[str, int] = 4
+    knots: int | Mapping[str, int | Sequence[float]] = 4
     knot_placement: str = "even"
     norm: str = "harrell"
     interactions: str = "restricted"
@@ -289,7 +289,7 @@ class StepwiseRegression(RegressorMixin, BaseEstimator):
         z = transform_response(yraw, self.transform, self.response or "response")
         n = z.size
         knots = self.knots if isinstance(self.knots, Mapping) else {p: self.knots for p in names}
-        bases = {p: make_basis(p, X[p].to_numpy(), int(knots.get(p, 4)), self.knot_placement, self.norm,
+        bases = {p: make_basis(p, X[p].to_numpy(), knots.get(p, 4), self.knot_placement, self.norm,
                                categorical=(p in self.categorical) or None) for p in names}
         cols = {p: bases[p].evaluate(X[p].to_numpy()) for p in names}
         st = _OLSState(z)

@@ -12,6 +12,8 @@ It calls the same functions as the dashboard pages. User errors print one line
                [--criterion adjr2|aic|bic|ftest] [--knots K] [--knot-placement even|quantile]
                [--interactions full|restricted] [--max-terms N] [--force TERM ...] -o model.json [--json]
     gpudse predict MODEL.json POINTS -o predictions.csv
+    gpudse validate DATA --response COL [--transform …] [--train-sizes 30,60,…] [--test-size 200]
+                    [--repeats 5] [--models stepwise,fixed,regional,forest,boosting,hybrid] [--json]
 """
 
 from __future__ import annotations
@@ -152,6 +154,42 @@ def cmd_predict(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_validate(args: argparse.Namespace) -> int:
+    from .dataio import read_table
+    from .validation import validate
+
+    data = read_table(args.data)
+    try:
+        sizes = [int(x) for x in args.train_sizes.split(",") if x.strip()]
+    except ValueError:
+        raise GpudseError(f"--train-sizes {args.train_sizes!r}: give whole numbers separated by commas, e.g. 30,60,90")
+    models = [m.strip() for m in args.models.split(",") if m.strip()]
+    params = [p.strip() for p in args.params.split(",") if p.strip()] if args.params else None
+    fixed = [t.strip() for t in args.fixed_terms.split(",") if t.strip()] if args.fixed_terms else None
+    total = len(sizes) * args.repeats
+
+    def progress(done: int, total_: int, message: str) -> None:
+        if not args.json:
+            print(f"\r  {done}/{total_} fits done ({message})", end="", file=sys.stderr, flush=True)
+
+    res = validate(data, args.response, params, train_sizes=sizes, test_size=args.test_size, repeats=args.repeats,
+                   models=models, transform=args.transform, seed=args.seed, fixed_terms=fixed,
+                   app_column=args.app_column, region=args.region, progress=progress, theta=args.theta, phi=args.phi)
+    if args.json:
+        print(json.dumps(res.to_json_dict(), indent=1))
+        return 0
+    print(file=sys.stderr)
+    table = res.summary()
+    for col in ("mean", "median", "p75", "p98", "max", "min", "q1", "q3"):
+        table[col] = (100 * table[col]).map(lambda v: f"{v:.2f}")
+    print(f"relative error (%) of {args.response}, {args.test_size} test points x {args.repeats} repeats "
+          f"({total} fits per model)")
+    print(table.rename(columns={"train_size": "N"}).to_string(index=False))
+    for note in res.notes:
+        print(f"note: {note}", file=sys.stderr)
+    return 0
+
+
 def _writable(path: str, suffixes: tuple[str, ...] = (".csv", ".parquet", ".json", ".yaml", ".yml")) -> Path:
     p = Path(path)
     if p.is_dir():
@@ -242,6 +280,25 @@ def build_parser() -> argparse.ArgumentParser:
     pr2.add_argument("points", metavar="POINTS", help="points table: .csv, .parquet or .json")
     pr2.add_argument("-o", "--output", required=True, metavar="predictions.csv")
     pr2.set_defaults(func=cmd_predict)
+
+    va = sub.add_parser("validate", help="sample-train-test accuracy of several models (Stargazer §7.3, Lee & Brooks §5)")
+    va.add_argument("data", metavar="DATA", help="results table: .csv, .parquet or .json")
+    va.add_argument("--response", required=True, metavar="COL")
+    va.add_argument("--params", metavar="a,b,...", help="parameter columns (default: every other column)")
+    va.add_argument("--transform", choices=TRANSFORMS, default="none")
+    va.add_argument("--train-sizes", default="30,60,90,120,150,180,210,240,270,300", metavar="N1,N2,...")
+    va.add_argument("--test-size", type=_positive_int, default=200)
+    va.add_argument("--repeats", type=_positive_int, default=5)
+    va.add_argument("--models", default="stepwise,fixed", metavar="m1,m2,...",
+                    help="stepwise, fixed, regional, application, forest, boosting, hybrid")
+    va.add_argument("--fixed-terms", metavar="t1,t2,...", help="terms of the fixed model (default simd,blk,simd:blk)")
+    va.add_argument("--app-column", metavar="COL", help="application column for the S+A model")
+    va.add_argument("--region", type=float, default=0.5, help="S+R region size as a share of N (default 0.5)")
+    va.add_argument("--theta", type=float, default=0.01)
+    va.add_argument("--phi", type=float, default=0.01)
+    va.add_argument("--seed", type=_positive_int, default=0)
+    va.add_argument("--json", action="store_true", help='print {"models": {name: {"N": {mean, median, …}}}}')
+    va.set_defaults(func=cmd_validate)
     return p
 
 

@@ -332,7 +332,8 @@ class StepwiseRegression(RegressorMixin, BaseEstimator):
                 self.criterion]
 
         def best(scores: dict) -> str:
-            if self.criterion in ("adjr2",):
+            """Highest adjusted R², or lowest AIC/BIC/p-value."""
+            if self.criterion == "adjr2":
                 return max(scores, key=lambda k: scores[k])
             return min(scores, key=lambda k: scores[k])
 
@@ -345,7 +346,7 @@ class StepwiseRegression(RegressorMixin, BaseEstimator):
         def current() -> tuple[float, float]:
             return _r2(st.rss, st.tss), _adj_r2(st.rss, st.tss, n, st.rank)
 
-        def gain_ok(name: str, scores: dict, prepared: dict, limit: float) -> tuple[bool, float]:
+        def gain_ok(name: str, scores: dict, limit: float) -> tuple[bool, float]:
             s = scores[name]
             r2, adj = current()
             if self.criterion == "adjr2":
@@ -398,7 +399,7 @@ class StepwiseRegression(RegressorMixin, BaseEstimator):
                 if first:
                     ok, g = True, None
                 else:
-                    ok, g = gain_ok(name, scores, prepared, self.theta)
+                    ok, g = gain_ok(name, scores, self.theta)
                 if ok:
                     accept(name, prepared)
                 step_no += 1
@@ -418,7 +419,7 @@ class StepwiseRegression(RegressorMixin, BaseEstimator):
                     if not scores:
                         break
                     iname = best(scores)
-                    ok, g = gain_ok(iname, scores, prepared, self.phi)
+                    ok, g = gain_ok(iname, scores, self.phi)
                     if ok:
                         accept(iname, prepared)
                     step_no += 1

@@ -201,6 +201,22 @@ def _writable(path: str, suffixes: tuple[str, ...] = (".csv", ".parquet", ".json
     return p
 
 
+def _knots(text: str) -> int | dict:
+    """``4`` or ``4,simd=3,blk=5``: a default and per-parameter numbers of knots."""
+    default, per = 4, {}
+    for part in (p.strip() for p in text.split(",") if p.strip()):
+        name, _, value = part.rpartition("=")
+        try:
+            k = int(value)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{part!r}: give a number of knots, e.g. 4 or simd=3") from None
+        if name:
+            per[name.strip()] = k
+        else:
+            default = k
+    return {"__default__": default, **per} if per else default
+
+
 def _positive_int(text: str) -> int:
     try:
         v = int(text)
@@ -266,7 +282,8 @@ def build_parser() -> argparse.ArgumentParser:
     fi.add_argument("--compare", choices=("r2", "adj_r2"), default="r2",
                     help="adjr2 criterion: compare the candidate's adjusted R² with the model's R² "
                          "(Algorithm 1) or with its adjusted R²")
-    fi.add_argument("--knots", type=int, default=4, help="knots per spline (Harrell's k, boundaries included)")
+    fi.add_argument("--knots", type=_knots, default=4, metavar="K[,param=K,...]",
+                    help="knots per spline (Harrell's k, boundaries included), e.g. 4 or 4,simd=3,blk=5")
     fi.add_argument("--knot-placement", choices=PLACEMENTS, default="even")
     fi.add_argument("--interactions", choices=INTERACTION_FORMS, default="restricted")
     fi.add_argument("--max-terms", type=_positive_int, default=None)

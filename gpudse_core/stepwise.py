@@ -288,8 +288,15 @@ class StepwiseRegression(RegressorMixin, BaseEstimator):
         X, yraw, names = self._data(X, y)
         z = transform_response(yraw, self.transform, self.response or "response")
         n = z.size
-        knots = self.knots if isinstance(self.knots, Mapping) else {p: self.knots for p in names}
-        bases = {p: make_basis(p, X[p].to_numpy(), knots.get(p, 4), self.knot_placement, self.norm,
+        if isinstance(self.knots, Mapping):
+            unknown = [k for k in self.knots if k != "__default__" and k not in names]
+            if unknown:
+                raise FitError(f"knots given for unknown parameter(s) {unknown}; parameters: {', '.join(names)}")
+            default = self.knots.get("__default__", 4)
+            knots = {p: self.knots.get(p, default) for p in names}
+        else:
+            knots = {p: self.knots for p in names}
+        bases = {p: make_basis(p, X[p].to_numpy(), knots[p], self.knot_placement, self.norm,
                                categorical=(p in self.categorical) or None) for p in names}
         cols = {p: bases[p].evaluate(X[p].to_numpy()) for p in names}
         st = _OLSState(z)

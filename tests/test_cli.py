@@ -149,11 +149,14 @@ def test_fit_prints_trace_and_json(results_csv, tmp_path, capsys):
 def test_fit_options_and_predict(results_csv, tmp_path, capsys):
     model = tmp_path / "model.json"
     args = ["fit", str(results_csv), "--response", "cycles", "--params", "simd,blk,cc", "--transform", "log",
-            "--criterion", "bic", "--knots", "5", "--knot-placement", "quantile", "--interactions", "full",
+            "--criterion", "bic", "--knots", "5,simd=3", "--knot-placement", "quantile", "--interactions", "full",
             "-o", str(model), "--json"]
     assert main(args) == 0
     doc = json.loads(capsys.readouterr().out)
     assert set(t for term in doc["terms"] for t in term.split(":")) <= {"simd", "blk", "cc"}
+    saved = json.loads(model.read_text())
+    widths = {b["name"]: len(b.get("knots", [])) for b in saved["bases"]}
+    assert widths.get("simd", 3) <= 3 and widths.get("blk", 5) <= 5
     preds = tmp_path / "pred.csv"
     assert main(["predict", str(model), str(results_csv), "-o", str(preds)]) == 0
     df = pd.read_csv(preds)
@@ -169,6 +172,7 @@ def test_fit_options_and_predict(results_csv, tmp_path, capsys):
         (["fit", "{data}", "--response", "cycle", "-o", "{tmp}/m.json"], "did you mean 'cycles'"),
         (["fit", "{data}", "--response", "cycles", "--params", "simd,bogus", "-o", "{tmp}/m.json"], "'bogus'"),
         (["fit", "{data}", "--response", "cycles", "-o", "{tmp}/m.csv"], "unknown file type"),
+        (["fit", "{data}", "--response", "cycles", "--knots", "4,smdi=3", "-o", "{tmp}/m.json"], "'smdi'"),
         (["predict", "{tmp}/none.json", "{data}", "-o", "{tmp}/p.csv"], "no such model file"),
     ],
 )

@@ -14,6 +14,8 @@ It calls the same functions as the dashboard pages. User errors print one line
     gpudse predict MODEL.json POINTS -o predictions.csv
     gpudse validate DATA --response COL [--transform …] [--train-sizes 30,60,…] [--test-size 200]
                     [--repeats 5] [--models stepwise,fixed,regional,forest,boosting,hybrid] [--json]
+    gpudse equal-area [--bandwidth GBPS] [--regs-per-thread R] [--json]
+    gpudse wfg GRAPH.json|.yaml [--json]
 """
 
 from __future__ import annotations
@@ -190,6 +192,41 @@ def cmd_validate(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_equal_area(args: argparse.Namespace) -> int:
+    from .analytical import FIG18, equal_area_sweep
+
+    if args.bandwidth is None and args.regs_per_thread is None:
+        combos = [(bw, r) for bw, r, _ in FIG18]
+    else:
+        combos = [(args.bandwidth if args.bandwidth is not None else 104.0,
+                   args.regs_per_thread if args.regs_per_thread is not None else 30.0)]
+    results = [equal_area_sweep(bw, r) for bw, r in combos]
+    if args.json:
+        docs = [r.to_dict() for r in results]
+        print(json.dumps(docs[0] if len(docs) == 1 else docs, indent=1))
+        return 0
+    print("equal-area model (001 §5.2): N_PE 128..216 step 8, n_threads 1,000..10,000")
+    print(f"{'bandwidth':>10} {'regs/thread':>11} {'opt N_PE':>8} {'n_threads':>9} {'GFLOP/s':>8}  limited by "
+          f"(performance / effective threads)")
+    for r in results:
+        print(f"{r.bandwidth_gbps:>7g} GB/s {r.regs_per_thread:>11g} {r.optimum_n_pe:>8} {r.n_threads:>9,} "
+              f"{r.performance_gflops:>8.1f}  {r.limited_by} / {r.threads_limited_by}")
+    return 0
+
+
+def cmd_wfg(args: argparse.Namespace) -> int:
+    from .wfg import analyze, load_wfg
+
+    res = analyze(load_wfg(args.graph))
+    if args.json:
+        print(json.dumps(res.to_dict(), indent=1))
+        return 0
+    for line in res.steps:
+        print(line)
+    print("arc weights after bandwidth (cycles): " + ", ".join(f"{k} {v:g}" for k, v in res.arc_weights.items()))
+    return 0
+
+
 def _writable(path: str, suffixes: tuple[str, ...] = (".csv", ".parquet", ".json", ".yaml", ".yml")) -> Path:
     p = Path(path)
     if p.is_dir():
@@ -316,6 +353,18 @@ def build_parser() -> argparse.ArgumentParser:
     va.add_argument("--seed", type=_positive_int, default=0)
     va.add_argument("--json", action="store_true", help='print {"models": {name: {"N": {mean, median, …}}}}')
     va.set_defaults(func=cmd_validate)
+
+    ea = sub.add_parser("equal-area", help="001's equal-area model: optimum number of PEs (Fig. 18)")
+    ea.add_argument("--bandwidth", type=float, metavar="GBPS", help="global memory bandwidth in GB/s")
+    ea.add_argument("--regs-per-thread", type=float, metavar="R", help="registers per thread")
+    ea.add_argument("--json", action="store_true",
+                    help='print {"optimum_n_pe", "n_threads", "performance_gflops", "limited_by"}')
+    ea.set_defaults(func=cmd_equal_area)
+
+    wf = sub.add_parser("wfg", help="004's work flow graph model of a kernel (JSON/YAML graph + hardware)")
+    wf.add_argument("graph", metavar="GRAPH", help="e.g. data/wfg/figure1.yaml")
+    wf.add_argument("--json", action="store_true")
+    wf.set_defaults(func=cmd_wfg)
     return p
 
 

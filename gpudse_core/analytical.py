@@ -131,26 +131,38 @@ def mwp_cwp(*, mem_latency: Any, departure_delay: Any, active_warps: Any, mem_in
                           "purely compute bound; use comp_cycles)")
     if np.any(comp_i < 0) or np.any(f(sync_insts) < 0):
         raise GpudseError("MWP/CWP model: instruction counts cannot be negative")
-    mwp_no_bw = np.minimum(mem_l / dep, n)
     bw_per_warp = f(clock_ghz) * f(load_bytes_per_warp) / mem_l  # GB/s per warp (GHz x bytes/cycle)
     mwp_peak_bw = f(mem_bandwidth_gbps) / (bw_per_warp * f(active_sms))
-    mwp = np.minimum(np.minimum(mwp_no_bw, mwp_peak_bw), n)
-    mem_cyc = mem_l * mem_i
     comp_cyc = comp_cycles(issue_cycles, comp_i, mem_i, pipeline_latency, n if pipeline_latency is not None else None)
-    cwp = np.minimum((mem_cyc + comp_cyc) / comp_cyc, n)
     rep = f(blocks) / (f(active_blocks_per_sm) * f(active_sms))
+    out = warp_parallelism_cycles(mem_l, dep, n, mem_i, comp_cyc, mwp_peak_bw)
+    sync = dep * (out["mwp"] - 1) * f(sync_insts) * f(active_blocks_per_sm)
+    out["cycles"] = (out["cycles"] + sync) * rep
+    out["rep"] = rep
+    return {k: (v.item() if np.ndim(v) == 0 else v) for k, v in out.items()}
+
+
+def warp_parallelism_cycles(mem_latency: Any, departure_delay: Any, active_warps: Any, mem_insts: Any,
+                            comp_cycles_per_warp: Any, mwp_peak_bw: Any) -> dict[str, Any]:
+    """The core of Hong & Kim's model for one repetition (one round of N active warps on an SM):
+    MWP, CWP, the case, and cycles. Used by :func:`mwp_cwp` and the built-in simulator.
+
+    MWP is kept in [1, N]: below one warp the case-2 formula would credit extra computation."""
+    mem_l, n, mem_i, comp_cyc = (np.asarray(x, dtype=float) for x in (mem_latency, active_warps, mem_insts,
+                                                                       comp_cycles_per_warp))
+    mwp = np.minimum(np.minimum(mem_l / np.asarray(departure_delay, dtype=float), n),
+                     np.asarray(mwp_peak_bw, dtype=float))
+    mwp = np.clip(mwp, 1.0, n)  # at least the one warp that is waiting can access memory
+    mem_cyc = mem_l * mem_i
+    cwp = np.minimum((mem_cyc + comp_cyc) / comp_cyc, n)
     case1 = (mwp == n) & (cwp == n)
     case2 = ~case1 & (cwp >= mwp)
     cyc1 = mem_cyc + comp_cyc + comp_cyc / mem_i * (mwp - 1)
     cyc2 = mem_cyc * n / mwp + comp_cyc / mem_i * (mwp - 1)
     cyc3 = mem_l + comp_cyc * n
-    per_rep = np.where(case1, cyc1, np.where(case2, cyc2, cyc3))
-    sync = dep * (mwp - 1) * f(sync_insts) * f(active_blocks_per_sm)
-    cycles = (per_rep + sync) * rep
-    case = np.where(case1, 1, np.where(case2, 2, 3))
-    out = {"mwp": mwp, "cwp": cwp, "case": case, "mem_cycles": mem_cyc, "comp_cycles": comp_cyc, "rep": rep,
-           "cycles": cycles}
-    return {k: (v.item() if np.ndim(v) == 0 else v) for k, v in out.items()}
+    cycles = np.where(case1, cyc1, np.where(case2, cyc2, cyc3))
+    return {"mwp": mwp, "cwp": cwp, "case": np.where(case1, 1, np.where(case2, 2, 3)), "mem_cycles": mem_cyc,
+            "comp_cycles": comp_cyc, "cycles": cycles}
 
 
 # ---- the equal-area model (001 §5.2) ---------------------------------------------------------------

@@ -14,6 +14,7 @@ It calls the same functions as the dashboard pages. User errors print one line
     gpudse predict MODEL.json POINTS -o predictions.csv
     gpudse validate DATA --response COL [--transform …] [--train-sizes 30,60,…] [--test-size 200]
                     [--repeats 5] [--models stepwise,fixed,regional,forest,boosting,hybrid] [--json]
+    gpudse simulate POINTS --kernel NAME [--noise SIGMA] [--seed S] -o results.csv
     gpudse equal-area [--bandwidth GBPS] [--regs-per-thread R] [--json]
     gpudse wfg GRAPH.json|.yaml [--json]
 """
@@ -192,6 +193,25 @@ def cmd_validate(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_simulate(args: argparse.Namespace) -> int:
+    from .dataio import read_table
+    from .simulator import simulate
+
+    points = read_table(args.points)
+    out = _writable(args.output, (".csv", ".parquet", ".json"))
+    res = simulate(points, args.kernel, noise=args.noise, seed=args.seed)
+    table = points.join(res)
+    if out.suffix.lower() == ".parquet":
+        table.to_parquet(out, index=False)
+    elif out.suffix.lower() == ".json":
+        out.write_text(table.to_json(orient="records"), encoding="utf-8")
+    else:
+        table.to_csv(out, index=False)
+    print(f"simulated {len(table):,} design points of {args.kernel} with the built-in analytical model: "
+          f"median {res.cycles.median():,.0f} cycles; wrote {out}", file=sys.stderr)
+    return 0
+
+
 def cmd_equal_area(args: argparse.Namespace) -> int:
     from .analytical import FIG18, equal_area_sweep
 
@@ -353,6 +373,16 @@ def build_parser() -> argparse.ArgumentParser:
     va.add_argument("--seed", type=_positive_int, default=0)
     va.add_argument("--json", action="store_true", help='print {"models": {name: {"N": {mean, median, …}}}}')
     va.set_defaults(func=cmd_validate)
+
+    from .simulator import KERNELS
+
+    si = sub.add_parser("simulate", help="run the built-in analytical simulator on design points (Stargazer space)")
+    si.add_argument("points", metavar="POINTS", help="design points: .csv, .parquet or .json (e.g. from gpudse sample)")
+    si.add_argument("--kernel", required=True, choices=list(KERNELS), help="a Stargazer Table 4 application")
+    si.add_argument("--noise", type=float, default=0.0, help="σ of multiplicative log-normal measurement noise")
+    si.add_argument("--seed", type=_positive_int, default=None)
+    si.add_argument("-o", "--output", required=True, metavar="results.csv")
+    si.set_defaults(func=cmd_simulate)
 
     ea = sub.add_parser("equal-area", help="001's equal-area model: optimum number of PEs (Fig. 18)")
     ea.add_argument("--bandwidth", type=float, metavar="GBPS", help="global memory bandwidth in GB/s")

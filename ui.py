@@ -7,12 +7,15 @@ UI only: every computation is a call into gpudse_core. Each browser session has 
 from __future__ import annotations
 
 import hashlib
+import json
 from dataclasses import dataclass
+from pathlib import Path
 
 import streamlit as st
 
 from gpudse_core import DesignSpace, load_preset, sample
 
+ROOT = Path(__file__).resolve().parent
 EXAMPLE_PRESET = "stargazer"
 EXAMPLE_SAMPLES = 300  # Stargazer §6.2 uses 300 samples per application
 EXAMPLE_SEED = 1
@@ -21,6 +24,7 @@ PAGES = {  # title: (file, icon), in workflow order; drawn by sidebar() (the aut
     "Home": ("app.py", ":material/home:"),
     "Design space": ("pages/1_Design_space.py", ":material/tune:"),
     "Sampling": ("pages/2_Sampling.py", ":material/scatter_plot:"),
+    "Analytical models": ("pages/3_Analytical_models.py", ":material/functions:"),
 }
 STAGES = [  # (title, page file or None while the stage is not built yet)
     ("Design space", "pages/1_Design_space.py"),
@@ -44,6 +48,22 @@ class Stage:
 def preset(name: str) -> DesignSpace:
     """Presets are immutable: parse each once per server process."""
     return load_preset(name)
+
+
+def parse_upload(up) -> dict | None:
+    """A small JSON/YAML upload as plain data (safe loaders only); errors are shown, None returned."""
+    import yaml
+
+    data = up.getvalue()
+    if len(data) > 1_000_000:
+        st.error(f"{up.name}: {len(data):,} bytes is too large for a graph file (1 MB at most)")
+        return None
+    try:
+        text = data.decode("utf-8-sig")
+        return json.loads(text) if up.name.lower().endswith(".json") else yaml.safe_load(text)
+    except (UnicodeDecodeError, json.JSONDecodeError, yaml.YAMLError) as e:
+        st.error(f"{up.name}: cannot be read ({str(e).splitlines()[0]}); upload UTF-8 JSON or YAML")
+        return None
 
 
 def fingerprint(space: DesignSpace) -> str:

@@ -349,3 +349,26 @@ FIGURE1 = {
         "dependences": [["M", "C1"]],
     },
 }
+
+
+def graph_view(doc: dict) -> dict:
+    """Drawing data for a WFG: node positions (layer by longest path from entry, loop arcs ignored)
+    and every transition arc with its cycles after the bandwidth step and the dependence step."""
+    kernel = doc.get("kernel") or {}
+    g = _Graph.build(kernel)
+    res = analyze(doc)
+    layer = {"entry": 0}
+    forward = [a for a in g.arcs if not a["loop"]]
+    for _ in range(len(g.nodes)):
+        for a in forward:
+            if a["src"] in layer:
+                layer[a["dst"]] = max(layer.get(a["dst"], 0), layer[a["src"]] + 1)
+    rows: dict[int, list[str]] = {}
+    for n in g.nodes:
+        rows.setdefault(layer.get(n, 0), []).append(n)
+    pos = {n: (i - (len(ns) - 1) / 2, -lvl) for lvl, ns in rows.items() for i, n in enumerate(ns)}
+    final = {**res.arc_weights, **res.dependence_adjustments}
+    arcs = [{"from": a["src"], "to": a["dst"], "cycles": final.get(f"{a['src']}->{a['dst']}", 0.0),
+             "loop": a["loop"], "iterations": a["n"], "probability": a["p"]} for a in g.arcs]
+    nodes = [{"id": n, "type": g.nodes[n]["type"], "x": pos[n][0], "y": pos[n][1]} for n in g.nodes]
+    return {"nodes": nodes, "arcs": arcs, "dependences": [list(d) for d in g.deps], "result": res}

@@ -75,3 +75,16 @@ def test_sampling_page_fraction_mode(app):
     app.button[0].click().run()
     assert not app.exception and not app.error
     assert metrics(app)["Points"] == f"{round(0.001 * 933120):,}"
+
+
+def test_analytical_models_page(app):
+    app.switch_page("pages/3_Analytical_models.py").run()
+    assert not app.exception and not app.error
+    m = metrics(app)
+    assert m["Optimum N_PE"] == "160"  # Fig. 18(a) at the default 104 GB/s, 30 registers
+    assert m["CYC_compute"] == "16 cycles" and m["Latency_exposed"] == "130 cycles"  # 004 Fig. 1
+    assert m["Launch overhead"] == f"{16 * 256 + 800 * 4 + 17600:,} cycles"
+    assert m["Runtime"].endswith("cycles")
+    app.select_slider[0].set_value(32).run()
+    app.select_slider[1].set_value(10).run()
+    assert metrics(app)["Optimum N_PE"] == "184"  # Fig. 18(f)

@@ -297,6 +297,8 @@ class _Graph:
                     outs[0]["w"] = outs[0]["w"] + a["n"] * a["w"]
                     arcs.remove(a)
                     changed = True
+                    steps.append(f"{label} pass, loop: {a['n']:g} iterations of {a['w'][0]:g} cycles at {a['src']} "
+                                 f"folded into {outs[0]['src']} → {outs[0]['dst']} ({outs[0]['w'][0]:g} cycles)")
             # (b) parallel arcs: a branch
             groups: dict[tuple, list] = {}
             for a in arcs:
@@ -317,6 +319,8 @@ class _Graph:
                         arcs.remove(x)
                     arcs.append(merged)
                     changed = True
+                    kind = "divergent branch (both sides run)" if any(x["divergent"] for x in same) else "branch"
+                    steps.append(f"{label} pass, {kind}: {len(same)} paths {s} → {d} merged ({w[0]:g} cycles)")
             # (a) series: a node with one arc in and one arc out
             for nid in list(self.nodes):
                 if nid in ("entry", "exit"):
@@ -331,6 +335,8 @@ class _Graph:
                     arcs.append({"src": a["src"], "dst": b["dst"], "w": a["w"] + b["w"], "p": a["p"],
                                  "n": max(a["n"], b["n"]), "divergent": a["divergent"], "loop": a["loop"] or b["loop"]})
                     changed = True
+                    steps.append(f"{label} pass, series: {a['src']} → {nid} → {b['dst']} becomes one arc "
+                                 f"({(a['w'] + b['w'])[0]:g} cycles)")
         if len(arcs) != 1 or arcs[0]["src"] != "entry" or arcs[0]["dst"] != "exit":
             left = sorted({a["src"] for a in arcs} | {a["dst"] for a in arcs})
             raise WFGError(f"the graph does not reduce to entry → exit ({label} pass stopped at nodes {left}); check "

@@ -9,6 +9,9 @@ import streamlit as st
 
 import ui
 from gpudse_core import GpudseError
+from gpudse_core import analytical
+from gpudse_core import simulator as simulator_module
+from gpudse_core import wfg as wfg_module
 from gpudse_core.analytical import FIG18, LaunchOverheadParams, equal_area_sweep, launch_overhead
 from gpudse_core.simulator import KERNELS, PARAMETERS, simulate
 from gpudse_core.wfg import FIGURE1, graph_view, load_wfg
@@ -18,8 +21,8 @@ st.title("Analytical models")
 st.caption("The models behind the built-in simulator, from papers 001 (launch overhead, MWP/CWP with pipeline "
            "warp parallelism, the equal-area model) and 004 (the work flow graph).")
 
-tab_ea, tab_launch, tab_wfg, tab_sim = st.tabs(["Equal-area model", "Launch overhead", "Work flow graph",
-                                                "Built-in simulator"])
+tab_ea, tab_launch, tab_wfg, tab_sim, tab_eq = st.tabs(["Equal-area model", "Launch overhead", "Work flow graph",
+                                                        "Built-in simulator", "Equations and sources"])
 
 
 @st.cache_data(show_spinner=False)
@@ -130,7 +133,10 @@ with tab_wfg:
             st.plotly_chart(fig, width="stretch")
             st.caption("Arcs: cycles after the bandwidth and dependence steps (red: loop back arcs, purple: data "
                        "dependences).")
-            st.markdown("**Steps**\n\n" + "\n".join(f"{i + 1}. {s}" for i, s in enumerate(res.steps)))
+            st.markdown("**Step through the model**")
+            k = st.slider("Step", 1, len(res.steps), len(res.steps), key="wfg_step")
+            st.markdown("\n".join(f"{i + 1}. " + (f"**{s}**" if i == k - 1 else s)
+                                   for i, s in enumerate(res.steps[:k])))
 
 with tab_sim:
     st.markdown("The built-in simulator evaluates one of Stargazer's Table 4 applications at a design point of "
@@ -158,3 +164,11 @@ with tab_sim:
     st.plotly_chart(fig, width="stretch")
     st.caption("compute and memory add up to the busiest core's time over all launches; tail is the part of it "
                "after the other cores finish (weighted by the cores it employs in the trimmed time).")
+
+with tab_eq:
+    st.markdown("Every equation the models use, with its source (the same text as the code's documentation).")
+    for title, module in (("Paper 001 and Hong & Kim: launch overhead, MWP/CWP, PWP, the equal-area model", analytical),
+                          ("Paper 004: the work flow graph", wfg_module),
+                          ("The built-in simulator", simulator_module)):
+        with st.expander(title, expanded=False):
+            st.code(module.__doc__.strip(), language=None)

@@ -14,7 +14,8 @@ It calls the same functions as the dashboard pages. User errors print one line
     gpudse predict MODEL.json POINTS -o predictions.csv
     gpudse validate DATA --response COL [--transform …] [--train-sizes 30,60,…] [--test-size 200]
                     [--repeats 5] [--models stepwise,fixed,regional,forest,boosting,hybrid] [--json]
-    gpudse simulate POINTS --kernel NAME [--noise SIGMA] [--seed S] -o results.csv
+    gpudse simulate SAMPLES --backend analytical|command [--kernel NAME] [--config SIM.toml]
+                    [--workers W | --scheduler ADDRESS] [--store campaign.db] [--retries R] -o results.csv
     gpudse equal-area [--bandwidth GBPS] [--regs-per-thread R] [--json]
     gpudse wfg GRAPH.json|.yaml [--json]
 """
@@ -194,21 +195,49 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def cmd_simulate(args: argparse.Namespace) -> int:
+    from .campaign import AnalyticalBackend, CommandBackend, points_spec, run_campaign
     from .dataio import read_table
-    from .simulator import simulate
+    from .store import CampaignStore
 
     points = read_table(args.points)
     out = _writable(args.output, (".csv", ".parquet", ".json"))
-    res = simulate(points, args.kernel, noise=args.noise, seed=args.seed)
-    table = points.join(res)
-    if out.suffix.lower() == ".parquet":
-        table.to_parquet(out, index=False)
-    elif out.suffix.lower() == ".json":
-        out.write_text(table.to_json(orient="records"), encoding="utf-8")
+    if args.backend == "command":
+        if not args.config:
+            raise GpudseError("--backend command needs --config SIM.toml (the simulator's description on this machine)")
+        backend = CommandBackend.from_file(args.config)
     else:
-        table.to_csv(out, index=False)
-    print(f"simulated {len(table):,} design points of {args.kernel} with the built-in analytical model: "
-          f"median {res.cycles.median():,.0f} cycles; wrote {out}", file=sys.stderr)
+        backend = AnalyticalBackend(args.kernel, noise=args.noise, seed=args.seed or 0)
+    store_path = Path(args.store) if args.store else out.with_suffix(".db")
+    with CampaignStore(store_path, name=args.campaign, max_attempts=args.retries + 1) as store:
+        state = store.open({**backend.spec(), **points_spec(points)}, points)
+        before = store.progress()
+        print(f"{state} campaign {args.campaign!r} in {store_path}: {before.done:,} of {before.total:,} points done",
+              file=sys.stderr)
+
+        def bar(prog, rate: float) -> None:
+            width = 30
+            filled = int(width * prog.done / max(prog.total, 1))
+            print(f"\r  [{'#' * filled}{'.' * (width - filled)}] {prog.done:,}/{prog.total:,} done, "
+                  f"{prog.failed:,} failed, {prog.remaining:,} remaining, {rate:,.0f} points/s   ",
+                  end="", file=sys.stderr, flush=True)
+
+        final = run_campaign(store, backend, workers=args.workers, scheduler=args.scheduler, progress=bar)
+        print(file=sys.stderr)
+        table = store.table()
+        keep = [c for c in table.columns if c not in ("status", "attempts", "error")]
+        table = table[keep] if len(table) else points.iloc[0:0]
+        if out.suffix.lower() == ".parquet":
+            table.to_parquet(out, index=False)
+        elif out.suffix.lower() == ".json":
+            out.write_text(table.to_json(orient="records"), encoding="utf-8")
+        else:
+            table.to_csv(out, index=False)
+        print(f"wrote {len(table):,} results to {out}", file=sys.stderr)
+        if final.failed:
+            fails = store.failures()
+            print(f"gpudse: {final.failed} point(s) failed after {args.retries + 1} attempt(s); first: point "
+                  f"{fails.idx.iloc[0]}: {fails.error.iloc[0]}", file=sys.stderr)
+            return 1
     return 0
 
 
@@ -376,11 +405,21 @@ def build_parser() -> argparse.ArgumentParser:
 
     from .simulator import KERNELS
 
-    si = sub.add_parser("simulate", help="run the built-in analytical simulator on design points (Stargazer space)")
-    si.add_argument("points", metavar="POINTS", help="design points: .csv, .parquet or .json (e.g. from gpudse sample)")
-    si.add_argument("--kernel", required=True, choices=list(KERNELS), help="a Stargazer Table 4 application")
-    si.add_argument("--noise", type=float, default=0.0, help="σ of multiplicative log-normal measurement noise")
+    si = sub.add_parser("simulate", help="run design points through a simulator backend, resumably (a campaign)")
+    si.add_argument("points", metavar="SAMPLES", help="design points: .csv, .parquet or .json (e.g. from gpudse sample)")
+    si.add_argument("--backend", choices=("analytical", "command"), default="analytical",
+                    help="analytical: the built-in simulator (default); command: an external simulator (--config)")
+    si.add_argument("--kernel", default="matMul", choices=list(KERNELS), help="analytical backend: Table 4 application")
+    si.add_argument("--config", metavar="SIM.toml", help="command backend: the simulator description on this machine")
+    si.add_argument("--noise", type=float, default=0.0, help="analytical: σ of log-normal measurement noise")
     si.add_argument("--seed", type=_positive_int, default=None)
+    run = si.add_mutually_exclusive_group()
+    run.add_argument("--workers", type=_positive_int, default=None, help="local worker processes (default: all cores)")
+    run.add_argument("--scheduler", metavar="ADDRESS", help="a Dask scheduler, e.g. tcp://head-node:8786")
+    si.add_argument("--store", metavar="campaign.db", help="SQLite campaign store (default: the output name with "
+                    ".db); running again with the same store resumes")
+    si.add_argument("--campaign", default="default", help="campaign name inside the store")
+    si.add_argument("--retries", type=_positive_int, default=2, help="retries of a failed run (default 2)")
     si.add_argument("-o", "--output", required=True, metavar="results.csv")
     si.set_defaults(func=cmd_simulate)
 

@@ -18,7 +18,9 @@ Backends:
 Runners: :func:`run_campaign` keeps the workers busy with batches from the
 :class:`~gpudse_core.store.CampaignStore` and commits each batch's results as it arrives; the
 executor is a local process pool (``workers`` processes, default: the machine's cores) or a Dask
-distributed client (``scheduler`` address), whose futures the same loop waits on.
+distributed client — ``scheduler`` is a scheduler address (e.g. one started by dask-jobqueue on a
+SLURM/PBS cluster) or ``"local"`` for a ``LocalCluster`` of ``workers`` processes — whose futures the
+same loop waits on. Dask reschedules the tasks of a worker that dies.
 """
 
 from __future__ import annotations
@@ -230,14 +232,20 @@ def run_campaign(store: CampaignStore, backend: Any, *, workers: int | None = No
         raise GpudseError("workers must be at least 1")
     own = executor is None
     client = None
+    cluster = None
     if executor is None:
         if scheduler:
             try:
-                from distributed import Client
+                from distributed import Client, LocalCluster
             except ImportError:
                 raise GpudseError("the Dask runner needs the 'distributed' package: pip install distributed") from None
             try:
-                client = Client(scheduler, timeout=30)
+                if scheduler == "local":  # a LocalCluster of `workers` single-threaded processes
+                    cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
+                                           dashboard_address=None)
+                    client = Client(cluster)
+                else:
+                    client = Client(scheduler, timeout=30)
             except OSError as e:
                 raise GpudseError(f"cannot reach the Dask scheduler at {scheduler}: {e}") from None
             executor = client.get_executor(pure=False)
@@ -271,10 +279,13 @@ def run_campaign(store: CampaignStore, backend: Any, *, workers: int | None = No
                 elapsed = max(time.perf_counter() - start, 1e-9)
                 progress(prog, (prog.done - done_at_start) / elapsed)
     finally:
-        if own:
+        if own and client is None:
             executor.shutdown(wait=True, cancel_futures=True)
         if client is not None:
+            executor.shutdown(wait=False)
             client.close()
+        if cluster is not None:
+            cluster.close()
     return store.progress()
 
 

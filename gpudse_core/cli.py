@@ -413,9 +413,10 @@ def build_parser() -> argparse.ArgumentParser:
     si.add_argument("--config", metavar="SIM.toml", help="command backend: the simulator description on this machine")
     si.add_argument("--noise", type=float, default=0.0, help="analytical: σ of log-normal measurement noise")
     si.add_argument("--seed", type=_positive_int, default=None)
-    run = si.add_mutually_exclusive_group()
-    run.add_argument("--workers", type=_positive_int, default=None, help="local worker processes (default: all cores)")
-    run.add_argument("--scheduler", metavar="ADDRESS", help="a Dask scheduler, e.g. tcp://head-node:8786")
+    si.add_argument("--workers", type=_positive_int, default=None,
+                    help="worker processes (local pool or --scheduler local; default: all cores)")
+    si.add_argument("--scheduler", metavar="ADDRESS", help="a Dask scheduler, e.g. tcp://head-node:8786, or "
+                    "'local' for a Dask LocalCluster")
     si.add_argument("--store", metavar="campaign.db", help="SQLite campaign store (default: the output name with "
                     ".db); running again with the same store resumes")
     si.add_argument("--campaign", default="default", help="campaign name inside the store")

@@ -80,7 +80,8 @@ class CampaignStore:
             raise StoreError("max_attempts must be at least 1")
         self.max_attempts = max_attempts
         try:
-            self.db = sqlite3.connect(str(self.path), timeout=30, isolation_level=None)
+            # one thread at a time, but not always the one that opened it (a background run, a web session)
+            self.db = sqlite3.connect(str(self.path), timeout=30, isolation_level=None, check_same_thread=False)
             self.db.execute("PRAGMA journal_mode=WAL")
             self.db.execute("PRAGMA synchronous=NORMAL")
             self.db.executescript(SCHEMA)

@@ -1,0 +1,112 @@
+"""Uploaded results validated against the design space: every problem reported with its rows."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from gpudse_core import GpudseError, load_preset, sample
+from gpudse_core.upload import read_upload, validate_results
+
+SPACE = load_preset("stargazer")
+
+
+def results(n=20, seed=1):
+    pts = sample(SPACE, n, seed=seed).points
+    return pts.assign(cycles=np.arange(1, n + 1) * 1000.0, ipc=2.0)
+
+
+def test_clean_results_pass_through():
+    rep = validate_results(results(), SPACE)
+    assert rep.rows_kept == 20 and not rep.problems and rep.responses == ["cycles", "ipc"]
+
+
+def test_missing_parameter_column_is_fatal():
+    with pytest.raises(GpudseError, match="lack parameter column\\(s\\) simd"):
+        validate_results(results().drop(columns="simd"), SPACE)
+
+
+def test_unknown_columns_are_dropped_and_reported():
+    df = results().assign(notes="hello")
+    rep = validate_results(df, SPACE)
+    assert "notes" not in rep.table.columns and rep.problems[0].kind == "unknown columns"
+    rep = validate_results(results(), SPACE, responses=["cycles"])
+    assert "ipc" not in rep.table.columns and "ipc" in str(rep.problems[0])
+
+
+def test_values_outside_the_space_rejected_or_snapped():
+    df = results().astype({"dramq": object})
+    df.loc[2, "simd"] = 12          # between 8 and 16 -> nearest 8 (tie goes to the first) or 16
+    df.loc[5, "blk"] = 15           # nearest 16
+    df.loc[7, "dramq"] = "lots"     # not a number: cannot snap
+    rep = validate_results(df, SPACE)
+    kinds = {(p.kind, p.column): p.rows for p in rep.problems}
+    assert kinds[("not a value", "simd")] == [3] and kinds[("not a value", "blk")] == [6]
+    assert kinds[("not a value", "dramq")] == [8] and rep.rows_kept == 17
+    rep = validate_results(df, SPACE, snap="nearest")
+    assert rep.rows_kept == 19 and rep.table.loc[4, "blk"] == 16 and rep.table.loc[2, "simd"] in (8, 16)
+    assert any(p.kind == "snapped" and p.rows == [6] for p in rep.problems)
+
+
+def test_duplicates_keep_average_reject():
+    df = pd.concat([results(5), results(5).iloc[[1]].assign(cycles=9000.0)], ignore_index=True)
+    assert validate_results(df, SPACE).rows_kept == 6
+    avg = validate_results(df, SPACE, duplicates="average")
+    assert avg.rows_kept == 5 and avg.table.cycles.iloc[1] == (2000 + 9000) / 2
+    rej = validate_results(df, SPACE, duplicates="reject")
+    assert rej.rows_kept == 4 and rej.problems[0].rows == [2, 6]
+
+
+def test_bad_responses_dropped_with_rows():
+    df = results()
+    df["cycles"] = df["cycles"].astype(object)
+    df.loc[0, "cycles"] = "n/a"
+    df.loc[9, "cycles"] = np.nan
+    df.loc[4, "ipc"] = np.inf
+    rep = validate_results(df, SPACE)
+    rows = {p.column: p.rows for p in rep.problems}
+    assert rows == {"cycles": [1, 10], "ipc": [5]} and rep.rows_kept == 17
+
+
+def test_nothing_usable():
+    df = results(3).assign(cycles="broken")
+    with pytest.raises(GpudseError, match="no usable rows remain"):
+        validate_results(df, SPACE, responses=["cycles"])
+
+
+def test_read_upload_formats_and_cap():
+    df = results(4)
+    for name, data in (("r.csv", df.to_csv(index=False).encode()),
+                       ("r.json", json.dumps(df.to_dict(orient="records")).encode())):
+        back = read_upload(data, name)
+        assert len(back) == 4 and list(back.columns) == list(df.columns)
+    buf = io.BytesIO()
+    df.to_parquet(buf)
+    assert len(read_upload(buf.getvalue(), "r.parquet")) == 4
+    with pytest.raises(GpudseError, match="upload limit"):
+        read_upload(b"x" * 100, "r.csv", max_bytes=10)
+    with pytest.raises(GpudseError, match="unknown file type"):
+        read_upload(b"\x80\x04pickle", "r.pkl")
+    with pytest.raises(GpudseError, match="cannot be read"):
+        read_upload(b"\x00\x01 not parquet", "r.parquet")
+
+
+@given(st.lists(st.tuples(st.integers(0, 19), st.sampled_from(["simd", "blk", "cycles"]),
+                          st.sampled_from([7, 8.0, "x", None, -1, 16])), max_size=15))
+@settings(max_examples=60)
+def test_every_row_is_kept_or_reported(edits):
+    df = results()
+    df = df.astype({"simd": object, "blk": object, "cycles": object})
+    for row, col, val in edits:
+        df.loc[row, col] = val
+    try:
+        rep = validate_results(df, SPACE, responses=["cycles"], duplicates="keep")
+    except GpudseError:
+        return
+    reported = {r for p in rep.problems if p.kind in ("not a value", "bad response") for r in p.rows}
+    assert rep.rows_kept + len(reported) == 20

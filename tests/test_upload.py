@@ -49,7 +49,7 @@ def test_values_outside_the_space_rejected_or_snapped():
     assert kinds[("not a value", "simd")] == [3] and kinds[("not a value", "blk")] == [6]
     assert kinds[("not a value", "dramq")] == [8] and rep.rows_kept == 17
     rep = validate_results(df, SPACE, snap="nearest")
-    assert rep.rows_kept == 19 and rep.table.loc[4, "blk"] == 16 and rep.table.loc[2, "simd"] in (8, 16)
+    assert rep.rows_kept == 19 and rep.table.loc[5, "blk"] == 16 and rep.table.loc[2, "simd"] in (8, 16)
     assert any(p.kind == "snapped" and p.rows == [6] for p in rep.problems)
 
 

@@ -16,6 +16,8 @@ It calls the same functions as the dashboard pages. User errors print one line
                     [--repeats 5] [--models stepwise,fixed,regional,forest,boosting,hybrid] [--json]
     gpudse simulate SAMPLES --backend analytical|command [--kernel NAME] [--config SIM.toml]
                     [--workers W | --scheduler ADDRESS] [--store campaign.db] [--retries R] -o results.csv
+    gpudse import RESULTS --space SPACE [--responses a,b] [--snap reject|nearest]
+                  [--duplicates keep|average|reject] [--store campaign.db] -o clean.csv
     gpudse equal-area [--bandwidth GBPS] [--regs-per-thread R] [--json]
     gpudse wfg GRAPH.json|.yaml [--json]
 """
@@ -241,6 +243,35 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_import(args: argparse.Namespace) -> int:
+    from .store import CampaignStore
+    from .upload import read_upload, validate_results
+
+    path = Path(args.results)
+    if not path.is_file():
+        raise GpudseError(f"{path}: no such file")
+    df = read_upload(path.read_bytes(), path.name, max_bytes=int(args.max_mb * 1024 * 1024))
+    space = load_space(args.space)
+    responses = [r.strip() for r in args.responses.split(",") if r.strip()] if args.responses else None
+    rep = validate_results(df, space, responses, snap=args.snap, duplicates=args.duplicates)
+    out = _writable(args.output, (".csv", ".parquet", ".json"))
+    for p in rep.problems:
+        print(f"  {p.kind}: {p}", file=sys.stderr)
+    if out.suffix.lower() == ".parquet":
+        rep.table.to_parquet(out, index=False)
+    elif out.suffix.lower() == ".json":
+        out.write_text(rep.table.to_json(orient="records"), encoding="utf-8")
+    else:
+        rep.table.to_csv(out, index=False)
+    if args.store:
+        with CampaignStore(args.store, name=args.campaign) as store:
+            store.import_results({"backend": "upload", "source": path.name, "space": space.name}, rep.table,
+                                 rep.responses)
+    print(f"kept {rep.rows_kept:,} of {rep.rows_in:,} rows ({len(rep.problems)} problem(s) reported); wrote {out}",
+          file=sys.stderr)
+    return 0
+
+
 def cmd_equal_area(args: argparse.Namespace) -> int:
     from .analytical import FIG18, equal_area_sweep
 
@@ -423,6 +454,19 @@ def build_parser() -> argparse.ArgumentParser:
     si.add_argument("--retries", type=_positive_int, default=2, help="retries of a failed run (default 2)")
     si.add_argument("-o", "--output", required=True, metavar="results.csv")
     si.set_defaults(func=cmd_simulate)
+
+    im = sub.add_parser("import", help="validate uploaded simulation results against a design space")
+    im.add_argument("results", metavar="RESULTS", help=".csv, .parquet or .json")
+    im.add_argument("--space", required=True, help="YAML/JSON file or preset")
+    im.add_argument("--responses", metavar="a,b", help="response columns (default: numeric non-parameter columns)")
+    im.add_argument("--snap", choices=("reject", "nearest"), default="reject",
+                    help="values outside a parameter's set: reject the row or snap to the nearest value")
+    im.add_argument("--duplicates", choices=("keep", "average", "reject"), default="keep")
+    im.add_argument("--max-mb", type=float, default=50.0, help="upload size limit in MB")
+    im.add_argument("--store", metavar="campaign.db", help="also record the results as a finished campaign")
+    im.add_argument("--campaign", default="import")
+    im.add_argument("-o", "--output", required=True, metavar="clean.csv")
+    im.set_defaults(func=cmd_import)
 
     ea = sub.add_parser("equal-area", help="001's equal-area model: optimum number of PEs (Fig. 18)")
     ea.add_argument("--bandwidth", type=float, metavar="GBPS", help="global memory bandwidth in GB/s")

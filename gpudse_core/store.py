@@ -130,6 +130,23 @@ class CampaignStore:
                 ((self.name, i, json.dumps(r, default=_plain)) for i, r in enumerate(records)))
         return "created"
 
+    def import_results(self, spec: dict, table: pd.DataFrame, responses: list[str]) -> int:
+        """Record uploaded results as a finished campaign (every point done); returns the row count."""
+        if self.spec() is not None:
+            raise StoreError(f"{self.path}: campaign {self.name!r} already exists; import under another --campaign name")
+        params = [c for c in table.columns if c not in responses]
+        now = time.time()
+        with self._tx():
+            self.db.execute("INSERT INTO campaign (name, spec, created) VALUES (?, ?, ?)",
+                            (self.name, json.dumps(spec, sort_keys=True, default=str), now))
+            self.db.executemany(
+                "INSERT INTO point (campaign, idx, params, status, attempts, result, finished) "
+                "VALUES (?, ?, ?, 'done', 0, ?, ?)",
+                ((self.name, i, json.dumps({p: r[p] for p in params}, default=_plain),
+                  json.dumps({c: r[c] for c in responses}, default=_plain), now)
+                 for i, r in enumerate(table.to_dict(orient="records"))))
+        return len(table)
+
     # ---- the work queue ----------------------------------------------------------------------
     def claim(self, limit: int) -> list[tuple[int, dict, int]]:
         """Mark up to *limit* pending points running; returns (idx, params, attempt number)."""

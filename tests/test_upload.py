@@ -110,3 +110,23 @@ def test_every_row_is_kept_or_reported(edits):
         return
     reported = {r for p in rep.problems if p.kind in ("not a value", "bad response") for r in p.rows}
     assert rep.rows_kept + len(reported) == 20
+
+
+def test_cli_import(tmp_path, capsys):
+    from gpudse_core.cli import main
+    from gpudse_core.store import CampaignStore
+
+    df = results(10).astype({"simd": object})
+    df.loc[3, "simd"] = 12
+    df.loc[6, "cycles"] = np.nan
+    src = tmp_path / "uploaded.csv"
+    df.to_csv(src, index=False)
+    out = tmp_path / "clean.csv"
+    assert main(["import", str(src), "--space", "stargazer", "--snap", "nearest", "--store", str(tmp_path / "c.db"),
+                 "-o", str(out)]) == 0
+    err = capsys.readouterr().err
+    assert "kept 9 of 10 rows" in err and "snapped" in err and "rows 7" in err
+    assert len(pd.read_csv(out)) == 9
+    with CampaignStore(tmp_path / "c.db", name="import") as st:
+        assert st.progress().done == 9 and len(st.table()) == 9
+    assert main(["import", str(src), "--space", "stargazer", "--responses", "nope", "-o", str(out)]) == 2

@@ -24,12 +24,13 @@ PAGES = {  # title: (file, icon), in workflow order; drawn by sidebar() (the aut
     "Home": ("app.py", ":material/home:"),
     "Design space": ("pages/1_Design_space.py", ":material/tune:"),
     "Sampling": ("pages/2_Sampling.py", ":material/scatter_plot:"),
-    "Analytical models": ("pages/3_Analytical_models.py", ":material/functions:"),
+    "Simulations": ("pages/3_Simulations.py", ":material/memory:"),
+    "Analytical models": ("pages/5_Analytical_models.py", ":material/functions:"),
 }
 STAGES = [  # (title, page file or None while the stage is not built yet)
     ("Design space", "pages/1_Design_space.py"),
     ("Sample", "pages/2_Sampling.py"),
-    ("Simulate / upload", None),
+    ("Simulate / upload", "pages/3_Simulations.py"),
     ("Stepwise fit", None),
     ("Analyse", None),
     ("Explore", None),
@@ -89,6 +90,13 @@ def set_space(space: DesignSpace, origin: str) -> None:
     st.session_state.space_version = st.session_state.get("space_version", 0) + 1
 
 
+def set_results(table, response: str, origin: str) -> None:
+    """The results table that feeds the regression pages."""
+    st.session_state.results = table
+    st.session_state.results_response = response
+    st.session_state.results_origin = origin
+
+
 def samples_match() -> bool:
     s = st.session_state.get("samples")
     return s is not None and st.session_state.get("samples_of") == fingerprint(st.session_state.space)
@@ -99,9 +107,11 @@ def workflow() -> list[Stage]:
     space: DesignSpace = st.session_state.space
     samples = st.session_state.get("samples")
     sampled = samples is not None and samples_match()
+    results = st.session_state.get("results")
     status = {
         "Design space": (True, f"{space.name}: {space.size:,} points"),
         "Sample": (sampled, f"{len(samples):,} points drawn" if sampled else "to do"),
+        "Simulate / upload": (results is not None, f"{len(results):,} results" if results is not None else "to do"),
     }
     out = []
     for title, page in STAGES:

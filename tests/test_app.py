@@ -78,7 +78,7 @@ def test_sampling_page_fraction_mode(app):
 
 
 def test_analytical_models_page(app):
-    app.switch_page("pages/3_Analytical_models.py").run()
+    app.switch_page("pages/5_Analytical_models.py").run()
     assert not app.exception and not app.error
     m = metrics(app)
     assert m["Optimum N_PE"] == "160"  # Fig. 18(a) at the default 104 GB/s, 30 registers
@@ -88,3 +88,23 @@ def test_analytical_models_page(app):
     app.select_slider[0].set_value(32).run()
     app.select_slider[1].set_value(10).run()
     assert metrics(app)["Optimum N_PE"] == "184"  # Fig. 18(f)
+
+
+def test_simulations_page_runs_the_builtin_example(app):
+    app.switch_page("pages/3_Simulations.py").run()
+    assert not app.exception and not app.error
+    assert metrics(app)["Done"] == "0"
+    [b for b in app.button if b.label == "Start / resume"][0].click().run(timeout=120)
+    assert not app.exception and not app.error
+    assert metrics(app)["Done"] == "300" and metrics(app)["Remaining"] == "0"
+    [b for b in app.button if b.label == "Use these results for the regression"][0].click().run()
+    assert len(app.session_state.results) == 300 and app.session_state.results_response == "cycles"
+
+
+def test_simulations_page_without_samples_of_this_space(app):
+    app.switch_page("pages/1_Design_space.py").run()
+    app.selectbox[0].set_value("lee-brooks").run()
+    [b for b in app.button if b.label == "Load preset"][0].click().run()
+    app.switch_page("pages/3_Simulations.py").run()
+    assert not app.exception
+    assert any("Sample design points of the current space first" in i.value for i in app.info)

@@ -117,6 +117,14 @@ def test_dashboard_in_a_real_browser(server, browser):
     assert not page.get_by_text("Traceback").count()
     assert not page.get_by_text("Page not found").count()
 
+    page.goto(server + "/Simulations", wait_until="domcontentloaded")
+    page.get_by_role("heading", name="Simulations").first.wait_for(timeout=60_000)
+    page.get_by_role("button", name="Start / resume").click()
+    page.get_by_text("300/300 done").first.wait_for(timeout=120_000)
+    page.get_by_text("points done in").first.wait_for(timeout=30_000)
+    page.wait_for_timeout(1000)
+    page.screenshot(path=str(SHOTS / "simulations.png"), full_page=True)
+
     page.goto(server + "/Analytical_models", wait_until="domcontentloaded")
     page.get_by_role("heading", name="Analytical models").first.wait_for(timeout=60_000)
     page.get_by_text("Optimum N_PE").first.wait_for(timeout=60_000)

@@ -59,12 +59,22 @@ def rgb_coldness(rgb: np.ndarray) -> np.ndarray:
     return np.clip((h - HUE_HOT) / (HUE_COLD - HUE_HOT), 0.0, 1.0).astype(np.float32)
 
 
+def unique_colours(rgb: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Distinct colours (n×3), each pixel's colour number, and pixel counts — by counting over the
+    2^24 24-bit colours (linear time; no sort of the pixels)."""
+    packed = ((rgb[..., 0].astype(np.uint32) << 16) | (rgb[..., 1].astype(np.uint32) << 8) | rgb[..., 2]).ravel()
+    counts_all = np.bincount(packed, minlength=1 << 24)
+    values = np.flatnonzero(counts_all)
+    lut = np.zeros(1 << 24, dtype=np.int32)
+    lut[values] = np.arange(values.size, dtype=np.int32)
+    palette = np.stack([(values >> 16) & 255, (values >> 8) & 255, values & 255], axis=-1).astype(np.uint8)
+    return palette, lut[packed], counts_all[values]
+
+
 def from_rgb(rgb: np.ndarray, source: str = "") -> Heatmap:
     _check_size(rgb.shape[:2], source)
     rgb = np.ascontiguousarray(rgb[..., :3].astype(np.uint8))
-    packed = (rgb[..., 0].astype(np.uint32) << 16) | (rgb[..., 1].astype(np.uint32) << 8) | rgb[..., 2]
-    colours, inverse = np.unique(packed.ravel(), return_inverse=True)  # few colours: map each once
-    palette = np.stack([(colours >> 16) & 255, (colours >> 8) & 255, colours & 255], axis=-1)
+    palette, inverse, _ = unique_colours(rgb)  # few colours: map each once
     cold = rgb_coldness(palette)[inverse].reshape(rgb.shape[:2])
     return Heatmap((1.0 - cold).astype(np.float32), rgb, source)
 

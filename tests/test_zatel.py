@@ -259,3 +259,8 @@ def test_cli_pixels_and_combine(shared, tmp_path, capsys):
     assert main(["pixels", str(shared / "data/zatel/heatmaps/bunny_ambient-occlusion.ppm"), "--sms", "8", "--mem",
                  "4", "--bounds", "0.6,0.3", "-o", str(out)]) == 2
     assert "bounds" in capsys.readouterr().err
+
+
+def test_p3_with_a_bad_token_is_named():
+    with pytest.raises(HeatmapError, match="not a number"):
+        parse_ppm(b"P3\n2 1\n255\n1 2 3 4 five 6\n", "x.ppm")

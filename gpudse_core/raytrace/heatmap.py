@@ -138,12 +138,18 @@ def parse_ppm(data: bytes, source: str = "") -> np.ndarray:
             raise HeatmapError(f"{source}: truncated P6 data ({len(raw):,} of {n * width:,} bytes)")
         px = np.frombuffer(raw, dtype=">u2" if width == 2 else np.uint8).astype(np.float64)
     else:
-        try:
-            px = np.array(data[pos:].split()[:n], dtype=np.float64)
-        except ValueError:
-            raise HeatmapError(f"{source}: P3 data contains something that is not a number") from None
-        if px.size < n:
-            raise HeatmapError(f"{source}: truncated P3 data ({px.size:,} of {n:,} samples)")
+        import warnings
+
+        with warnings.catch_warnings():  # fast path: C parser; it stops quietly at a bad token
+            warnings.simplefilter("ignore")
+            px = np.fromstring(data[pos:].decode("latin-1"), dtype=np.float64, sep=" ")[:n]
+        if px.size < n:  # slow path, to say precisely what is wrong
+            try:
+                px = np.array(data[pos:].split()[:n], dtype=np.float64)
+            except ValueError:
+                raise HeatmapError(f"{source}: P3 data contains something that is not a number") from None
+            if px.size < n:
+                raise HeatmapError(f"{source}: truncated P3 data ({px.size:,} of {n:,} samples)")
     if px.max(initial=0) > maxval:
         raise HeatmapError(f"{source}: a sample exceeds the declared maxval {maxval}")
     return np.round(px.reshape(h, w, 3) * (255.0 / maxval)).astype(np.uint8)

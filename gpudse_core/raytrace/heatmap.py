@@ -140,9 +140,12 @@ def parse_ppm(data: bytes, source: str = "") -> np.ndarray:
     else:
         import warnings
 
-        with warnings.catch_warnings():  # fast path: C parser; it stops quietly at a bad token
-            warnings.simplefilter("ignore")
-            px = np.fromstring(data[pos:].decode("latin-1"), dtype=np.float64, sep=" ")[:n]
+        try:  # fast path: numpy's C parser of integers (P3 samples are integers)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                px = np.fromstring(data[pos:].decode("latin-1"), dtype=np.int64, sep=" ")[:n].astype(np.float64)
+        except ValueError:
+            px = np.zeros(0)
         if px.size < n:  # slow path, to say precisely what is wrong
             try:
                 px = np.array(data[pos:].split()[:n], dtype=np.float64)

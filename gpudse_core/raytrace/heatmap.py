@@ -191,3 +191,17 @@ def read_heatmap(source: str | Path, data: bytes | None = None) -> Heatmap:
             raise HeatmapError(f"{name}: not a numeric CSV grid ({str(e).splitlines()[0]})") from None
         return from_times(arr, name)
     raise HeatmapError(f"{name}: not an image: give a .ppm, .png, .npy or .csv heatmap")
+
+
+def colourise(cost: np.ndarray) -> np.ndarray:
+    """RGB (uint8) of a cost map on the same shifted-hue gradient: cost 0 blue (240°) … 1 crimson (−30°)."""
+    h = (HUE_COLD - np.clip(cost, 0, 1) * (HUE_COLD - HUE_HOT)) % 360.0
+    hp = h / 60.0
+    x = 1 - np.abs(hp % 2 - 1)
+    z = np.zeros_like(hp)
+    one = np.ones_like(hp)
+    sector = np.floor(hp).astype(int) % 6
+    rgb = np.select([sector[..., None] == i for i in range(6)],
+                    [np.stack(c, axis=-1) for c in ((one, x, z), (x, one, z), (z, one, x), (z, x, one),
+                                                    (x, z, one), (one, z, x))])
+    return np.round(rgb * 255).astype(np.uint8)

@@ -25,6 +25,7 @@ PAGES = {  # title: (file, icon), in workflow order; drawn by sidebar() (the aut
     "Design space": ("pages/1_Design_space.py", ":material/tune:"),
     "Sampling": ("pages/2_Sampling.py", ":material/scatter_plot:"),
     "Simulations": ("pages/3_Simulations.py", ":material/memory:"),
+    "Ray tracing": ("pages/4_Ray_tracing.py", ":material/light_mode:"),
     "Analytical models": ("pages/5_Analytical_models.py", ":material/functions:"),
 }
 STAGES = [  # (title, page file or None while the stage is not built yet)

@@ -108,3 +108,13 @@ def test_simulations_page_without_samples_of_this_space(app):
     app.switch_page("pages/3_Simulations.py").run()
     assert not app.exception
     assert any("Sample design points of the current space first" in i.value for i in app.info)
+
+
+def test_ray_tracing_page(app):
+    app.switch_page("pages/4_Ray_tracing.py").run(timeout=120)
+    assert not app.exception and not app.error
+    m = metrics(app)
+    assert m["K (downscaling)"] == "4"  # 8 SMs, 4 memory partitions
+    assert m["Self-check error"].endswith("%") and m["Predicted speedup (eq. 4)"].endswith("×")
+    [r for r in app.radio if r.label == "Division"][0].set_value("coarse").run(timeout=120)
+    assert not app.exception and not app.error

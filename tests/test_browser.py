@@ -125,6 +125,12 @@ def test_dashboard_in_a_real_browser(server, browser):
     page.wait_for_timeout(1000)
     page.screenshot(path=str(SHOTS / "simulations.png"), full_page=True)
 
+    page.goto(server + "/Ray_tracing", wait_until="domcontentloaded")
+    page.get_by_text("Self-check error").first.wait_for(timeout=120_000)
+    page.get_by_text("selected pixels").first.wait_for(timeout=60_000)
+    page.wait_for_timeout(1500)
+    page.screenshot(path=str(SHOTS / "ray_tracing.png"), full_page=True)
+
     page.goto(server + "/Analytical_models", wait_until="domcontentloaded")
     page.get_by_role("heading", name="Analytical models").first.wait_for(timeout=60_000)
     page.get_by_text("Optimum N_PE").first.wait_for(timeout=60_000)

@@ -48,7 +48,8 @@ def test_render_produces_a_structured_heatmap():
     assert scene_rows > 2 * sky
     again = render(128, 96, seed=2)
     assert np.array_equal(r.cost, again.cost)
-    zp = plan(r.heatmap(), {"sms": 8, "mem": 4}, block=(32, 2))
+    big = render(256, 192, seed=2)  # at 128x96 the hot regions are only a few blocks
+    zp = plan(big.heatmap(), {"sms": 8, "mem": 4}, block=(32, 2))
     assert zp.downscale.k == 4 and zp.check["relative_error"] < 0.05
 
 

@@ -135,6 +135,15 @@ def test_fine_division_is_round_robin_and_coarse_is_rectangles():
     assert not set(np.unique(c[:, :256])) & set(np.unique(c[:, 256:]))
 
 
+def test_fine_division_never_stripes():
+    g = divide((512, 512), 4, "fine", (32, 2))  # 16 chunks per row, a multiple of K
+    for gid in range(4):
+        cols = np.unique(np.nonzero(g == gid)[1] // 32)
+        assert len(cols) == 16  # every group appears in every column of chunks
+    counts = np.bincount(g.ravel())
+    assert counts.max() == counts.min()
+
+
 def test_k_larger_than_chunks():
     with pytest.raises(ZatelError, match="larger than the number"):
         divide((4, 64), 9, "fine", (32, 2))

@@ -8,7 +8,9 @@
    divide every count); gcd 1 means no downscaling (K = 1, said so). The downscaled GPGPU-Sim config
    has those options divided by K (:class:`~gpudse_core.gpgpusim.GpgpuSimConfig`, rest byte-for-byte).
 4. The frame is cut into chunks (32×2 by default). Fine-grained division deals chunks round-robin in
-   row-major order (Fig. 6). Coarse-grained division orders chunks by column band, then row, then
+   row-major order (Fig. 6); when a row holds a multiple of K chunks that would repeat the same
+   columns on every row (vertical stripes), so the chunk in row r, column c goes to (r + c) mod K —
+   Fig. 6's diagonal pattern, still exactly balanced — and each group samples the whole scene. Coarse-grained division orders chunks by column band, then row, then
    column, and cuts that order into K equal runs. With c bands (c the divisor of K nearest
    √(K·W/H), rows = K/c) the groups are the rectangles of Fig. 5 when the chunk grid divides evenly,
    and near-rectangles otherwise. Either way every group has the same number of chunks ±1.
@@ -171,7 +173,11 @@ def divide(shape: tuple[int, int], k: int, method: str = "fine", chunk: tuple[in
     if k > n:
         raise ZatelError(f"K = {k} is larger than the number of {cw}x{ch} chunks ({n}); use smaller chunks or K")
     if method == "fine":
-        grid = (np.arange(n) % k).reshape(rows, cols)
+        if cols % k == 0:  # round-robin would give every row the same pattern: vertical stripes
+            r_idx, c_idx = np.divmod(np.arange(n), cols)
+            grid = ((r_idx + c_idx) % k).reshape(rows, cols)
+        else:
+            grid = (np.arange(n) % k).reshape(rows, cols)
     else:
         divs = [d for d in range(1, k + 1) if k % d == 0]
         target = math.sqrt(k * w / h)

@@ -1,0 +1,136 @@
+"""Using a fitted model: response curves, interaction grids, whole-space prediction, best designs.
+
+* :func:`response_curve` — the model's prediction along one parameter with the others held at chosen
+  values (Stargazer Fig. 7 is the #blk spline of LPS and RAY), with a pointwise confidence band from
+  the OLS coefficient covariance (on the transformed scale, then back-transformed).
+* :func:`interaction_grid` — predictions over two parameters (an interaction heatmap).
+* :func:`predict_space` — every point of a design space, streamed in chunks with progress, keeping
+  only what is needed (top-k and a Pareto front) so spaces far larger than memory work.
+* :func:`pareto_front` — designs not beaten on both predicted response and a cost column.
+* :func:`sensitivity` — one-at-a-time: each parameter moved to each of its values from a base point.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from .errors import GpudseError
+from .inference import design_matrix, ols_results
+from .space import DesignSpace
+from .stepwise import StepwiseModel, inverse_transform
+
+
+def _grid(model: StepwiseModel, param: str, space: DesignSpace | None, points: int) -> np.ndarray:
+    b = model.bases.get(param)
+    if b is None and space is None:
+        raise GpudseError(f"the model does not use {param!r}; its parameters: {', '.join(model.bases)}")
+    if b is not None and b.kind == "categorical":
+        return np.array(b.levels, dtype=object)
+    if space is not None:
+        vals = space.parameter(param).values
+        if b is None or b.kind == "categorical":
+            return np.array(vals, dtype=object)
+        lo, hi = min(vals), max(vals)
+    else:
+        lo, hi = b.lo, b.hi
+    return np.linspace(lo, hi, points)
+
+
+def response_curve(model: StepwiseModel, data: pd.DataFrame, param: str, base: Mapping[str, Any],
+                   space: DesignSpace | None = None, points: int = 100, level: float = 0.95) -> pd.DataFrame:
+    """Prediction and confidence band along *param*, the other parameters at *base*."""
+    xs = _grid(model, param, space, points)
+    frame = pd.DataFrame({p: [base[p]] * len(xs) for p in model.bases if p != param})
+    frame[param] = xs
+    res = ols_results(model, data)
+    A = design_matrix(model, frame)
+    eta = A @ res.params.to_numpy()
+    cov = res.cov_params().to_numpy()
+    se = np.sqrt(np.maximum(np.einsum("ij,jk,ik->i", A, cov, A), 0))
+    z = stats.t.ppf(0.5 + level / 2, res.df_resid)
+    return pd.DataFrame({param: xs, "predicted": inverse_transform(eta, model.transform),
+                         "lower": inverse_transform(eta - z * se, model.transform),
+                         "upper": inverse_transform(eta + z * se, model.transform)})
+
+
+def interaction_grid(model: StepwiseModel, x: str, y: str, base: Mapping[str, Any],
+                     space: DesignSpace | None = None, points: int = 40) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    if x == y:
+        raise GpudseError("choose two different parameters for an interaction grid")
+    xs, ys = _grid(model, x, space, points), _grid(model, y, space, points)
+    gx, gy = np.meshgrid(np.arange(len(xs)), np.arange(len(ys)))
+    frame = pd.DataFrame({p: [base[p]] * gx.size for p in model.bases if p not in (x, y)})
+    frame[x] = xs[gx.ravel()]
+    frame[y] = ys[gy.ravel()]
+    return xs, ys, model.predict(frame).reshape(len(ys), len(xs))
+
+
+@dataclass
+class SpaceScan:
+    points: int
+    best: pd.DataFrame  # top-k designs by prediction
+    pareto: pd.DataFrame  # Pareto front on (prediction, cost)
+    predictions: pd.DataFrame | None  # every point, when small enough to keep
+
+
+def pareto_front(df: pd.DataFrame, value: str, cost: str, maximize: bool = False) -> pd.DataFrame:
+    """Rows not dominated on (value, cost): lower cost and lower value (or higher, with *maximize*)."""
+    v = -df[value].to_numpy() if maximize else df[value].to_numpy()
+    c = df[cost].to_numpy(dtype=float)
+    order = np.lexsort((v, c))  # by cost, then value
+    best = np.inf
+    keep = []
+    for i in order:
+        if v[i] < best:
+            keep.append(i)
+            best = v[i]
+    return df.iloc[keep].reset_index(drop=True)
+
+
+def predict_space(model: StepwiseModel, space: DesignSpace, *, cost: Callable[[pd.DataFrame], np.ndarray] | None
+                  = None, k: int = 20, maximize: bool = False, keep_all_below: int = 2_000_000,
+                  chunk_size: int = 1 << 18, progress: Callable[[int, int], Any] | None = None) -> SpaceScan:
+    """Predict every feasible point in chunks; keep the top *k*, the Pareto front and (for small spaces)
+    every prediction. *progress(done, total)* returning False stops early."""
+    missing = [p for p in model.bases if p not in space.parameter_names]
+    if missing:
+        raise GpudseError(f"the model uses {', '.join(missing)}, which space {space.name!r} does not have")
+    total = space.size
+    keep = total <= keep_all_below
+    best = pd.DataFrame()
+    front = pd.DataFrame()
+    kept = []
+    done = 0
+    for _, frame in space.iter_chunks(chunk_size=chunk_size):
+        pred = model.predict(frame)
+        frame = frame.assign(predicted=pred)
+        if cost is not None:
+            frame = frame.assign(cost=np.asarray(cost(frame), dtype=float))
+            front = pareto_front(pd.concat([front, pareto_front(frame, "predicted", "cost", maximize)]),
+                                 "predicted", "cost", maximize)
+        top = frame.nlargest(k, "predicted") if maximize else frame.nsmallest(k, "predicted")
+        best = pd.concat([best, top])
+        best = best.nlargest(k, "predicted") if maximize else best.nsmallest(k, "predicted")
+        if keep:
+            kept.append(frame)
+        done += len(frame)
+        if progress is not None and progress(done, total) is False:
+            break
+    return SpaceScan(done, best.reset_index(drop=True), front, pd.concat(kept, ignore_index=True) if keep else None)
+
+
+def sensitivity(model: StepwiseModel, base: Mapping[str, Any], space: DesignSpace) -> pd.DataFrame:
+    """Prediction with each parameter moved to each of its values, the others at *base* (one at a time)."""
+    rows = []
+    ref = float(model.predict(pd.DataFrame([dict(base)]))[0])
+    for p in space.parameters:
+        frame = pd.DataFrame([{**base, p.name: v} for v in p.values])
+        pred = model.predict(frame) if p.name in model.bases else np.full(len(frame), ref)
+        for v, y in zip(p.values, pred):
+            rows.append({"parameter": p.name, "value": v, "predicted": float(y), "change": float(y / ref - 1)})
+    return pd.DataFrame(rows)

@@ -1,0 +1,80 @@
+"""Response curves, interaction grids, whole-space prediction, Pareto fronts, sensitivity."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from gpudse_core import GpudseError, load_preset, sample
+from gpudse_core.explore import (interaction_grid, pareto_front, predict_space, response_curve, sensitivity)
+from gpudse_core.simulator import simulate
+from gpudse_core.stepwise import fit_stepwise
+
+SPACE = load_preset("stargazer")
+
+
+@pytest.fixture(scope="module")
+def fitted():
+    pts = sample(SPACE, 300, seed=1).points
+    data = pts.assign(cycles=simulate(pts, "matMul").cycles)
+    return fit_stepwise(data, "cycles", transform="log"), data
+
+
+def base_point():
+    return {p.name: p.values[len(p.values) // 2] for p in SPACE.parameters}
+
+
+def test_response_curve_band_contains_the_prediction(fitted):
+    model, data = fitted
+    curve = response_curve(model, data, "blk", base_point(), SPACE, points=50)
+    assert len(curve) == 50 and curve.blk.iloc[0] == 1 and curve.blk.iloc[-1] == 16
+    assert (curve.lower <= curve.predicted).all() and (curve.predicted <= curve.upper).all()
+    frame = pd.DataFrame([{**base_point(), "blk": 4}])
+    assert np.interp(4, curve.blk, curve.predicted) == pytest.approx(model.predict(frame)[0], rel=0.02)
+    # matMul: more block concurrency is faster (memory bound at low #blk)
+    assert curve.predicted.iloc[0] > curve.predicted.iloc[-1]
+
+
+def test_interaction_grid(fitted):
+    model, _ = fitted
+    xs, ys, z = interaction_grid(model, "blk", "simd", base_point(), SPACE, points=10)
+    assert z.shape == (len(ys), len(xs)) and np.all(z > 0)
+    with pytest.raises(GpudseError, match="two different"):
+        interaction_grid(model, "blk", "blk", base_point())
+
+
+def test_predict_space_top_k_and_pareto(fitted):
+    model, _ = fitted
+    seen = []
+    scan = predict_space(model, SPACE, cost=lambda f: f.simd * f.blk, k=5, chunk_size=100_000,
+                         progress=lambda d, t: seen.append(d))
+    assert scan.points == 933_120 and seen[-1] == 933_120 and len(seen) == 10
+    every = scan.predictions
+    assert len(every) == 933_120
+    assert scan.best.predicted.tolist() == sorted(every.predicted.nsmallest(5).tolist())
+    front = scan.pareto
+    assert front.cost.is_monotonic_increasing and front.predicted.is_monotonic_decreasing
+    for _, row in front.iterrows():  # nothing beats a front point on both objectives
+        assert not ((every.cost <= row.cost) & (every.predicted < row.predicted - 1e-9)).any()
+
+
+def test_pareto_front_small():
+    df = pd.DataFrame({"v": [5, 3, 4, 1, 2], "c": [1, 2, 2, 5, 3]})
+    assert pareto_front(df, "v", "c")[["v", "c"]].values.tolist() == [[5, 1], [3, 2], [2, 3], [1, 5]]
+
+
+def test_sensitivity(fitted):
+    model, _ = fitted
+    s = sensitivity(model, base_point(), SPACE)
+    assert set(s.parameter) == set(SPACE.parameter_names)
+    blk = s[s.parameter == "blk"].set_index("value")
+    assert blk.loc[4, "change"] == pytest.approx(0.0) and blk.loc[1, "change"] > 0.5
+    unused = [p for p in SPACE.parameter_names if p not in model.bases]
+    assert all((s[s.parameter == p].change == 0).all() for p in unused)
+
+
+def test_space_mismatch(fitted):
+    model, _ = fitted
+    with pytest.raises(GpudseError, match="does not have"):
+        predict_space(model, load_preset("zatel"))

@@ -25,16 +25,20 @@ PAGES = {  # title: (file, icon), in workflow order; drawn by sidebar() (the aut
     "Design space": ("pages/1_Design_space.py", ":material/tune:"),
     "Sampling": ("pages/2_Sampling.py", ":material/scatter_plot:"),
     "Simulations": ("pages/3_Simulations.py", ":material/memory:"),
-    "Ray tracing": ("pages/4_Ray_tracing.py", ":material/light_mode:"),
-    "Analytical models": ("pages/5_Analytical_models.py", ":material/functions:"),
+    "Stepwise fit": ("pages/4_Stepwise_fit.py", ":material/stacked_line_chart:"),
+    "Response curves": ("pages/5_Response_curves.py", ":material/show_chart:"),
+    "Accuracy": ("pages/6_Accuracy.py", ":material/target:"),
+    "Explore": ("pages/7_Explore.py", ":material/travel_explore:"),
+    "Ray tracing": ("pages/8_Ray_tracing.py", ":material/light_mode:"),
+    "Analytical models": ("pages/9_Analytical_models.py", ":material/functions:"),
 }
 STAGES = [  # (title, page file or None while the stage is not built yet)
     ("Design space", "pages/1_Design_space.py"),
     ("Sample", "pages/2_Sampling.py"),
     ("Simulate / upload", "pages/3_Simulations.py"),
-    ("Stepwise fit", None),
-    ("Analyse", None),
-    ("Explore", None),
+    ("Stepwise fit", "pages/4_Stepwise_fit.py"),
+    ("Analyse", "pages/6_Accuracy.py"),
+    ("Explore", "pages/7_Explore.py"),
 ]
 
 
@@ -72,11 +76,25 @@ def fingerprint(space: DesignSpace) -> str:
     return hashlib.sha256(space.to_json(indent=None).encode()).hexdigest()[:16]
 
 
+EXAMPLE_KERNEL = "matMul"
+
+
 def load_example() -> None:
+    """Stargazer's space, 300 uniform samples, the built-in simulator's matMul, a fitted model."""
+    from gpudse_core.simulator import simulate
+    from gpudse_core.stepwise import fit_stepwise
+
     space = preset(EXAMPLE_PRESET)
     set_space(space, "built-in example: Stargazer Table 2")
-    st.session_state.samples = sample(space, EXAMPLE_SAMPLES, seed=EXAMPLE_SEED)
+    samples = sample(space, EXAMPLE_SAMPLES, seed=EXAMPLE_SEED)
+    st.session_state.samples = samples
     st.session_state.samples_of = fingerprint(space)
+    points = samples.table()
+    results = points.join(simulate(points, EXAMPLE_KERNEL, noise=0.01, seed=EXAMPLE_SEED))
+    set_results(results, "cycles", f"built-in simulator, {EXAMPLE_KERNEL}")
+    st.session_state.model = fit_stepwise(results[list(space.parameter_names) + ["cycles"]], "cycles",
+                                          transform="log")
+    st.session_state.model_data = results
 
 
 def init_state() -> None:
@@ -92,10 +110,11 @@ def set_space(space: DesignSpace, origin: str) -> None:
 
 
 def set_results(table, response: str, origin: str) -> None:
-    """The results table that feeds the regression pages."""
+    """The results table that feeds the regression pages (a new table drops the old model)."""
     st.session_state.results = table
     st.session_state.results_response = response
     st.session_state.results_origin = origin
+    st.session_state.pop("model", None)
 
 
 def samples_match() -> bool:
@@ -113,6 +132,11 @@ def workflow() -> list[Stage]:
         "Design space": (True, f"{space.name}: {space.size:,} points"),
         "Sample": (sampled, f"{len(samples):,} points drawn" if sampled else "to do"),
         "Simulate / upload": (results is not None, f"{len(results):,} results" if results is not None else "to do"),
+        "Stepwise fit": (st.session_state.get("model") is not None,
+                         f"R² {st.session_state.model.r2:.3f}, {len(st.session_state.model.terms)} terms"
+                         if st.session_state.get("model") is not None else "to do"),
+        "Analyse": (st.session_state.get("model") is not None, "ready" if st.session_state.get("model") else "to do"),
+        "Explore": (st.session_state.get("model") is not None, "ready" if st.session_state.get("model") else "to do"),
     }
     out = []
     for title, page in STAGES:
@@ -143,3 +167,33 @@ def sidebar() -> None:
             stale = "" if samples_match() else " (from an earlier space)"
             st.caption(f"**Samples** {len(samples):,} points, {samples.method}, seed {samples.seed}{stale}")
         st.caption(st.session_state.get("space_origin", ""))
+
+
+def trace_table(rows: list[dict], params: list[str]):
+    """Stargazer Table 1 as a styled table: candidate scores per parameter (interaction candidates in their
+    own column), the chosen term marked green when added and red when rejected, the model and R² after it."""
+    import pandas as pd
+
+    recs = []
+    for r in rows:
+        rec = {"step": r["step"], "kind": r["kind"], "score": {"r2": "R²", "adj_r2": "adj R²", "aic": "AIC",
+                                                                "bic": "BIC", "p_value": "p"}.get(r["metric"])}
+        for p in params:
+            rec[p] = r["candidates"].get(p, float("nan"))
+        inter = {k: v for k, v in r["candidates"].items() if ":" in k}
+        rec["interactions"] = ", ".join(f"{k} {v:.3f}" for k, v in sorted(inter.items(), key=lambda kv: -kv[1]))
+        rec["chosen"] = (r["chosen"] or "–") + (" ✓" if r["accepted"] else " ✗")
+        rec["model"] = " + ".join(r["terms"])
+        rec["R²"] = r["r2"]
+        recs.append(rec)
+    df = pd.DataFrame(recs)
+
+    def mark(row):
+        styles = [""] * len(row)
+        chosen = rows[row.name]["chosen"]
+        if chosen in row.index:
+            styles[list(row.index).index(chosen)] = ("background-color: #c8e6c9; font-weight: bold"
+                                                      if rows[row.name]["accepted"] else "background-color: #ffcdd2")
+        return styles
+
+    return df.style.apply(mark, axis=1).format({p: "{:.3f}" for p in params} | {"R²": "{:.4f}"}, na_rep="")

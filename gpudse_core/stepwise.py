@@ -77,7 +77,8 @@ def transform_response(y: np.ndarray, transform: str, column: str = "response") 
 
 def inverse_transform(z: np.ndarray, transform: str) -> np.ndarray:
     if transform == "log":
-        return np.exp(z)
+        with np.errstate(over="ignore"):  # a wild extrapolation is reported as inf, not a warning
+            return np.exp(z)
     if transform == "sqrt":
         return np.square(z)
     return z

@@ -78,7 +78,7 @@ def test_sampling_page_fraction_mode(app):
 
 
 def test_analytical_models_page(app):
-    app.switch_page("pages/5_Analytical_models.py").run()
+    app.switch_page("pages/9_Analytical_models.py").run()
     assert not app.exception and not app.error
     m = metrics(app)
     assert m["Optimum N_PE"] == "160"  # Fig. 18(a) at the default 104 GB/s, 30 registers
@@ -111,10 +111,35 @@ def test_simulations_page_without_samples_of_this_space(app):
 
 
 def test_ray_tracing_page(app):
-    app.switch_page("pages/4_Ray_tracing.py").run(timeout=120)
+    app.switch_page("pages/8_Ray_tracing.py").run(timeout=120)
     assert not app.exception and not app.error
     m = metrics(app)
     assert m["K (downscaling)"] == "4"  # 8 SMs, 4 memory partitions
     assert m["Self-check error"].endswith("%") and m["Predicted speedup (eq. 4)"].endswith("×")
     [r for r in app.radio if r.label == "Division"][0].set_value("coarse").run(timeout=120)
     assert not app.exception and not app.error
+
+
+def test_stepwise_page_fits_with_live_trace(app):
+    app.switch_page("pages/4_Stepwise_fit.py").run(timeout=120)
+    assert not app.exception and not app.error
+    m = metrics(app)
+    assert float(m["R²"]) > 0.9  # the built-in example's model
+    app.button[0].click().run(timeout=120)  # the form's Fit button
+    assert not app.exception and not app.error
+    assert "blk" in app.session_state.model.terms
+
+
+def test_response_curves_accuracy_explore_pages(app):
+    app.switch_page("pages/5_Response_curves.py").run(timeout=120)
+    assert not app.exception and not app.error
+    app.switch_page("pages/6_Accuracy.py").run(timeout=120)
+    assert not app.exception and not app.error
+    app.button[0].click().run(timeout=300)  # Validate
+    assert not app.exception and not app.error
+    assert "stepwise" in app.session_state.validation.models
+    app.switch_page("pages/7_Explore.py").run(timeout=120)
+    assert not app.exception and not app.error
+    [b for b in app.button if b.label.startswith("Predict all")][0].click().run(timeout=300)
+    assert not app.exception and not app.error
+    assert app.session_state.scan.points == 933_120

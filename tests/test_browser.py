@@ -96,7 +96,7 @@ def test_dashboard_in_a_real_browser(server, browser):
     page.get_by_text("gpudse — GPU design space exploration").first.wait_for(timeout=60_000)
     page.get_by_text("stargazer: 933,120 points").first.wait_for(timeout=30_000)
     page.get_by_text("Reset to the built-in example").first.wait_for(timeout=30_000)
-    page.get_by_text("not in this version yet").last.wait_for(timeout=30_000)
+    page.get_by_text("terms").first.wait_for(timeout=30_000)  # the Stepwise fit stage: R² and terms
     page.screenshot(path=str(SHOTS / "home.png"), full_page=True)
 
     page.get_by_role("link", name="Design space").first.click()
@@ -124,6 +124,19 @@ def test_dashboard_in_a_real_browser(server, browser):
     page.get_by_text("points done in").first.wait_for(timeout=30_000)
     page.wait_for_timeout(1000)
     page.screenshot(path=str(SHOTS / "simulations.png"), full_page=True)
+
+    for path, marker, shot in (("Stepwise_fit", "The fitted equation", "stepwise"),
+                               ("Response_curves", "Interaction of two parameters", "response_curves"),
+                               ("Accuracy", "Validation", "accuracy"), ("Explore", "One parameter at a time", "explore")):
+        page.goto(f"{server}/{path}", wait_until="domcontentloaded")
+        page.get_by_text(marker).first.wait_for(timeout=120_000)
+        if path == "Accuracy":  # run a validation and wait for its table and charts
+            page.get_by_role("button", name="Validate").click()
+            page.get_by_text("Relative error (%), pooled over repeats").first.wait_for(timeout=180_000)
+        page.locator(".js-plotly-plot:visible").first.wait_for(timeout=60_000)
+        page.wait_for_timeout(1500)
+        assert not page.get_by_text("Traceback").count()
+        page.screenshot(path=str(SHOTS / f"{shot}.png"), full_page=True)
 
     page.goto(server + "/Ray_tracing", wait_until="domcontentloaded")
     page.get_by_text("Self-check error").first.wait_for(timeout=120_000)

@@ -1,0 +1,64 @@
+"""Response curves page: the model's spline along one parameter with a confidence band and the training
+points (Stargazer Fig. 7), and a two-parameter interaction heatmap."""
+
+from __future__ import annotations
+
+import plotly.graph_objects as go
+import streamlit as st
+
+import ui
+from gpudse_core import GpudseError
+from gpudse_core.explore import interaction_grid, response_curve
+
+ui.page("Response curves")
+st.title("Response curves")
+model = st.session_state.get("model")
+if model is None:
+    st.info("Fit a model first.")
+    st.page_link("pages/4_Stepwise_fit.py", label="Stepwise fit →", icon=":material/stacked_line_chart:")
+    st.stop()
+space = st.session_state.space
+data = st.session_state.get("model_data", st.session_state.get("results"))
+used = [p for p in space.parameter_names if p in model.bases]
+st.caption(f"Model of {model.response} ({' + '.join(model.terms)}). Parameters the model does not use have no "
+           f"effect on its predictions.")
+st.markdown("**Hold the other parameters at**")
+cols = st.columns(min(5, max(1, len(space.parameters))))
+base = {}
+for i, p in enumerate(space.parameters):
+    base[p.name] = cols[i % len(cols)].select_slider(f"{p.display}" + (f" ({p.unit})" if p.unit else ""),
+                                                     options=list(p.values), value=p.values[len(p.values) // 2],
+                                                     key=f"rc_{p.name}")
+c1, c2 = st.columns(2)
+x = c1.selectbox("Curve along", used)
+unit = space.parameter(x).unit
+try:
+    curve = response_curve(model, data, x, base, space, points=120)
+except GpudseError as e:
+    st.error(str(e))
+    st.stop()
+fig = go.Figure()
+fig.add_trace(go.Scatter(x=list(curve[x]) + list(curve[x])[::-1], y=list(curve.upper) + list(curve.lower)[::-1],
+                         fill="toself", fillcolor="rgba(76,120,168,0.2)", line=dict(width=0), name="95% band",
+                         hoverinfo="skip"))
+fig.add_trace(go.Scatter(x=curve[x], y=curve.predicted, mode="lines", name="model", line=dict(color="#4c78a8", width=3)))
+if data is not None and model.response in data:
+    fig.add_trace(go.Scatter(x=data[x], y=data[model.response], mode="markers", name="training points",
+                             marker=dict(size=5, color="rgba(228,87,86,0.45)")))
+fig.update_layout(xaxis_title=f"{space.parameter(x).display}" + (f" ({unit})" if unit else ""),
+                  yaxis_title=model.response, height=430, margin=dict(t=30),
+                  title="Training points vary in every parameter; the curve holds the others fixed")
+st.plotly_chart(fig, width="stretch")
+
+st.subheader("Interaction of two parameters")
+c1, c2 = st.columns(2)
+xa = c1.selectbox("x", used, index=0, key="ia_x")
+ya = c2.selectbox("y", [p for p in used if p != xa] or used, key="ia_y")
+if xa != ya:
+    xs, ys, z = interaction_grid(model, xa, ya, base, space, points=40)
+    heat = go.Figure(go.Heatmap(x=[str(v) for v in xs] if xs.dtype == object else xs,
+                                y=[str(v) for v in ys] if ys.dtype == object else ys, z=z, colorscale="Turbo",
+                                colorbar=dict(title=model.response)))
+    heat.update_layout(xaxis_title=space.parameter(xa).display, yaxis_title=space.parameter(ya).display, height=430,
+                       margin=dict(t=20))
+    st.plotly_chart(heat, width="stretch")

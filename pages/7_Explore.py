@@ -1,0 +1,83 @@
+"""Explore page: predict every point of the space, the best designs, a Pareto front against a cost, and
+one-at-a-time sensitivity from a chosen design."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+import streamlit as st
+
+import ui
+from gpudse_core import GpudseError
+from gpudse_core.explore import predict_space, sensitivity
+
+ui.page("Explore")
+st.title("Explore the design space")
+model = st.session_state.get("model")
+if model is None:
+    st.info("Fit a model first.")
+    st.page_link("pages/4_Stepwise_fit.py", label="Stepwise fit →", icon=":material/stacked_line_chart:")
+    st.stop()
+space = st.session_state.space
+c1, c2, c3 = st.columns(3)
+goal = c1.radio("Best designs have the", ["lowest prediction", "highest prediction"],
+                help=f"{model.response}: lower is better for runtimes, higher for IPC")
+k = c2.slider("How many best designs", 5, 100, 20)
+cost_options = ["sum of parameter levels (a hardware budget)"] + [p.name for p in space.parameters if p.kind == "numeric"]
+cost_name = c3.selectbox("Cost for the Pareto front", cost_options)
+maximize = goal.startswith("highest")
+
+
+def cost_fn(frame):
+    if cost_name in frame.columns:
+        return frame[cost_name].to_numpy(dtype=float)
+    total = np.zeros(len(frame))
+    for p in space.parameters:
+        if p.kind == "numeric":
+            pos = np.searchsorted(np.sort(np.asarray(p.values, dtype=float)), frame[p.name].to_numpy(dtype=float))
+            total += pos / max(1, p.size - 1)
+    return total
+
+
+if st.button(f"Predict all {space.size:,} design points", type="primary"):
+    bar = st.progress(0.0)
+    try:
+        scan = predict_space(model, space, cost=cost_fn, k=k, maximize=maximize,
+                             progress=lambda d, t: bar.progress(d / t, text=f"{d:,} of {t:,} points"))
+    except GpudseError as e:
+        st.error(str(e))
+    else:
+        st.session_state.scan = scan
+scan = st.session_state.get("scan")
+if scan is not None:
+    st.markdown(f"**The {len(scan.best)} best of {scan.points:,} designs** ({model.response}, predicted)")
+    st.dataframe(scan.best, width="stretch", hide_index=True)
+    if len(scan.pareto):
+        fig = go.Figure()
+        if scan.predictions is not None:
+            s = scan.predictions.sample(min(20_000, len(scan.predictions)), random_state=0)
+            fig.add_trace(go.Scattergl(x=s.cost, y=s.predicted, mode="markers", name="designs (sample)",
+                                       marker=dict(size=3, color="rgba(120,120,120,0.25)")))
+        fig.add_trace(go.Scatter(x=scan.pareto.cost, y=scan.pareto.predicted, mode="lines+markers", name="Pareto front",
+                                 line=dict(color="#e45756", width=3)))
+        fig.update_layout(xaxis_title=cost_name, yaxis_title=f"predicted {model.response}", height=420,
+                          margin=dict(t=20))
+        st.plotly_chart(fig, width="stretch")
+
+st.subheader("One parameter at a time")
+cols = st.columns(min(5, max(1, len(space.parameters))))
+base = {}
+for i, p in enumerate(space.parameters):
+    base[p.name] = cols[i % len(cols)].select_slider(f"{p.display}" + (f" ({p.unit})" if p.unit else ""),
+                                                     options=list(p.values), value=p.values[len(p.values) // 2],
+                                                     key=f"ex_{p.name}")
+sens = sensitivity(model, base, space)
+ref = float(model.predict(pd.DataFrame([base]))[0])
+st.metric(f"Predicted {model.response} at this design", f"{ref:,.4g}")
+span = sens.groupby("parameter").change.agg(["min", "max"]).reindex(space.parameter_names)
+fig = go.Figure([go.Bar(y=span.index, x=100 * span["max"], orientation="h", name="largest increase"),
+                 go.Bar(y=span.index, x=100 * span["min"], orientation="h", name="largest decrease")])
+fig.update_layout(barmode="overlay", xaxis_title=f"change of predicted {model.response} (%) moving one parameter",
+                  height=380, margin=dict(t=20))
+st.plotly_chart(fig, width="stretch")

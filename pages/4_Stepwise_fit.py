@@ -3,13 +3,10 @@ contributions (Fig. 3), the equation, Lee & Brooks' ANOVA (Table 5) and the mode
 
 from __future__ import annotations
 
-import numpy as np
-import pandas as pd
-import plotly.graph_objects as go
 import streamlit as st
 
 import ui
-from gpudse_core import GpudseError
+from gpudse_core import GpudseError, figures
 from gpudse_core.inference import anova, coefficient_table
 from gpudse_core.stepwise import CRITERIA, INTERACTION_FORMS, TRANSFORMS, StepwiseRegression
 
@@ -71,12 +68,7 @@ m[1].metric("Adjusted R²", f"{model.adj_r2:.4f}")
 m[2].metric("Terms", len(model.terms))
 m[3].metric("Coefficients", len(model.coefficients))
 
-contrib = model.contributions()
-fig = go.Figure()
-for term, gain in contrib:
-    fig.add_trace(go.Bar(x=[model.response], y=[gain], name=term, hovertemplate=f"{term}: %{{y:.3f}}<extra></extra>"))
-fig.update_layout(barmode="stack", yaxis_title="contribution to R²", yaxis_range=[0, 1], height=380,
-                  title="Each term's contribution to R² in selection order (Stargazer Fig. 3)", margin=dict(t=50))
+fig = figures.contributions(model)
 c1, c2 = st.columns([1, 2])
 c1.plotly_chart(fig, width="stretch")
 with c2:

@@ -7,7 +7,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 import ui
-from gpudse_core import GpudseError
+from gpudse_core import GpudseError, figures
 from gpudse_core.explore import interaction_grid, response_curve
 
 ui.page("Response curves")
@@ -37,17 +37,8 @@ try:
 except GpudseError as e:
     st.error(str(e))
     st.stop()
-fig = go.Figure()
-fig.add_trace(go.Scatter(x=list(curve[x]) + list(curve[x])[::-1], y=list(curve.upper) + list(curve.lower)[::-1],
-                         fill="toself", fillcolor="rgba(76,120,168,0.2)", line=dict(width=0), name="95% band",
-                         hoverinfo="skip"))
-fig.add_trace(go.Scatter(x=curve[x], y=curve.predicted, mode="lines", name="model", line=dict(color="#4c78a8", width=3)))
-if data is not None and model.response in data:
-    fig.add_trace(go.Scatter(x=data[x], y=data[model.response], mode="markers", name="training points",
-                             marker=dict(size=5, color="rgba(228,87,86,0.45)")))
-fig.update_layout(xaxis_title=f"{space.parameter(x).display}" + (f" ({unit})" if unit else ""),
-                  yaxis_title=model.response, height=430, margin=dict(t=30),
-                  title="Training points vary in every parameter; the curve holds the others fixed")
+fig = figures.response_curve(curve, x, f"{space.parameter(x).display}" + (f" ({unit})" if unit else ""),
+                             model.response, data)
 st.plotly_chart(fig, width="stretch")
 
 st.subheader("Interaction of two parameters")

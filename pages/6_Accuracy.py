@@ -10,7 +10,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 import ui
-from gpudse_core import GpudseError
+from gpudse_core import GpudseError, figures
 from gpudse_core.inference import qq_points, residual_table, variable_clusters
 from gpudse_core.validation import MODELS, Cancelled, ecdf, validate
 
@@ -60,24 +60,8 @@ with tab_val:
         st.dataframe(shown.style.format({c: "{:.2f}" for c in ("mean", "median", "p75", "p98", "max", "min", "q1",
                                                                  "q3")}), width="stretch", hide_index=True)
         c1, c2 = st.columns(2)
-        cdf = go.Figure()
-        top = max(res.train_sizes)
-        for m in res.models:
-            x, y = ecdf(100 * res.errors[m][top])
-            cdf.add_trace(go.Scatter(x=x, y=y, mode="lines", name=m))
-        cdf.update_layout(xaxis_title="relative error (%)", yaxis_title="fraction of predictions", height=380,
-                          title=f"Error CDF at N = {top} (Lee & Brooks Figs. 9, 12)", margin=dict(t=50))
-        c1.plotly_chart(cdf, width="stretch")
-        trend = go.Figure()
-        for m in res.models:
-            sub = table[table.model == m]
-            trend.add_trace(go.Scatter(x=sub.train_size, y=100 * sub["mean"], mode="lines+markers", name=f"{m} mean"))
-            trend.add_trace(go.Scatter(x=sub.train_size, y=100 * sub["max"], mode="lines", name=f"{m} max",
-                                       line=dict(dash="dot")))
-        trend.update_layout(xaxis_title="training points N", yaxis_title="relative error (%)", height=380,
-                            yaxis_type="log", margin=dict(t=50),
-                            title="Mean and max error vs training size (Stargazer Fig. 5; log scale)")
-        c2.plotly_chart(trend, width="stretch")
+        c1.plotly_chart(figures.error_cdf(res), width="stretch")
+        c2.plotly_chart(figures.error_trend(res), width="stretch")
         if {"stepwise", "fixed"} <= set(res.models):
             bars = go.Figure([go.Bar(x=[str(n) for n in res.train_sizes],
                                      y=[100 * table[(table.model == m) & (table.train_size == n)]["mean"].iloc[0]
@@ -94,13 +78,7 @@ with tab_diag:
         st.error(str(e))
         st.stop()
     c1, c2 = st.columns(2)
-    obs = data[model.response].to_numpy()
-    pred = model.predict(data)
-    pvo = go.Figure([go.Scatter(x=obs, y=pred, mode="markers", marker=dict(size=5), name="points"),
-                     go.Scatter(x=[obs.min(), obs.max()], y=[obs.min(), obs.max()], mode="lines", name="y = x")])
-    pvo.update_layout(xaxis_title=f"observed {model.response}", yaxis_title=f"predicted {model.response}", height=360,
-                      title="Predicted vs observed (training data)", margin=dict(t=50))
-    c1.plotly_chart(pvo, width="stretch")
+    c1.plotly_chart(figures.predicted_vs_observed(model, data), width="stretch")
     rvf = go.Figure(go.Scatter(x=resid.fitted, y=resid.residual, mode="markers", marker=dict(size=5)))
     rvf.update_layout(xaxis_title=f"fitted ({model.transform} scale)", yaxis_title="residual", height=360,
                       title="Residuals vs fitted (Lee & Brooks §2.5)", margin=dict(t=50))

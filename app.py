@@ -10,6 +10,7 @@ from __future__ import annotations
 import streamlit as st
 
 import ui
+from gpudse_core import GpudseError
 
 ui.page("Home")
 
@@ -38,8 +39,34 @@ st.subheader("Built-in example")
 st.write(
     "The dashboard opened on the Stargazer design space (Table 2: 10 parameters, 933,120 designs, "
     f"Table 3 as the fixed baseline) with {ui.EXAMPLE_SAMPLES} points sampled uniformly at random "
-    f"(seed {ui.EXAMPLE_SEED}), as in the paper's experiments."
+    f"(seed {ui.EXAMPLE_SEED}), as in the paper's experiments, simulated with the built-in analytical model of "
+    f"{ui.EXAMPLE_KERNEL} (1 % measurement noise) and fitted with Stargazer's stepwise regression. Every page "
+    "works on it; replace any step with your own."
 )
 if st.button("Reset to the built-in example", type="primary", icon=":material/restart_alt:"):
     ui.load_example()
     st.rerun()
+
+st.subheader("Projects and reports")
+c1, c2, c3 = st.columns(3)
+with c1:
+    st.download_button("Save the project (zip)", ui.project_zip(), file_name="gpudse-project.zip",
+                       mime="application/zip", icon=":material/download:",
+                       help="the space, samples, results, model and settings")
+with c2:
+    up = st.file_uploader("Load a project", type=["zip"], key="project_upload")
+    if up is not None and st.button("Load this project", icon=":material/upload:"):
+        try:
+            ui.load_project_zip(up.getvalue(), up.name)
+        except GpudseError as e:
+            st.error(f"{e}. Your current work is unchanged.")
+        else:
+            st.success(f"Loaded {up.name}.")
+            st.rerun()
+with c3:
+    if st.button("Prepare an HTML report", icon=":material/description:",
+                 help="one file with the tables and interactive charts; opens without a server"):
+        st.session_state.report_html = ui.report_html()
+    if st.session_state.get("report_html"):
+        st.download_button("Download the report", st.session_state.report_html, file_name="gpudse-report.html",
+                           mime="text/html")

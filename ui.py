@@ -11,6 +11,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import streamlit as st
 
 from gpudse_core import DesignSpace, load_preset, sample
@@ -197,3 +198,71 @@ def trace_table(rows: list[dict], params: list[str]):
         return styles
 
     return df.style.apply(mark, axis=1).format({p: "{:.3f}" for p in params} | {"R²": "{:.4f}"}, na_rep="")
+
+
+def current_project():
+    from gpudse_core.project import Project
+
+    samples = st.session_state.get("samples")
+    return Project(st.session_state.space, json.loads(samples.to_json()) if samples is not None else None,
+                   st.session_state.get("results"), st.session_state.get("results_response"),
+                   st.session_state.get("model"), {"space_origin": st.session_state.get("space_origin", "")})
+
+
+def project_zip() -> bytes:
+    from gpudse_core.project import save_project
+
+    return save_project(current_project())
+
+
+def load_project_zip(data: bytes, name: str) -> None:
+    """Replace the session's work with a saved project (validated before anything changes)."""
+    import pandas as pd
+
+    from gpudse_core.project import load_project
+    from gpudse_core.sampling import SampleSet
+
+    proj = load_project(data, name)
+    set_space(proj.space, f"project {name}")
+    if proj.samples is not None:
+        meta = proj.samples.get("meta", {})
+        pts = pd.DataFrame(proj.samples.get("points", []))
+        idx = pts.pop("design_index").to_numpy() if "design_index" in pts else np.arange(len(pts))
+        st.session_state.samples = SampleSet(meta.get("space", proj.space.name), meta.get("method", "uniform"),
+                                             meta.get("seed"), meta.get("request", {}), pts, idx,
+                                             space_size=proj.space.size)
+        st.session_state.samples_of = fingerprint(proj.space)
+    if proj.results is not None:
+        set_results(proj.results, proj.results_response or "cycles", f"project {name}")
+        st.session_state.model_data = proj.results
+    if proj.model is not None:
+        st.session_state.model = proj.model
+
+
+def report_html() -> str:
+    from gpudse_core import figures
+    from gpudse_core.explore import response_curve
+    from gpudse_core.project import html_report
+
+    proj = current_project()
+    figs, tables = [], {}
+    model = proj.model
+    data = st.session_state.get("model_data", proj.results)
+    if model is not None and data is not None:
+        figs.append(figures.contributions(model))
+        first = next(iter(model.bases))
+        base = {p.name: p.values[len(p.values) // 2] for p in proj.space.parameters}
+        figs.append(figures.response_curve(response_curve(model, data, first, base, proj.space), first, first,
+                                           model.response, data))
+        figs.append(figures.predicted_vs_observed(model, data))
+        from gpudse_core.inference import anova
+
+        tables["ANOVA (Lee & Brooks Table 5)"] = anova(model, data)
+    val = st.session_state.get("validation")
+    if val is not None:
+        figs += [figures.error_cdf(val), figures.error_trend(val)]
+        tables["Validation: relative errors (fractions)"] = val.summary()
+    scan = st.session_state.get("scan")
+    if scan is not None:
+        tables["Best designs"] = scan.best
+    return html_report(proj, figs, tables)

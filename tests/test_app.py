@@ -143,3 +143,11 @@ def test_response_curves_accuracy_explore_pages(app):
     [b for b in app.button if b.label.startswith("Predict all")][0].click().run(timeout=300)
     assert not app.exception and not app.error
     assert app.session_state.scan.points == 933_120
+
+
+def test_html_report_from_the_home_page(app):
+    [b for b in app.button if b.label == "Prepare an HTML report"][0].click().run(timeout=120)
+    assert not app.exception and not app.error
+    html = app.session_state.report_html
+    assert html.startswith("<!doctype html>") and "Plotly.newPlot" in html
+    assert "ANOVA" in html and app.session_state.model.terms[0] in html

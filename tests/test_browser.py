@@ -3,7 +3,7 @@
 Needs Debian's chromium (``/usr/bin/chromium``) and the Playwright Python package (never
 ``playwright install``). Skips with a reason where they are missing, except in CI (``CI=true``),
 where .ci/run installs chromium and a missing browser is a failure. Screenshots are written to
-``out/screenshots/`` for a person to look at.
+``tests/artifacts/`` for a person to look at.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import pytest
 from conftest import ROOT
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-SHOTS = ROOT / "out" / "screenshots"
+SHOTS = ROOT / "tests" / "artifacts"  # git-ignored; CI keeps them as artifacts
 LAUNCH_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 
@@ -125,6 +125,13 @@ def test_dashboard_in_a_real_browser(server, browser):
     page.wait_for_timeout(1000)
     page.screenshot(path=str(SHOTS / "simulations.png"), full_page=True)
 
+    page.goto(server + "/Stepwise_fit", wait_until="domcontentloaded")  # a fit in the browser
+    page.get_by_text("The fitted equation").first.wait_for(timeout=120_000)
+    page.get_by_role("button", name="Fit", exact=True).click()
+    page.get_by_text("initial").first.wait_for(state="attached", timeout=60_000)  # the trace grid is a canvas
+    page.wait_for_timeout(2000)
+    assert page.locator("[data-testid='stException']").count() == 0
+
     for path, marker, shot in (("Stepwise_fit", "The fitted equation", "stepwise"),
                                ("Response_curves", "Interaction of two parameters", "response_curves"),
                                ("Accuracy", "Validation", "accuracy"), ("Explore", "One parameter at a time", "explore")):
@@ -136,6 +143,7 @@ def test_dashboard_in_a_real_browser(server, browser):
         page.locator(".js-plotly-plot:visible").first.wait_for(timeout=60_000)
         page.wait_for_timeout(1500)
         assert not page.get_by_text("Traceback").count()
+        assert page.locator("[data-testid='stException']").count() == 0, path
         page.screenshot(path=str(SHOTS / f"{shot}.png"), full_page=True)
 
     page.goto(server + "/Ray_tracing", wait_until="domcontentloaded")
@@ -158,5 +166,36 @@ def test_dashboard_in_a_real_browser(server, browser):
     page.wait_for_timeout(1500)
     page.screenshot(path=str(SHOTS / "analytical_simulator.png"), full_page=True)
     assert not page.get_by_text("Traceback").count()
+    assert page.locator("[data-testid='stException']").count() == 0
+
+    # save the project from the home page and load it back through the upload widget
+    page.goto(server, wait_until="domcontentloaded")
+    page.get_by_text("Projects and reports").first.wait_for(timeout=60_000)
+    with page.expect_download() as dl:
+        page.get_by_role("button", name="Save the project (zip)").click()
+    saved = SHOTS / "project.zip"
+    dl.value.save_as(str(saved))
+    page.locator("[data-testid='stFileUploaderDropzoneInput']").first.set_input_files(str(saved))
+    page.get_by_role("button", name="Load this project").click()
+    page.get_by_text("stargazer: 933,120 points").first.wait_for(timeout=60_000)
+    assert page.locator("[data-testid='stException']").count() == 0
     assert not errors, errors
     page.close()
+
+
+@pytest.mark.slow
+def test_two_sessions_do_not_share_state(server, browser):
+    a = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
+    b = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
+    for p in (a, b):
+        p.goto(server + "/Design_space", wait_until="domcontentloaded")
+        p.get_by_text("933,120").first.wait_for(timeout=120_000)
+    a.get_by_text("Load a preset or a file").click()
+    a.get_by_role("button", name="Load preset").wait_for(timeout=30_000)
+    a.locator("[data-testid='stSelectbox']").first.click()
+    a.get_by_role("option", name="lee-brooks").click()
+    a.get_by_role("button", name="Load preset").click()
+    a.get_by_text("937,500,000").first.wait_for(timeout=60_000)
+    b.reload(wait_until="domcontentloaded")
+    b.get_by_text("933,120").first.wait_for(timeout=60_000)
+    assert b.get_by_text("937,500,000").count() == 0  # the other person's space is not here

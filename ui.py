@@ -266,3 +266,24 @@ def report_html() -> str:
     if scan is not None:
         tables["Best designs"] = scan.best
     return html_report(proj, figs, tables)
+
+
+def require_model():
+    """The session's fitted model, or a pointer to the Stepwise fit page (and the page stops)."""
+    model = st.session_state.get("model")
+    if model is None:
+        st.info("Fit a model first.")
+        st.page_link("pages/4_Stepwise_fit.py", label="Stepwise fit →", icon=":material/stacked_line_chart:")
+        st.stop()
+    return model
+
+
+def base_point(space: DesignSpace, key: str) -> dict:
+    """A slider per parameter (its middle value by default): the design other parameters are held at."""
+    cols = st.columns(min(5, max(1, len(space.parameters))))
+    point = {}
+    for i, p in enumerate(space.parameters):
+        point[p.name] = cols[i % len(cols)].select_slider(f"{p.display}" + (f" ({p.unit})" if p.unit else ""),
+                                                          options=list(p.values), value=p.values[len(p.values) // 2],
+                                                          key=f"{key}_{p.name}")
+    return point

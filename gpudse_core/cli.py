@@ -32,7 +32,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Sequence
 
 from . import __version__
 from .errors import GpudseError
@@ -154,12 +154,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
     points = read_table(args.points)
     out = _writable(args.output, (".csv", ".parquet", ".json"))
     result = points.assign(predicted=model.predict(points))
-    if out.suffix.lower() == ".parquet":
-        result.to_parquet(out, index=False)
-    elif out.suffix.lower() == ".json":
-        out.write_text(result.to_json(orient="records"), encoding="utf-8")
-    else:
-        result.to_csv(out, index=False)
+    _write_table(result, out)
     print(f"wrote {len(result):,} predictions of {model.response} to {out}", file=sys.stderr)
     return 0
 
@@ -232,12 +227,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         table = store.table()
         keep = [c for c in table.columns if c not in ("status", "attempts", "error")]
         table = table[keep] if len(table) else points.iloc[0:0]
-        if out.suffix.lower() == ".parquet":
-            table.to_parquet(out, index=False)
-        elif out.suffix.lower() == ".json":
-            out.write_text(table.to_json(orient="records"), encoding="utf-8")
-        else:
-            table.to_csv(out, index=False)
+        _write_table(table, out)
         print(f"wrote {len(table):,} results to {out}", file=sys.stderr)
         if final.failed:
             fails = store.failures()
@@ -261,12 +251,7 @@ def cmd_import(args: argparse.Namespace) -> int:
     out = _writable(args.output, (".csv", ".parquet", ".json"))
     for p in rep.problems:
         print(f"  {p.kind}: {p}", file=sys.stderr)
-    if out.suffix.lower() == ".parquet":
-        rep.table.to_parquet(out, index=False)
-    elif out.suffix.lower() == ".json":
-        out.write_text(rep.table.to_json(orient="records"), encoding="utf-8")
-    else:
-        rep.table.to_csv(out, index=False)
+    _write_table(rep.table, out)
     if args.store:
         with CampaignStore(args.store, name=args.campaign) as store:
             store.import_results({"backend": "upload", "source": path.name, "space": space.name}, rep.table,
@@ -384,6 +369,16 @@ def cmd_wfg(args: argparse.Namespace) -> int:
         print(line)
     print("arc weights after bandwidth (cycles): " + ", ".join(f"{k} {v:g}" for k, v in res.arc_weights.items()))
     return 0
+
+
+def _write_table(table: Any, out: Path) -> None:
+    """Write a DataFrame as CSV, Parquet or JSON records according to the file's suffix."""
+    if out.suffix.lower() == ".parquet":
+        table.to_parquet(out, index=False)
+    elif out.suffix.lower() == ".json":
+        out.write_text(table.to_json(orient="records"), encoding="utf-8")
+    else:
+        table.to_csv(out, index=False)
 
 
 def _writable(path: str, suffixes: tuple[str, ...] = (".csv", ".parquet", ".json", ".yaml", ".yml")) -> Path:

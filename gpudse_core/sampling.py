@@ -38,6 +38,7 @@ import numpy as np
 import pandas as pd
 
 from .errors import SamplingError
+from .jsonutil import json_default
 from .space import DesignSpace, decode_mixed_radix
 
 MAX_SAMPLE = 10_000_000  # points in one request
@@ -85,7 +86,7 @@ class SampleSet:
     def to_json(self) -> str:
         """The request (meta) and the points with their design indices, as one JSON document."""
         doc = {"meta": self.meta(), "points": self.table(True).to_dict(orient="records")}
-        return json.dumps(doc, indent=1, default=_json_default)
+        return json.dumps(doc, indent=1, default=json_default)
 
     def to_parquet_bytes(self, with_index: bool = True) -> bytes:
         import io
@@ -105,14 +106,6 @@ class SampleSet:
         else:
             self.table(with_index).to_csv(path, index=False)
         return path
-
-
-def _json_default(o: Any) -> Any:
-    if isinstance(o, np.integer):
-        return int(o)
-    if isinstance(o, np.floating):
-        return float(o)
-    raise TypeError(type(o).__name__)
 
 
 def sample_size(space: DesignSpace, n: int | None = None, fraction: float | None = None,

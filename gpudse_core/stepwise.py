@@ -43,6 +43,7 @@ from scipy import stats
 from sklearn.base import BaseEstimator, RegressorMixin
 
 from .errors import GpudseError
+from .jsonutil import json_default
 from .splines import PLACEMENTS, Basis, make_basis
 
 CRITERIA = ("adjr2", "aic", "bic", "ftest")
@@ -588,7 +589,7 @@ class StepwiseModel:
         }
 
     def to_json(self) -> str:
-        return json.dumps(self.to_dict(), indent=1, default=_json_default)
+        return json.dumps(self.to_dict(), indent=1, default=json_default)
 
     def save(self, path: Any) -> None:
         from pathlib import Path
@@ -674,16 +675,6 @@ def _codes(col: pd.Series, name: str, numeric: bool) -> tuple[np.ndarray, np.nda
         bad = np.flatnonzero(c < 0)
         raise FitError(f"column {name!r}: rows {_rows(bad)} are empty")
     return c, np.asarray(u)
-
-
-def _json_default(o: Any) -> Any:
-    if isinstance(o, (np.integer,)):
-        return int(o)
-    if isinstance(o, (np.floating,)):
-        return float(o)
-    if isinstance(o, np.ndarray):
-        return o.tolist()
-    raise TypeError(type(o).__name__)
 
 
 def fit_stepwise(data: pd.DataFrame, response: str, callback: Callable[[TraceStep], None] | None = None,

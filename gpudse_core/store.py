@@ -25,6 +25,7 @@ from typing import Any, Iterable
 import pandas as pd
 
 from .errors import GpudseError
+from .jsonutil import json_default
 
 STATUSES = ("pending", "running", "done", "failed")
 SCHEMA = """
@@ -127,7 +128,7 @@ class CampaignStore:
                             (self.name, spec_json, time.time()))
             self.db.executemany(
                 "INSERT INTO point (campaign, idx, params, status) VALUES (?, ?, ?, 'pending')",
-                ((self.name, i, json.dumps(r, default=_plain)) for i, r in enumerate(records)))
+                ((self.name, i, json.dumps(r, default=json_default)) for i, r in enumerate(records)))
         return "created"
 
     def import_results(self, spec: dict, table: pd.DataFrame, responses: list[str]) -> int:
@@ -142,8 +143,8 @@ class CampaignStore:
             self.db.executemany(
                 "INSERT INTO point (campaign, idx, params, status, attempts, result, finished) "
                 "VALUES (?, ?, ?, 'done', 0, ?, ?)",
-                ((self.name, i, json.dumps({p: r[p] for p in params}, default=_plain),
-                  json.dumps({c: r[c] for c in responses}, default=_plain), now)
+                ((self.name, i, json.dumps({p: r[p] for p in params}, default=json_default),
+                  json.dumps({c: r[c] for c in responses}, default=json_default), now)
                  for i, r in enumerate(table.to_dict(orient="records"))))
         return len(table)
 
@@ -167,7 +168,7 @@ class CampaignStore:
             self.db.executemany(
                 "UPDATE point SET status = 'done', result = ?, error = NULL, finished = ? WHERE campaign = ? AND "
                 "idx = ? AND status = 'running'",
-                ((json.dumps(res, default=_plain), now, self.name, idx) for idx, res in results))
+                ((json.dumps(res, default=json_default), now, self.name, idx) for idx, res in results))
 
     def fail(self, failures: Iterable[tuple[int, str, str]]) -> None:
         """Record failed runs (idx, reason, log tail); re-queue those with attempts left."""
@@ -218,16 +219,6 @@ class _Transaction:
 
     def __exit__(self, exc_type, *rest: Any) -> None:
         self.db.execute("ROLLBACK" if exc_type else "COMMIT")
-
-
-def _plain(o: Any) -> Any:
-    import numpy as np
-
-    if isinstance(o, np.integer):
-        return int(o)
-    if isinstance(o, np.floating):
-        return float(o)
-    raise TypeError(type(o).__name__)
 
 
 def _diff(a: dict, b: dict) -> str:

@@ -12,23 +12,14 @@ from gpudse_core.explore import interaction_grid, response_curve
 
 ui.page("Response curves")
 st.title("Response curves")
-model = st.session_state.get("model")
-if model is None:
-    st.info("Fit a model first.")
-    st.page_link("pages/4_Stepwise_fit.py", label="Stepwise fit →", icon=":material/stacked_line_chart:")
-    st.stop()
+model = ui.require_model()
 space = st.session_state.space
 data = st.session_state.get("model_data", st.session_state.get("results"))
 used = [p for p in space.parameter_names if p in model.bases]
 st.caption(f"Model of {model.response} ({' + '.join(model.terms)}). Parameters the model does not use have no "
            f"effect on its predictions.")
 st.markdown("**Hold the other parameters at**")
-cols = st.columns(min(5, max(1, len(space.parameters))))
-base = {}
-for i, p in enumerate(space.parameters):
-    base[p.name] = cols[i % len(cols)].select_slider(f"{p.display}" + (f" ({p.unit})" if p.unit else ""),
-                                                     options=list(p.values), value=p.values[len(p.values) // 2],
-                                                     key=f"rc_{p.name}")
+base = ui.base_point(space, "rc")
 c1, c2 = st.columns(2)
 x = c1.selectbox("Curve along", used)
 unit = space.parameter(x).unit

@@ -14,11 +14,7 @@ from gpudse_core.explore import predict_space, sensitivity
 
 ui.page("Explore")
 st.title("Explore the design space")
-model = st.session_state.get("model")
-if model is None:
-    st.info("Fit a model first.")
-    st.page_link("pages/4_Stepwise_fit.py", label="Stepwise fit →", icon=":material/stacked_line_chart:")
-    st.stop()
+model = ui.require_model()
 space = st.session_state.space
 c1, c2, c3 = st.columns(3)
 goal = c1.radio("Best designs have the", ["lowest prediction", "highest prediction"],
@@ -66,12 +62,7 @@ if scan is not None:
         st.plotly_chart(fig, width="stretch")
 
 st.subheader("One parameter at a time")
-cols = st.columns(min(5, max(1, len(space.parameters))))
-base = {}
-for i, p in enumerate(space.parameters):
-    base[p.name] = cols[i % len(cols)].select_slider(f"{p.display}" + (f" ({p.unit})" if p.unit else ""),
-                                                     options=list(p.values), value=p.values[len(p.values) // 2],
-                                                     key=f"ex_{p.name}")
+base = ui.base_point(space, "ex")
 sens = sensitivity(model, base, space)
 ref = float(model.predict(pd.DataFrame([base]))[0])
 st.metric(f"Predicted {model.response} at this design", f"{ref:,.4g}")

@@ -287,3 +287,15 @@ def base_point(space: DesignSpace, key: str) -> dict:
                                                           options=list(p.values), value=p.values[len(p.values) // 2],
                                                           key=f"{key}_{p.name}")
     return point
+
+
+def application_column(results, space: DesignSpace) -> str | None:
+    """A text column naming the application of each row (e.g. app, kernel), if the results have one."""
+    for c in results.columns:
+        if c in space.parameter_names:
+            continue
+        col = results[c]
+        if col.dtype.kind in "OUS" and 1 < col.nunique() <= 30 and c.lower() in ("app", "application", "kernel",
+                                                                               "benchmark", "workload"):
+            return c
+    return None

@@ -36,6 +36,9 @@ with st.form("fit"):
     placement = c4.selectbox("Knot placement", ["even", "quantile"], help="even: Stargazer; quantile: Lee & Brooks")
     interactions = c4.selectbox("Interactions", INTERACTION_FORMS, index=INTERACTION_FORMS.index("restricted"))
     params = st.multiselect("Parameters", params_all, default=params_all)
+    app_col = ui.application_column(results, space)
+    per_app = bool(app_col) and st.checkbox(f"Also fit one model per {app_col} (a bar each in the contribution "
+                                            f"chart, Stargazer Fig. 3)", value=True)
     go_fit = st.form_submit_button("Fit", type="primary")
 
 trace_box = st.empty()
@@ -53,6 +56,16 @@ if go_fit:
     else:
         st.session_state.model = est.model_
         st.session_state.model_data = results
+        st.session_state.models_by_app = None
+        if per_app:
+            by_app = {}
+            for app, part in results.groupby(app_col):
+                try:
+                    by_app[str(app)] = StepwiseRegression(**{**est.get_params(), "params": [
+                        p for p in params if part[p].nunique() > 1]}).fit(part[params + [response]]).model_
+                except GpudseError as e:
+                    st.warning(f"{app_col} {app}: {e}")
+            st.session_state.models_by_app = by_app
 
 model = st.session_state.get("model")
 if model is None:
@@ -68,7 +81,7 @@ m[1].metric("Adjusted R²", f"{model.adj_r2:.4f}")
 m[2].metric("Terms", len(model.terms))
 m[3].metric("Coefficients", len(model.coefficients))
 
-fig = figures.contributions(model)
+fig = figures.contributions(model, st.session_state.get("models_by_app") or None)
 c1, c2 = st.columns([1, 2])
 c1.plotly_chart(fig, width="stretch")
 with c2:

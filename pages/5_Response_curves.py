@@ -30,6 +30,15 @@ except GpudseError as e:
     st.stop()
 fig = figures.response_curve(curve, x, f"{space.parameter(x).display}" + (f" ({unit})" if unit else ""),
                              model.response, data)
+by_app = st.session_state.get("models_by_app") or {}
+if by_app and st.checkbox("Overlay one curve per application", value=True):
+    from gpudse_core.explore import response_curve as curve_of
+
+    for name, m in by_app.items():
+        if x in m.bases:
+            part = data[data[ui.application_column(data, space)] == name] if ui.application_column(data, space) else data
+            c = curve_of(m, part, x, base, space, points=120)
+            fig.add_scatter(x=c[x], y=c.predicted, mode="lines", name=f"{name}", line=dict(dash="dash"))
 st.plotly_chart(fig, width="stretch")
 
 st.subheader("Interaction of two parameters")

@@ -3,6 +3,8 @@ one-at-a-time sensitivity from a chosen design."""
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
@@ -36,15 +38,26 @@ def cost_fn(frame):
     return total
 
 
-if st.button(f"Predict all {space.size:,} design points", type="primary"):
+@st.cache_data(show_spinner=False, max_entries=4)
+def scan_space(model_json: str, space_json: str, cost_name: str, k: int, maximize: bool):
+    """Cached per model, space and request: a second visit (or a second person) gets it at once."""
+    from gpudse_core.space import parse_space_text
+    from gpudse_core.stepwise import StepwiseModel
+
+    m = StepwiseModel.from_dict(json.loads(model_json))
+    sp = parse_space_text(space_json, source="space", fmt="json")
     bar = st.progress(0.0)
+    out = predict_space(m, sp, cost=cost_fn, k=k, maximize=maximize,
+                        progress=lambda d, t: bar.progress(d / t, text=f"{d:,} of {t:,} points"))
+    bar.empty()
+    return out
+
+
+if st.button(f"Predict all {space.size:,} design points", type="primary"):
     try:
-        scan = predict_space(model, space, cost=cost_fn, k=k, maximize=maximize,
-                             progress=lambda d, t: bar.progress(d / t, text=f"{d:,} of {t:,} points"))
+        st.session_state.scan = scan_space(model.to_json(), space.to_json(), cost_name, k, maximize)
     except GpudseError as e:
         st.error(str(e))
-    else:
-        st.session_state.scan = scan
 scan = st.session_state.get("scan")
 if scan is not None:
     st.markdown(f"**The {len(scan.best)} best of {scan.points:,} designs** ({model.response}, predicted)")

@@ -151,3 +151,23 @@ def test_html_report_from_the_home_page(app):
     html = app.session_state.report_html
     assert html.startswith("<!doctype html>") and "Plotly.newPlot" in html
     assert "ANOVA" in html and app.session_state.model.terms[0] in html
+
+
+def test_stepwise_trace_rows_and_per_application_models(app):
+    import numpy as np
+
+    from gpudse_core.simulator import simulate
+
+    results = app.session_state.results
+    rng = np.random.default_rng(0)
+    apps = rng.choice(["matMul", "nw"], len(results))
+    cycles = np.where(apps == "matMul", simulate(results, "matMul").cycles, simulate(results, "nw").cycles)
+    app.session_state.results = results.assign(app=apps, cycles=cycles)
+    app.switch_page("pages/4_Stepwise_fit.py").run(timeout=120)
+    app.button[0].click().run(timeout=120)
+    assert not app.exception and not app.error
+    assert len(app.dataframe[0].value) >= 2  # the trace shows its rows
+    by_app = app.session_state.models_by_app
+    assert set(by_app) == {"matMul", "nw"} and by_app["nw"].terms[0] == "smp" and by_app["matMul"].terms[0] == "blk"
+    app.switch_page("pages/5_Response_curves.py").run(timeout=120)
+    assert not app.exception and not app.error

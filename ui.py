@@ -180,7 +180,8 @@ def trace_table(rows: list[dict], params: list[str]):
         rec = {"step": r["step"], "kind": r["kind"], "score": {"r2": "R²", "adj_r2": "adj R²", "aic": "AIC",
                                                                 "bic": "BIC", "p_value": "p"}.get(r["metric"])}
         for p in params:
-            rec[p] = r["candidates"].get(p, float("nan"))
+            v = r["candidates"].get(p)
+            rec[p] = "" if v is None else f"{v:.3f}"  # text: the grid would draw a missing score as "None"
         inter = {k: v for k, v in r["candidates"].items() if ":" in k}
         rec["interactions"] = ", ".join(f"{k} {v:.3f}" for k, v in sorted(inter.items(), key=lambda kv: -kv[1]))
         rec["chosen"] = (r["chosen"] or "–") + (" ✓" if r["accepted"] else " ✗")
@@ -197,7 +198,7 @@ def trace_table(rows: list[dict], params: list[str]):
                                                       if rows[row.name]["accepted"] else "background-color: #ffcdd2")
         return styles
 
-    return df.style.apply(mark, axis=1).format({p: "{:.3f}" for p in params} | {"R²": "{:.4f}"}, na_rep="")
+    return df.style.apply(mark, axis=1).format({"R²": "{:.4f}"})
 
 
 def current_project():

@@ -6,7 +6,6 @@ import itertools
 import math
 import re
 
-import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 

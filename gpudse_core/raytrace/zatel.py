@@ -38,7 +38,7 @@ import math
 from dataclasses import dataclass, field
 from functools import reduce
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Mapping, Sequence
 
 import numpy as np
 

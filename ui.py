@@ -82,8 +82,8 @@ EXAMPLE_KERNEL = "matMul"
 
 def load_example() -> None:
     """Stargazer's space, 300 uniform samples, the built-in simulator's matMul, a fitted model."""
-    from gpudse_core.simulator import simulate
-    from gpudse_core.stepwise import fit_stepwise
+    from gpudse_core.sim.simulator import simulate
+    from gpudse_core.model.stepwise import fit_stepwise
 
     space = preset(EXAMPLE_PRESET)
     set_space(space, "built-in example: Stargazer Table 2")
@@ -202,7 +202,7 @@ def trace_table(rows: list[dict], params: list[str]):
 
 
 def current_project():
-    from gpudse_core.project import Project
+    from gpudse_core.report.project import Project
 
     samples = st.session_state.get("samples")
     return Project(st.session_state.space, json.loads(samples.to_json()) if samples is not None else None,
@@ -211,7 +211,7 @@ def current_project():
 
 
 def project_zip() -> bytes:
-    from gpudse_core.project import save_project
+    from gpudse_core.report.project import save_project
 
     return save_project(current_project())
 
@@ -220,8 +220,8 @@ def load_project_zip(data: bytes, name: str) -> None:
     """Replace the session's work with a saved project (validated before anything changes)."""
     import pandas as pd
 
-    from gpudse_core.project import load_project
-    from gpudse_core.sampling import SampleSet
+    from gpudse_core.report.project import load_project
+    from gpudse_core.space.sampling import SampleSet
 
     proj = load_project(data, name)
     set_space(proj.space, f"project {name}")
@@ -241,9 +241,9 @@ def load_project_zip(data: bytes, name: str) -> None:
 
 
 def report_html() -> str:
-    from gpudse_core import figures
-    from gpudse_core.explore import response_curve
-    from gpudse_core.project import html_report
+    from gpudse_core.report import figures
+    from gpudse_core.explore.scan import response_curve
+    from gpudse_core.report.project import html_report
 
     proj = current_project()
     figs, tables = [], {}
@@ -256,7 +256,7 @@ def report_html() -> str:
         figs.append(figures.response_curve(response_curve(model, data, first, base, proj.space), first, first,
                                            model.response, data))
         figs.append(figures.predicted_vs_observed(model, data))
-        from gpudse_core.inference import anova
+        from gpudse_core.model.inference import anova
 
         tables["ANOVA (Lee & Brooks Table 5)"] = anova(model, data)
     val = st.session_state.get("validation")

@@ -16,8 +16,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from gpudse_core import load_preset, sample  # noqa: E402
-from gpudse_core.campaign import AnalyticalBackend, points_spec, run_campaign  # noqa: E402
-from gpudse_core.store import CampaignStore  # noqa: E402
+from gpudse_core.sim.campaign import AnalyticalBackend, points_spec, run_campaign  # noqa: E402
+from gpudse_core.sim.store import CampaignStore  # noqa: E402
 
 
 def main() -> None:

@@ -17,8 +17,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from gpudse_core import load_preset, sample  # noqa: E402
-from gpudse_core.campaign import CommandBackend, run_campaign  # noqa: E402
-from gpudse_core.store import CampaignStore  # noqa: E402
+from gpudse_core.sim.campaign import CommandBackend, run_campaign  # noqa: E402
+from gpudse_core.sim.store import CampaignStore  # noqa: E402
 
 # the external command: sleep 0.2 s, then print GPGPU-Sim-style statistics
 COMMAND = ["/bin/sh", "-c", "sleep 0.2; printf 'kernel_name = k\\ngpu_sim_cycle = 1000\\ngpu_tot_sim_cycle = 1000\\n'"]

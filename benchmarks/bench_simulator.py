@@ -17,7 +17,7 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from gpudse_core import load_preset  # noqa: E402
-from gpudse_core.simulator import KERNELS, simulate  # noqa: E402
+from gpudse_core.sim.simulator import KERNELS, simulate  # noqa: E402
 
 
 def main() -> None:

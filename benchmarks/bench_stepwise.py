@@ -27,8 +27,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import statsmodels.formula.api as smf  # noqa: E402
 
 from gpudse_core import DesignSpace, Parameter, load_preset, sample  # noqa: E402
-from gpudse_core.splines import make_basis  # noqa: E402
-from gpudse_core.stepwise import fit_stepwise, interaction_block  # noqa: E402
+from gpudse_core.model.splines import make_basis  # noqa: E402
+from gpudse_core.model.stepwise import fit_stepwise, interaction_block  # noqa: E402
 
 
 def synthetic(points: pd.DataFrame, seed: int = 5) -> pd.Series:

@@ -7,8 +7,8 @@ import streamlit as st
 
 import ui
 from gpudse_core import PRESETS, GpudseError
-from gpudse_core.presets import load_space_bytes
-from gpudse_core.space import fixed_table, space_from_table, space_table
+from gpudse_core.space.presets import load_space_bytes
+from gpudse_core.space.design import fixed_table, space_from_table, space_table
 
 ui.page("Design space")
 

@@ -19,10 +19,10 @@ import streamlit as st
 
 import ui
 from gpudse_core import GpudseError
-from gpudse_core.campaign import AnalyticalBackend, CommandBackend, points_spec, run_campaign
-from gpudse_core.simulator import KERNELS, PARAMETERS
-from gpudse_core.store import CampaignStore
-from gpudse_core.upload import DUPLICATES, read_upload, validate_results
+from gpudse_core.sim.campaign import AnalyticalBackend, CommandBackend, points_spec, run_campaign
+from gpudse_core.sim.simulator import KERNELS, PARAMETERS
+from gpudse_core.sim.store import CampaignStore
+from gpudse_core.sim.upload import DUPLICATES, read_upload, validate_results
 
 ui.page("Simulations")
 st.title("Simulations")

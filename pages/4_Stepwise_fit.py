@@ -6,9 +6,10 @@ from __future__ import annotations
 import streamlit as st
 
 import ui
-from gpudse_core import GpudseError, figures
-from gpudse_core.inference import anova, coefficient_table
-from gpudse_core.stepwise import CRITERIA, INTERACTION_FORMS, TRANSFORMS, StepwiseRegression
+from gpudse_core import GpudseError
+from gpudse_core.report import figures
+from gpudse_core.model.inference import anova, coefficient_table
+from gpudse_core.model.stepwise import CRITERIA, INTERACTION_FORMS, TRANSFORMS, StepwiseRegression
 
 ui.page("Stepwise fit")
 st.title("Stepwise regression (Stargazer Algorithm 1)")

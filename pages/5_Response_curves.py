@@ -7,8 +7,9 @@ import plotly.graph_objects as go
 import streamlit as st
 
 import ui
-from gpudse_core import GpudseError, figures
-from gpudse_core.explore import interaction_grid, response_curve
+from gpudse_core import GpudseError
+from gpudse_core.report import figures
+from gpudse_core.explore.scan import interaction_grid, response_curve
 
 ui.page("Response curves")
 st.title("Response curves")
@@ -32,7 +33,7 @@ fig = figures.response_curve(curve, x, f"{space.parameter(x).display}" + (f" ({u
                              model.response, data)
 by_app = st.session_state.get("models_by_app") or {}
 if by_app and st.checkbox("Overlay one curve per application", value=True):
-    from gpudse_core.explore import response_curve as curve_of
+    from gpudse_core.explore.scan import response_curve as curve_of
 
     for name, m in by_app.items():
         if x in m.bases:

@@ -10,9 +10,10 @@ import plotly.graph_objects as go
 import streamlit as st
 
 import ui
-from gpudse_core import GpudseError, figures
-from gpudse_core.inference import qq_points, residual_table, variable_clusters
-from gpudse_core.validation import MODELS, Cancelled, ecdf, validate
+from gpudse_core import GpudseError
+from gpudse_core.report import figures
+from gpudse_core.model.inference import qq_points, residual_table, variable_clusters
+from gpudse_core.model.validation import MODELS, Cancelled, ecdf, validate
 
 ui.page("Accuracy")
 st.title("Accuracy")
@@ -110,7 +111,7 @@ with tab_true:
     if "built-in simulator" not in origin and "analytical" not in origin:
         st.info("The true error over the entire space is available when the results come from the built-in simulator.")
     else:
-        from gpudse_core.simulator import KERNELS, whole_space_errors
+        from gpudse_core.sim.simulator import KERNELS, whole_space_errors
 
         kernel = next((k for k in KERNELS if k in origin), None) or st.selectbox("Application", list(KERNELS))
         if st.button(f"Compute the error at all {space.size:,} points", type="primary"):

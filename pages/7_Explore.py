@@ -12,7 +12,7 @@ import streamlit as st
 
 import ui
 from gpudse_core import GpudseError
-from gpudse_core.explore import predict_space, sensitivity
+from gpudse_core.explore.scan import predict_space, sensitivity
 
 ui.page("Explore")
 st.title("Explore the design space")
@@ -41,8 +41,8 @@ def cost_fn(frame):
 @st.cache_data(show_spinner=False, max_entries=4)
 def scan_space(model_json: str, space_json: str, cost_name: str, k: int, maximize: bool):
     """Cached per model, space and request: a second visit (or a second person) gets it at once."""
-    from gpudse_core.space import parse_space_text
-    from gpudse_core.stepwise import StepwiseModel
+    from gpudse_core.space.design import parse_space_text
+    from gpudse_core.model.stepwise import StepwiseModel
 
     m = StepwiseModel.from_dict(json.loads(model_json))
     sp = parse_space_text(space_json, source="space", fmt="json")

@@ -16,7 +16,7 @@ import streamlit as st
 
 import ui
 from gpudse_core import GpudseError
-from gpudse_core.gpgpusim import GpgpuSimConfig
+from gpudse_core.sim.gpgpusim import GpgpuSimConfig
 from gpudse_core.raytrace.caster import procedural_scene, render
 from gpudse_core.raytrace.heatmap import colourise, read_heatmap
 from gpudse_core.raytrace.zatel import DISTRIBUTIONS, counts_from_config, downscale_config, plan

@@ -9,12 +9,12 @@ import streamlit as st
 
 import ui
 from gpudse_core import GpudseError
-from gpudse_core import analytical
-from gpudse_core import simulator as simulator_module
-from gpudse_core import wfg as wfg_module
-from gpudse_core.analytical import FIG18, LaunchOverheadParams, equal_area_sweep, launch_overhead
-from gpudse_core.simulator import KERNELS, PARAMETERS, simulate
-from gpudse_core.wfg import FIGURE1, graph_view, load_wfg
+from gpudse_core.sim import analytical
+from gpudse_core.sim import simulator as simulator_module
+from gpudse_core.sim import wfg as wfg_module
+from gpudse_core.sim.analytical import FIG18, LaunchOverheadParams, equal_area_sweep, launch_overhead
+from gpudse_core.sim.simulator import KERNELS, PARAMETERS, simulate
+from gpudse_core.sim.wfg import FIGURE1, graph_view, load_wfg
 
 ui.page("Analytical models")
 st.title("Analytical models")

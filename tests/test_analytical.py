@@ -8,11 +8,11 @@ import math
 import numpy as np
 import pytest
 
-from gpudse_core.analytical import (FIG18, EqualAreaParams, comp_cycles, equal_area, equal_area_sweep,
+from gpudse_core.sim.analytical import (FIG18, EqualAreaParams, comp_cycles, equal_area, equal_area_sweep,
                                     launch_overhead, mwp_cwp, pipeline_warp_parallelism)
 from gpudse_core.cli import main
 from gpudse_core.errors import GpudseError
-from gpudse_core.wfg import FIGURE1, WFGError, analyze, load_wfg
+from gpudse_core.sim.wfg import FIGURE1, WFGError, analyze, load_wfg
 
 from conftest import ROOT
 

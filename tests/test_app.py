@@ -156,7 +156,7 @@ def test_html_report_from_the_home_page(app):
 def test_stepwise_trace_rows_and_per_application_models(app):
     import numpy as np
 
-    from gpudse_core.simulator import simulate
+    from gpudse_core.sim.simulator import simulate
 
     results = app.session_state.results
     rng = np.random.default_rng(0)

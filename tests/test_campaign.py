@@ -15,10 +15,10 @@ import pandas as pd
 import pytest
 
 from gpudse_core import load_preset, sample
-from gpudse_core.campaign import AnalyticalBackend, BackendError, CommandBackend, points_spec, run_campaign
+from gpudse_core.sim.campaign import AnalyticalBackend, BackendError, CommandBackend, points_spec, run_campaign
 from gpudse_core.errors import GpudseError
-from gpudse_core.simulator import simulate
-from gpudse_core.store import CampaignStore, StoreError
+from gpudse_core.sim.simulator import simulate
+from gpudse_core.sim.store import CampaignStore, StoreError
 
 from conftest import ROOT
 

@@ -17,8 +17,8 @@ pytest.importorskip("distributed")
 from distributed import Client  # noqa: E402
 
 from gpudse_core import load_preset, sample  # noqa: E402
-from gpudse_core.campaign import AnalyticalBackend, CommandBackend, points_spec, run_campaign  # noqa: E402
-from gpudse_core.store import CampaignStore  # noqa: E402
+from gpudse_core.sim.campaign import AnalyticalBackend, CommandBackend, points_spec, run_campaign  # noqa: E402
+from gpudse_core.sim.store import CampaignStore  # noqa: E402
 
 from conftest import ROOT  # noqa: E402
 from test_campaign import backend_file  # noqa: E402

@@ -7,9 +7,9 @@ import pandas as pd
 import pytest
 
 from gpudse_core import GpudseError, load_preset, sample
-from gpudse_core.explore import (interaction_grid, pareto_front, predict_space, response_curve, sensitivity)
-from gpudse_core.simulator import simulate
-from gpudse_core.stepwise import fit_stepwise
+from gpudse_core.explore.scan import (interaction_grid, pareto_front, predict_space, response_curve, sensitivity)
+from gpudse_core.sim.simulator import simulate
+from gpudse_core.model.stepwise import fit_stepwise
 
 SPACE = load_preset("stargazer")
 

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, strategies as st
 
 from gpudse_core.errors import ExpressionError
-from gpudse_core.expr import compile_expression
+from gpudse_core.space.expr import compile_expression
 
 TYPES = {"smem_kb": "number", "threads": "number", "simd": "number", "sched": "text"}
 

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, strategies as st
 
 from gpudse_core.errors import GpudseError
-from gpudse_core.gpgpusim import GpgpuSimConfig, ParseError, parse_log
+from gpudse_core.sim.gpgpusim import GpgpuSimConfig, ParseError, parse_log
 
 EXPECTED = {  # read off the logs by hand (grep); group -> (gpu_sim_cycle, gpu_sim_insn, gpu_ipc)
     0: (1335404, 29840466, 22.3456),

@@ -10,9 +10,9 @@ import pandas as pd
 import pytest
 from scipy.cluster.hierarchy import fcluster
 
-from gpudse_core.inference import (anova, anova_rows, coefficient_table, qq_points, residual_table, spearman_rho2,
+from gpudse_core.model.inference import (anova, anova_rows, coefficient_table, qq_points, residual_table, spearman_rho2,
                                    stratified_association, variable_clusters)
-from gpudse_core.stepwise import fit_stepwise
+from gpudse_core.model.stepwise import fit_stepwise
 
 FIX = json.loads((Path(__file__).parent / "fixtures" / "rms_anova.json").read_text())
 

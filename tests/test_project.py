@@ -9,10 +9,11 @@ import zipfile
 import numpy as np
 import pytest
 
-from gpudse_core import GpudseError, figures, load_preset, sample
-from gpudse_core.project import Project, html_report, load_project, save_project
-from gpudse_core.simulator import simulate
-from gpudse_core.stepwise import fit_stepwise
+from gpudse_core import GpudseError, load_preset, sample
+from gpudse_core.report import figures
+from gpudse_core.report.project import Project, html_report, load_project, save_project
+from gpudse_core.sim.simulator import simulate
+from gpudse_core.model.stepwise import fit_stepwise
 
 
 @pytest.fixture(scope="module")
@@ -69,7 +70,7 @@ def test_not_a_zip_and_bad_parts(project):
 
 
 def test_zip_bomb_is_refused(monkeypatch):
-    import gpudse_core.project as proj
+    import gpudse_core.report.project as proj
 
     monkeypatch.setattr(proj, "MAX_ENTRY_BYTES", 1000)
     data = zip_with({"manifest.json": b" " * 5000, "space.yaml": b"x"})

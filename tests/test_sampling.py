@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 from scipy import stats
 
-import gpudse_core.sampling as sampling_mod
+import gpudse_core.space.sampling as sampling_mod
 from gpudse_core import Constraint, DesignSpace, Parameter, SamplingError, SpaceError, load_preset, sample, sample_size
 
 
@@ -202,7 +202,7 @@ def test_outputs(tmp_path, stargazer):
 
 
 def test_rejection_path_for_components_too_large_to_enumerate(monkeypatch):
-    import gpudse_core.space as space_mod
+    import gpudse_core.space.design as space_mod
 
     monkeypatch.setattr(space_mod, "ENUMERATION_LIMIT", 10)
     s = grid([8, 8, 5], ["p0 + p1 < 6"])

@@ -11,8 +11,8 @@ import pytest
 
 from gpudse_core import GpudseError, load_preset, sample
 from gpudse_core.cli import main
-from gpudse_core.simulator import KERNELS, PARAMETERS, simulate, whole_space_errors
-from gpudse_core.stepwise import fit_stepwise
+from gpudse_core.sim.simulator import KERNELS, PARAMETERS, simulate, whole_space_errors
+from gpudse_core.model.stepwise import fit_stepwise
 
 BASE = dict(blk=8, cc=8, tc=8, smp=4, ccp=4, simd=16, mshr=2, dramq=32, intra=4, inter=4)
 SPACE = load_preset("stargazer")

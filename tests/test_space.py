@@ -9,7 +9,7 @@ import re
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-import gpudse_core.space as space_mod
+import gpudse_core.space.design as space_mod
 from gpudse_core import (Constraint, DesignSpace, Fixed, GpudseError, Group, Parameter, SpaceError, load_preset, load_space,
                          parse_space_text)
 

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, strategies as st
 
 from gpudse_core.errors import GpudseError
-from gpudse_core.splines import QUANTILES, Basis, make_basis, place_knots, rcs_basis
+from gpudse_core.model.splines import QUANTILES, Basis, make_basis, place_knots, rcs_basis
 
 FIXTURE = json.loads((Path(__file__).parent / "fixtures" / "rms_splines.json").read_text())
 CASES = [(name, int(nk)) for name, c in FIXTURE["cases"].items() for nk in c["results"]]

@@ -11,8 +11,8 @@ import pandas as pd
 import pytest
 
 from gpudse_core import load_preset, sample
-from gpudse_core.splines import make_basis
-from gpudse_core.stepwise import FitError, StepwiseModel, StepwiseRegression, fit_stepwise, interaction_block
+from gpudse_core.model.splines import make_basis
+from gpudse_core.model.stepwise import FitError, StepwiseModel, StepwiseRegression, fit_stepwise, interaction_block
 
 
 @pytest.fixture(scope="module")
@@ -189,7 +189,7 @@ def test_json_round_trip_and_prediction(stargazer_data, transform, tmp_path):
     np.testing.assert_allclose(back.predict(x), m.predict(x), rtol=1e-13)
     assert back.terms == m.terms and back.trace == json.loads(m.to_json())["trace"]
     # vectorised, tabulated prediction equals the fitted values of the least-squares design
-    from gpudse_core.stepwise import transform_response
+    from gpudse_core.model.stepwise import transform_response
     z = transform_response(stargazer_data.cycles.to_numpy(), transform)
     resid = z - m.linear_predictor(x)
     assert abs(resid.mean()) < 1e-8 * max(1.0, abs(z).max())

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from gpudse_core import GpudseError, load_preset, sample
-from gpudse_core.upload import read_upload, validate_results
+from gpudse_core.sim.upload import read_upload, validate_results
 
 SPACE = load_preset("stargazer")
 
@@ -114,7 +114,7 @@ def test_every_row_is_kept_or_reported(edits):
 
 def test_cli_import(tmp_path, capsys):
     from gpudse_core.cli import main
-    from gpudse_core.store import CampaignStore
+    from gpudse_core.sim.store import CampaignStore
 
     df = results(10).astype({"simd": object})
     df.loc[3, "simd"] = 12

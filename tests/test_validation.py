@@ -10,7 +10,7 @@ import pytest
 
 from gpudse_core import GpudseError, load_preset, sample
 from gpudse_core.cli import main
-from gpudse_core.validation import Cancelled, ecdf, relative_distance, relative_errors, summarize, validate
+from gpudse_core.model.validation import Cancelled, ecdf, relative_distance, relative_errors, summarize, validate
 
 
 def test_summary_statistics():

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, strategies as st
 
 from gpudse_core.errors import SpaceError
-from gpudse_core.values import format_values, format_values_text, parse_values
+from gpudse_core.space.values import format_values, format_values_text, parse_values
 
 
 @pytest.mark.parametrize(

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from gpudse_core.cli import main
-from gpudse_core.gpgpusim import GpgpuSimConfig
+from gpudse_core.sim.gpgpusim import GpgpuSimConfig
 from gpudse_core.raytrace.heatmap import HeatmapError, from_times, parse_ppm, read_heatmap, rgb_coldness
 from gpudse_core.raytrace.zatel import (ZatelError, combine, combine_logs, divide, downscale_config, downscale_factor,
                                         extrapolate_exponential, plan, predicted_speedup, quantize)

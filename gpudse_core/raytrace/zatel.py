@@ -43,7 +43,7 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from ..errors import GpudseError
-from ..gpgpusim import GpgpuSimConfig, parse_log
+from ..sim.gpgpusim import GpgpuSimConfig, parse_log
 from .heatmap import Heatmap, rgb_coldness, unique_colours
 
 DISTRIBUTIONS = ("uniform", "lintmp", "exptmp")

@@ -35,7 +35,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 import pandas as pd
 
-from .errors import GpudseError
+from ..errors import GpudseError
 from .inference import design_matrix
 from .stepwise import StepwiseModel, fit_stepwise, inverse_transform, transform_response
 

@@ -23,7 +23,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from .errors import ExpressionError
+from ..errors import ExpressionError
 
 MAX_LENGTH = 2000
 MAX_NODES = 400

@@ -44,7 +44,7 @@ import numpy as np
 import pandas as pd
 
 from .analytical import LaunchOverheadParams, launch_overhead, warp_parallelism_cycles
-from .errors import GpudseError
+from ..errors import GpudseError
 
 PARAMETERS = ("blk", "cc", "tc", "smp", "ccp", "simd", "mshr", "dramq", "intra", "inter")
 CORES = 30

@@ -32,7 +32,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .errors import GpudseError
+from ..choices import KNOT_PLACEMENTS, SPLINE_NORMS
+from ..errors import GpudseError
 
 QUANTILES = {  # Lee & Brooks Table 1 (Harrell)
     3: (0.10, 0.50, 0.90),
@@ -41,8 +42,8 @@ QUANTILES = {  # Lee & Brooks Table 1 (Harrell)
     6: (0.05, 0.23, 0.41, 0.59, 0.77, 0.95),
     7: (0.025, 0.1833, 0.3417, 0.50, 0.6583, 0.8167, 0.975),
 }
-PLACEMENTS = ("even", "quantile")
-NORMS = ("harrell", "none")
+PLACEMENTS = KNOT_PLACEMENTS
+NORMS = SPLINE_NORMS
 
 
 def rcs_basis(x: np.ndarray, knots: Sequence[float], norm: str = "harrell") -> np.ndarray:

@@ -34,7 +34,7 @@ import numpy as np
 import pandas as pd
 import yaml
 
-from .errors import SpaceError, where
+from ..errors import SpaceError, where
 from .expr import FUNCTIONS, NUM, TEXT, Expression, compile_expression
 from .values import Value, format_values, parse_values, to_number
 

@@ -6,8 +6,8 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from .stepwise import StepwiseModel
-from .validation import ValidationResult, ecdf
+from ..model.stepwise import StepwiseModel
+from ..model.validation import ValidationResult, ecdf
 
 
 def contributions(model: StepwiseModel, models: dict[str, StepwiseModel] | None = None) -> go.Figure:

@@ -42,13 +42,11 @@ import scipy.linalg
 from scipy import stats
 from sklearn.base import BaseEstimator, RegressorMixin
 
-from .errors import GpudseError
-from .jsonutil import json_default
+from ..choices import CRITERIA, INTERACTION_FORMS, TRANSFORMS
+from ..errors import GpudseError
+from ..jsonutil import json_default
 from .splines import PLACEMENTS, Basis, make_basis
 
-CRITERIA = ("adjr2", "aic", "bic", "ftest")
-TRANSFORMS = ("none", "log", "sqrt")
-INTERACTION_FORMS = ("full", "restricted")
 MODEL_SCHEMA = "gpudse.model/1"
 RANK_TOL = 1e-9
 

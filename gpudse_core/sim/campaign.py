@@ -41,7 +41,7 @@ import numpy as np
 import pandas as pd
 import yaml
 
-from .errors import GpudseError
+from ..errors import GpudseError
 from .gpgpusim import METRICS, GpgpuSimConfig, ParseError, parse_log
 from .simulator import KERNELS, simulate
 from .store import CampaignStore, Progress

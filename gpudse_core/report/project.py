@@ -21,9 +21,9 @@ from typing import Any
 
 import pandas as pd
 
-from .errors import GpudseError
-from .space import DesignSpace, parse_space_text
-from .stepwise import StepwiseModel
+from ..errors import GpudseError
+from ..space.design import DesignSpace, parse_space_text
+from ..model.stepwise import StepwiseModel
 
 SCHEMA = "gpudse.project/1"
 ENTRIES = {"manifest.json", "space.yaml", "samples.json", "results.csv", "model.json", "settings.json"}

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
-from .errors import GpudseError
+from ..errors import GpudseError
 
 METRICS = ("gpu_sim_cycle", "gpu_tot_sim_cycle", "gpu_sim_insn", "gpu_ipc", "gpu_tot_ipc",
            "L1D_total_cache_miss_rate", "L2_total_cache_miss_rate", "bwutil", "dram_eff", "rt_avg_efficiency")

@@ -24,8 +24,8 @@ from typing import Any, Iterable
 
 import pandas as pd
 
-from .errors import GpudseError
-from .jsonutil import json_default
+from ..errors import GpudseError
+from ..jsonutil import json_default
 
 STATUSES = ("pending", "running", "done", "failed")
 SCHEMA = """

@@ -12,19 +12,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .errors import SpaceError
-from .space import DesignSpace, parse_space_text
+from ..choices import PRESETS
+from ..errors import SpaceError
+from .design import DesignSpace, parse_space_text
 
-PRESETS = {
-    "stargazer": "stargazer.yaml",
-    "lee-brooks": "lee-brooks.yaml",
-    "zatel": "zatel.yaml",
-}
 MAX_SPACE_FILE_BYTES = 2 * 1024 * 1024
 
 
 def presets_dir() -> Path:
-    here = Path(__file__).resolve().parent
+    here = Path(__file__).resolve().parent.parent  # gpudse_core/
     for cand in (here / "_data" / "presets", here.parent / "data" / "presets"):
         if cand.is_dir():
             return cand

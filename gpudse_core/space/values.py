@@ -19,7 +19,7 @@ import re
 from fractions import Fraction
 from typing import Any
 
-from .errors import SpaceError
+from ..errors import SpaceError
 
 Value = int | float | str
 

@@ -57,7 +57,7 @@ from typing import Any
 
 import numpy as np
 
-from .errors import GpudseError
+from ..errors import GpudseError
 
 # ---- kernel launch overhead (001 §3.1) -------------------------------------------------------------
 

@@ -19,10 +19,10 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from .errors import GpudseError
-from .inference import design_matrix, ols_results
-from .space import DesignSpace
-from .stepwise import StepwiseModel, inverse_transform
+from ..errors import GpudseError
+from ..model.inference import design_matrix, ols_results
+from ..space.design import DesignSpace
+from ..model.stepwise import StepwiseModel, inverse_transform
 
 
 def _grid(model: StepwiseModel, param: str, space: DesignSpace | None, points: int) -> np.ndarray:

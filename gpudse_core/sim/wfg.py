@@ -45,7 +45,7 @@ from typing import Any
 import numpy as np
 import yaml
 
-from .errors import GpudseError
+from ..errors import GpudseError
 
 NODE_TYPES = {"C": "compute", "M": "memory", "S": "scratchpad", "B": "barrier"}
 HARDWARE_FIELDS = {"pipeline_latency": "cycles", "warp_size": "threads", "simd_width": "lanes",

@@ -37,16 +37,16 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .errors import SamplingError
-from .jsonutil import json_default
-from .space import DesignSpace, decode_mixed_radix
+from ..choices import PER_DIM_MODES, SAMPLING_METHODS
+from ..errors import SamplingError
+from ..jsonutil import json_default
+from .design import DesignSpace, decode_mixed_radix
 
 MAX_SAMPLE = 10_000_000  # points in one request
 DENSE_LIMIT = 1 << 26  # draw distinct keys directly when the key space is at most this ...
 DENSE_SHARE = 8  # ... and the request is at least 1/DENSE_SHARE of it
 STALL_ROUNDS = 200
-METHODS = ("uniform", "lhs")
-PER_DIM_MODES = ("count", "subgrid")
+METHODS = SAMPLING_METHODS
 
 
 @dataclass

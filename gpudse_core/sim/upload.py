@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from .errors import GpudseError
-from .space import DesignSpace
+from ..errors import GpudseError
+from ..space.design import DesignSpace
 
 DEFAULT_MAX_BYTES = 50 * 1024 * 1024
 SNAP = ("reject", "nearest")

@@ -27,7 +27,7 @@ import statsmodels.api as sm
 from scipy import stats
 from scipy.cluster.hierarchy import linkage
 
-from .errors import GpudseError
+from ..errors import GpudseError
 from .stepwise import StepwiseModel, transform_response
 
 

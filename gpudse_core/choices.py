@@ -1,0 +1,25 @@
+"""The names of every choice the CLI and the pages offer, importable without NumPy.
+
+The command line builds its parser (and prints ``--help``) from these tuples before any argument is
+read, so this module imports nothing heavy. The modules that implement each choice import their
+names from here: one list of names per choice.
+"""
+
+from __future__ import annotations
+
+PRESETS = {  # name: file in gpudse_core/_data/presets (data/presets in a checkout)
+    "stargazer": "stargazer.yaml",
+    "lee-brooks": "lee-brooks.yaml",
+    "zatel": "zatel.yaml",
+}
+SAMPLING_METHODS = ("uniform", "lhs")
+PER_DIM_MODES = ("count", "subgrid")
+
+TRANSFORMS = ("none", "log", "sqrt")
+CRITERIA = ("adjr2", "aic", "bic", "ftest")
+INTERACTION_FORMS = ("full", "restricted")
+KNOT_PLACEMENTS = ("even", "quantile")
+SPLINE_NORMS = ("harrell", "none")
+
+# Stargazer Table 4's eleven applications, in the order of the paper (gpudse_core.sim.simulator)
+KERNELS = ("AES", "BFS", "CP", "LPS", "RAY", "STO", "backprop", "bfs", "hotspot", "nw", "matMul")

@@ -1,0 +1,72 @@
+"""Helpers shared by the command modules: argument types and table output. Imports nothing heavy."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from ..errors import GpudseError
+
+
+def write_table(table: Any, out: Path) -> None:
+    """Write a DataFrame as CSV, Parquet or JSON records according to the file's suffix."""
+    if out.suffix.lower() == ".parquet":
+        table.to_parquet(out, index=False)
+    elif out.suffix.lower() == ".json":
+        out.write_text(table.to_json(orient="records"), encoding="utf-8")
+    else:
+        table.to_csv(out, index=False)
+
+
+def writable(path: str, suffixes: tuple[str, ...] = (".csv", ".parquet", ".json", ".yaml", ".yml")) -> Path:
+    p = Path(path)
+    if p.is_dir():
+        raise GpudseError(f"{p} is a directory; give a file name such as {p / 'samples.csv'}")
+    if not p.parent.exists():
+        raise GpudseError(f"{p}: the folder {p.parent} does not exist; create it first")
+    if p.suffix.lower() not in suffixes:
+        raise GpudseError(f"{p}: unknown file type {p.suffix!r}; use {', '.join(suffixes)}")
+    return p
+
+
+def knots_arg(text: str) -> int | dict:
+    """``4`` or ``4,simd=3,blk=5``: a default and per-parameter numbers of knots."""
+    default, per = 4, {}
+    for part in (p.strip() for p in text.split(",") if p.strip()):
+        name, _, value = part.rpartition("=")
+        try:
+            k = int(value)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{part!r}: give a number of knots, e.g. 4 or simd=3") from None
+        if name:
+            per[name.strip()] = k
+        else:
+            default = k
+    return {"__default__": default, **per} if per else default
+
+
+def positive_int(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if v < 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is negative")
+    return v
+
+
+def fraction(text: str) -> float:
+    try:
+        v = float(text.rstrip("%")) / (100 if text.endswith("%") else 1)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number (e.g. 0.001 or 0.1%)") from None
+    return v
+
+
+def size_arg(text: str) -> tuple[int, int]:
+    try:
+        w, h = (int(x) for x in text.lower().split("x"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: write a size as WIDTHxHEIGHT, e.g. 32x2") from None
+    return w, h

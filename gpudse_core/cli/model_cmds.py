@@ -1,0 +1,145 @@
+"""``gpudse fit | predict | validate``: Stargazer's stepwise regression and its validation."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from .. import choices
+from ..errors import GpudseError
+from .common import knots_arg, positive_int, writable, write_table
+
+
+def trace_line(step) -> str:
+    """One Table 1 row: the best candidates with their scores, the choice, and the model after it."""
+    metric = {"r2": "R²", "adj_r2": "adj R²", "aic": "AIC", "bic": "BIC", "p_value": "p"}[step.metric]
+    desc = step.metric in ("r2", "adj_r2")
+    ranked = sorted(step.candidates.items(), key=lambda kv: -kv[1] if desc else kv[1])
+    shown = "  ".join(f"{k} {v:.4g}" for k, v in ranked[:6]) + ("  …" if len(ranked) > 6 else "")
+    mark = "added" if step.accepted else "rejected"
+    chosen = f"-> {step.chosen} {mark}" if step.chosen else "-> nothing to add"
+    if step.gain is not None:
+        chosen += f" (gain {step.gain:.4g})"
+    return (f"{step.step:>3} {step.kind:<11} [{metric}] {shown}\n      {chosen};  model: "
+            f"{' + '.join(step.terms) or '(empty)'}  R² {step.r2:.4f}  adj R² {step.adj_r2:.4f}")
+
+
+def cmd_fit(args: argparse.Namespace) -> int:
+    from ..dataio import read_table
+    from ..model.stepwise import fit_stepwise
+
+    data = read_table(args.data)
+    out = writable(args.output, (".json",))
+    params = [p.strip() for p in args.params.split(",") if p.strip()] if args.params else None
+    echo = (lambda s: None) if args.json else (lambda s: print(trace_line(s), flush=True))
+    model = fit_stepwise(data, args.response, callback=echo, params=params, transform=args.transform,
+                         theta=args.theta, phi=args.phi, criterion=args.criterion, knots=args.knots,
+                         knot_placement=args.knot_placement, interactions=args.interactions,
+                         max_terms=args.max_terms, forced=args.force or (), compare=args.compare)
+    model.save(out)
+    if args.json:
+        print(json.dumps({"terms": model.terms, "r2": model.r2, "adj_r2": model.adj_r2, "n": model.n,
+                          "trace": model.trace}, indent=1))
+    else:
+        print(f"final model ({model.n} rows): {' + '.join(model.terms)}; R² {model.r2:.4f}, adj R² {model.adj_r2:.4f}")
+        print(model.equation(digits=5))
+    print(f"wrote {out}", file=sys.stderr)
+    return 0
+
+
+def cmd_predict(args: argparse.Namespace) -> int:
+    from ..dataio import read_table
+    from ..model.stepwise import StepwiseModel
+
+    model = StepwiseModel.load(args.model)
+    points = read_table(args.points)
+    out = writable(args.output, (".csv", ".parquet", ".json"))
+    result = points.assign(predicted=model.predict(points))
+    write_table(result, out)
+    print(f"wrote {len(result):,} predictions of {model.response} to {out}", file=sys.stderr)
+    return 0
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    from ..dataio import read_table
+    from ..model.validation import validate
+
+    data = read_table(args.data)
+    try:
+        sizes = [int(x) for x in args.train_sizes.split(",") if x.strip()]
+    except ValueError:
+        raise GpudseError(f"--train-sizes {args.train_sizes!r}: give whole numbers separated by commas, e.g. 30,60,90")
+    models = [m.strip() for m in args.models.split(",") if m.strip()]
+    params = [p.strip() for p in args.params.split(",") if p.strip()] if args.params else None
+    fixed = [t.strip() for t in args.fixed_terms.split(",") if t.strip()] if args.fixed_terms else None
+    total = len(sizes) * args.repeats
+
+    def progress(done: int, total_: int, message: str) -> None:
+        if not args.json:
+            print(f"\r  {done}/{total_} fits done ({message})", end="", file=sys.stderr, flush=True)
+
+    res = validate(data, args.response, params, train_sizes=sizes, test_size=args.test_size, repeats=args.repeats,
+                   models=models, transform=args.transform, seed=args.seed, fixed_terms=fixed,
+                   app_column=args.app_column, region=args.region, progress=progress, theta=args.theta, phi=args.phi)
+    if args.json:
+        print(json.dumps(res.to_json_dict(), indent=1))
+        return 0
+    print(file=sys.stderr)
+    table = res.summary()
+    for col in ("mean", "median", "p75", "p98", "max", "min", "q1", "q3"):
+        table[col] = (100 * table[col]).map(lambda v: f"{v:.2f}")
+    print(f"relative error (%) of {args.response}, {args.test_size} test points x {args.repeats} repeats "
+          f"({total} fits per model)")
+    print(table.rename(columns={"train_size": "N"}).to_string(index=False))
+    for note in res.notes:
+        print(f"note: {note}", file=sys.stderr)
+    return 0
+
+
+def add_parsers(sub: argparse._SubParsersAction) -> None:
+    fi = sub.add_parser("fit", help="Stargazer stepwise spline regression (Algorithm 1), printing the trace")
+    fi.add_argument("data", metavar="DATA", help="results table: .csv, .parquet or .json")
+    fi.add_argument("--response", required=True, metavar="COL", help="the column to model (e.g. cycles)")
+    fi.add_argument("--params", metavar="a,b,...", help="parameter columns (default: every other column)")
+    fi.add_argument("--transform", choices=choices.TRANSFORMS, default="none")
+    fi.add_argument("--theta", type=float, default=0.01, help="θ: gain needed to add a parameter (default 0.01)")
+    fi.add_argument("--phi", type=float, default=0.01, help="φ: gain needed to add an interaction (default 0.01)")
+    fi.add_argument("--criterion", choices=choices.CRITERIA, default="adjr2")
+    fi.add_argument("--compare", choices=("r2", "adj_r2"), default="r2",
+                    help="adjr2 criterion: compare the candidate's adjusted R² with the model's R² "
+                         "(Algorithm 1) or with its adjusted R²")
+    fi.add_argument("--knots", type=knots_arg, default=4, metavar="K[,param=K,...]",
+                    help="knots per spline (Harrell's k, boundaries included), e.g. 4 or 4,simd=3,blk=5")
+    fi.add_argument("--knot-placement", choices=choices.KNOT_PLACEMENTS, default="even")
+    fi.add_argument("--interactions", choices=choices.INTERACTION_FORMS, default="restricted")
+    fi.add_argument("--max-terms", type=positive_int, default=None)
+    fi.add_argument("--force", action="append", metavar="TERM", help="start with this term (repeatable), e.g. simd:blk")
+    fi.add_argument("-o", "--output", required=True, metavar="model.json")
+    fi.add_argument("--json", action="store_true", help="print terms, R², adjusted R² and the trace as JSON")
+    fi.set_defaults(func=cmd_fit)
+
+    pr2 = sub.add_parser("predict", help="predict design points with a fitted model")
+    pr2.add_argument("model", metavar="MODEL.json")
+    pr2.add_argument("points", metavar="POINTS", help="points table: .csv, .parquet or .json")
+    pr2.add_argument("-o", "--output", required=True, metavar="predictions.csv")
+    pr2.set_defaults(func=cmd_predict)
+
+    va = sub.add_parser("validate", help="sample-train-test accuracy of several models (Stargazer §7.3, Lee & Brooks §5)")
+    va.add_argument("data", metavar="DATA", help="results table: .csv, .parquet or .json")
+    va.add_argument("--response", required=True, metavar="COL")
+    va.add_argument("--params", metavar="a,b,...", help="parameter columns (default: every other column)")
+    va.add_argument("--transform", choices=choices.TRANSFORMS, default="none")
+    va.add_argument("--train-sizes", default="30,60,90,120,150,180,210,240,270,300", metavar="N1,N2,...")
+    va.add_argument("--test-size", type=positive_int, default=200)
+    va.add_argument("--repeats", type=positive_int, default=5)
+    va.add_argument("--models", default="stepwise,fixed", metavar="m1,m2,...",
+                    help="stepwise, fixed, regional, application, forest, boosting, hybrid")
+    va.add_argument("--fixed-terms", metavar="t1,t2,...", help="terms of the fixed model (default simd,blk,simd:blk)")
+    va.add_argument("--app-column", metavar="COL", help="application column for the S+A model")
+    va.add_argument("--region", type=float, default=0.5, help="S+R region size as a share of N (default 0.5)")
+    va.add_argument("--theta", type=float, default=0.01)
+    va.add_argument("--phi", type=float, default=0.01)
+    va.add_argument("--seed", type=positive_int, default=0)
+    va.add_argument("--json", action="store_true", help='print {"models": {name: {"N": {mean, median, …}}}}')
+    va.set_defaults(func=cmd_validate)

@@ -1,0 +1,159 @@
+"""``gpudse simulate | import | equal-area | wfg``: campaigns, uploads and the analytical models."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from .. import choices
+from ..errors import GpudseError
+from .common import positive_int, writable, write_table
+
+
+def cmd_simulate(args: argparse.Namespace) -> int:
+    from ..sim.campaign import AnalyticalBackend, CommandBackend, points_spec, run_campaign
+    from ..dataio import read_table
+    from ..sim.store import CampaignStore
+
+    points = read_table(args.points)
+    out = writable(args.output, (".csv", ".parquet", ".json"))
+    if args.backend == "command":
+        if not args.config:
+            raise GpudseError("--backend command needs --config SIM.toml (the simulator's description on this machine)")
+        backend = CommandBackend.from_file(args.config)
+    else:
+        backend = AnalyticalBackend(args.kernel, noise=args.noise, seed=args.seed or 0)
+    store_path = Path(args.store) if args.store else out.with_suffix(".db")
+    with CampaignStore(store_path, name=args.campaign, max_attempts=args.retries + 1) as store:
+        state = store.open({**backend.spec(), **points_spec(points)}, points)
+        before = store.progress()
+        print(f"{state} campaign {args.campaign!r} in {store_path}: {before.done:,} of {before.total:,} points done",
+              file=sys.stderr)
+
+        def bar(prog, rate: float) -> None:
+            width = 30
+            filled = int(width * prog.done / max(prog.total, 1))
+            print(f"\r  [{'#' * filled}{'.' * (width - filled)}] {prog.done:,}/{prog.total:,} done, "
+                  f"{prog.failed:,} failed, {prog.remaining:,} remaining, {rate:,.0f} points/s   ",
+                  end="", file=sys.stderr, flush=True)
+
+        final = run_campaign(store, backend, workers=args.workers, scheduler=args.scheduler, progress=bar)
+        print(file=sys.stderr)
+        table = store.table()
+        keep = [c for c in table.columns if c not in ("status", "attempts", "error")]
+        table = table[keep] if len(table) else points.iloc[0:0]
+        write_table(table, out)
+        print(f"wrote {len(table):,} results to {out}", file=sys.stderr)
+        if final.failed:
+            fails = store.failures()
+            print(f"gpudse: {final.failed} point(s) failed after {args.retries + 1} attempt(s); first: point "
+                  f"{fails.idx.iloc[0]}: {fails.error.iloc[0]}", file=sys.stderr)
+            return 1
+    return 0
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    from ..sim.store import CampaignStore
+    from ..sim.upload import read_upload, validate_results
+    from ..space.presets import load_space
+
+    path = Path(args.results)
+    if not path.is_file():
+        raise GpudseError(f"{path}: no such file")
+    df = read_upload(path.read_bytes(), path.name, max_bytes=int(args.max_mb * 1024 * 1024))
+    space = load_space(args.space)
+    responses = [r.strip() for r in args.responses.split(",") if r.strip()] if args.responses else None
+    rep = validate_results(df, space, responses, snap=args.snap, duplicates=args.duplicates)
+    out = writable(args.output, (".csv", ".parquet", ".json"))
+    for p in rep.problems:
+        print(f"  {p.kind}: {p}", file=sys.stderr)
+    write_table(rep.table, out)
+    if args.store:
+        with CampaignStore(args.store, name=args.campaign) as store:
+            store.import_results({"backend": "upload", "source": path.name, "space": space.name}, rep.table,
+                                 rep.responses)
+    print(f"kept {rep.rows_kept:,} of {rep.rows_in:,} rows ({len(rep.problems)} problem(s) reported); wrote {out}",
+          file=sys.stderr)
+    return 0
+
+
+def cmd_equal_area(args: argparse.Namespace) -> int:
+    from ..sim.analytical import FIG18, equal_area_sweep
+
+    if args.bandwidth is None and args.regs_per_thread is None:
+        combos = [(bw, r) for bw, r, _ in FIG18]
+    else:
+        combos = [(args.bandwidth if args.bandwidth is not None else 104.0,
+                   args.regs_per_thread if args.regs_per_thread is not None else 30.0)]
+    results = [equal_area_sweep(bw, r) for bw, r in combos]
+    if args.json:
+        docs = [r.to_dict() for r in results]
+        print(json.dumps(docs[0] if len(docs) == 1 else docs, indent=1))
+        return 0
+    print("equal-area model (001 §5.2): N_PE 128..216 step 8, n_threads 1,000..10,000")
+    print(f"{'bandwidth':>10} {'regs/thread':>11} {'opt N_PE':>8} {'n_threads':>9} {'GFLOP/s':>8}  limited by "
+          f"(performance / effective threads)")
+    for r in results:
+        print(f"{r.bandwidth_gbps:>7g} GB/s {r.regs_per_thread:>11g} {r.optimum_n_pe:>8} {r.n_threads:>9,} "
+              f"{r.performance_gflops:>8.1f}  {r.limited_by} / {r.threads_limited_by}")
+    return 0
+
+
+def cmd_wfg(args: argparse.Namespace) -> int:
+    from ..sim.wfg import analyze, load_wfg
+
+    res = analyze(load_wfg(args.graph))
+    if args.json:
+        print(json.dumps(res.to_dict(), indent=1))
+        return 0
+    for line in res.steps:
+        print(line)
+    print("arc weights after bandwidth (cycles): " + ", ".join(f"{k} {v:g}" for k, v in res.arc_weights.items()))
+    return 0
+
+
+def add_parsers(sub: argparse._SubParsersAction) -> None:
+    si = sub.add_parser("simulate", help="run design points through a simulator backend, resumably (a campaign)")
+    si.add_argument("points", metavar="SAMPLES", help="design points: .csv, .parquet or .json (e.g. from gpudse sample)")
+    si.add_argument("--backend", choices=("analytical", "command"), default="analytical",
+                    help="analytical: the built-in simulator (default); command: an external simulator (--config)")
+    si.add_argument("--kernel", default="matMul", choices=list(choices.KERNELS), help="analytical backend: Table 4 application")
+    si.add_argument("--config", metavar="SIM.toml", help="command backend: the simulator description on this machine")
+    si.add_argument("--noise", type=float, default=0.0, help="analytical: σ of log-normal measurement noise")
+    si.add_argument("--seed", type=positive_int, default=None)
+    si.add_argument("--workers", type=positive_int, default=None,
+                    help="worker processes (local pool or --scheduler local; default: all cores)")
+    si.add_argument("--scheduler", metavar="ADDRESS", help="a Dask scheduler, e.g. tcp://head-node:8786, or "
+                    "'local' for a Dask LocalCluster")
+    si.add_argument("--store", metavar="campaign.db", help="SQLite campaign store (default: the output name with "
+                    ".db); running again with the same store resumes")
+    si.add_argument("--campaign", default="default", help="campaign name inside the store")
+    si.add_argument("--retries", type=positive_int, default=2, help="retries of a failed run (default 2)")
+    si.add_argument("-o", "--output", required=True, metavar="results.csv")
+    si.set_defaults(func=cmd_simulate)
+
+    im = sub.add_parser("import", help="validate uploaded simulation results against a design space")
+    im.add_argument("results", metavar="RESULTS", help=".csv, .parquet or .json")
+    im.add_argument("--space", required=True, help="YAML/JSON file or preset")
+    im.add_argument("--responses", metavar="a,b", help="response columns (default: numeric non-parameter columns)")
+    im.add_argument("--snap", choices=("reject", "nearest"), default="reject",
+                    help="values outside a parameter's set: reject the row or snap to the nearest value")
+    im.add_argument("--duplicates", choices=("keep", "average", "reject"), default="keep")
+    im.add_argument("--max-mb", type=float, default=50.0, help="upload size limit in MB")
+    im.add_argument("--store", metavar="campaign.db", help="also record the results as a finished campaign")
+    im.add_argument("--campaign", default="import")
+    im.add_argument("-o", "--output", required=True, metavar="clean.csv")
+    im.set_defaults(func=cmd_import)
+    ea = sub.add_parser("equal-area", help="001's equal-area model: optimum number of PEs (Fig. 18)")
+    ea.add_argument("--bandwidth", type=float, metavar="GBPS", help="global memory bandwidth in GB/s")
+    ea.add_argument("--regs-per-thread", type=float, metavar="R", help="registers per thread")
+    ea.add_argument("--json", action="store_true",
+                    help='print {"optimum_n_pe", "n_threads", "performance_gflops", "limited_by"}')
+    ea.set_defaults(func=cmd_equal_area)
+
+    wf = sub.add_parser("wfg", help="004's work flow graph model of a kernel (JSON/YAML graph + hardware)")
+    wf.add_argument("graph", metavar="GRAPH", help="e.g. data/wfg/figure1.yaml")
+    wf.add_argument("--json", action="store_true")
+    wf.set_defaults(func=cmd_wfg)

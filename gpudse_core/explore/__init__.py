@@ -1,0 +1,1 @@
+"""Using a fitted model: response curves, whole-space scans, best designs and Pareto fronts."""

@@ -1,0 +1,1 @@
+"""Regression models: spline bases, Stargazer's stepwise search, Lee & Brooks' statistics, validation."""

@@ -1,0 +1,1 @@
+"""Figures, project files and standalone HTML reports."""

@@ -1,0 +1,165 @@
+"""Every size, depth, count and time an input can drive, in one place (issue 11).
+
+Each limit is checked *before* the work it bounds starts (a file's size before it is read, an
+archive entry's size while it is streamed, an image's pixel count before it is decoded, a range's
+value count before it is expanded), and a violation raises :class:`LimitError`, a
+:class:`~gpudse_core.errors.GpudseError` whose message names the input, the limit and how to raise
+it.
+
+The defaults below suit a shared dashboard on a 2-core, 24 GB machine and a CLI on a cluster node.
+A server (or a user of the CLI) overrides them in a TOML file named by the environment variable
+``GPUDSE_CONFIG``, in its ``[limits]`` table::
+
+    [limits]
+    upload_bytes = 104857600        # 100 MiB
+    image_pixels = 80000000
+
+An upload, a project zip or a space file can never change a limit: they are read from the server's
+environment only. Tests use :func:`override`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import math
+import os
+from dataclasses import dataclass, fields
+from typing import Any, Iterator
+
+from .errors import GpudseError
+
+KiB = 1024
+MiB = 1024 * KiB
+GiB = 1024 * MiB
+CONFIG_ENV = "GPUDSE_CONFIG"
+
+
+class LimitError(GpudseError):
+    """An input would exceed one of the configured limits."""
+
+
+@dataclass(frozen=True)
+class Limits:
+    # ---- bytes read ------------------------------------------------------------------------
+    upload_bytes: int = 50 * MiB  # one file uploaded to the dashboard
+    table_bytes: int = 512 * MiB  # one results/points table read by the CLI
+    document_bytes: int = 8 * MiB  # one YAML/JSON/TOML document: space, model, backend, graph, project entry
+    # ---- structure of documents ---------------------------------------------------------------
+    document_nodes: int = 1_000_000  # scalars + collections in a YAML/JSON document, YAML aliases counted as expanded
+    document_depth: int = 64  # nesting of lists/mappings
+    number_digits: int = 400  # digits in one number literal (constraint, value list, PPM header, JSON)
+    # ---- archives (project zips) ------------------------------------------------------------------
+    archive_entries: int = 64
+    archive_entry_bytes: int = 256 * MiB  # decompressed, measured while streaming (headers are not trusted)
+    archive_total_bytes: int = 512 * MiB
+    # ---- images (Zatel heatmaps) ---------------------------------------------------------------------
+    image_pixels: int = 40_000_000  # width × height, checked from the header before decoding (8K UHD is 33 M)
+    # ---- design spaces ------------------------------------------------------------------------------
+    values_per_parameter: int = 100_000  # values one parameter may take (a range or pow2 expanded)
+    parameters: int = 1_000  # parameters in one space
+    enumeration_points: int = 50_000_000  # points enumerated at once (a constrained component, an exact scan)
+    # ---- tables -------------------------------------------------------------------------------------
+    table_rows: int = 10_000_000
+    table_columns: int = 10_000
+    # ---- simulators and their output ------------------------------------------------------------------
+    log_bytes: int = 4 * GiB  # decompressed simulator log, parsed as a stream
+    sim_output_bytes: int = 64 * MiB  # a run's stdout+stderr kept on disk; the rest is dropped (the tail kept)
+    regex_length: int = 1_000  # a user regular expression (compiled with RE2: linear time)
+    timeout_max_s: float = 30 * 86400.0  # the longest timeout a simulator description may ask for
+    # ---- models --------------------------------------------------------------------------------------
+    model_columns: int = 100_000  # columns (coefficients) of a model file
+
+    def check(self, name: str, value: float, what: str, hint: str = "") -> None:
+        """Raise :class:`LimitError` when *value* exceeds the limit *name*."""
+        lim = getattr(self, name)
+        if value > lim:
+            raise LimitError(f"{what}: {_fmt(value)} is more than the limit of {_fmt(lim)} ({name}); "
+                             + (hint + "; " if hint else "")
+                             + f"a server can raise it in the [limits] table of the file named by ${CONFIG_ENV}")
+
+
+def _fmt(v: float) -> str:
+    if isinstance(v, float) and not v.is_integer():
+        return f"{v:,.3g}"
+    return f"{int(v):,}"
+
+
+_override: Limits | None = None
+_cache: tuple[str | None, float, Limits] | None = None
+
+
+def _from_file(path: str) -> Limits:
+    import tomllib
+
+    try:
+        with open(path, "rb") as fh:
+            raw = fh.read(1 * MiB + 1)
+    except OSError as e:
+        raise GpudseError(f"${CONFIG_ENV}={path}: cannot be read ({e.strerror or e})") from None
+    if len(raw) > 1 * MiB:
+        raise GpudseError(f"${CONFIG_ENV}={path}: more than 1 MiB; a configuration file is a few lines")
+    try:
+        doc = tomllib.loads(raw.decode("utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError, RecursionError) as e:
+        raise GpudseError(f"${CONFIG_ENV}={path}: not valid TOML ({e})") from None
+    table = doc.get("limits", {})
+    if not isinstance(table, dict):
+        raise GpudseError(f"${CONFIG_ENV}={path}: [limits] must be a table")
+    known = {f.name: f for f in fields(Limits)}
+    kw: dict[str, Any] = {}
+    for key, value in table.items():
+        if key not in known:
+            raise GpudseError(f"${CONFIG_ENV}={path}: [limits] {key}: unknown limit; known: {', '.join(known)}")
+        kind = int if known[key].type in ("int", int) else float
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
+            raise GpudseError(f"${CONFIG_ENV}={path}: [limits] {key} = {value!r}: give a positive finite number")
+        kw[key] = kind(value)
+    return Limits(**kw)
+
+
+def current() -> Limits:
+    """The limits in force: a test override, else the server's ``$GPUDSE_CONFIG``, else the defaults."""
+    global _cache
+    if _override is not None:
+        return _override
+    path = os.environ.get(CONFIG_ENV) or None
+    mtime = 0.0
+    if path:
+        try:
+            mtime = os.stat(path).st_mtime
+        except OSError:
+            mtime = -1.0
+    if _cache is not None and _cache[0] == path and _cache[1] == mtime:
+        return _cache[2]
+    lim = _from_file(path) if path else Limits()
+    _cache = (path, mtime, lim)
+    return lim
+
+
+@contextlib.contextmanager
+def override(**changes: Any) -> Iterator[Limits]:
+    """Temporarily replace some limits (tests)."""
+    global _override
+    before = _override
+    _override = dataclasses.replace(current(), **changes)
+    try:
+        yield _override
+    finally:
+        _override = before
+
+
+def check(name: str, value: float, what: str, hint: str = "") -> None:
+    """``current().check(...)``: raise :class:`LimitError` when *value* exceeds limit *name*."""
+    current().check(name, value, what, hint)
+
+
+def finite_timeout(value: Any, what: str) -> float:
+    """A timeout in seconds that is a finite positive number no longer than ``timeout_max_s``."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise GpudseError(f"{what}: {value!r} is not a number of seconds")
+    v = float(value)
+    if not math.isfinite(v) or v <= 0:
+        raise GpudseError(f"{what}: {value!r} seconds; give a finite positive number of seconds")
+    current().check("timeout_max_s", v, what)
+    return v

@@ -1,0 +1,246 @@
+"""The one reader of structured text documents: YAML, JSON and TOML, bounded (issue 11).
+
+Every space file, model file, backend description, work flow graph and project entry is read through
+:func:`load_document` (or the per-format functions), which
+
+* refuses more than ``limits.document_bytes`` before parsing;
+* builds plain data only: YAML with the safe loader (no tags that construct objects), JSON without
+  ``NaN``/``Infinity`` literals, TOML with the standard library;
+* bounds nesting depth and the number of nodes *before* anything large is built. YAML aliases are
+  counted as expanded, so a "billion laughs" document of a few hundred bytes is refused while it
+  is still a small node graph; a self-referencing alias is refused;
+* bounds number literals to ``limits.number_digits`` digits;
+* turns every parser failure (including ``RecursionError`` and ``MemoryError``) into a
+  :class:`DocumentError` naming the file, the line where known, and what to do.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from . import limits
+from .errors import GpudseError
+
+
+class DocumentError(GpudseError):
+    """A YAML/JSON/TOML document is malformed or too large."""
+
+
+_LONG_NUMBER = None
+
+
+def _check_size(text: str | bytes, source: str) -> str:
+    lim = limits.current()
+    n = len(text)
+    lim.check("document_bytes", n, f"{source}: document of {n:,} bytes", "split it or check it is the right file")
+    if isinstance(text, bytes):
+        try:
+            text = text.decode("utf-8-sig")
+        except UnicodeDecodeError as e:
+            raise DocumentError(f"{source}: not UTF-8 text (byte {e.start}); save it as UTF-8") from None
+    elif text.startswith("\ufeff"):
+        text = text[1:]
+    return text
+
+
+def _check_digits(text: str, source: str) -> None:
+    global _LONG_NUMBER
+    lim = limits.current().number_digits
+    if _LONG_NUMBER is None or _LONG_NUMBER[0] != lim:
+        _LONG_NUMBER = (lim, re.compile(r"\d{%d,}" % (lim + 1)))
+    m = _LONG_NUMBER[1].search(text)
+    if m:
+        line = text.count("\n", 0, m.start()) + 1
+        raise DocumentError(f"{source}:{line}: a number with more than {lim:,} digits; no design parameter or "
+                            f"setting needs one (limit number_digits)")
+
+
+def _walk_limits(root: Any, source: str) -> None:
+    """Depth and node count of built plain data (lists, dicts, scalars), iteratively."""
+    lim = limits.current()
+    count = 0
+    stack = [(root, 1)]
+    while stack:
+        node, depth = stack.pop()
+        count += 1
+        if count > lim.document_nodes:
+            lim.check("document_nodes", count, f"{source}: more nodes than allowed")
+        if isinstance(node, dict):
+            if depth > lim.document_depth:
+                lim.check("document_depth", depth, f"{source}: nesting depth")
+            stack.extend((v, depth + 1) for v in node.values())
+            stack.extend((k, depth + 1) for k in node.keys() if isinstance(k, (dict, list, tuple)))
+        elif isinstance(node, (list, tuple)):
+            if depth > lim.document_depth:
+                lim.check("document_depth", depth, f"{source}: nesting depth")
+            stack.extend((v, depth + 1) for v in node)
+
+
+# ---- YAML -------------------------------------------------------------------------------------------
+def load_yaml(text: str | bytes, source: str = "document") -> Any:
+    import yaml
+
+    text = _check_size(text, source)
+    _check_digits(text, source)
+    lim = limits.current()
+    # 1. the token stream (iterative): nesting depth and token count, before any tree is built
+    depth = tokens = 0
+    try:
+        for tok in yaml.scan(text, Loader=yaml.SafeLoader):
+            tokens += 1
+            if isinstance(tok, (yaml.FlowSequenceStartToken, yaml.FlowMappingStartToken, yaml.BlockMappingStartToken,
+                                yaml.BlockSequenceStartToken)):
+                depth += 1
+                if depth > lim.document_depth:
+                    raise DocumentError(f"{source}:{tok.start_mark.line + 1}: nested more than "
+                                        f"{lim.document_depth} levels deep (limit document_depth)")
+            elif isinstance(tok, (yaml.FlowSequenceEndToken, yaml.FlowMappingEndToken, yaml.BlockEndToken)):
+                depth -= 1
+            if tokens > 4 * lim.document_nodes:
+                lim.check("document_nodes", tokens // 4, f"{source}: document")
+        # 2. the node graph (aliases are shared nodes here, still small)
+        loader = yaml.SafeLoader(text)
+        try:
+            node = loader.get_single_node()
+            if node is None:
+                return None
+            # 3. expanded size and depth with aliases followed, memoised per node, cycles refused
+            _yaml_expanded(node, source, lim)
+            # 4. plain data
+            return loader.construct_document(node)
+        finally:
+            loader.dispose()
+    except GpudseError:
+        raise
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None) or getattr(e, "context_mark", None)
+        where = f"{source}:{mark.line + 1}" if mark is not None else source
+        problem = getattr(e, "problem", None) or str(e).splitlines()[0]
+        raise DocumentError(f"{where}: not valid YAML ({problem})") from None
+    except (RecursionError, MemoryError):
+        raise DocumentError(f"{source}: too deeply nested or too large to read; check it is the right file") from None
+    except (ValueError, TypeError, OverflowError) as e:  # e.g. an int literal beyond Python's digit limit
+        raise DocumentError(f"{source}: a value cannot be read ({str(e).splitlines()[0]})") from None
+
+
+def _yaml_expanded(root: Any, source: str, lim: limits.Limits) -> None:
+    size: dict[int, int] = {}
+    deep: dict[int, int] = {}
+    state: dict[int, int] = {}  # 1 = on the stack (cycle detection), 2 = done
+    stack: list[tuple[Any, bool]] = [(root, False)]
+    while stack:
+        node, post = stack.pop()
+        key = id(node)
+        if post:
+            children = _yaml_children(node)
+            size[key] = 1 + sum(size[id(c)] for c in children)
+            deep[key] = 1 + max((deep[id(c)] for c in children), default=0)
+            state[key] = 2
+            if size[key] > lim.document_nodes:
+                line = node.start_mark.line + 1 if node.start_mark else 0
+                raise DocumentError(f"{source}:{line}: expands to more than {lim.document_nodes:,} values "
+                                    f"(YAML anchors and aliases are counted as expanded; limit document_nodes)")
+            if deep[key] > lim.document_depth:
+                raise DocumentError(f"{source}: nested more than {lim.document_depth} levels deep through aliases "
+                                    f"(limit document_depth)")
+            continue
+        st = state.get(key)
+        if st == 2:
+            continue
+        if st == 1:
+            line = node.start_mark.line + 1 if node.start_mark else 0
+            raise DocumentError(f"{source}:{line}: an alias refers to a collection that contains it; "
+                                f"recursive YAML is not allowed")
+        state[key] = 1
+        stack.append((node, True))
+        for c in _yaml_children(node):
+            if state.get(id(c)) != 2:
+                stack.append((c, False))
+
+
+def _yaml_children(node: Any) -> list:
+    import yaml
+
+    if isinstance(node, yaml.SequenceNode):
+        return list(node.value)
+    if isinstance(node, yaml.MappingNode):
+        return [x for pair in node.value for x in pair]
+    return []
+
+
+# ---- JSON -------------------------------------------------------------------------------------------
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number; write a finite number or null")
+
+
+def load_json(text: str | bytes, source: str = "document") -> Any:
+    text = _check_size(text, source)
+    _check_digits(text, source)
+    _json_depth_precheck(text, source)
+    try:
+        doc = json.loads(text, parse_constant=_no_constant)
+    except json.JSONDecodeError as e:
+        raise DocumentError(f"{source}:{e.lineno}: malformed JSON ({e.msg})") from None
+    except (RecursionError, MemoryError):
+        raise DocumentError(f"{source}: too deeply nested or too large to read; check it is the right file") from None
+    except ValueError as e:
+        raise DocumentError(f"{source}: {str(e).splitlines()[0]}") from None
+    _walk_limits(doc, source)
+    return doc
+
+
+_BRACKETS = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]')
+
+
+def _json_depth_precheck(text: str, source: str) -> None:
+    """Refuse deep nesting before the recursive C parser sees it (strings are skipped)."""
+    lim = limits.current().document_depth
+    if text.count("[") + text.count("{") <= lim:
+        return
+    depth = 0
+    for m in _BRACKETS.finditer(text):
+        c = m.group()
+        if c in "[{":
+            depth += 1
+            if depth > lim:
+                line = text.count("\n", 0, m.start()) + 1
+                raise DocumentError(f"{source}:{line}: nested more than {lim} levels deep (limit document_depth)")
+        elif c in "]}":
+            depth -= 1
+
+
+# ---- TOML -------------------------------------------------------------------------------------------
+def load_toml(text: str | bytes, source: str = "document") -> Any:
+    import tomllib
+
+    text = _check_size(text, source)
+    _check_digits(text, source)
+    _json_depth_precheck(text, source)  # inline arrays/tables nest with the same brackets
+    try:
+        doc = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise DocumentError(f"{source}: not valid TOML ({e})") from None
+    except (RecursionError, MemoryError):
+        raise DocumentError(f"{source}: too deeply nested or too large to read") from None
+    except ValueError as e:
+        raise DocumentError(f"{source}: a value cannot be read ({str(e).splitlines()[0]})") from None
+    _walk_limits(doc, source)
+    return doc
+
+
+# ---- by name ------------------------------------------------------------------------------------------
+def load_document(text: str | bytes, source: str, fmt: str | None = None) -> Any:
+    """Parse *text* as ``fmt`` (``yaml``, ``json`` or ``toml``; default: from *source*'s suffix, YAML
+    for anything else, since JSON is YAML too but YAML's reader is the stricter about size)."""
+    if fmt is None:
+        low = source.lower()
+        fmt = "json" if low.endswith(".json") else "toml" if low.endswith(".toml") else "yaml"
+    if fmt == "json":
+        return load_json(text, source)
+    if fmt == "toml":
+        return load_toml(text, source)
+    if fmt in ("yaml", "yml"):
+        return load_yaml(text, source)
+    raise DocumentError(f"{source}: unknown document format {fmt!r}; use YAML, JSON or TOML")

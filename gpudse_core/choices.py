@@ -23,3 +23,9 @@ SPLINE_NORMS = ("harrell", "none")
 
 # Stargazer Table 4's eleven applications, in the order of the paper (gpudse_core.sim.simulator)
 KERNELS = ("AES", "BFS", "CP", "LPS", "RAY", "STO", "backprop", "bfs", "hotspot", "nw", "matMul")
+
+# Names a parameter or results column may not take: the command backend's placeholders
+# ({config}, {run_dir}, …) and the columns gpudse itself adds to tables (issue 11: a parameter named
+# "config" must not replace the {config} placeholder). Space files, uploads and campaigns refuse them.
+RESERVED_NAMES = ("config", "run_dir", "point", "attempt", "design_index", "predicted", "bounded", "extrapolation",
+                  "status", "error", "log_tail")

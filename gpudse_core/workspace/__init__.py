@@ -1,0 +1,96 @@
+"""One versioned workspace per piece of work: the pipeline's stages, persistent and shared by link (issue 14).
+
+A workspace holds the pipeline's stages — ``space`` → ``samples`` → ``results`` → ``model`` → named
+analyses (``validation``, ``scan``, ``curves``, a ray-tracing ``plan``, anything) — each as a series
+of stored versions, and records for every derived version the versions (and content digests) of the
+stages it was computed from. Changing a stage makes everything computed from it **stale**; pages
+ask the workspace instead of keeping pipeline data in ``st.session_state``, and never show a stale
+or missing value as current. No Streamlit here: the dashboard and the CLI call the same functions.
+
+Storage: one SQLite file (WAL) per workspace under ``$GPUDSE_HOME/workspaces`` (default
+``~/.gpudse``; a local disk), one row per stage version, tables as Parquet and arrays as ``.npy``
+inside the row, never pickle. Campaigns run with ``--workspace`` live in the same file.
+
+Opening, sharing, listing::
+
+    from gpudse_core.workspace import create_workspace, open_workspace, list_workspaces
+
+    ws, key = create_workspace("matMul study")   # ws.id: 192 random bits, for the URL (?ws=…)
+    ws = open_workspace(ws_id, key)              # writable with the edit key …
+    ws = open_workspace(ws_id)                   # … read-only without it (a colleague with the link)
+    mine, key = ws.fork()                        # "make my own copy" (works on a read-only one)
+    ws.rename("…"); ws.delete()                  # owner only
+    list_workspaces(ids=[…])                     # those a browser holds keys for; every one only on a
+                                                 # single-user server (GPUDSE_SINGLE_USER=1)
+
+Stages (writes need the key; read-only handles raise :class:`ReadOnly`)::
+
+    ws.set_space(space, "preset stargazer")            # -> StageValue
+    ws.set_samples(sample_set, "uniform, seed 1")      # computed from the current space
+    ws.set_results(table, "cycles", "uploaded r.csv")  # app_column="auto"; inputs=("space",) for an
+                                                       # upload, ("space", "samples") for a campaign
+    ws.set_model(model, "stepwise, θ=0.01")            # computed from the current results
+    ws.put_analysis("validation", result, inputs=[results_sv, model_sv])
+    ws.remove("model"); ws.restore("space", 1)         # restore: earlier content, current again
+    with ws.batch(): …                                 # several changes, all or none
+
+    sv = ws.get("model")       # StageValue(value, version, inputs, status, origin, partial, note …)
+    sv.ok                      # current?  sv.value is None when missing
+    st = ws.status("model")    # Status(state="stale", reason="the results changed after this model
+                               #   was fitted", action="Refit on the new results", fix="model")
+    st.message()               # "The results changed after this model was fitted. Refit on the new results."
+    ws.ready("model", "space") # None, or the first Status (pipeline order) a page shows as its banner
+    ws.require("results", "model")  # current StageValues, or NotReady(status)
+    ws.value("scan")           # the value if current, else None
+    ws.overview()              # {stage: Status} for the sidebar / Home
+    ws.input_of(model_sv, "results")   # the results version the model was fitted on
+    ws.history("model"); ws.revision   # versions; a counter that moves on every change
+
+Pass the :class:`StageValue` objects you read as ``inputs`` (race-free: another session may change a
+stage while you compute) and ``expect=sv.version`` to refuse a write over someone else's
+(:class:`Conflict`).
+
+Long work (see :mod:`.jobs`): ``job = ws.start_job(kind, work, stage=name, inputs=[…])`` runs
+``work(ctx)`` in a thread; ``ctx.progress(done, total, msg)`` and ``ctx.stopped()``; the result is
+stored as *stage* (partial when stopped). ``ws.jobs(active=True)`` re-attaches after a reload,
+``ws.stop_job(id)`` stops it (also a CLI campaign in another process). Ready-made:
+:func:`start_validation`, :func:`start_scan`, :func:`start_campaign`.
+
+Campaigns: ``ws.campaigns()`` (live progress from the store), ``ws.adopt_campaign(name)`` makes its
+results the results stage. Projects and reports: :func:`export_project`, :func:`import_project`,
+:func:`report_contents` (current stages and analyses only, or stale ones labelled).
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+_EXPORTS = {
+    "Workspace": "workspace", "StageValue": "workspace", "VersionInfo": "workspace", "WorkspaceInfo": "workspace",
+    "Conflict": "workspace", "NotReady": "workspace", "create_workspace": "workspace", "open_workspace": "workspace",
+    "list_workspaces": "workspace", "application_column": "workspace",
+    "WorkspaceError": "db", "NotFound": "db", "ReadOnly": "db", "single_user": "db", "home": "db",
+    "Status": "stages", "Results": "stages", "BASE_STAGES": "stages", "StageError": "stages",
+    "JobContext": "jobs", "JobInfo": "jobs", "Job": "jobs", "Stopped": "jobs", "start_job": "jobs",
+    "CampaignInfo": "campaigns", "CliCampaign": "campaigns", "start_campaign": "campaigns",
+    "adopt_campaign": "campaigns",
+    "start_validation": "tasks", "start_scan": "tasks",
+    "export_project": "exchange", "import_project": "exchange", "report_contents": "exchange",
+    "ProjectExport": "exchange", "ReportContents": "exchange", "samples_from_dict": "exchange",
+    "register": "codec",
+}
+__all__ = list(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    mod = _EXPORTS.get(name)
+    if mod is None:
+        raise AttributeError(f"module 'gpudse_core.workspace' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{mod}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

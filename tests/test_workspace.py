@@ -15,6 +15,7 @@ import zipfile
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import ROOT
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -22,12 +23,22 @@ from gpudse_core import GpudseError, limits, load_preset, sample
 from gpudse_core.model.stepwise import fit_stepwise
 from gpudse_core.model.validation import validate
 from gpudse_core.sim.simulator import simulate
-from gpudse_core.workspace import (Conflict, NotFound, NotReady, ReadOnly, StageError, WorkspaceError, codec,
-                                   create_workspace, export_project, import_project, list_workspaces, open_workspace,
-                                   report_contents)
+from gpudse_core.workspace import (
+    Conflict,
+    NotFound,
+    NotReady,
+    ReadOnly,
+    StageError,
+    WorkspaceError,
+    codec,
+    create_workspace,
+    export_project,
+    import_project,
+    list_workspaces,
+    open_workspace,
+    report_contents,
+)
 from gpudse_core.workspace.codec import CodecError
-
-from conftest import ROOT
 
 
 @pytest.fixture
@@ -37,8 +48,7 @@ def home(tmp_path, monkeypatch):
     return tmp_path / "home"
 
 
-@pytest.fixture(scope="module")
-def pipeline():
+def make_pipeline():
     """Stargazer space, 200 samples, matMul results, a stepwise model and a small validation."""
     space = load_preset("stargazer")
     samples = sample(space, 200, seed=1)
@@ -48,7 +58,12 @@ def pipeline():
     model = fit_stepwise(results[cols], "cycles", transform="log")
     val = validate(results[cols], "cycles", list(space.parameter_names), train_sizes=[60], test_size=60, repeats=1,
                    models=["stepwise"], transform="log")
-    return dict(space=space, samples=samples, results=results, model=model, validation=val)
+    return {"space": space, "samples": samples, "results": results, "model": model, "validation": val}
+
+
+@pytest.fixture(scope="module")
+def pipeline():
+    return make_pipeline()
 
 
 def filled(p):
@@ -277,9 +292,8 @@ def test_limits_bound_sizes_counts_and_history(home, pipeline):
             create_workspace()
         with pytest.raises(limits.LimitError, match="workspaces"):
             ws.fork()
-    with limits.override(workspace_name_chars=10):
-        with pytest.raises(limits.LimitError):
-            ws.rename("x" * 11)
+    with limits.override(workspace_name_chars=10), pytest.raises(limits.LimitError):
+        ws.rename("x" * 11)
     with limits.override(workspace_history=3):
         for i in range(8):
             ws.set_results(pipeline["results"].head(100 + i), "cycles", f"r{i}")
@@ -310,22 +324,29 @@ def _writer(args):
         return [ws.put_analysis("log", {"by": tag, "i": i}, inputs=[]).version for i in range(n)]
 
 
-def test_concurrent_writers_threads_and_processes(home):
-    ws, key = create_workspace("busy")
-    errors, versions = [], []
+def in_threads(n, fn):
+    """Run fn(0) … fn(n-1) at once in threads; an exception in any of them fails the test."""
+    errors = []
 
-    def thread(tag):
+    def run(i):
         try:
-            versions.extend(_writer((ws.id, key, str(home), 15, f"t{tag}")))
-        except Exception as e:  # collected: a failure in a thread must fail the test
+            fn(i)
+        except Exception as e:  # collected and re-raised below
             errors.append(e)
 
-    threads = [threading.Thread(target=thread, args=(i,)) for i in range(6)]
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(n)]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
-    assert not errors
+    if errors:
+        raise errors[0]
+
+
+def test_concurrent_writers_threads_and_processes(home):
+    ws, key = create_workspace("busy")
+    versions = []
+    in_threads(6, lambda i: versions.extend(_writer((ws.id, key, str(home), 15, f"t{i}"))))
     with mp.get_context("spawn").Pool(3) as pool:
         for vs in pool.map(_writer, [(ws.id, key, str(home), 10, f"p{i}") for i in range(3)]):
             versions.extend(vs)
@@ -344,21 +365,16 @@ def test_concurrent_writers_threads_and_processes(home):
             except Conflict:
                 conflicts.append(i)
 
-    threads = [threading.Thread(target=cas, args=(i,)) for i in range(8)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    in_threads(8, cas)
     assert len(wins) == 1 and len(conflicts) == 7 and ws.get("log").value == wins[0]
 
 
 def test_batch_is_all_or_nothing(home, pipeline):
     ws, _ = filled(pipeline)
     before = ws.revision
-    with pytest.raises(StageError):
-        with ws.batch():
-            ws.set_space(load_preset("zatel"), "zatel")
-            ws.set_results(pipeline["results"], "no-such-column")
+    with pytest.raises(StageError), ws.batch():
+        ws.set_space(load_preset("zatel"), "zatel")
+        ws.set_results(pipeline["results"], "no-such-column")
     assert ws.revision == before and ws.get("space").value.name == pipeline["space"].name
 
 

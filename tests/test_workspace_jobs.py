@@ -15,15 +15,13 @@ import threading
 import time
 
 import pytest
-
-from gpudse_core import limits, load_preset, sample
-from gpudse_core.model.stepwise import fit_stepwise
-from gpudse_core.sim.simulator import simulate
-from gpudse_core.workspace import ReadOnly, Stopped, create_workspace, open_workspace, start_scan, start_validation
-from gpudse_core.workspace import jobs as jobs_mod
-
 from conftest import ROOT
 from test_campaign import backend_file
+from test_workspace import make_pipeline
+
+from gpudse_core import limits, load_preset, sample
+from gpudse_core.workspace import ReadOnly, Stopped, create_workspace, open_workspace, start_scan, start_validation
+from gpudse_core.workspace import jobs as jobs_mod
 
 # an exception escaping a job's thread is a bug, not a warning
 pytestmark = pytest.mark.filterwarnings("error::pytest.PytestUnhandledThreadExceptionWarning")
@@ -43,6 +41,15 @@ def until(cond, timeout=60.0, what="condition"):
             return v
         time.sleep(0.02)
     raise AssertionError(f"timed out waiting for {what}")
+
+
+def gated(ws, n, ran, **kw):
+    """A started job of *n* gated units of which *ran* have run."""
+    work = Gated(n)
+    job = ws.start_job(kw.pop("kind", "demo"), work, stage=kw.pop("stage", "demo"), inputs=[])
+    work.release(ran)
+    until(lambda: len(work.done) == ran, what=f"{ran} units")
+    return work, job
 
 
 class Gated:
@@ -88,10 +95,7 @@ def test_job_is_visible_at_once_reports_progress_and_stores_its_result(home):
 
 def test_stop_keeps_what_was_done_labelled_partial(home):
     ws, _ = create_workspace()
-    work = Gated(1000)
-    job = ws.start_job("demo", work, stage="demo", inputs=[])
-    work.release(5)
-    until(lambda: len(work.done) == 5, what="five units")
+    work, job = gated(ws, 1000, 5)
     ws.stop_job(job.id)
     work.release(10)  # permits are there, but the work must not start another unit
     assert job.wait(60)
@@ -104,10 +108,7 @@ def test_stop_keeps_what_was_done_labelled_partial(home):
 
 def test_a_reloaded_page_reattaches_and_stops_the_job(home):
     ws, key = create_workspace()
-    work = Gated(50)
-    job = ws.start_job("validation", work, stage="v", inputs=[])
-    work.release(3)
-    until(lambda: len(work.done) == 3)
+    work, job = gated(ws, 50, 3, kind="validation", stage="v")
     reload = open_workspace(ws.id, key)  # F5: a new handle, same id
     running = reload.jobs(active=True)
     assert [j.id for j in running] == [job.id] and running[0].kind == "validation"
@@ -144,10 +145,7 @@ def test_failures_read_only_and_the_running_limit(home):
 
 def test_deleting_a_workspace_stops_its_job_and_never_recreates_the_file(home):
     ws, key = create_workspace()
-    work = Gated(100)
-    job = ws.start_job("demo", work, stage="demo", inputs=[])
-    work.release(2)
-    until(lambda: len(work.done) == 2)
+    work, job = gated(ws, 100, 2)
     open_workspace(ws.id, key).delete()
     until(lambda: job.ctx.stopped(), what="the monitor to notice")
     work.release(100)
@@ -208,27 +206,21 @@ def test_jobs_in_another_process_stop_from_here_or_read_interrupted_when_killed(
 
 
 @pytest.fixture(scope="module")
-def fitted():
-    space = load_preset("stargazer")
-    samples = sample(space, 160, seed=3)
-    pts = samples.table()
-    results = pts.join(simulate(pts, "matMul", noise=0.01, seed=3))
-    model = fit_stepwise(results[list(space.parameter_names) + ["cycles"]], "cycles", transform="log")
-    return space, samples, results, model
+def pipeline():
+    return make_pipeline()
 
 
-def _fill(fitted):
-    space, samples, results, model = fitted
+def _fill(p):
     ws, key = create_workspace()
-    ws.set_space(space, "stargazer")
-    ws.set_samples(samples, "uniform")
-    ws.set_results(results, "cycles", "sim", inputs=("space", "samples"))
-    ws.set_model(model, "fit")
+    ws.set_space(p["space"], "stargazer")
+    ws.set_samples(p["samples"], "uniform")
+    ws.set_results(p["results"], "cycles", "sim", inputs=("space", "samples"))
+    ws.set_model(p["model"], "fit")
     return ws, key
 
 
-def test_validation_job_stores_a_current_analysis(home, fitted):
-    ws, _ = _fill(fitted)
+def test_validation_job_stores_a_current_analysis(home, pipeline):
+    ws, _ = _fill(pipeline)
     job = start_validation(ws, train_sizes=[40, 80], test_size=60, repeats=2, models=["stepwise", "fixed"])
     assert job.wait(300)
     info = ws.job(job.id)
@@ -236,16 +228,16 @@ def test_validation_job_stores_a_current_analysis(home, fitted):
     sv = ws.get("validation")
     assert sv.ok and set(sv.inputs) == {"results", "model"} and sv.value.train_sizes == [40, 80]
     assert sv.value.transform == "log" and set(sv.value.summary().model) == {"stepwise", "fixed"}
-    ws.set_model(fitted[3], "the same model again")
+    ws.set_model(pipeline["model"], "the same model again")
     assert ws.status("validation").ok  # identical content: still current
-    ws.set_results(fitted[2].head(120), "cycles", "fewer rows")
+    ws.set_results(pipeline["results"].head(120), "cycles", "fewer rows")
     assert ws.status("validation").state == "stale"
     with pytest.raises(Exception, match="Refit on the new results"):
         start_validation(ws, train_sizes=[40], test_size=40)
 
 
-def test_a_stopped_scan_keeps_the_designs_predicted_so_far(home, fitted):
-    ws, _ = _fill(fitted)
+def test_a_stopped_scan_keeps_the_designs_predicted_so_far(home, pipeline):
+    ws, _ = _fill(pipeline)
     gate = threading.Event()
     calls = []
 
@@ -261,13 +253,13 @@ def test_a_stopped_scan_keeps_the_designs_predicted_so_far(home, fitted):
     assert job.wait(300)
     sv = ws.get("scan")
     assert ws.job(job.id).state == "stopped" and sv.partial
-    assert sv.value.points == calls[0] < fitted[0].size and len(calls) == 1
+    assert sv.value.points == calls[0] < pipeline["space"].size and len(calls) == 1
     assert len(sv.value.best) == 5 and set(sv.inputs) == {"model", "space"}
 
 
-def test_cli_simulate_with_workspace_records_a_campaign_the_workspace_sees_and_adopts(home, tmp_path, fitted):
-    space, samples, results, model = fitted
-    ws, key = create_workspace()
+def test_cli_simulate_with_workspace_records_a_campaign_the_workspace_sees_and_adopts(home, tmp_path, pipeline):
+    space, samples = pipeline["space"], pipeline["samples"]
+    ws, _ = create_workspace()
     ws.set_space(space, "stargazer")
     ws.set_samples(samples, "uniform")
     csv = tmp_path / "samples.csv"
@@ -278,10 +270,10 @@ def test_cli_simulate_with_workspace_records_a_campaign_the_workspace_sees_and_a
                        cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
     (c,) = ws.campaigns()
-    assert (c.name, c.progress.done, c.progress.total, c.running) == ("bfs-run", 160, 160, False)
+    assert (c.name, c.progress.done, c.progress.total, c.running) == ("bfs-run", 200, 200, False)
     assert c.job.state == "finished" and c.spec["kernel"] == "BFS"
     sv = ws.adopt_campaign("bfs-run")
-    assert sv.ok and not sv.partial and sv.value.response == "cycles" and len(sv.value.table) == 160
+    assert sv.ok and not sv.partial and sv.value.response == "cycles" and len(sv.value.table) == 200
     assert set(sv.inputs) == {"space", "samples"}  # the campaign ran exactly the workspace's samples
     assert sv.origin == "campaign bfs-run (analytical)"
     ws.set_samples(sample(space, 50, seed=9), "resampled")
@@ -292,9 +284,9 @@ def test_cli_simulate_with_workspace_records_a_campaign_the_workspace_sees_and_a
     assert r.returncode == 2 and "not both" in r.stderr
 
 
-def test_the_dashboard_stops_a_cli_campaign_and_adopts_the_partial_results(home, tmp_path, fitted):
-    space, samples, _, _ = fitted
-    ws, key = create_workspace()
+def test_the_dashboard_stops_a_cli_campaign_and_adopts_the_partial_results(home, tmp_path, pipeline):
+    space, samples = pipeline["space"], pipeline["samples"]
+    ws, _ = create_workspace()
     ws.set_space(space, "stargazer")
     pts = samples.table().head(40)
     csv = tmp_path / "p.csv"

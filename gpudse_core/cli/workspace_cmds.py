@@ -155,35 +155,32 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
                         "export, adopt")
     wsub = wp.add_subparsers(dest="ws_command", required=True, metavar="ACTION")
 
-    def action(name: str, help: str, func) -> argparse.ArgumentParser:
+    def action(name: str, help: str, func, with_id: bool = True) -> argparse.ArgumentParser:
         p = wsub.add_parser(name, help=help)
+        if with_id:
+            p.add_argument("id", metavar="ID", help="the workspace's id (the dashboard's ?ws=…)")
         p.add_argument("--home", metavar="DIR", help="the folder holding workspaces (default: $GPUDSE_HOME or ~/.gpudse)")
         p.set_defaults(func=func)
         return p
 
-    p = action("list", "every workspace in the folder, most recently changed first", cmd_ws_list)
+    p = action("list", "every workspace in the folder, most recently changed first", cmd_ws_list, with_id=False)
     p.add_argument("--json", action="store_true")
     p = action("show", "a workspace's stages (current, stale or missing, and why), campaigns and jobs", cmd_ws_show)
-    p.add_argument("id", metavar="ID")
     p.add_argument("--json", action="store_true")
-    p = action("new", "create a workspace; prints its id and edit key", cmd_ws_new)
+    p = action("new", "create a workspace; prints its id and edit key", cmd_ws_new, with_id=False)
     p.add_argument("--name", default="Untitled workspace")
     p.add_argument("--space", metavar="SPACE", help="start with this design space (YAML/JSON file or preset)")
     p.add_argument("--project", metavar="ZIP", help="start from a saved project zip")
     p.add_argument("--json", action="store_true", help='print {"id", "key", "path"}')
     p = action("rename", "rename a workspace", cmd_ws_rename)
-    p.add_argument("id", metavar="ID")
     p.add_argument("name", metavar="NAME")
     p = action("delete", "delete a workspace and everything in it", cmd_ws_delete)
-    p.add_argument("id", metavar="ID")
     p.add_argument("--yes", action="store_true", help="confirm: deleting cannot be undone")
     p = action("export", "write the current stages as a project zip, or one stage's table", cmd_ws_export)
-    p.add_argument("id", metavar="ID")
     p.add_argument("--stage", choices=("samples", "results"), help="write this stage's table instead of a project")
     p.add_argument("--include-stale", action="store_true", help="project: keep stale stages (labelled in "
                    "settings.json) instead of leaving them out")
     p.add_argument("-o", "--output", required=True, metavar="project.zip|table.csv")
     p = action("adopt", "make a finished (or stopped) campaign's results the workspace's results", cmd_ws_adopt)
-    p.add_argument("id", metavar="ID")
     p.add_argument("campaign", metavar="CAMPAIGN", help="the name given to gpudse simulate --campaign")
     p.add_argument("--response", help="the response column (default: cycles, else the first numeric one)")

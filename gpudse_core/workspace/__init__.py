@@ -63,34 +63,31 @@ results the results stage. Projects and reports: :func:`export_project`, :func:`
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+# Every module here imports NumPy, pandas and the pipeline's packages only inside the functions that
+# need them, so importing the package (and the CLI's --help) stays cheap.
+from .campaigns import CampaignInfo, CliCampaign, adopt_campaign, start_campaign
+from .codec import register
+from .db import NotFound, ReadOnly, WorkspaceError, home, single_user
+from .exchange import ProjectExport, ReportContents, export_project, import_project, report_contents, samples_from_dict
+from .jobs import Job, JobContext, JobInfo, Stopped, start_job
+from .stages import BASE_STAGES, Results, StageError, Status
+from .tasks import start_scan, start_validation
+from .workspace import (
+                        Conflict,
+                        NotReady,
+                        StageValue,
+                        VersionInfo,
+                        Workspace,
+                        WorkspaceInfo,
+                        application_column,
+                        create_workspace,
+                        list_workspaces,
+                        open_workspace,
+)
 
-_EXPORTS = {
-    "Workspace": "workspace", "StageValue": "workspace", "VersionInfo": "workspace", "WorkspaceInfo": "workspace",
-    "Conflict": "workspace", "NotReady": "workspace", "create_workspace": "workspace", "open_workspace": "workspace",
-    "list_workspaces": "workspace", "application_column": "workspace",
-    "WorkspaceError": "db", "NotFound": "db", "ReadOnly": "db", "single_user": "db", "home": "db",
-    "Status": "stages", "Results": "stages", "BASE_STAGES": "stages", "StageError": "stages",
-    "JobContext": "jobs", "JobInfo": "jobs", "Job": "jobs", "Stopped": "jobs", "start_job": "jobs",
-    "CampaignInfo": "campaigns", "CliCampaign": "campaigns", "start_campaign": "campaigns",
-    "adopt_campaign": "campaigns",
-    "start_validation": "tasks", "start_scan": "tasks",
-    "export_project": "exchange", "import_project": "exchange", "report_contents": "exchange",
-    "ProjectExport": "exchange", "ReportContents": "exchange", "samples_from_dict": "exchange",
-    "register": "codec",
-}
-__all__ = list(_EXPORTS)
-
-
-def __getattr__(name: str) -> Any:
-    mod = _EXPORTS.get(name)
-    if mod is None:
-        raise AttributeError(f"module 'gpudse_core.workspace' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f".{mod}", __name__), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(__all__)
+__all__ = ["BASE_STAGES", "CampaignInfo", "CliCampaign", "Conflict", "Job", "JobContext", "JobInfo", "NotFound",
+           "NotReady", "ProjectExport", "ReadOnly", "ReportContents", "Results", "StageError", "StageValue", "Status",
+           "Stopped", "VersionInfo", "Workspace", "WorkspaceError", "WorkspaceInfo", "adopt_campaign",
+           "application_column", "create_workspace", "export_project", "home", "import_project", "list_workspaces",
+           "open_workspace", "register", "report_contents", "samples_from_dict", "single_user", "start_campaign",
+           "start_job", "start_scan", "start_validation"]

@@ -7,6 +7,7 @@ import io
 import json
 import math
 import multiprocessing as mp
+import os
 import subprocess
 import sys
 import threading
@@ -459,6 +460,42 @@ def test_export_leaves_out_stale_stages_and_import_is_atomic(home, pipeline):
     with pytest.raises(GpudseError):
         import_project(other, b"PK\x03\x04 broken", "bad.zip")
     assert other.revision == before
+
+
+def test_the_built_in_example_and_the_cli_round_trip(home, tmp_path):
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+
+    def gpudse(*argv):
+        r = subprocess.run([sys.executable, "-m", "gpudse_core", *argv], cwd=ROOT, env=env, capture_output=True,
+                           text=True, timeout=300)
+        assert r.returncode == 0, r.stderr
+        return r
+
+    made = json.loads(gpudse("workspace", "new", "--name", "ex", "--example", "--json").stdout)
+    ws = open_workspace(made["id"], made["key"])
+    assert ws.writable and set(states(ws).values()) == {"current"}
+    assert len(ws.get("samples").value) == 300 and ws.get("results").value.response == "cycles"
+    assert set(ws.get("results").inputs) == {"space", "samples"} and ws.get("model").value.transform == "log"
+    shown = json.loads(gpudse("workspace", "show", ws.id, "--json").stdout)
+    assert {s: v["state"] for s, v in shown["stages"].items()} == states(ws)
+    assert shown["stages"]["model"]["inputs"] == {"results": 1}
+    listed = json.loads(gpudse("workspace", "list", "--json").stdout)
+    assert [w["id"] for w in listed] == [ws.id]
+    gpudse("workspace", "export", ws.id, "--stage", "results", "-o", str(tmp_path / "r.csv"))
+    assert len(pd.read_csv(tmp_path / "r.csv")) == 300
+    gpudse("workspace", "export", ws.id, "-o", str(tmp_path / "p.zip"))
+    copy = json.loads(gpudse("workspace", "new", "--project", str(tmp_path / "p.zip"), "--json").stdout)
+    assert states(open_workspace(copy["id"])) == states(ws)
+    gpudse("workspace", "rename", ws.id, "renamed")
+    assert open_workspace(ws.id).name == "renamed"
+    r = subprocess.run([sys.executable, "-m", "gpudse_core", "workspace", "delete", ws.id], cwd=ROOT, env=env,
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and "--yes" in r.stderr and ws.path.exists()
+    gpudse("workspace", "delete", ws.id, "--yes")
+    assert not ws.path.exists()
+    r = subprocess.run([sys.executable, "-m", "gpudse_core", "workspace", "show", "../../etc/passwd"], cwd=ROOT,
+                       env=env, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and r.stderr.startswith("gpudse: error: workspace id") and "Traceback" not in r.stderr
 
 
 def test_report_contents_only_current_or_labelled(home, pipeline):

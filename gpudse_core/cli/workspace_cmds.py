@@ -81,7 +81,11 @@ def cmd_ws_new(args: argparse.Namespace) -> int:
 
     ws, key = create_workspace(args.name, root=args.home)
     try:
-        if args.project:
+        if args.example:
+            from ..workspace import fill_example
+
+            fill_example(ws)
+        elif args.project:
             from pathlib import Path
 
             p = Path(args.project)
@@ -169,8 +173,11 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--json", action="store_true")
     p = action("new", "create a workspace; prints its id and edit key", cmd_ws_new, with_id=False)
     p.add_argument("--name", default="Untitled workspace")
-    p.add_argument("--space", metavar="SPACE", help="start with this design space (YAML/JSON file or preset)")
-    p.add_argument("--project", metavar="ZIP", help="start from a saved project zip")
+    start = p.add_mutually_exclusive_group()
+    start.add_argument("--space", metavar="SPACE", help="start with this design space (YAML/JSON file or preset)")
+    start.add_argument("--project", metavar="ZIP", help="start from a saved project zip")
+    start.add_argument("--example", action="store_true", help="start from the dashboard's built-in example "
+                       "(Stargazer space, 300 samples, matMul results, a fitted model)")
     p.add_argument("--json", action="store_true", help='print {"id", "key", "path"}')
     p = action("rename", "rename a workspace", cmd_ws_rename)
     p.add_argument("name", metavar="NAME")

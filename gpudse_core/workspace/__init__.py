@@ -58,7 +58,8 @@ stored as *stage* (partial when stopped). ``ws.jobs(active=True)`` re-attaches a
 
 Campaigns: ``ws.campaigns()`` (live progress from the store), ``ws.adopt_campaign(name)`` makes its
 results the results stage. Projects and reports: :func:`export_project`, :func:`import_project`,
-:func:`report_contents` (current stages and analyses only, or stale ones labelled).
+:func:`report_contents` (current stages and analyses only, or stale ones labelled). A new workspace
+can start from the built-in example: :func:`fill_example`.
 """
 
 from __future__ import annotations
@@ -68,6 +69,7 @@ from __future__ import annotations
 from .campaigns import CampaignInfo, CliCampaign, adopt_campaign, start_campaign
 from .codec import register
 from .db import NotFound, ReadOnly, WorkspaceError, home, single_user
+from .example import fill_example
 from .exchange import ProjectExport, ReportContents, export_project, import_project, report_contents, samples_from_dict
 from .jobs import Job, JobContext, JobInfo, Stopped, start_job
 from .stages import BASE_STAGES, Results, StageError, Status
@@ -88,6 +90,6 @@ from .workspace import (
 __all__ = ["BASE_STAGES", "CampaignInfo", "CliCampaign", "Conflict", "Job", "JobContext", "JobInfo", "NotFound",
            "NotReady", "ProjectExport", "ReadOnly", "ReportContents", "Results", "StageError", "StageValue", "Status",
            "Stopped", "VersionInfo", "Workspace", "WorkspaceError", "WorkspaceInfo", "adopt_campaign",
-           "application_column", "create_workspace", "export_project", "home", "import_project", "list_workspaces",
+           "application_column", "create_workspace", "export_project", "fill_example", "home", "import_project", "list_workspaces",
            "open_workspace", "register", "report_contents", "samples_from_dict", "single_user", "start_campaign",
            "start_job", "start_scan", "start_validation"]

@@ -203,10 +203,23 @@ class Workspace:
 
     def require(self, *stages: str) -> tuple[StageValue, ...]:
         """The current values of *stages*; raises :class:`NotReady` with the banner's status if not."""
-        block = self.ready(*stages)
-        if block is not None:
-            raise NotReady(block)
-        return tuple(self.get(s) for s in stages)
+        with self._snapshot():  # one consistent view, even while another session writes
+            block = self.ready(*stages)
+            if block is not None:
+                raise NotReady(block)
+            return tuple(self.get(s) for s in stages)
+
+    @contextlib.contextmanager
+    def _snapshot(self) -> Iterator[None]:
+        with self._lock:
+            if self._db.in_transaction:
+                yield
+                return
+            self._db.execute("BEGIN")  # deferred: a read snapshot (WAL), no lock on writers
+            try:
+                yield
+            finally:
+                self._db.execute("COMMIT")
 
     def get(self, stage: str, version: int | None = None) -> StageValue:
         """The stage's current version (or *version*), with its status; a missing stage gives a

@@ -69,6 +69,14 @@ class Limits:
     timeout_max_s: float = 30 * 86400.0  # the longest timeout a simulator description may ask for
     # ---- models --------------------------------------------------------------------------------------
     model_columns: int = 100_000  # columns (coefficients) of a model file
+    # ---- workspaces (issue 14) -------------------------------------------------------------------------
+    workspaces: int = 10_000  # workspace files under $GPUDSE_HOME (creating or forking one more is refused)
+    workspace_bytes: int = 4 * GiB  # one workspace's SQLite file, checked before each write
+    workspace_stage_bytes: int = 1 * GiB  # one stored stage value (results as Parquet, arrays as .npy), encoded
+    workspace_history: int = 20  # versions kept per stage; older ones not needed by a current stage are pruned
+    workspace_analyses: int = 64  # named analyses in one workspace
+    workspace_jobs: int = 4  # jobs running at once in one workspace (validation, scans, campaigns, ray casting)
+    workspace_name_chars: int = 200  # a workspace's name
 
     def check(self, name: str, value: float, what: str, hint: str = "") -> None:
         """Raise :class:`LimitError` when *value* exceeds the limit *name*."""

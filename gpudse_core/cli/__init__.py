@@ -15,7 +15,8 @@ It calls the same functions as the dashboard pages. User errors print one line
     gpudse validate DATA --response COL [--transform …] [--train-sizes 30,60,…] [--test-size 200]
                     [--repeats 5] [--models stepwise,fixed,regional,forest,boosting,hybrid] [--json]
     gpudse simulate SAMPLES --backend analytical|command [--kernel NAME] [--config SIM.toml]
-                    [--workers W | --scheduler ADDRESS] [--store campaign.db] [--retries R] -o results.csv
+                    [--workers W | --scheduler ADDRESS] [--store campaign.db | --workspace ID] [--retries R]
+                    -o results.csv
     gpudse import RESULTS --space SPACE [--responses a,b] [--snap reject|nearest]
                   [--duplicates keep|average|reject] [--store campaign.db] -o clean.csv
     gpudse pixels HEATMAP --sms N --mem M [--k K] [--division fine|coarse] [--distribution uniform|lintmp|exptmp]
@@ -24,6 +25,7 @@ It calls the same functions as the dashboard pages. User errors print one line
     gpudse combine LOG... --fractions P1,P2,... [--aggregate metric=sum|mean|hmean ...] [--json]
     gpudse equal-area [--bandwidth GBPS] [--regs-per-thread R] [--json]
     gpudse wfg GRAPH.json|.yaml [--json]
+    gpudse workspace list|show ID|new [--space S]|rename ID NAME|delete ID --yes|export ID -o F|adopt ID CAMPAIGN
 """
 
 from __future__ import annotations
@@ -34,11 +36,11 @@ from typing import Sequence
 
 from .. import __version__
 from ..errors import GpudseError
-from . import model_cmds, ray_cmds, sim_cmds, space_cmds
+from . import model_cmds, ray_cmds, sim_cmds, space_cmds, workspace_cmds
 
 # Start-up: building the parser and printing --help import only argparse and these command modules,
 # which import NumPy, pandas or scikit-learn inside the command that needs them (issue 12).
-COMMAND_MODULES = (space_cmds, model_cmds, sim_cmds, ray_cmds)
+COMMAND_MODULES = (space_cmds, model_cmds, sim_cmds, ray_cmds, workspace_cmds)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -26,6 +26,14 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     else:
         backend = AnalyticalBackend(args.kernel, noise=args.noise, seed=args.seed or 0)
     store_path = Path(args.store) if args.store else out.with_suffix(".db")
+    wsc = None
+    if args.workspace:  # issue 14: the campaign goes into the workspace's database, live in the dashboard
+        from ..workspace.campaigns import CliCampaign
+
+        if args.store:
+            raise GpudseError("give --store or --workspace, not both: a workspace keeps its campaigns in its own file")
+        wsc = CliCampaign(args.workspace, args.campaign)
+        store_path, args.campaign = wsc.store_path, wsc.store_name
     with CampaignStore(store_path, name=args.campaign, max_attempts=args.retries + 1) as store:
         state = store.open({**backend.spec(), **points_spec(points)}, points)
         before = store.progress()
@@ -39,7 +47,10 @@ def cmd_simulate(args: argparse.Namespace) -> int:
                   f"{prog.failed:,} failed, {prog.remaining:,} remaining, {rate:,.0f} points/s   ",
                   end="", file=sys.stderr, flush=True)
 
-        final = run_campaign(store, backend, workers=args.workers, scheduler=args.scheduler, progress=bar)
+        final = run_campaign(store, backend, workers=args.workers, scheduler=args.scheduler,
+                             progress=wsc.progress(bar) if wsc else bar, should_stop=wsc and wsc.should_stop)
+        if wsc:
+            wsc.finish(final)
         print(file=sys.stderr)
         table = store.table()
         keep = [c for c in table.columns if c not in ("status", "attempts", "error")]
@@ -130,6 +141,8 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     si.add_argument("--store", metavar="campaign.db", help="SQLite campaign store (default: the output name with "
                     ".db); running again with the same store resumes")
     si.add_argument("--campaign", default="default", help="campaign name inside the store")
+    si.add_argument("--workspace", metavar="ID", help="record the campaign in this dashboard workspace "
+                    "($GPUDSE_HOME): its progress shows live there, and its results can become the workspace's")
     si.add_argument("--retries", type=positive_int, default=2, help="retries of a failed run (default 2)")
     si.add_argument("-o", "--output", required=True, metavar="results.csv")
     si.set_defaults(func=cmd_simulate)

@@ -1,0 +1,194 @@
+"""Simulation campaigns recorded in the workspace's own database file (issue 14).
+
+A campaign launched from the command line on a cluster's login node (``gpudse simulate … --workspace
+ID``) or from the dashboard is a :class:`~gpudse_core.sim.store.CampaignStore` named ``<id>/<name>``
+inside the workspace's SQLite file, so the dashboard shows its progress live from the store (every
+finished point is committed as it arrives), can stop it (the CLI polls the workspace's stop flag), and,
+by an explicit action, makes its results the workspace's results stage (a new version, labelled
+partial while points remain).
+"""
+
+from __future__ import annotations
+
+import atexit
+import hashlib
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import GpudseError
+from .jobs import JobContext, JobInfo, begin_job, end_job, list_jobs, start_job
+from .stages import StageError
+
+STATUS_COLUMNS = ("status", "attempts", "error")
+
+
+@dataclass(frozen=True)
+class CampaignInfo:
+    name: str
+    store_name: str
+    created: float
+    origin: str
+    spec: dict | None
+    progress: Any  # sim.store.Progress: pending, running, done, failed, total, remaining
+    job: JobInfo | None  # the latest job that ran it (None: never run from a workspace-aware process)
+
+    @property
+    def running(self) -> bool:
+        return self.job is not None and self.job.active
+
+
+def _store(ws: Any, store_name: str) -> Any:
+    from ..sim.store import CampaignStore
+
+    return CampaignStore(ws.path, name=store_name)
+
+
+def record_campaign(ws: Any, name: str, origin: str = "") -> str:
+    """Register campaign *name* in the workspace; returns its name inside the store (``<id>/<name>``)."""
+    name = str(name).strip()
+    if not name or len(name) > 100 or "/" in name:
+        raise GpudseError(f"campaign name {name!r}: give 1–100 characters without '/'")
+    from .db import transaction
+
+    store_name = f"{ws.id}/{name}"
+    with ws._lock, transaction(ws._db):
+        ws._db.execute("INSERT INTO ws_campaign (name, store_name, created, origin) VALUES (?, ?, ?, ?) "
+                       "ON CONFLICT(name) DO NOTHING", (name, store_name, time.time(), origin[:500]))
+    return store_name
+
+
+def list_campaigns(ws: Any) -> list[CampaignInfo]:
+    """The workspace's campaigns with live progress read from the store, newest first."""
+    with ws._lock:
+        rows = ws._db.execute("SELECT name, store_name, created, origin FROM ws_campaign ORDER BY created DESC"
+                              ).fetchall()
+    jobs: dict[str, JobInfo] = {}
+    for j in reversed(list_jobs(ws, limit=200)):
+        if j.campaign:
+            jobs[j.campaign] = j
+    out = []
+    for name, store_name, created, origin in rows:
+        with _store(ws, store_name) as st:
+            out.append(CampaignInfo(name, store_name, created, origin, st.spec(), st.progress(), jobs.get(name)))
+    return out
+
+
+def campaign(ws: Any, name: str) -> CampaignInfo:
+    for c in list_campaigns(ws):
+        if c.name == name:
+            return c
+    raise GpudseError(f"no campaign {name!r} in this workspace")
+
+
+def adopt_campaign(ws: Any, name: str, response: str | None = None, app_column: str | None = "auto") -> Any:
+    """Make the campaign's finished points the workspace's results (a new version). When its points
+    are the workspace's current samples, the results are recorded as computed from them."""
+    from ..sim.campaign import points_spec
+
+    info = campaign(ws, name)
+    with _store(ws, info.store_name) as st:
+        table = st.table()
+        prog = st.progress()
+    if not len(table):
+        raise GpudseError(f"campaign {name!r} has no finished points yet")
+    table = table.drop(columns=[c for c in STATUS_COLUMNS if c in table.columns])
+    spec = info.spec or {}
+    space = ws.get("space")
+    if space.value is None:
+        raise StageError("choose the design space before using campaign results")
+    missing = [p for p in space.value.parameter_names if p not in table.columns]
+    if missing:
+        raise GpudseError(f"campaign {name!r} ran points without {', '.join(missing[:5])}: they are not of the "
+                          f"current design space {space.value.name!r}")
+    if response is None:
+        numeric = [c for c in table.columns if c not in space.value.parameter_names and table[c].dtype.kind in "iuf"]
+        if not numeric:
+            raise GpudseError(f"campaign {name!r}: its results have no numeric column to model")
+        response = "cycles" if "cycles" in numeric else numeric[0]
+    inputs: list[Any] = [space]
+    samples = ws.get("samples")
+    if samples.value is not None and points_spec(samples.value.table()).get("points_sha256") == spec.get("points_sha256"):
+        inputs.append(samples)
+    partial = prog.remaining > 0
+    note = f"{prog.done:,} of {prog.total:,} points done, {prog.failed:,} failed" if partial or prog.failed else ""
+    return ws.set_results(table, response, f"campaign {name} ({spec.get('backend', 'simulator')})",
+                          app_column=app_column, inputs=inputs, partial=partial, note=note)
+
+
+def start_campaign(ws: Any, backend: Any, *, name: str | None = None, workers: int | None = None,
+                   scheduler: str | None = None) -> Any:
+    """Run the workspace's current samples through *backend* as a background job (resumable: a
+    campaign of the same points and backend picks up where it stopped). Returns the job."""
+    from ..sim.campaign import points_spec, run_campaign
+
+    (samples,) = ws.require("samples")
+    points = samples.value.table()
+    spec = {**backend.spec(), **points_spec(points)}
+    name = name or hashlib.sha256(json.dumps(spec, sort_keys=True, default=str).encode()).hexdigest()[:12]
+    store_name = record_campaign(ws, name, origin=f"dashboard, {backend.spec().get('backend', '')}")
+    store = _store(ws, store_name)
+    try:
+        store.open(spec, points)
+    except BaseException:
+        store.close()
+        raise
+
+    def work(ctx: JobContext) -> None:
+        try:
+            run_campaign(store, backend, workers=workers, scheduler=scheduler, progress=_reporter(ctx),
+                         should_stop=ctx.stopped)
+        finally:
+            store.close()
+
+    return start_job(ws, "campaign", work, campaign=name)
+
+
+def _reporter(ctx: JobContext, then: Callable | None = None) -> Callable:
+    def report(prog: Any, rate: float) -> None:
+        ctx.progress(prog.done + prog.failed, prog.total, f"{prog.done:,} done, {prog.failed:,} failed, "
+                     f"{rate:,.0f} points/s")
+        if then is not None:
+            then(prog, rate)
+    return report
+
+
+class CliCampaign:
+    """``gpudse simulate … --workspace ID``: the campaign goes into the workspace's file, a job row
+    shows it running (and interrupted if this process dies), and a Stop from the dashboard stops it."""
+
+    def __init__(self, ws_id: str, name: str):
+        from .workspace import open_workspace
+
+        self.ws = open_workspace(ws_id, trusted=True)  # the command line's user owns the files
+        self.name = name
+        self.store_path = self.ws.path
+        self.store_name = record_campaign(self.ws, name, origin="command line")
+        self.ctx = begin_job(self.ws, "campaign", campaign=name)
+        self._open = True
+        atexit.register(self._abandon)
+
+    def progress(self, then: Callable | None = None) -> Callable:
+        """A ``run_campaign`` progress callback that also reports to the workspace."""
+        return _reporter(self.ctx, then)
+
+    def should_stop(self) -> bool:
+        return self.ctx.stopped()
+
+    def finish(self, final: Any) -> None:
+        self.ctx.progress(final.done + final.failed, final.total)
+        end_job(self.ws, self.ctx, "stopped" if self.ctx.stopped() and final.remaining else "finished")
+        self._close()
+
+    def _abandon(self) -> None:  # the command failed or was interrupted before finish()
+        if self._open:
+            end_job(self.ws, self.ctx, "interrupted", "the command ended before the campaign finished")
+            self._close()
+
+    def _close(self) -> None:
+        if self._open:
+            self._open = False
+            self.ws.close()
+            atexit.unregister(self._abandon)

@@ -1,0 +1,139 @@
+"""Project zips and reports drawn from a workspace: only current stages, or stale ones labelled (issue 14).
+
+The zip format and its validation are :mod:`gpudse_core.report.project`'s (``save_project`` /
+``load_project``); this module decides *what* goes in and writes a loaded project into a workspace
+in one transaction (all stages or none).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from .stages import BASE_STAGES
+from .workspace import StageValue, Workspace, WorkspaceError
+
+
+@dataclass(frozen=True)
+class ProjectExport:
+    data: bytes  # the zip
+    left_out: dict[str, str]  # stage -> why it is not in the zip (stale or missing)
+
+
+@dataclass
+class ReportContents:
+    """What an HTML report may show: the project (current stages only, unless asked otherwise), the
+    data the model was fitted on, the analyses with their status, and what was left out and why."""
+
+    project: Any  # report.project.Project
+    model_data: Any  # pandas.DataFrame | None: the results version the model was fitted on
+    analyses: dict[str, StageValue] = field(default_factory=dict)
+    left_out: dict[str, str] = field(default_factory=dict)
+
+    def label(self, name: str) -> str:
+        """A heading for analysis *name*: its name, marked partial or out of date when it is."""
+        sv = self.analyses[name]
+        if not sv.ok:
+            return f"{name} — out of date: {sv.status.reason}"
+        return f"{name} (partial: {sv.note})" if sv.partial else name
+
+
+def _included(ws: Workspace, include_stale: bool) -> tuple[dict[str, StageValue], dict[str, str]]:
+    keep, left_out = {}, {}
+    for stage in BASE_STAGES:
+        sv = ws.get(stage)
+        if sv.value is None:
+            left_out[stage] = sv.status.reason
+        elif sv.ok or include_stale:
+            keep[stage] = sv
+        else:
+            left_out[stage] = f"out of date: {sv.status.reason}"
+    return keep, left_out
+
+
+def _project(ws: Workspace, keep: dict[str, StageValue], left_out: dict[str, str]) -> Any:
+    from ..report.project import Project
+
+    if "space" not in keep:
+        raise WorkspaceError("the workspace has no current design space; choose one before exporting")
+    results = keep.get("results")
+    samples = keep.get("samples")
+    settings = {"workspace": ws.name, "origins": {s: sv.origin for s, sv in keep.items()},
+                "partial": {s: sv.note for s, sv in keep.items() if sv.partial},
+                "stale": {s: sv.status.reason for s, sv in keep.items() if not sv.ok}, "left_out": left_out,
+                "space_origin": keep["space"].origin}
+    return Project(keep["space"].value, json.loads(samples.value.to_json()) if samples else None,
+                   results.value.table if results else None, results.value.response if results else None,
+                   keep["model"].value if "model" in keep else None, settings)
+
+
+def export_project(ws: Workspace, *, include_stale: bool = False) -> ProjectExport:
+    """The project zip of the workspace's current stages; stale ones are left out (and listed in
+    ``settings.json``) unless *include_stale*, which labels them there instead."""
+    from ..report.project import save_project
+
+    keep, left_out = _included(ws, include_stale)
+    return ProjectExport(save_project(_project(ws, keep, left_out)), left_out)
+
+
+def import_project(ws: Workspace, data: bytes, name: str = "project.zip") -> dict[str, StageValue]:
+    """Load a project zip (validated completely first) into the workspace as new versions of its
+    stages, in one transaction; a stage the zip lacks is removed, so nothing old looks current."""
+    from ..report.project import load_project
+
+    proj = load_project(data, name)
+    samples = samples_from_dict(proj.samples, proj.space, name) if proj.samples is not None else None
+    origin = f"project {name}"
+    out: dict[str, StageValue] = {}
+    with ws.batch():
+        out["space"] = ws.set_space(proj.space, str(proj.settings.get("space_origin") or origin))
+        out["samples"] = ws.set_samples(samples, origin) if samples is not None else ws.remove("samples")
+        if proj.results is not None:
+            out["results"] = ws.set_results(proj.results, proj.results_response or "cycles", origin)
+            out["model"] = ws.set_model(proj.model, origin) if proj.model is not None else ws.remove("model")
+        else:
+            out["results"] = ws.remove("results")
+            out["model"] = ws.remove("model")
+    return out
+
+
+def samples_from_dict(doc: Any, space: Any, source: str = "samples") -> Any:
+    """A :class:`SampleSet` from the ``{"meta": …, "points": […]}`` document ``SampleSet.to_json`` writes."""
+    import numpy as np
+    import pandas as pd
+
+    from ..space.sampling import SampleSet
+
+    if not isinstance(doc, dict) or not isinstance(doc.get("points", []), list):
+        raise WorkspaceError(f"{source}: samples.json is not a sample set ({{'meta': …, 'points': [...]}})")
+    meta = doc.get("meta") if isinstance(doc.get("meta"), dict) else {}
+    pts = pd.DataFrame(doc.get("points", []))
+    missing = [p for p in space.parameter_names if p not in pts.columns]
+    if len(pts) and missing:
+        raise WorkspaceError(f"{source}: the samples lack parameter(s) {', '.join(missing[:5])} of the space")
+    idx = pts.pop("design_index").to_numpy() if "design_index" in pts else np.arange(len(pts))
+    return SampleSet(str(meta.get("space", space.name)), str(meta.get("method", "uniform")), meta.get("seed"),
+                     meta.get("request", {}) if isinstance(meta.get("request"), dict) else {}, pts, idx,
+                     space_size=space.size)
+
+
+def report_contents(ws: Workspace, *, include_stale: bool = False) -> ReportContents:
+    """What the HTML report shows: current stages and analyses only, unless *include_stale* (then
+    :meth:`ReportContents.label` marks the stale ones). ``left_out`` says what was dropped and why."""
+    keep, left_out = _included(ws, include_stale)
+    proj = _project(ws, keep, left_out)
+    data = None
+    if "model" in keep and "results" in keep["model"].inputs:
+        data = ws.input_of(keep["model"], "results").value.table
+    analyses = {}
+    for name in ws.analyses():
+        sv = ws.get(name)
+        if sv.value is None:
+            continue
+        if sv.ok or include_stale:
+            analyses[name] = sv
+        else:
+            left_out[name] = f"out of date: {sv.status.reason}"
+    return ReportContents(proj, data, analyses, left_out)
+

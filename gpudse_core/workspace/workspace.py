@@ -1,0 +1,622 @@
+"""The versioned workspace: the pipeline's stages in one SQLite file, shared by id (issue 14).
+
+See the package docstring (:mod:`gpudse_core.workspace`) for the API the pages use.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Self
+
+from .. import limits
+from . import codec
+from . import db as dbm
+from .db import NotFound, ReadOnly, WorkspaceError
+from .stages import (
+    BASE_STAGES,
+    DEFAULT_INPUTS,
+    Head,
+    InputRef,
+    Results,
+    StageError,
+    Status,
+    blocker,
+    check_inputs,
+    check_stage,
+    missing,
+    noun,
+    status_of,
+    statuses,
+)
+
+DEFAULT_NAME = "Untitled workspace"
+_CACHE_ENTRIES = 8
+_APP_NAMES = ("app", "application", "kernel", "benchmark", "workload")
+
+
+class Conflict(WorkspaceError):
+    """Someone else changed the stage since this session read it (an optimistic version check failed)."""
+
+
+class NotReady(WorkspaceError):
+    """A stage needed by a page is stale or missing; ``status`` says why and what fixes it."""
+
+    def __init__(self, status: Status):
+        super().__init__(status.message())
+        self.status = status
+
+
+@dataclass(frozen=True)
+class StageValue:
+    """One stored version of a stage: the value, where it came from and whether it is current.
+
+    For a missing stage ``value`` is None and ``version`` 0. Values are shared with the session's
+    cache: treat tables and arrays as read-only (copy before changing them).
+    """
+
+    stage: str
+    value: Any
+    version: int
+    status: Status
+    digest: str | None = None
+    inputs: Mapping[str, InputRef] = field(default_factory=dict)
+    origin: str = ""
+    created: float = 0.0
+    partial: bool = False
+    note: str = ""
+    revision: int = 0
+
+    @property
+    def ok(self) -> bool:
+        return self.status.ok
+
+    @property
+    def state(self) -> str:
+        return self.status.state
+
+
+@dataclass(frozen=True)
+class VersionInfo:
+    """A row of a stage's history (no value)."""
+
+    stage: str
+    version: int
+    revision: int
+    created: float
+    origin: str
+    removed: bool
+    partial: bool
+    note: str
+    bytes: int
+    inputs: Mapping[str, InputRef]
+    head: bool
+
+
+@dataclass(frozen=True)
+class WorkspaceInfo:
+    id: str
+    name: str
+    created: float
+    updated: float
+    revision: int
+    forked_from: str | None
+    bytes: int
+    stages: Mapping[str, str]  # stage -> current | stale | missing
+
+
+class Workspace:
+    """A handle on one workspace. Open with :func:`open_workspace`, make with :func:`create_workspace`.
+
+    A handle may be kept across page runs and used from several threads (one operation at a time);
+    each job thread opens its own. ``writable`` is False for a workspace opened without its key.
+    """
+
+    def __init__(self, path: Path, ws_id: str, writable: bool):
+        self.path = path
+        self.id = ws_id
+        self.writable = writable
+        self._db = dbm.connect(path)
+        self._lock = threading.RLock()
+        self._depth = 0
+        self._cache: OrderedDict[tuple[str, int], Any] = OrderedDict()
+
+    # ---- lifetime ------------------------------------------------------------------------------
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"<Workspace {self.id[:6]}… {'rw' if self.writable else 'read-only'}>"
+
+    @property
+    def read_only(self) -> bool:
+        return not self.writable
+
+    # ---- metadata ------------------------------------------------------------------------------
+    def _meta(self) -> tuple:
+        row = self._db.execute("SELECT id, name, created, updated, revision, forked_from, deleted, key_hash "
+                               "FROM ws_meta").fetchone()
+        if row is None or row[6]:
+            raise NotFound(f"workspace {self.id[:6]}…: it has been deleted")
+        return row
+
+    def info(self) -> WorkspaceInfo:
+        with self._lock:
+            _, name, created, updated, revision, forked, _, _ = self._meta()
+            st = {s: v.state for s, v in statuses(self.heads()).items()}
+        return WorkspaceInfo(self.id, name, created, updated, revision, forked, _file_bytes(self.path), st)
+
+    @property
+    def name(self) -> str:
+        with self._lock:
+            return self._meta()[1]
+
+    @property
+    def revision(self) -> int:
+        """A counter raised by every change: a page compares it to see another session's changes."""
+        with self._lock:
+            return int(self._meta()[4])
+
+    def rename(self, name: str) -> None:
+        name = _check_name(name)
+        with self._write("rename it"):
+            self._db.execute("UPDATE ws_meta SET name = ?, updated = ?", (name, time.time()))
+
+    # ---- reading -------------------------------------------------------------------------------
+    def heads(self) -> dict[str, Head]:
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT s.stage, s.version, s.digest, s.inputs, s.partial, s.note FROM ws_head h "
+                "JOIN ws_stage s ON s.stage = h.stage AND s.version = h.version").fetchall()
+        return {r[0]: Head(r[0], r[1], r[2], _inputs(r[3]), bool(r[4]), r[5]) for r in rows}
+
+    def status(self, stage: str) -> Status:
+        """``current``, ``stale`` (with the reason and the action that fixes it) or ``missing``."""
+        return status_of(check_stage(stage), self.heads())
+
+    def overview(self) -> dict[str, Status]:
+        """The status of every base stage (in pipeline order) and of every stored analysis."""
+        return statuses(self.heads())
+
+    def analyses(self) -> list[str]:
+        return sorted(s for s in self.heads() if s not in BASE_STAGES)
+
+    def ready(self, *stages: str) -> Status | None:
+        """None when every stage in *stages* is current; else the first status (in pipeline order,
+        tracing missing stages to what they need first) that a page should show as its banner."""
+        return blocker(stages, self.heads())
+
+    def require(self, *stages: str) -> tuple[StageValue, ...]:
+        """The current values of *stages*; raises :class:`NotReady` with the banner's status if not."""
+        with self._snapshot():  # one consistent view, even while another session writes
+            block = self.ready(*stages)
+            if block is not None:
+                raise NotReady(block)
+            return tuple(self.get(s) for s in stages)
+
+    @contextlib.contextmanager
+    def _snapshot(self) -> Iterator[None]:
+        with self._lock:
+            if self._db.in_transaction:
+                yield
+                return
+            self._db.execute("BEGIN")  # deferred: a read snapshot (WAL), no lock on writers
+            try:
+                yield
+            finally:
+                self._db.execute("COMMIT")
+
+    def get(self, stage: str, version: int | None = None) -> StageValue:
+        """The stage's current version (or *version*), with its status; a missing stage gives a
+        StageValue whose value is None."""
+        check_stage(stage)
+        with self._lock:
+            heads = self.heads()
+            head = heads.get(stage)
+            if version is None:
+                if head is None:
+                    return StageValue(stage, None, 0, missing(stage))
+                version = head.version
+            row = self._db.execute(
+                "SELECT version, revision, created, origin, inputs, digest, format, value, partial, note "
+                "FROM ws_stage WHERE stage = ? AND version = ?", (stage, version)).fetchone()
+            if row is None:
+                raise WorkspaceError(f"{noun(stage)} version {version} is not kept in this workspace (only the "
+                                     f"last {limits.current().workspace_history} versions are); compute it again")
+            status = status_of(stage, heads)
+            if head is None or (version != head.version and row[5] != head.digest):
+                status = Status(stage, "stale", f"version {version} is not the current {noun(stage)}",
+                                f"Use the current {noun(stage)}", stage)
+            value = None if row[5] is None else self._decode(stage, version, row[6], row[7])
+        return StageValue(stage, value, version, status, row[5], _inputs(row[4]), row[3], row[2], bool(row[8]),
+                          row[9], row[1])
+
+    def value(self, stage: str) -> Any:
+        """The stage's value when it is current, else None (for code that only shows current values)."""
+        sv = self.get(stage)
+        return sv.value if sv.ok else None
+
+    def input_of(self, sv: StageValue, stage: str) -> StageValue:
+        """The version of *stage* that *sv* was computed from (e.g. the results a model was fitted on)."""
+        ref = sv.inputs.get(stage)
+        if ref is None:
+            raise StageError(f"{sv.stage} was not computed from the {noun(stage)}")
+        return self.get(stage, ref.version)
+
+    def history(self, stage: str) -> list[VersionInfo]:
+        check_stage(stage)
+        with self._lock:
+            head = self._db.execute("SELECT version FROM ws_head WHERE stage = ?", (stage,)).fetchone()
+            rows = self._db.execute("SELECT version, revision, created, origin, digest, partial, note, bytes, inputs "
+                                    "FROM ws_stage WHERE stage = ? ORDER BY version", (stage,)).fetchall()
+        return [VersionInfo(stage, r[0], r[1], r[2], r[3], r[4] is None, bool(r[5]), r[6], r[7], _inputs(r[8]),
+                            head is not None and head[0] == r[0]) for r in rows]
+
+    def _decode(self, stage: str, version: int, fmt: str, blob: bytes) -> Any:
+        key = (stage, version)
+        if key in self._cache:
+            self._cache.move_to_end(key)
+            return self._cache[key]
+        value = codec.decode(fmt, blob, what=f"workspace {self.id[:6]}…: {noun(stage)} v{version}")
+        self._cache[key] = value
+        while len(self._cache) > _CACHE_ENTRIES:
+            self._cache.popitem(last=False)
+        return value
+
+    # ---- writing -------------------------------------------------------------------------------
+    @contextlib.contextmanager
+    def _write(self, action: str) -> Iterator[None]:
+        if not self.writable:
+            raise ReadOnly(f"this workspace is shared with you read-only; to {action}, make your own copy first "
+                           f"(fork)")
+        with self._lock:
+            if self._depth:
+                self._depth += 1
+                try:
+                    yield
+                finally:
+                    self._depth -= 1
+                return
+            self._depth = 1
+            try:
+                with dbm.transaction(self._db):
+                    self._meta()
+                    yield
+            finally:
+                self._depth = 0
+
+    @contextlib.contextmanager
+    def batch(self) -> Iterator[Workspace]:
+        """Several changes in one transaction: all of them or none (a project import, the example)."""
+        with self._write("change it"):
+            yield self
+
+    def put(self, stage: str, value: Any, *, inputs: Sequence[str | StageValue] | None = None, origin: str = "",
+            partial: bool = False, note: str = "", expect: int | None = None) -> StageValue:
+        """Store a new version of *stage*; it becomes the current one.
+
+        *inputs*: the stages it was computed from — a name records that stage's current version, a
+        :class:`StageValue` records the version the caller actually read (race-free; prefer it).
+        Defaults: samples ← space, results ← space, model ← results; an analysis must name them.
+        *expect*: the version the caller last saw; if another session wrote one since,
+        :class:`Conflict` is raised and nothing is stored.
+        """
+        check_stage(stage)
+        if inputs is None:
+            if stage not in BASE_STAGES:
+                raise StageError(f"analysis {stage!r}: name the stages it was computed from (inputs=[...]; "
+                                 f"[] when none)")
+            inputs = DEFAULT_INPUTS[stage]
+        names = [i.stage if isinstance(i, StageValue) else i for i in inputs]
+        check_inputs(stage, names)
+        _check_value(stage, value)
+        fmt, blob = codec.encode(value, what=f"{noun(stage)}")
+        lim = limits.current()
+        lim.check("workspace_stage_bytes", len(blob), f"{noun(stage)} ({fmt})", "store a smaller table")
+        lim.check("workspace_bytes", _file_bytes(self.path) + len(blob), f"workspace {self.id[:6]}…",
+                  "delete old workspaces or analyses")
+        digest = hashlib.sha256(fmt.encode() + b"\0" + blob).hexdigest()
+        return self._store(stage, value, fmt, blob, digest, inputs, origin, partial, note, expect)
+
+    def _store(self, stage: str, value: Any, fmt: str | None, blob: bytes | None, digest: str | None,
+               inputs: Sequence[Any], origin: str, partial: bool, note: str, expect: int | None,
+               action: str = "change it") -> StageValue:
+        with self._write(action):
+            heads = self.heads()
+            head = heads.get(stage)
+            if expect is not None and (head.version if head else 0) != expect:
+                raise Conflict(f"the {noun(stage)} was changed by another session (now version "
+                               f"{head.version if head else 0}, you had {expect}); reload the page to see it")
+            if head is None and stage not in BASE_STAGES:
+                n = sum(1 for s in heads if s not in BASE_STAGES)
+                limits.check("workspace_analyses", n + 1, f"workspace {self.id[:6]}…: analyses",
+                             "remove analyses you no longer need")
+            refs = {}
+            for i in inputs:
+                if isinstance(i, StageValue):
+                    if not i.version:
+                        raise StageError(f"{noun(stage)}: its input {noun(i.stage)} is missing")
+                    refs[i.stage] = {"version": i.version, "digest": i.digest}
+                    continue
+                h = heads.get(i)
+                if h is None or h.digest is None:
+                    raise StageError(f"{noun(stage)} is computed from the {noun(i)}, and there is none yet; "
+                                     f"{missing(i).action.lower()} first")
+                refs[i] = {"version": h.version, "digest": h.digest}
+            version = int(self._db.execute("SELECT COALESCE(MAX(version), 0) + 1 FROM ws_stage WHERE stage = ?",
+                                           (stage,)).fetchone()[0])
+            revision = int(self._meta()[4]) + 1
+            now = time.time()
+            self._db.execute(
+                "INSERT INTO ws_stage (stage, version, revision, created, origin, inputs, digest, format, value, bytes, "
+                "partial, note) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (stage, version, revision, now, str(origin)[:1000], json.dumps(refs, sort_keys=True), digest, fmt,
+                 blob, len(blob or b""), int(partial), str(note)[:1000]))
+            self._db.execute("INSERT INTO ws_head (stage, version) VALUES (?, ?) ON CONFLICT(stage) DO UPDATE SET "
+                             "version = excluded.version", (stage, version))
+            self._db.execute("UPDATE ws_meta SET revision = ?, updated = ?", (revision, now))
+            self._prune(stage)
+            status = status_of(stage, self.heads())
+        return StageValue(stage, value, version, status, digest, _inputs(json.dumps(refs)), origin, now, partial,
+                          note, revision)
+
+    def _prune(self, stage: str) -> None:
+        keep = limits.current().workspace_history
+        needed = {v for (s, v) in self._db.execute("SELECT stage, version FROM ws_head") if s == stage}
+        for (raw,) in self._db.execute("SELECT s.inputs FROM ws_head h JOIN ws_stage s ON s.stage = h.stage AND "
+                                       "s.version = h.version").fetchall():
+            needed |= {ref.version for name, ref in _inputs(raw).items() if name == stage}
+        old = [v for (v,) in self._db.execute("SELECT version FROM ws_stage WHERE stage = ? ORDER BY version DESC "
+                                              "LIMIT -1 OFFSET ?", (stage, keep)).fetchall() if v not in needed]
+        self._db.executemany("DELETE FROM ws_stage WHERE stage = ? AND version = ?", ((stage, v) for v in old))
+
+    def set_space(self, space: Any, origin: str = "", *, expect: int | None = None) -> StageValue:
+        """A new design space: samples, results, model and analyses made from another become stale."""
+        return self.put("space", space, inputs=(), origin=origin, expect=expect)
+
+    def set_samples(self, samples: Any, origin: str = "", *, inputs: Sequence[Any] = ("space",),
+                    expect: int | None = None) -> StageValue:
+        return self.put("samples", samples, inputs=inputs, origin=origin, expect=expect)
+
+    def set_results(self, table: Any, response: str, origin: str = "", *, app_column: str | None = "auto",
+                    inputs: Sequence[Any] = ("space",), partial: bool = False, note: str = "",
+                    expect: int | None = None) -> StageValue:
+        """A results table with the response to model and the application column (``"auto"``: a text
+        column named app, application, kernel, benchmark or workload with 2–30 values, if any).
+        From a campaign of the current samples, pass ``inputs=("space", "samples")``."""
+        if app_column == "auto":
+            sv = self.get("space")
+            params = set(sv.value.parameter_names) if sv.value is not None else set()
+            app_column = application_column(table, params)
+        return self.put("results", Results(table, response, app_column), inputs=inputs, origin=origin,
+                        partial=partial, note=note, expect=expect)
+
+    def set_model(self, model: Any, origin: str = "", *, inputs: Sequence[Any] = ("results",),
+                  expect: int | None = None) -> StageValue:
+        """A fitted model (any kind with ``to_dict``); analyses computed with another become stale."""
+        return self.put("model", model, inputs=inputs, origin=origin, expect=expect)
+
+    def put_analysis(self, name: str, value: Any, *, inputs: Sequence[Any], origin: str = "",
+                     partial: bool = False, note: str = "", expect: int | None = None) -> StageValue:
+        """An analysis (validation, scan, curves, a ray-tracing plan …) under *name*, computed from
+        *inputs* (e.g. ``["model", "space"]``; ``[]`` for one that depends on no stage)."""
+        if name in BASE_STAGES:
+            raise StageError(f"{name!r} is a pipeline stage, not an analysis name")
+        return self.put(name, value, inputs=inputs, origin=origin, partial=partial, note=note, expect=expect)
+
+    def remove(self, stage: str, *, expect: int | None = None) -> StageValue:
+        """Mark *stage* removed (a new, empty version): what was computed from it becomes stale."""
+        check_stage(stage)
+        return self._store(stage, None, None, None, None, (), "removed", False, "", expect, f"remove the {noun(stage)}")
+
+    def restore(self, stage: str, version: int) -> StageValue:
+        """Make an earlier version current again (as a new version with the same content, so what
+        was computed from that content is current again)."""
+        check_stage(stage)
+        with self._write(f"restore the {noun(stage)}"):
+            row = self._db.execute("SELECT origin, inputs, digest, format, value, partial, note FROM ws_stage "
+                                   "WHERE stage = ? AND version = ?", (stage, version)).fetchone()
+            if row is None or row[2] is None:
+                raise WorkspaceError(f"{noun(stage)} version {version} is not kept (or was a removal)")
+            refs = [StageValue(s, None, r.version, Status(s, "current"), r.digest) for s, r in _inputs(row[1]).items()]
+            sv = self._store(stage, None, row[3], row[4], row[2], refs, f"restored v{version}: {row[0]}", bool(row[5]),
+                             row[6], None)
+        return self.get(stage, sv.version)
+
+    # ---- sharing -------------------------------------------------------------------------------
+    def fork(self, name: str | None = None) -> tuple[Workspace, str]:
+        """Your own copy (allowed on a read-only workspace): ``(workspace, edit key)``. It has the same
+        stages and history; jobs stay with the original."""
+        root = self.path.parent.parent
+        _check_room(root)
+        new_id, key = dbm.new_token(), dbm.new_token()
+        dst = self.path.parent / f"{new_id}.db"
+        tmp = dst.with_suffix(".tmp")
+        with self._lock:
+            src_name = self._meta()[1]
+            out = dbm.connect(tmp, create=True, schema=False)
+            try:
+                self._db.backup(out)
+                now = time.time()
+                out.execute("UPDATE ws_meta SET id = ?, name = ?, key_hash = ?, forked_from = ?, created = ?, updated = ?",
+                            (new_id, _check_name(name or f"{src_name} (copy)"), dbm.key_hash(key), self.id, now, now))
+                out.execute("DELETE FROM ws_job")
+                out.commit()
+                out.execute("PRAGMA journal_mode=DELETE")
+            finally:
+                out.close()
+        os.replace(tmp, dst)
+        return Workspace(dst, new_id, True), key
+
+    def delete(self) -> None:
+        """Delete the workspace for good (its file, stages, jobs and campaigns)."""
+        with self._write("delete it"):
+            self._db.execute("UPDATE ws_meta SET deleted = 1")
+        self.close()
+        for suffix in ("", "-wal", "-shm"):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(f"{self.path}{suffix}")
+
+    # ---- jobs and campaigns (see jobs.py, campaigns.py) -----------------------------------------
+    def start_job(self, kind: str, work: Any, **kw: Any) -> Any:
+        from .jobs import start_job
+
+        return start_job(self, kind, work, **kw)
+
+    def jobs(self, active: bool = False) -> list[Any]:
+        from .jobs import list_jobs
+
+        return list_jobs(self, active=active)
+
+    def job(self, job_id: str) -> Any:
+        from .jobs import job_info
+
+        return job_info(self, job_id)
+
+    def stop_job(self, job_id: str) -> None:
+        from .jobs import stop_job
+
+        stop_job(self, job_id)
+
+    def campaigns(self) -> list[Any]:
+        from .campaigns import list_campaigns
+
+        return list_campaigns(self)
+
+    def adopt_campaign(self, name: str, **kw: Any) -> StageValue:
+        from .campaigns import adopt_campaign
+
+        return adopt_campaign(self, name, **kw)
+
+
+# ---- module functions --------------------------------------------------------------------------
+def create_workspace(name: str = DEFAULT_NAME, root: str | Path | None = None) -> tuple[Workspace, str]:
+    """A new, empty workspace: ``(workspace, edit key)``. Keep the key: it is what allows changes."""
+    name = _check_name(name)
+    d = dbm.workspaces_dir(root, create=True)
+    _check_room(d.parent)
+    ws_id, key = dbm.new_token(), dbm.new_token()
+    path = d / f"{ws_id}.db"
+    tmp = path.with_suffix(".tmp")
+    con = dbm.connect(tmp, create=True)
+    try:
+        now = time.time()
+        con.execute("INSERT INTO ws_meta (id, name, created, updated, key_hash, schema) VALUES (?, ?, ?, ?, ?, ?)",
+                    (ws_id, name, now, now, dbm.key_hash(key), dbm.SCHEMA_NAME))
+        con.execute("PRAGMA journal_mode=DELETE")
+    finally:
+        con.close()
+    os.replace(tmp, path)
+    return Workspace(path, ws_id, True), key
+
+
+def open_workspace(ws_id: str, key: str | None = None, root: str | Path | None = None, *,
+                   trusted: bool = False) -> Workspace:
+    """The workspace *ws_id* — writable with its edit *key* (or on a single-user server, or *trusted*:
+    the command line, whose user owns the files), read-only otherwise."""
+    path = dbm.path_of(ws_id, root)
+    if not path.is_file():
+        raise NotFound(f"no workspace {ws_id[:6]}… here ({path.parent}); it may have been deleted, or belong "
+                       f"to another server (set ${dbm.HOME_ENV})")
+    ws = Workspace(path, ws_id, False)
+    try:
+        meta = ws._meta()
+    except WorkspaceError:
+        ws.close()
+        raise
+    ws.writable = trusted or dbm.single_user() or dbm.key_matches(key, meta[7])
+    return ws
+
+
+def list_workspaces(root: str | Path | None = None, ids: Sequence[str] | None = None, *,
+                    trusted: bool = False) -> list[WorkspaceInfo]:
+    """Workspaces, most recently changed first: those in *ids* (the ones a browser holds keys for),
+    or every one on a single-user server or for a *trusted* caller (the command line)."""
+    d = dbm.workspaces_dir(root)
+    if ids is None:
+        if not (trusted or dbm.single_user()):
+            raise ReadOnly(f"listing every workspace is allowed only on a single-user server "
+                           f"({dbm.SINGLE_USER_ENV}=1); open a workspace by its link")
+        ids = sorted(p.stem for p in d.glob("*.db")) if d.is_dir() else []
+    limits.check("workspaces", len(ids), "workspaces to list")
+    out = []
+    for ws_id in ids:
+        try:
+            with open_workspace(ws_id, root=root) as ws:
+                out.append(ws.info())
+        except WorkspaceError:
+            continue
+    return sorted(out, key=lambda i: -i.updated)
+
+
+def application_column(table: Any, params: set[str] | Sequence[str] = ()) -> str | None:
+    """A text column naming each row's application (app, application, kernel, benchmark, workload)
+    with 2–30 distinct values, if the table has one."""
+    for c in table.columns:
+        if c in params or str(c).lower() not in _APP_NAMES:
+            continue
+        col = table[c]
+        if col.dtype.kind in "OUS" and 1 < col.nunique() <= 30:
+            return c
+    return None
+
+
+def _check_value(stage: str, value: Any) -> None:
+    expected = {"space": "DesignSpace", "samples": "SampleSet", "results": "Results"}
+    if stage in expected and type(value).__name__ != expected[stage]:
+        raise StageError(f"the {noun(stage)} stage holds a {expected[stage]}, not a {type(value).__name__}")
+    if stage == "model" and not (callable(getattr(value, "to_dict", None)) and callable(getattr(value, "predict", None))):
+        raise StageError(f"the model stage holds a fitted model (with predict and to_dict), not a {type(value).__name__}")
+    if stage == "results":
+        t = value.table
+        lim = limits.current()
+        lim.check("table_rows", len(t), "results")
+        lim.check("table_columns", len(t.columns), "results")
+        if value.response not in t.columns:
+            raise StageError(f"results: the response column {value.response!r} is not in the table; columns: "
+                             f"{', '.join(map(str, t.columns[:20]))}")
+        if t[value.response].dtype.kind not in "iuf":
+            raise StageError(f"results: the response column {value.response!r} is not numeric")
+        if value.app_column is not None and value.app_column not in t.columns:
+            raise StageError(f"results: the application column {value.app_column!r} is not in the table")
+
+
+def _check_name(name: Any) -> str:
+    text = " ".join(str(name).split())
+    if not text:
+        raise WorkspaceError("a workspace name cannot be empty")
+    limits.check("workspace_name_chars", len(text), "workspace name")
+    return text
+
+
+def _check_room(root: Path) -> None:
+    d = dbm.workspaces_dir(root)
+    n = sum(1 for _ in d.glob("*.db")) if d.is_dir() else 0
+    limits.check("workspaces", n + 1, f"workspaces in {d}", "delete old workspaces")
+
+
+def _inputs(raw: str) -> dict[str, InputRef]:
+    return {k: InputRef(int(v["version"]), v.get("digest")) for k, v in json.loads(raw or "{}").items()}
+
+
+def _file_bytes(path: Path) -> int:
+    total = 0
+    for suffix in ("", "-wal"):
+        with contextlib.suppress(OSError):
+            total += os.stat(f"{path}{suffix}").st_size
+    return total

@@ -11,8 +11,12 @@ import pandas as pd
 import pytest
 
 from gpudse_core import load_preset, sample
+from gpudse_core.model import encoding
 from gpudse_core.model.splines import make_basis
-from gpudse_core.model.stepwise import FitError, StepwiseModel, StepwiseRegression, fit_stepwise, interaction_block
+from gpudse_core.model.stepwise import (PAPER_SETTINGS, FitError, StepwiseModel, StepwiseRegression, fit_stepwise,
+                                        interaction_block)
+
+PAPER = {k: v for k, v in PAPER_SETTINGS.items() if k not in ("theta", "phi", "compare")}
 
 
 @pytest.fixture(scope="module")
@@ -25,12 +29,23 @@ def stargazer_data():
     return pts.assign(cycles=y)
 
 
-def brute_force(df, response, theta, phi, compare="r2", knots=4, form="restricted"):
-    """Algorithm 1 written plainly: refit every candidate with lstsq. Returns [(chosen, accepted, scores)]."""
+def paper_bases(df, names, knots=4):
+    return {p: make_basis(p, df[p].to_numpy(), knots, "even") for p in names}
+
+
+def robust_bases(df, names, knots=4):
+    plan = encoding.plan({p: df[p].to_numpy() for p in names})
+    return {p: make_basis(p, df[p].to_numpy(), knots, "distinct", categorical=plan[p].categorical,
+                          scale=plan[p].scale) for p in names}
+
+
+def brute_force(df, response, theta, phi, compare="r2", knots=4, form="restricted", make=paper_bases, phi3=None):
+    """Algorithm 1 written plainly: refit every candidate with lstsq. Returns [(chosen, accepted, scores)].
+    With *phi3*, each accepted pair is followed by its three-way extensions (issue 13)."""
     names = [c for c in df.columns if c != response]
     y = df[response].to_numpy(float)
     n = y.size
-    bases = {p: make_basis(p, df[p].to_numpy(), knots, "even") for p in names}
+    bases = make(df, names, knots)
     cols = {p: bases[p].evaluate(df[p].to_numpy()) for p in names}
     tss = float(np.sum((y - y.mean()) ** 2))
 
@@ -44,7 +59,7 @@ def brute_force(df, response, theta, phi, compare="r2", knots=4, form="restricte
     def block(t):
         if len(t) == 1:
             return cols[t[0]]
-        return interaction_block(cols[t[0]], cols[t[1]], bases[t[0]], bases[t[1]], form)[0]
+        return interaction_block([cols[p] for p in t], [bases[p] for p in t], form)[0]
 
     model, chosen, remaining, steps = [], [], list(names), []
     scores = {p: stats_of([block((p,))])[0] for p in remaining}
@@ -75,6 +90,19 @@ def brute_force(df, response, theta, phi, compare="r2", knots=4, form="restricte
                 break
             model.append(block(tuple(ib.split(":"))))
             partners.remove(ib.split(":")[1])
+            if phi3 is None:
+                continue
+            thirds = [m for m in chosen if m not in ib.split(":")]
+            while thirds:
+                r2, adj = stats_of(model)
+                sc = {f"{ib}:{m}": stats_of(model + [block(tuple(ib.split(":")) + (m,))])[1] for m in thirds}
+                tb = max(sc, key=sc.get)
+                ok = sc[tb] - (r2 if compare == "r2" else adj) > phi3
+                steps.append((tb, ok, sc))
+                if not ok:
+                    break
+                model.append(block(tuple(tb.split(":"))))
+                thirds.remove(tb.split(":")[2])
     return steps
 
 
@@ -92,7 +120,7 @@ def test_recovers_the_true_terms(stargazer_data):
                                                   (0.05, 0.2, "r2")])
 def test_trace_matches_brute_force_algorithm_1(stargazer_data, theta, phi, compare):
     ref = brute_force(stargazer_data, "cycles", theta, phi, compare)
-    est = StepwiseRegression(response="cycles", theta=theta, phi=phi, compare=compare)
+    est = StepwiseRegression(response="cycles", theta=theta, phi=phi, compare=compare, **PAPER)
     got = list(est.iter_fit(stargazer_data))
     assert [(s.chosen, s.accepted) for s in got] == [(c, ok) for c, ok, _ in ref]
     for s, (_, _, scores) in zip(got, ref):
@@ -102,7 +130,7 @@ def test_trace_matches_brute_force_algorithm_1(stargazer_data, theta, phi, compa
 
 
 def test_first_row_is_r2_then_adjusted(stargazer_data):
-    steps = list(StepwiseRegression(response="cycles").iter_fit(stargazer_data))
+    steps = list(StepwiseRegression(response="cycles", **PAPER_SETTINGS).iter_fit(stargazer_data))
     assert steps[0].metric == "r2" and steps[0].kind == "initial" and len(steps[0].candidates) == 10
     assert all(s.metric == "adj_r2" for s in steps[1:])
     inter = [s for s in steps if s.kind == "interaction"]
@@ -111,12 +139,12 @@ def test_first_row_is_r2_then_adjusted(stargazer_data):
 
 
 def test_thresholds_control_the_size(stargazer_data):
-    big = fit_stepwise(stargazer_data, "cycles", theta=0.0, phi=0.0)
-    small = fit_stepwise(stargazer_data, "cycles", theta=0.5, phi=0.5)
+    big = fit_stepwise(stargazer_data, "cycles", **{**PAPER, "theta": 0.0, "phi": 0.0})
+    small = fit_stepwise(stargazer_data, "cycles", **{**PAPER, "theta": 0.5, "phi": 0.5})
     assert len(small.terms) == 1 and len(big.terms) >= 4
-    loose = fit_stepwise(stargazer_data, "cycles", theta=0.0, phi=0.0, compare="adj_r2")
+    loose = fit_stepwise(stargazer_data, "cycles", **{**PAPER, "theta": 0.0, "phi": 0.0, "compare": "adj_r2"})
     assert len(loose.terms) >= len(big.terms)
-    capped = fit_stepwise(stargazer_data, "cycles", theta=0.0, phi=0.0, max_terms=3)
+    capped = fit_stepwise(stargazer_data, "cycles", **{**PAPER, "theta": 0.0, "phi": 0.0, "max_terms": 3})
     assert len(capped.terms) == 3 and capped.terms == big.terms[:3]
 
 
@@ -201,7 +229,7 @@ def test_model_files_are_validated(tmp_path, stargazer_data):
     cases = {
         "schema": ({**good, "schema": "gpudse.model/0"}, "schema"),
         "coef": ({**good, "coefficients": good["coefficients"][:-1]}, "coefficients for"),
-        "nan": ({**good, "coefficients": [float("nan")] * len(good["coefficients"])}, "coefficients for"),
+        "nan": ({**good, "coefficients": [float("nan")] * len(good["coefficients"])}, "finite"),
         "basis": ({**good, "bases": [{"name": "simd", "kind": "__import__('os')"}]}, "unknown kind"),
         "column": ({**good, "columns": [{"params": ["zz"], "index": [0]}] * len(good["columns"])}, "unknown parameters"),
         "list": ([1, 2], "not a gpudse model"),

@@ -269,3 +269,83 @@ def test_categorical_parameters():
     m = fit_stepwise(df, "y", theta=0.001, phi=0.001)
     assert set(m.parameters) == {"sched", "simd"} and m.r2 > 0.99
     np.testing.assert_allclose(m.predict(pd.DataFrame({"sched": ["lrr"], "simd": [16.0]})), [100 / 16 + 5], atol=0.1)
+
+
+@pytest.mark.parametrize("theta, phi, phi3", [(0.001, 0.001, 0.001), (0.0, 0.0, 0.0), (0.01, 0.003, 0.0005)])
+def test_three_way_search_matches_brute_force(theta, phi, phi3):
+    """max_order=3 (issue 13): after each accepted pair, its extensions with a third chosen parameter,
+    accepted by the same rule with φ3 — checked candidate by candidate against plain refits, on the
+    robust encodings (log2 scale, categorical 3-level parameters, distinct-value knots)."""
+    pts = sample(load_preset("stargazer"), 300, seed=21).points
+    from gpudse_core.sim.simulator import simulate
+
+    df = pts.assign(cycles=np.log(simulate(pts, "matMul", noise=0.01, seed=3).cycles))
+    ref = brute_force(df, "cycles", theta, phi, make=robust_bases, phi3=phi3)
+    est = StepwiseRegression(response="cycles", criterion="adjr2", theta=theta, phi=phi, phi3=phi3, knots=4,
+                             max_order=3, revisit=False)
+    got = list(est.iter_fit(df))
+    assert [(s.chosen, s.accepted) for s in got] == [(c, ok) for c, ok, _ in ref]
+    assert any(s.kind == "interaction3" and s.accepted for s in got)
+    for s, (_, _, scores) in zip(got, ref):
+        assert set(s.candidates) == set(scores)
+        for k, v in scores.items():
+            assert s.candidates[k] == pytest.approx(v, abs=1e-9)
+    three = [t for t, _ in est.model_.columns if len(t) == 3]
+    assert {frozenset(t) for t in three} == {frozenset(("blk", "simd", "smp"))}
+
+
+def test_matmul_needs_its_three_way_term():
+    from gpudse_core.sim.simulator import simulate
+
+    pts = sample(load_preset("stargazer"), 600, seed=8).points
+    test = sample(load_preset("stargazer"), 1000, seed=9).points
+    y, truth = simulate(pts, "matMul", noise=0.01, seed=1).cycles, simulate(test, "matMul").cycles
+    three = fit_stepwise(pts.assign(y=y), "y", transform="log")
+    pairs = fit_stepwise(pts.assign(y=y), "y", transform="log", max_order=2)
+    assert any(set(t.split(":")) == {"blk", "simd", "smp"} for t in three.terms)
+    err = {k: np.mean(np.abs(m.predict(test) - truth) / truth) for k, m in (("3", three), ("2", pairs))}
+    assert err["3"] < 0.02 and err["3"] < 0.6 * err["2"]
+
+
+def test_forced_interaction_keeps_hierarchy(stargazer_data):
+    m = fit_stepwise(stargazer_data, "cycles", forced=["blk:simd"], search=False)
+    assert m.terms == ["blk", "simd", "blk:simd"]
+    assert [s["chosen"] for s in m.trace] == ["blk", "simd", "blk:simd"]
+    grown = fit_stepwise(stargazer_data, "cycles", forced=["simd", "intra:simd"])
+    assert grown.terms[:3] == ["simd", "intra", "intra:simd"]
+    # a main effect already forced is not forced twice, and the search may still add the others
+    assert "blk" in grown.terms and grown.terms.count("simd") == 1
+    with pytest.raises(FitError, match="two or three different parameters"):
+        fit_stepwise(stargazer_data, "cycles", forced=["simd:simd"])
+
+
+@pytest.mark.parametrize("values, transform", [([5.0] * 40, "none"), ([3.0] * 40, "log"), ([1e-300] * 40, "none")])
+def test_constant_response_is_refused(values, transform):
+    df = pd.DataFrame({"a": np.arange(40.0) % 7, "y": values})
+    with pytest.raises(FitError, match="'y' is constant .* nothing to model"):
+        fit_stepwise(df, "y", transform=transform)
+
+
+def test_scikit_learn_estimator_checks():
+    from sklearn.utils.estimator_checks import check_estimator
+
+    failures = [r for r in check_estimator(StepwiseRegression(), on_fail=None) if r["status"] == "failed"]
+    assert not failures, [(r["check_name"], str(r["exception"])[:300]) for r in failures]
+
+
+def test_fit_takes_arrays_and_frames(stargazer_data):
+    X, y = stargazer_data.drop(columns="cycles"), stargazer_data.cycles
+    by_frame = StepwiseRegression(response_transform="log").fit(X, y)
+    by_column = StepwiseRegression(response="cycles", response_transform="log").fit(stargazer_data)
+    by_array = StepwiseRegression(response_transform="log").fit(X.to_numpy(), y.to_numpy())
+    np.testing.assert_allclose(by_frame.predict(X), by_column.predict(X), rtol=1e-12)
+    np.testing.assert_allclose(by_array.predict(X.to_numpy()), by_frame.predict(X), rtol=1e-10)
+    assert list(by_frame.feature_names_in_) == list(X.columns) and by_array.n_features_in_ == 10
+    assert by_array.model_.parameters[0].startswith("x")
+    # the model keeps its response transform under the JSON key "transform"; fit_stepwise keeps transform=
+    assert by_frame.model_.transform == "log" and fit_stepwise(stargazer_data, "cycles", transform="sqrt").transform == "sqrt"
+    assert "transform" not in StepwiseRegression().get_params() and not hasattr(StepwiseRegression(), "transform")
+    with pytest.raises(ValueError, match="Feature names must be in the same order"):
+        by_frame.predict(X[X.columns[::-1]])
+    # extra columns (the response, an index) are not features
+    np.testing.assert_allclose(by_frame.predict(stargazer_data), by_frame.predict(X))

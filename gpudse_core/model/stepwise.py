@@ -311,9 +311,11 @@ class StepwiseRegression(RegressorMixin, BaseEstimator):
             if names is not None and X.shape[1] > len(names) and set(names) <= set(X.columns):
                 X = X[list(names)]  # extra columns (the response, an index) are not features
             _check_feature_names(self, X, reset=False)
-            if X.shape[1] != self.n_features_in_ and names is None:
-                raise FitError(f"X has {X.shape[1]} features, but {type(self).__name__} is expecting "
-                               f"{self.n_features_in_} features as input")
+            if names is None:  # fitted on unnamed (or non-text) columns: match them by position
+                if X.shape[1] != self.n_features_in_:
+                    raise FitError(f"X has {X.shape[1]} features, but {type(self).__name__} is expecting "
+                                   f"{self.n_features_in_} features as input")
+                X = X.set_axis(self._columns_, axis=1)
             return self.model_.predict(X)
         Xa = validate_data(self, X, reset=False, dtype="numeric")
         return self.model_.predict(pd.DataFrame(Xa, columns=self._columns_))

@@ -198,9 +198,10 @@ class Support:
             bad = idx[~bitmap[flat]]
             if not bad.size:
                 continue
-            cols = [_fmt_all(X[p].to_numpy()[bad], self.params[p].kind == "text") for p in t]
+            shown = sorted(t, key=list(self.params).index)  # the parameters in the data's order
+            cols = [_fmt_all(X[p].to_numpy()[bad], self.params[p].kind == "text") for p in shown]
             memo: dict[tuple, str] = {}
-            texts = [memo.get(key) or memo.setdefault(key, _together(t, key)) for key in zip(*cols)]
+            texts = [memo.get(key) or memo.setdefault(key, _together(shown, key)) for key in zip(*cols)]
             _append(out, bad, texts)
         return out.to_numpy()
 

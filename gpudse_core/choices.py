@@ -16,7 +16,7 @@ SAMPLING_METHODS = ("uniform", "lhs")
 PER_DIM_MODES = ("count", "subgrid")
 
 TRANSFORMS = ("none", "log", "sqrt")
-CRITERIA = ("adjr2", "aic", "bic", "ftest", "press")
+CRITERIA = ("adjr2", "aic", "bic", "ftest")
 INTERACTION_FORMS = ("full", "restricted")
 KNOT_PLACEMENTS = ("even", "quantile", "distinct")  # distinct: quantiles of the distinct values (issue 13)
 SCALES = ("linear", "log2")  # the scale a numeric parameter is modelled on (a space file's `scale:` key)

@@ -137,7 +137,6 @@ class _OLSState:
         self.tss = float(np.sum((z - z.mean()) ** 2))
         self.resid = z - z.mean()
         self.rss = self.tss
-        self.lev = np.full(n, 1.0 / n)  # leverages: diagonal of the hat matrix, rowsum(Q²)
 
     @property
     def q(self) -> np.ndarray:
@@ -168,20 +167,8 @@ class _OLSState:
         c = qb.T @ self.resid
         return float(c @ c)
 
-    def press(self, qb: np.ndarray | None = None) -> float:
-        """PRESS (leave-one-out squared prediction error) of the model, or of the model plus *qb*."""
-        if qb is None:
-            e, h = self.resid, self.lev
-        else:
-            e = self.resid - qb @ (qb.T @ self.resid)
-            h = self.lev + np.einsum("ij,ij->i", qb, qb)
-        if np.max(h) >= 1 - 1e-10:
-            return float("inf")
-        return float(np.sum((e / (1 - h)) ** 2))
-
     def add(self, qb: np.ndarray) -> None:
         c = qb.T @ self.resid
-        self.lev = self.lev + np.einsum("ij,ij->i", qb, qb)
         self.resid = self.resid - qb @ c
         self.rss = max(float(self.resid @ self.resid), 0.0)
         need = self.rank + qb.shape[1]
@@ -496,13 +483,13 @@ class StepwiseRegression(RegressorMixin, BaseEstimator):
                     skipped[name] = f"needs {rank} coefficients but only {n} rows"
                     continue
                 rss = max(st.rss - st.gain(qb), 0.0)
-                scores[name] = st.press(qb) if self.criterion == "press" else self._score(rss, st, rank, n, qb.shape[1])
+                scores[name] = self._score(rss, st, rank, n, qb.shape[1])
                 prepared[name] = (t, qb, [cset.labels[t][i] for i in keep], rss, rank)
             return scores, skipped, prepared
 
         def metric(first: bool) -> str:
-            return {"adjr2": "r2" if first else "adj_r2", "aic": "aic", "bic": "bic", "ftest": "p_value",
-                    "press": "press"}[self.criterion]
+            return {"adjr2": "r2" if first else "adj_r2", "aic": "aic", "bic": "bic", "ftest": "p_value"}[
+                self.criterion]
 
         def best(scores: dict) -> str:
             """Highest adjusted R², or lowest AIC/BIC/p-value."""
@@ -529,10 +516,6 @@ class StepwiseRegression(RegressorMixin, BaseEstimator):
             if self.criterion in ("aic", "bic"):
                 now = self._info(st.rss, n, st.rank)
                 g = now - s
-                return g > limit, g
-            if self.criterion == "press":
-                now = st.press()
-                g = (now - s) / now if now > 0 and math.isfinite(s) else -math.inf
                 return g > limit, g
             return s < limit, s
 

@@ -67,6 +67,7 @@ __all__ = ["PAPER_SETTINGS", "FitError", "StepwiseModel", "StepwiseRegression", 
            "CRITERIA", "INTERACTION_FORMS", "TRANSFORMS"]
 
 RANK_TOL = 1e-9
+REORTH = 0.1  # Gram–Schmidt: a second pass for columns reduced below this share of their norm
 CACHE_BYTES = 256 << 20  # residualised candidate blocks kept between steps of the revisit pass
 
 # Stargazer as written (§5.2–5.4): natural cubic splines with knots evenly spaced between each
@@ -131,7 +132,7 @@ class _OLSState:
     def __init__(self, z: np.ndarray):
         n = z.size
         self.n = n
-        self._q = np.empty((n, 64))
+        self._q = np.empty((n, 64), order="F")  # columns contiguous: BLAS-friendly slices
         self._q[:, 0] = 1.0 / math.sqrt(n)
         self.rank = 1  # intercept
         self.tss = float(np.sum((z - z.mean()) ** 2))
@@ -143,29 +144,50 @@ class _OLSState:
         return self._q[:, :self.rank]
 
     def project_out(self, block: np.ndarray, start: int = 0) -> np.ndarray:
-        """*block* minus its projection on Q's columns from *start* on (two passes), in place."""
+        """*block* minus its projection on Q's columns from *start* on, in place: one classical
+        Gram–Schmidt pass, and a second for the columns that lost more than 1 − REORTH of their norm
+        in it (where cancellation could leave a component along Q; "twice is enough")."""
         qn = self._q[:, start:self.rank]
         if qn.shape[1] and block.shape[1]:
-            for _ in range(2):
-                block -= qn @ (qn.T @ block)
+            before = np.einsum("ij,ij->j", block, block)
+            block -= qn @ (qn.T @ block)
+            after = np.einsum("ij,ij->j", block, block)
+            redo = np.flatnonzero(after < REORTH ** 2 * before)
+            if redo.size:
+                sub = block[:, redo]
+                sub -= qn @ (qn.T @ sub)
+                block[:, redo] = sub
         return block
 
-    def factor(self, resid_block: np.ndarray, norms: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Orthonormal columns spanning a residualised block, and which block columns were
-        independent (pivoted QR; a column is dependent when its new part is below RANK_TOL of its
-        original norm)."""
-        if resid_block.shape[1] == 0:
-            return np.zeros((self.n, 0)), np.zeros(0, dtype=int)
-        qb, rb, piv = scipy.linalg.qr(resid_block, mode="economic", pivoting=True, check_finite=False)
+    def factor(self, res: np.ndarray, norms: np.ndarray) -> "_Factor | None":
+        """Pivoted QR of a residualised block: which columns are independent (a column is dependent
+        when its new part is below RANK_TOL of its original norm) and the gain in fit."""
+        if res.shape[1] == 0:
+            return None
+        qr, piv, _, _, info = _geqp3(res if res.flags.f_contiguous else np.asfortranarray(res))
+        if info != 0:
+            return None
+        piv = piv - 1
+        w = res.shape[1]
+        rb = np.triu(qr[:w, :w])
         diag = np.abs(np.diag(rb))
         keep = diag > RANK_TOL * np.maximum(norms[piv], 1e-300)
         # pivoted QR orders |diag| decreasingly, so the independent columns come first
         r = int(np.sum(np.cumprod(keep)))
-        return qb[:, :r], np.sort(piv[:r])
+        if r == 0:
+            return None
+        cols = piv[:r]
+        if diag[0] > 1e6 * diag[r - 1]:  # ill-conditioned: gains from an explicit orthonormal basis
+            qb = np.linalg.qr(res[:, cols])[0]
+            c = qb.T @ self.resid
+        else:  # c = Q_bᵀ resid = R⁻ᵀ B_kᵀ resid, without forming Q_b
+            qb = None
+            c = scipy.linalg.solve_triangular(rb[:r, :r], res[:, cols].T @ self.resid, trans="T", check_finite=False)
+        return _Factor(np.sort(cols), cols, float(c @ c), qb)
 
-    def gain(self, qb: np.ndarray) -> float:
-        c = qb.T @ self.resid
-        return float(c @ c)
+    def basis(self, res: np.ndarray, f: "_Factor") -> np.ndarray:
+        """Orthonormal columns spanning the independent part of a residualised block."""
+        return f.qb if f.qb is not None else np.linalg.qr(res[:, f.cols])[0]
 
     def add(self, qb: np.ndarray) -> None:
         c = qb.T @ self.resid
@@ -173,11 +195,24 @@ class _OLSState:
         self.rss = max(float(self.resid @ self.resid), 0.0)
         need = self.rank + qb.shape[1]
         if need > self._q.shape[1]:
-            grown = np.empty((self.n, max(need, 2 * self._q.shape[1])))
+            grown = np.empty((self.n, max(need, 2 * self._q.shape[1])), order="F")
             grown[:, :self.rank] = self._q[:, :self.rank]
             self._q = grown
         self._q[:, self.rank:need] = qb
         self.rank = need
+
+
+def _geqp3(a: np.ndarray):
+    """LAPACK's column-pivoted QR (R and the pivots only; Q_b is not formed for every candidate)."""
+    return scipy.linalg.lapack.dgeqp3(a, overwrite_a=False)
+
+
+@dataclass
+class _Factor:
+    keep: np.ndarray  # independent block columns, in block order
+    cols: np.ndarray  # the same in pivot order
+    gain: float  # drop in the residual sum of squares
+    qb: np.ndarray | None  # orthonormal basis when already computed
 
 
 class _Candidates:
@@ -193,7 +228,7 @@ class _Candidates:
         widths = [b.shape[1] for b in blocks]
         self.offsets = dict(zip(terms, np.cumsum([0] + widths[:-1]).tolist()))
         self.widths = dict(zip(terms, widths))
-        self.res = np.hstack(blocks) if blocks else np.zeros((st.n, 0))
+        self.res = _stack(blocks, st.n)
         self.norms = np.sqrt(np.einsum("ij,ij->j", self.res, self.res))
         self.done = 0
 
@@ -204,7 +239,7 @@ class _Candidates:
             parts = [self.res[:, self.offsets[t]:self.offsets[t] + self.widths[t]] for t in self.terms]
             nparts = [self.norms[self.offsets[t]:self.offsets[t] + self.widths[t]] for t in self.terms]
             self.offsets = dict(zip(self.terms, np.cumsum([0] + [self.widths[t] for t in self.terms][:-1]).tolist()))
-            self.res = np.hstack(parts) if parts else np.zeros((self.st.n, 0))
+            self.res = _stack(parts, self.st.n)
             self.norms = np.concatenate(nparts) if nparts else np.zeros(0)
 
     def refresh(self) -> None:
@@ -215,6 +250,16 @@ class _Candidates:
     def block(self, term: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray]:
         o, w = self.offsets[term], self.widths[term]
         return self.res[:, o:o + w], self.norms[o:o + w]
+
+
+def _stack(blocks: list[np.ndarray], n: int) -> np.ndarray:
+    """Blocks side by side in one Fortran-ordered array (each block's columns contiguous)."""
+    out = np.empty((n, sum(b.shape[1] for b in blocks)), order="F")
+    o = 0
+    for b in blocks:
+        out[:, o:o + b.shape[1]] = b
+        o += b.shape[1]
+    return out
 
 
 def _r2(rss: float, tss: float) -> float:
@@ -474,17 +519,17 @@ class StepwiseRegression(RegressorMixin, BaseEstimator):
             for t in cands:
                 name = term_name(t)
                 res, norms = cset.block(t)
-                qb, keep = st.factor(res, norms)
-                if qb.shape[1] == 0:
+                f = st.factor(res, norms)
+                if f is None:
                     skipped[name] = "adds no independent column (collinear with the model)"
                     continue
-                rank = st.rank + qb.shape[1]
+                rank = st.rank + f.cols.size
                 if n - rank < 1:
                     skipped[name] = f"needs {rank} coefficients but only {n} rows"
                     continue
-                rss = max(st.rss - st.gain(qb), 0.0)
-                scores[name] = self._score(rss, st, rank, n, qb.shape[1])
-                prepared[name] = (t, qb, [cset.labels[t][i] for i in keep], rss, rank)
+                rss = max(st.rss - f.gain, 0.0)
+                scores[name] = self._score(rss, st, rank, n, f.cols.size)
+                prepared[name] = (t, (res, f), [cset.labels[t][i] for i in f.keep], rss, rank)
             return scores, skipped, prepared
 
         def metric(first: bool) -> str:
@@ -498,8 +543,8 @@ class StepwiseRegression(RegressorMixin, BaseEstimator):
             return min(scores, key=lambda k: scores[k])
 
         def accept(name: str, prepared: dict) -> None:
-            t, qb, labels, _, _ = prepared[name]
-            st.add(qb)
+            t, (res, f), labels, _, _ = prepared[name]
+            st.add(st.basis(res, f))
             terms.append(name)
             term_sets.add(frozenset(t))
             columns.extend((t, lab) for lab in labels)

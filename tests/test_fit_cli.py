@@ -28,18 +28,20 @@ def n30_csv(tmp_path):
     return path, pts_path
 
 
+def fit_json(train, out, capsys, *flags: str) -> dict:
+    """``gpudse fit TRAIN --response cycles FLAGS -o OUT --json``: the printed document."""
+    assert main(["fit", str(train), "--response", "cycles", *flags, "-o", str(out), "--json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
 def test_preset_stargazer_is_the_paper_and_flags_override(n30_csv, tmp_path, capsys):
     train, _ = n30_csv
     out = tmp_path / "m.json"
-    assert main(["fit", str(train), "--response", "cycles", "--transform", "log", "--preset", "stargazer",
-                 "-o", str(out), "--json"]) == 0
-    doc = json.loads(capsys.readouterr().out)
+    doc = fit_json(train, out, capsys, "--transform", "log", "--preset", "stargazer")
     for k, v in PAPER_SETTINGS.items():
         assert doc["settings"][k] == v, k
     assert doc["trace"][0]["metric"] == "r2" and doc["notes"] == []
-    assert main(["fit", str(train), "--response", "cycles", "--preset", "stargazer", "--max-order", "3",
-                 "--theta", "0.002", "-o", str(out), "--json"]) == 0
-    doc = json.loads(capsys.readouterr().out)
+    doc = fit_json(train, out, capsys, "--preset", "stargazer", "--max-order", "3", "--theta", "0.002")
     assert doc["settings"]["max_order"] == 3 and doc["settings"]["theta"] == 0.002
     assert doc["settings"]["knot_placement"] == "even"
 
@@ -57,9 +59,7 @@ def test_default_fit_reports_its_encodings(n30_csv, tmp_path, capsys):
 def test_scale_flags_and_space_file(n30_csv, tmp_path, capsys):
     train, _ = n30_csv
     out = tmp_path / "m.json"
-    assert main(["fit", str(train), "--response", "cycles", "--scale", "linear", "--params", "blk,simd",
-                 "-o", str(out), "--json"]) == 0
-    doc = json.loads(capsys.readouterr().out)
+    doc = fit_json(train, out, capsys, "--scale", "linear", "--params", "blk,simd")
     saved = json.loads(out.read_text())
     assert all(b.get("scale", "linear") == "linear" for b in saved["bases"]) and doc["notes"] == [
         n for n in doc["notes"] if "categorical" in n]
@@ -82,9 +82,7 @@ def test_scale_flags_and_space_file(n30_csv, tmp_path, capsys):
 def test_predict_adds_bounded_and_extrapolation_columns(n30_csv, tmp_path, capsys):
     train, points = n30_csv
     model = tmp_path / "m.json"
-    assert main(["fit", str(train), "--response", "cycles", "--transform", "log", "--preset", "stargazer",
-                 "-o", str(model), "--json"]) == 0
-    capsys.readouterr()
+    fit_json(train, model, capsys, "--transform", "log", "--preset", "stargazer")
     preds = tmp_path / "p.csv"
     assert main(["predict", str(model), str(points), "-o", str(preds)]) == 0
     err = capsys.readouterr().err

@@ -62,6 +62,23 @@ def brute_force(df, response, theta, phi, compare="r2", knots=4, form="restricte
         return interaction_block([cols[p] for p in t], [bases[p] for p in t], form)[0]
 
     model, chosen, remaining, steps = [], [], list(names), []
+
+    def inner(cands, limit, then=None):
+        """Add the best interaction while it passes *limit*; *then* runs after each accepted one."""
+        while cands:
+            r2, adj = stats_of(model)
+            sc = {":".join(t): stats_of(model + [block(t)])[1] for t in cands}
+            tb = max(sc, key=sc.get)
+            ok = sc[tb] - (r2 if compare == "r2" else adj) > limit
+            steps.append((tb, ok, sc))
+            if not ok:
+                break
+            t = tuple(tb.split(":"))
+            model.append(block(t))
+            cands.remove(t)
+            if then is not None:
+                then(t)
+
     scores = {p: stats_of([block((p,))])[0] for p in remaining}
     first = max(scores, key=scores.get)
     model.append(block((first,)))
@@ -80,29 +97,8 @@ def brute_force(df, response, theta, phi, compare="r2", knots=4, form="restricte
         partners = list(chosen)
         chosen.append(best)
         remaining.remove(best)
-        while partners:
-            r2, adj = stats_of(model)
-            sc = {f"{best}:{p}": stats_of(model + [block((best, p))])[1] for p in partners}
-            ib = max(sc, key=sc.get)
-            ok = sc[ib] - (r2 if compare == "r2" else adj) > phi
-            steps.append((ib, ok, sc))
-            if not ok:
-                break
-            model.append(block(tuple(ib.split(":"))))
-            partners.remove(ib.split(":")[1])
-            if phi3 is None:
-                continue
-            thirds = [m for m in chosen if m not in ib.split(":")]
-            while thirds:
-                r2, adj = stats_of(model)
-                sc = {f"{ib}:{m}": stats_of(model + [block(tuple(ib.split(":")) + (m,))])[1] for m in thirds}
-                tb = max(sc, key=sc.get)
-                ok = sc[tb] - (r2 if compare == "r2" else adj) > phi3
-                steps.append((tb, ok, sc))
-                if not ok:
-                    break
-                model.append(block(tuple(tb.split(":"))))
-                thirds.remove(tb.split(":")[2])
+        inner([(best, p) for p in partners], phi,
+              None if phi3 is None else (lambda t: inner([t + (m,) for m in chosen if m not in t], phi3)))
     return steps
 
 

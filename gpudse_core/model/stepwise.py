@@ -596,9 +596,12 @@ class StepwiseRegression(RegressorMixin, BaseEstimator):
             if frozenset(parts) not in term_sets:
                 yield force(parts, f)
 
-        def triples(pi: str, pk: str) -> Iterator[TraceStep]:
+        def grow(cands: list[tuple[str, ...]], kind: str, limit: float,
+                 then: Callable[[tuple[str, ...]], Iterator[TraceStep]] | None = None) -> Iterator[TraceStep]:
+            """Algorithm 1's inner loop: add the best candidate while it passes *limit*; after each
+            accepted term, *then* (the three-way extensions of an accepted pair)."""
             nonlocal step_no
-            cands = [(pi, pk, m) for m in chosen if m not in (pi, pk) and frozenset((pi, pk, m)) not in term_sets]
+            cands = [t for t in cands if frozenset(t) not in term_sets]
             if not cands:
                 return
             cset = candidates(cands)
@@ -607,44 +610,27 @@ class StepwiseRegression(RegressorMixin, BaseEstimator):
                 if not scores:
                     break
                 name = best(scores)
-                ok, g = gain_ok(name, scores, self.phi3)
+                ok, g = gain_ok(name, scores, limit)
                 if ok:
                     accept(name, prepared)
                 step_no += 1
                 r2, adj = current()
-                yield emit(TraceStep(step_no, "interaction3", metric(False), scores, skipped, name, ok, g,
-                                     list(terms), r2, adj))
+                yield emit(TraceStep(step_no, kind, metric(False), scores, skipped, name, ok, g, list(terms), r2, adj))
                 if not ok:
                     break
                 t = prepared[name][0]
                 cands.remove(t)
                 cset.drop(t)
+                if then is not None:
+                    yield from then(t)
+
+        def triples(pair: tuple[str, ...]) -> Iterator[TraceStep]:
+            yield from grow([pair + (m,) for m in chosen if m not in pair], "interaction3", self.phi3)
 
         def pairs(pi: str, partners: list[str]) -> Iterator[TraceStep]:
-            nonlocal step_no
-            cands = [(pi, p) for p in partners if frozenset((pi, p)) not in term_sets]  # named new:old (Table 1)
-            if not cands:
-                return
-            cset = candidates(cands)
-            while cands and not full():
-                scores, skipped, prepared = evaluate(cset, cands)
-                if not scores:
-                    break
-                iname = best(scores)
-                ok, g = gain_ok(iname, scores, self.phi)
-                if ok:
-                    accept(iname, prepared)
-                step_no += 1
-                r2, adj = current()
-                yield emit(TraceStep(step_no, "interaction", metric(False), scores, skipped, iname, ok, g,
-                                     list(terms), r2, adj))
-                if not ok:
-                    break
-                t = prepared[iname][0]
-                cands.remove(t)
-                cset.drop(t)
-                if self.max_order >= 3:
-                    yield from triples(*t)
+            # named new:old, as Table 1's simd:#blk
+            yield from grow([(pi, p) for p in partners], "interaction", self.phi,
+                            triples if self.max_order >= 3 else None)
 
         def revisit() -> Iterator[TraceStep]:
             """After Algorithm 1 stops: every pair of chosen parameters not in the model (and, with

@@ -13,8 +13,14 @@ import pytest
 from gpudse_core import load_preset, sample
 from gpudse_core.model import encoding
 from gpudse_core.model.splines import make_basis
-from gpudse_core.model.stepwise import (PAPER_SETTINGS, FitError, StepwiseModel, StepwiseRegression, fit_stepwise,
-                                        interaction_block)
+from gpudse_core.model.stepwise import (
+    PAPER_SETTINGS,
+    FitError,
+    StepwiseModel,
+    StepwiseRegression,
+    fit_stepwise,
+    interaction_block,
+)
 
 PAPER = {k: v for k, v in PAPER_SETTINGS.items() if k not in ("theta", "phi", "compare")}
 

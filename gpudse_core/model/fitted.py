@@ -268,7 +268,7 @@ class StepwiseModel:
         Path(path).write_text(self.to_json(), encoding="utf-8")
 
     @classmethod
-    def from_dict(cls, d: Any, source: str = "model") -> "StepwiseModel":
+    def from_dict(cls, d: Any, source: str = "model") -> StepwiseModel:
         """Validate and load; plain data only (JSON never executes anything). Every problem is a
         :class:`FitError` naming the file and the field."""
         try:
@@ -281,7 +281,7 @@ class StepwiseModel:
             raise FitError(f"{source}: malformed model file ({type(e).__name__}: {str(e)[:200]})") from None
 
     @classmethod
-    def _from_dict(cls, d: Any, source: str) -> "StepwiseModel":
+    def _from_dict(cls, d: Any, source: str) -> StepwiseModel:
         from .. import limits
 
         if not isinstance(d, dict):
@@ -382,7 +382,7 @@ class StepwiseModel:
                            f"range; these overflow — refit the model")
 
     @classmethod
-    def load(cls, path: Any) -> "StepwiseModel":
+    def load(cls, path: Any) -> StepwiseModel:
         from pathlib import Path
 
         from ..safeload import load_json

@@ -57,14 +57,35 @@ from sklearn.base import BaseEstimator, RegressorMixin
 from ..choices import CRITERIA, INTERACTION_FORMS, MAX_ORDERS, TRANSFORMS
 from ..errors import GpudseError
 from . import encoding
-from .fitted import (DEFAULT_BOUND_MARGIN, MODEL_SCHEMA, FitError, StepwiseModel, _rows, inverse_transform,
-                     term_name, transform_response)
+from .fitted import (
+    DEFAULT_BOUND_MARGIN,
+    MODEL_SCHEMA,
+    FitError,
+    StepwiseModel,
+    _rows,
+    inverse_transform,
+    term_name,
+    transform_response,
+)
 from .splines import PLACEMENTS, Basis, make_basis
 from .support import Support
 
-__all__ = ["PAPER_SETTINGS", "FitError", "StepwiseModel", "StepwiseRegression", "TraceStep", "fit_stepwise",
-           "interaction_block", "inverse_transform", "transform_response", "term_name", "MODEL_SCHEMA",
-           "CRITERIA", "INTERACTION_FORMS", "TRANSFORMS"]
+__all__ = [
+    "CRITERIA",
+    "INTERACTION_FORMS",
+    "MODEL_SCHEMA",
+    "PAPER_SETTINGS",
+    "TRANSFORMS",
+    "FitError",
+    "StepwiseModel",
+    "StepwiseRegression",
+    "TraceStep",
+    "fit_stepwise",
+    "interaction_block",
+    "inverse_transform",
+    "term_name",
+    "transform_response",
+]
 
 RANK_TOL = 1e-9
 REORTH = 0.1  # Gram–Schmidt: a second pass for columns reduced below this share of their norm
@@ -159,7 +180,7 @@ class _OLSState:
                 block[:, redo] = sub
         return block
 
-    def factor(self, res: np.ndarray, norms: np.ndarray) -> "_Factor | None":
+    def factor(self, res: np.ndarray, norms: np.ndarray) -> _Factor | None:
         """Pivoted QR of a residualised block: which columns are independent (a column is dependent
         when its new part is below RANK_TOL of its original norm) and the gain in fit."""
         if res.shape[1] == 0:
@@ -185,7 +206,7 @@ class _OLSState:
             c = scipy.linalg.solve_triangular(rb[:r, :r], res[:, cols].T @ self.resid, trans="T", check_finite=False)
         return _Factor(np.sort(cols), cols, float(c @ c), qb)
 
-    def basis(self, res: np.ndarray, f: "_Factor") -> np.ndarray:
+    def basis(self, res: np.ndarray, f: _Factor) -> np.ndarray:
         """Orthonormal columns spanning the independent part of a residualised block."""
         return f.qb if f.qb is not None else np.linalg.qr(res[:, f.cols])[0]
 
@@ -328,7 +349,7 @@ class StepwiseRegression(RegressorMixin, BaseEstimator):
         self.bound_margin = bound_margin
 
     # -- scikit-learn protocol (get_params/set_params/score come from BaseEstimator/RegressorMixin) --
-    def fit(self, X: Any, y: Any = None, callback: Callable[[TraceStep], None] | None = None) -> "StepwiseRegression":
+    def fit(self, X: Any, y: Any = None, callback: Callable[[TraceStep], None] | None = None) -> StepwiseRegression:
         for step in self.iter_fit(X, y):
             if callback is not None:
                 callback(step)

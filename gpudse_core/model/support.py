@@ -94,7 +94,7 @@ class ParamSupport:
         return d
 
     @classmethod
-    def from_dict(cls, d: Any) -> "ParamSupport":
+    def from_dict(cls, d: Any) -> ParamSupport:
         if not isinstance(d, dict) or not isinstance(d.get("name"), str):
             raise GpudseError("support: each parameter entry needs a name")
         ctx = f"support of {d['name']!r}"
@@ -152,7 +152,7 @@ class Support:
     seen: dict[tuple[str, ...], np.ndarray]  # flat boolean bitmap in C order over the params' cells
 
     @classmethod
-    def build(cls, X: pd.DataFrame, bases: Mapping[str, Basis], interactions: Sequence[tuple[str, ...]]) -> "Support":
+    def build(cls, X: pd.DataFrame, bases: Mapping[str, Basis], interactions: Sequence[tuple[str, ...]]) -> Support:
         params = {p: param_support(b, X[p].to_numpy()) for p, b in bases.items()}
         codes = {p: params[p].cells(X[p].to_numpy())[0] for p in params}
         seen = {}
@@ -211,7 +211,7 @@ class Support:
                          for t, b in self.seen.items()]}
 
     @classmethod
-    def from_dict(cls, d: Any, bases: Mapping[str, Basis]) -> "Support":
+    def from_dict(cls, d: Any, bases: Mapping[str, Basis]) -> Support:
         if not isinstance(d, dict) or not isinstance(d.get("params"), list) or not isinstance(d.get("seen", []), list):
             raise GpudseError("support must be an object with 'params' and 'seen' lists")
         params = {}

@@ -18,7 +18,11 @@ PER_DIM_MODES = ("count", "subgrid")
 TRANSFORMS = ("none", "log", "sqrt")
 CRITERIA = ("adjr2", "aic", "bic", "ftest")
 INTERACTION_FORMS = ("full", "restricted")
-KNOT_PLACEMENTS = ("even", "quantile")
+KNOT_PLACEMENTS = ("even", "quantile", "distinct")  # distinct: quantiles of the distinct values (issue 13)
+SCALES = ("linear", "log2")  # the scale a numeric parameter is modelled on (a space file's `scale:` key)
+SCALE_MODES = ("auto", "linear")  # auto: space file's scale, else log2 for powers of two / geometric series
+FIT_PRESETS = ("stargazer",)  # gpudse fit --preset: the paper's exact settings (stepwise.PAPER_SETTINGS)
+MAX_ORDERS = (2, 3)  # highest interaction order the stepwise search tries
 SPLINE_NORMS = ("harrell", "none")
 
 # Stargazer Table 4's eleven applications, in the order of the paper (gpudse_core.sim.simulator)

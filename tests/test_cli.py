@@ -136,10 +136,11 @@ def results_csv(tmp_path):
 
 def test_fit_prints_trace_and_json(results_csv, tmp_path, capsys):
     model = tmp_path / "model.json"
-    assert main(["fit", str(results_csv), "--response", "cycles", "--theta", "0.003", "--phi", "0", "-o", str(model)]) == 0
+    assert main(["fit", str(results_csv), "--response", "cycles", "--preset", "stargazer", "--theta", "0.003", "--phi", "0",
+                 "-o", str(model)]) == 0
     out = capsys.readouterr().out
     assert "[R²]" in out and "[adj R²]" in out and "final model" in out and "cycles = " in out
-    assert main(["fit", str(results_csv), "--response", "cycles", "-o", str(model), "--json"]) == 0
+    assert main(["fit", str(results_csv), "--response", "cycles", "--preset", "stargazer", "-o", str(model), "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert set(doc) >= {"terms", "r2", "adj_r2", "trace"}
     assert {"simd", "blk"} <= set(doc["terms"]) and any(t in doc["terms"] for t in ("blk:simd", "simd:blk"))

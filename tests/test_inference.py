@@ -27,7 +27,7 @@ def model(data):
     # the R model: rcs(x1, k1) + rcs(x2, k2) + x3 + g + rcs(x1) %ia% x3 + rcs(x1) %ia% rcs(x2)
     return fit_stepwise(data, "y", forced=["x1", "x2", "x3", "g", "x1:x3", "x1:x2"], search=False,
                         knots={"x1": FIX["knots"]["x1"], "x2": FIX["knots"]["x2"], "x3": 0, "g": 0},
-                        interactions="restricted")
+                        interactions="restricted", scale="linear", categorical_levels=0)
 
 
 def test_coefficients_and_standard_errors_match_rms(model, data):
@@ -104,3 +104,32 @@ def test_stratified_association():
     assert list(x["count"]) == [2, 2, 2, 3] and list(x["mean"]) == [1, 1.5, 2.5, 11 / 3]
     c = out[out.parameter == "c"].set_index("group")
     assert c.loc["a", "count"] == 2 and c.loc["c", "mean"] == 3.5
+
+
+FULL = json.loads((Path(__file__).parent / "fixtures" / "rms_anova_full.json").read_text())
+
+
+@pytest.mark.parametrize("case", ["pair", "three"])
+def test_full_interaction_anova_matches_rms(case):
+    """rms with tensor (full) interactions: the doubly non-linear row "f(A,B) vs. Af(B) + Bg(A)" of
+    rcs(x1, 4) * rcs(x2, 3), and a three-way term rcs(x1, 3) * x2 * x3 (tests/fixtures/r/rms_anova_full.R)."""
+    data = pd.DataFrame(FULL["data"])
+    kn = FULL["knots"]
+    if case == "pair":
+        kw = dict(forced=["x1", "x2", "x3", "x1:x2"], knots={"x1": kn["x1_4"], "x2": kn["x2_3"], "x3": 0})
+    else:
+        kw = dict(forced=["x1", "x2", "x3", "x1:x2", "x1:x3", "x2:x3", "x1:x2:x3"],
+                  knots={"x1": kn["x1_3"], "x2": 0, "x3": 0})
+    m = fit_stepwise(data, "y", search=False, interactions="full", scale="linear", categorical_levels=0, **kw)
+    r = FULL[case]
+    table = coefficient_table(m, data).set_index("column")
+    np.testing.assert_allclose(table.loc[r["coef_names"], "coef"], r["coef"], rtol=1e-7, atol=1e-9)
+    ours = anova(m, data)
+    assert list(ours["factor"]) == ["REGRESSION" if x == "TOTAL" else x for x in r["raw_rows"]]
+    np.testing.assert_array_equal(ours["df"], r["df"])
+    np.testing.assert_allclose(ours["partial_ss"], r["ss"], rtol=1e-7)
+    np.testing.assert_allclose(ours["F"][:-1], r["f"][:-1], rtol=1e-7)
+    np.testing.assert_allclose(ours["P"][:-1], r["p"][:-1], rtol=1e-6, atol=1e-14)
+    if case == "pair":
+        row = ours.set_index("factor").loc[" f(A,B) vs. Af(B) + Bg(A)"]
+        assert row["df"] == 2  # the doubly non-linear columns x1'·x2', x1''·x2'

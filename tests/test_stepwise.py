@@ -11,8 +11,18 @@ import pandas as pd
 import pytest
 
 from gpudse_core import load_preset, sample
+from gpudse_core.model import encoding
 from gpudse_core.model.splines import make_basis
-from gpudse_core.model.stepwise import FitError, StepwiseModel, StepwiseRegression, fit_stepwise, interaction_block
+from gpudse_core.model.stepwise import (
+    PAPER_SETTINGS,
+    FitError,
+    StepwiseModel,
+    StepwiseRegression,
+    fit_stepwise,
+    interaction_block,
+)
+
+PAPER = {k: v for k, v in PAPER_SETTINGS.items() if k not in ("theta", "phi", "compare")}
 
 
 @pytest.fixture(scope="module")
@@ -25,12 +35,23 @@ def stargazer_data():
     return pts.assign(cycles=y)
 
 
-def brute_force(df, response, theta, phi, compare="r2", knots=4, form="restricted"):
-    """Algorithm 1 written plainly: refit every candidate with lstsq. Returns [(chosen, accepted, scores)]."""
+def paper_bases(df, names, knots=4):
+    return {p: make_basis(p, df[p].to_numpy(), knots, "even") for p in names}
+
+
+def robust_bases(df, names, knots=4):
+    plan = encoding.plan({p: df[p].to_numpy() for p in names})
+    return {p: make_basis(p, df[p].to_numpy(), knots, "distinct", categorical=plan[p].categorical,
+                          scale=plan[p].scale) for p in names}
+
+
+def brute_force(df, response, theta, phi, compare="r2", knots=4, form="restricted", make=paper_bases, phi3=None):
+    """Algorithm 1 written plainly: refit every candidate with lstsq. Returns [(chosen, accepted, scores)].
+    With *phi3*, each accepted pair is followed by its three-way extensions (issue 13)."""
     names = [c for c in df.columns if c != response]
     y = df[response].to_numpy(float)
     n = y.size
-    bases = {p: make_basis(p, df[p].to_numpy(), knots, "even") for p in names}
+    bases = make(df, names, knots)
     cols = {p: bases[p].evaluate(df[p].to_numpy()) for p in names}
     tss = float(np.sum((y - y.mean()) ** 2))
 
@@ -44,9 +65,26 @@ def brute_force(df, response, theta, phi, compare="r2", knots=4, form="restricte
     def block(t):
         if len(t) == 1:
             return cols[t[0]]
-        return interaction_block(cols[t[0]], cols[t[1]], bases[t[0]], bases[t[1]], form)[0]
+        return interaction_block([cols[p] for p in t], [bases[p] for p in t], form)[0]
 
     model, chosen, remaining, steps = [], [], list(names), []
+
+    def inner(cands, limit, then=None):
+        """Add the best interaction while it passes *limit*; *then* runs after each accepted one."""
+        while cands:
+            r2, adj = stats_of(model)
+            sc = {":".join(t): stats_of(model + [block(t)])[1] for t in cands}
+            tb = max(sc, key=sc.get)
+            ok = sc[tb] - (r2 if compare == "r2" else adj) > limit
+            steps.append((tb, ok, sc))
+            if not ok:
+                break
+            t = tuple(tb.split(":"))
+            model.append(block(t))
+            cands.remove(t)
+            if then is not None:
+                then(t)
+
     scores = {p: stats_of([block((p,))])[0] for p in remaining}
     first = max(scores, key=scores.get)
     model.append(block((first,)))
@@ -65,16 +103,8 @@ def brute_force(df, response, theta, phi, compare="r2", knots=4, form="restricte
         partners = list(chosen)
         chosen.append(best)
         remaining.remove(best)
-        while partners:
-            r2, adj = stats_of(model)
-            sc = {f"{best}:{p}": stats_of(model + [block((best, p))])[1] for p in partners}
-            ib = max(sc, key=sc.get)
-            ok = sc[ib] - (r2 if compare == "r2" else adj) > phi
-            steps.append((ib, ok, sc))
-            if not ok:
-                break
-            model.append(block(tuple(ib.split(":"))))
-            partners.remove(ib.split(":")[1])
+        inner([(best, p) for p in partners], phi,
+              None if phi3 is None else (lambda t: inner([t + (m,) for m in chosen if m not in t], phi3)))
     return steps
 
 
@@ -92,7 +122,7 @@ def test_recovers_the_true_terms(stargazer_data):
                                                   (0.05, 0.2, "r2")])
 def test_trace_matches_brute_force_algorithm_1(stargazer_data, theta, phi, compare):
     ref = brute_force(stargazer_data, "cycles", theta, phi, compare)
-    est = StepwiseRegression(response="cycles", theta=theta, phi=phi, compare=compare)
+    est = StepwiseRegression(response="cycles", theta=theta, phi=phi, compare=compare, **PAPER)
     got = list(est.iter_fit(stargazer_data))
     assert [(s.chosen, s.accepted) for s in got] == [(c, ok) for c, ok, _ in ref]
     for s, (_, _, scores) in zip(got, ref):
@@ -102,7 +132,7 @@ def test_trace_matches_brute_force_algorithm_1(stargazer_data, theta, phi, compa
 
 
 def test_first_row_is_r2_then_adjusted(stargazer_data):
-    steps = list(StepwiseRegression(response="cycles").iter_fit(stargazer_data))
+    steps = list(StepwiseRegression(response="cycles", **PAPER_SETTINGS).iter_fit(stargazer_data))
     assert steps[0].metric == "r2" and steps[0].kind == "initial" and len(steps[0].candidates) == 10
     assert all(s.metric == "adj_r2" for s in steps[1:])
     inter = [s for s in steps if s.kind == "interaction"]
@@ -111,12 +141,12 @@ def test_first_row_is_r2_then_adjusted(stargazer_data):
 
 
 def test_thresholds_control_the_size(stargazer_data):
-    big = fit_stepwise(stargazer_data, "cycles", theta=0.0, phi=0.0)
-    small = fit_stepwise(stargazer_data, "cycles", theta=0.5, phi=0.5)
+    big = fit_stepwise(stargazer_data, "cycles", **{**PAPER, "theta": 0.0, "phi": 0.0})
+    small = fit_stepwise(stargazer_data, "cycles", **{**PAPER, "theta": 0.5, "phi": 0.5})
     assert len(small.terms) == 1 and len(big.terms) >= 4
-    loose = fit_stepwise(stargazer_data, "cycles", theta=0.0, phi=0.0, compare="adj_r2")
+    loose = fit_stepwise(stargazer_data, "cycles", **{**PAPER, "theta": 0.0, "phi": 0.0, "compare": "adj_r2"})
     assert len(loose.terms) >= len(big.terms)
-    capped = fit_stepwise(stargazer_data, "cycles", theta=0.0, phi=0.0, max_terms=3)
+    capped = fit_stepwise(stargazer_data, "cycles", **{**PAPER, "theta": 0.0, "phi": 0.0, "max_terms": 3})
     assert len(capped.terms) == 3 and capped.terms == big.terms[:3]
 
 
@@ -201,7 +231,7 @@ def test_model_files_are_validated(tmp_path, stargazer_data):
     cases = {
         "schema": ({**good, "schema": "gpudse.model/0"}, "schema"),
         "coef": ({**good, "coefficients": good["coefficients"][:-1]}, "coefficients for"),
-        "nan": ({**good, "coefficients": [float("nan")] * len(good["coefficients"])}, "coefficients for"),
+        "nan": ({**good, "coefficients": [float("nan")] * len(good["coefficients"])}, "finite"),
         "basis": ({**good, "bases": [{"name": "simd", "kind": "__import__('os')"}]}, "unknown kind"),
         "column": ({**good, "columns": [{"params": ["zz"], "index": [0]}] * len(good["columns"])}, "unknown parameters"),
         "list": ([1, 2], "not a gpudse model"),
@@ -241,3 +271,83 @@ def test_categorical_parameters():
     m = fit_stepwise(df, "y", theta=0.001, phi=0.001)
     assert set(m.parameters) == {"sched", "simd"} and m.r2 > 0.99
     np.testing.assert_allclose(m.predict(pd.DataFrame({"sched": ["lrr"], "simd": [16.0]})), [100 / 16 + 5], atol=0.1)
+
+
+@pytest.mark.parametrize("theta, phi, phi3", [(0.001, 0.001, 0.001), (0.0, 0.0, 0.0), (0.01, 0.003, 0.0005)])
+def test_three_way_search_matches_brute_force(theta, phi, phi3):
+    """max_order=3 (issue 13): after each accepted pair, its extensions with a third chosen parameter,
+    accepted by the same rule with φ3 — checked candidate by candidate against plain refits, on the
+    robust encodings (log2 scale, categorical 3-level parameters, distinct-value knots)."""
+    pts = sample(load_preset("stargazer"), 300, seed=21).points
+    from gpudse_core.sim.simulator import simulate
+
+    df = pts.assign(cycles=np.log(simulate(pts, "matMul", noise=0.01, seed=3).cycles))
+    ref = brute_force(df, "cycles", theta, phi, make=robust_bases, phi3=phi3)
+    est = StepwiseRegression(response="cycles", criterion="adjr2", theta=theta, phi=phi, phi3=phi3, knots=4,
+                             max_order=3, revisit=False)
+    got = list(est.iter_fit(df))
+    assert [(s.chosen, s.accepted) for s in got] == [(c, ok) for c, ok, _ in ref]
+    assert any(s.kind == "interaction3" and s.accepted for s in got)
+    for s, (_, _, scores) in zip(got, ref):
+        assert set(s.candidates) == set(scores)
+        for k, v in scores.items():
+            assert s.candidates[k] == pytest.approx(v, abs=1e-9)
+    three = [t for t, _ in est.model_.columns if len(t) == 3]
+    assert {frozenset(t) for t in three} == {frozenset(("blk", "simd", "smp"))}
+
+
+def test_matmul_needs_its_three_way_term():
+    from gpudse_core.sim.simulator import simulate
+
+    pts = sample(load_preset("stargazer"), 600, seed=8).points
+    test = sample(load_preset("stargazer"), 1000, seed=9).points
+    y, truth = simulate(pts, "matMul", noise=0.01, seed=1).cycles, simulate(test, "matMul").cycles
+    three = fit_stepwise(pts.assign(y=y), "y", transform="log")
+    pairs = fit_stepwise(pts.assign(y=y), "y", transform="log", max_order=2)
+    assert any(set(t.split(":")) == {"blk", "simd", "smp"} for t in three.terms)
+    err = {k: np.mean(np.abs(m.predict(test) - truth) / truth) for k, m in (("3", three), ("2", pairs))}
+    assert err["3"] < 0.02 and err["3"] < 0.6 * err["2"]
+
+
+def test_forced_interaction_keeps_hierarchy(stargazer_data):
+    m = fit_stepwise(stargazer_data, "cycles", forced=["blk:simd"], search=False)
+    assert m.terms == ["blk", "simd", "blk:simd"]
+    assert [s["chosen"] for s in m.trace] == ["blk", "simd", "blk:simd"]
+    grown = fit_stepwise(stargazer_data, "cycles", forced=["simd", "intra:simd"])
+    assert grown.terms[:3] == ["simd", "intra", "intra:simd"]
+    # a main effect already forced is not forced twice, and the search may still add the others
+    assert "blk" in grown.terms and grown.terms.count("simd") == 1
+    with pytest.raises(FitError, match="two or three different parameters"):
+        fit_stepwise(stargazer_data, "cycles", forced=["simd:simd"])
+
+
+@pytest.mark.parametrize("values, transform", [([5.0] * 40, "none"), ([3.0] * 40, "log"), ([1e-300] * 40, "none")])
+def test_constant_response_is_refused(values, transform):
+    df = pd.DataFrame({"a": np.arange(40.0) % 7, "y": values})
+    with pytest.raises(FitError, match="'y' is constant .* nothing to model"):
+        fit_stepwise(df, "y", transform=transform)
+
+
+def test_scikit_learn_estimator_checks():
+    from sklearn.utils.estimator_checks import check_estimator
+
+    failures = [r for r in check_estimator(StepwiseRegression(), on_fail=None) if r["status"] == "failed"]
+    assert not failures, [(r["check_name"], str(r["exception"])[:300]) for r in failures]
+
+
+def test_fit_takes_arrays_and_frames(stargazer_data):
+    X, y = stargazer_data.drop(columns="cycles"), stargazer_data.cycles
+    by_frame = StepwiseRegression(response_transform="log").fit(X, y)
+    by_column = StepwiseRegression(response="cycles", response_transform="log").fit(stargazer_data)
+    by_array = StepwiseRegression(response_transform="log").fit(X.to_numpy(), y.to_numpy())
+    np.testing.assert_allclose(by_frame.predict(X), by_column.predict(X), rtol=1e-12)
+    np.testing.assert_allclose(by_array.predict(X.to_numpy()), by_frame.predict(X), rtol=1e-10)
+    assert list(by_frame.feature_names_in_) == list(X.columns) and by_array.n_features_in_ == 10
+    assert by_array.model_.parameters[0].startswith("x")
+    # the model keeps its response transform under the JSON key "transform"; fit_stepwise keeps transform=
+    assert by_frame.model_.transform == "log" and fit_stepwise(stargazer_data, "cycles", transform="sqrt").transform == "sqrt"
+    assert "transform" not in StepwiseRegression().get_params() and not hasattr(StepwiseRegression(), "transform")
+    with pytest.raises(ValueError, match="Feature names must be in the same order"):
+        by_frame.predict(X[X.columns[::-1]])
+    # extra columns (the response, an index) are not features
+    np.testing.assert_allclose(by_frame.predict(stargazer_data), by_frame.predict(X))

@@ -46,6 +46,25 @@ def knots_arg(text: str) -> int | dict:
     return {"__default__": default, **per} if per else default
 
 
+def scale_arg(text: str) -> str | dict:
+    """``auto``, ``linear`` or ``auto,threads=log2,tile=linear``: a default and per-parameter scales."""
+    from ..choices import SCALE_MODES, SCALES
+
+    default, per = "auto", {}
+    for part in (p.strip() for p in text.split(",") if p.strip()):
+        name, _, value = part.rpartition("=")
+        value = value.strip().lower()
+        if name:
+            if value not in SCALES:
+                raise argparse.ArgumentTypeError(f"{part!r}: the scale of a parameter is {' or '.join(SCALES)}")
+            per[name.strip()] = value
+        elif value in SCALE_MODES:
+            default = value
+        else:
+            raise argparse.ArgumentTypeError(f"{part!r}: give auto or linear, then param=log2 or param=linear")
+    return {"__default__": default, **per} if per else default
+
+
 def positive_int(text: str) -> int:
     try:
         v = int(text)

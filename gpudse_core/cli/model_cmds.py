@@ -8,7 +8,7 @@ import sys
 
 from .. import choices
 from ..errors import GpudseError
-from .common import knots_arg, positive_int, writable, write_table
+from .common import knots_arg, positive_int, scale_arg, writable, write_table
 
 
 def trace_line(step) -> str:
@@ -25,6 +25,35 @@ def trace_line(step) -> str:
             f"{' + '.join(step.terms) or '(empty)'}  R² {step.r2:.4f}  adj R² {step.adj_r2:.4f}")
 
 
+def fit_settings(args: argparse.Namespace) -> tuple[dict, list[str]]:
+    """Estimator settings from ``gpudse fit`` flags: the preset's (``--preset stargazer``: the paper's
+    exact reading, stepwise.PAPER_SETTINGS) or the robust defaults, overridden by every flag given.
+    With ``--space``, parameters' scales come from the space file. Returns (settings, notes)."""
+    from ..model.encoding import scales_from_space
+    from ..model.stepwise import PAPER_SETTINGS
+
+    kw: dict = dict(PAPER_SETTINGS) if args.preset == "stargazer" else {}
+    notes: list[str] = []
+    flags = {"theta": args.theta, "phi": args.phi, "phi3": args.phi3, "criterion": args.criterion,
+             "compare": args.compare, "knots": args.knots, "knot_placement": args.knot_placement,
+             "interactions": args.interactions, "max_order": args.max_order, "max_terms": args.max_terms}
+    kw.update({k: v for k, v in flags.items() if v is not None})
+    if args.bound_margin is not None:
+        kw["bound_margin"] = None if args.bound_margin < 0 else args.bound_margin
+    scale = args.scale
+    if args.space:
+        from ..space.presets import load_space
+
+        per, notes = scales_from_space(load_space(args.space))
+        if isinstance(scale, dict):
+            per.update({k: v for k, v in scale.items() if k != "__default__"})
+        kw["scale"] = {"__default__": scale.get("__default__", "auto") if isinstance(scale, dict) else (scale or "auto"),
+                       **per}
+    elif scale is not None:
+        kw["scale"] = scale
+    return kw, notes
+
+
 def cmd_fit(args: argparse.Namespace) -> int:
     from ..dataio import read_table
     from ..model.stepwise import fit_stepwise
@@ -33,17 +62,20 @@ def cmd_fit(args: argparse.Namespace) -> int:
     out = writable(args.output, (".json",))
     params = [p.strip() for p in args.params.split(",") if p.strip()] if args.params else None
     echo = (lambda s: None) if args.json else (lambda s: print(trace_line(s), flush=True))
+    kw, space_notes = fit_settings(args)
     model = fit_stepwise(data, args.response, callback=echo, params=params, transform=args.transform,
-                         theta=args.theta, phi=args.phi, criterion=args.criterion, knots=args.knots,
-                         knot_placement=args.knot_placement, interactions=args.interactions,
-                         max_terms=args.max_terms, forced=args.force or (), compare=args.compare)
+                         forced=args.force or (), **kw)
     model.save(out)
     if args.json:
         print(json.dumps({"terms": model.terms, "r2": model.r2, "adj_r2": model.adj_r2, "n": model.n,
-                          "trace": model.trace}, indent=1))
+                          "notes": model.notes, "settings": model.settings, "trace": model.trace}, indent=1))
     else:
         print(f"final model ({model.n} rows): {' + '.join(model.terms)}; R² {model.r2:.4f}, adj R² {model.adj_r2:.4f}")
         print(model.equation(digits=5))
+        for note in model.notes:
+            print(f"note: {note}")
+        if space_notes:
+            print(f"note: scales from {args.space}")
     print(f"wrote {out}", file=sys.stderr)
     return 0
 
@@ -54,11 +86,25 @@ def cmd_predict(args: argparse.Namespace) -> int:
 
     model = StepwiseModel.load(args.model)
     points = read_table(args.points)
+    clash = [c for c in ("predicted", "bounded", "extrapolation") if c in points.columns]
+    if clash:
+        raise GpudseError(f"{args.points}: the points already have column(s) {', '.join(map(repr, clash))}, which "
+                          f"predict adds; drop or rename them")
     out = writable(args.output, (".csv", ".parquet", ".json"))
-    result = points.assign(predicted=model.predict(points))
+    details = model.predict_details(points)
+    result = with_predictions(points, details)
     write_table(result, out)
-    print(f"wrote {len(result):,} predictions of {model.response} to {out}", file=sys.stderr)
+    n_bounded = int(details.bounded.sum())
+    n_outside = int((details.extrapolation != "").sum())
+    print(f"wrote {len(result):,} predictions of {model.response} to {out}: {n_bounded:,} bounded to the training "
+          f"range (margin {model.bound_margin if model.bound_margin is not None else 'off'}), {n_outside:,} outside "
+          f"the training support (see the bounded and extrapolation columns)", file=sys.stderr)
     return 0
+
+
+def with_predictions(points, details):
+    """The points with the prediction columns appended (same row order)."""
+    return points.assign(**{c: details[c].to_numpy() for c in details.columns})
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
@@ -103,23 +149,40 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     fi.add_argument("--response", required=True, metavar="COL", help="the column to model (e.g. cycles)")
     fi.add_argument("--params", metavar="a,b,...", help="parameter columns (default: every other column)")
     fi.add_argument("--transform", choices=choices.TRANSFORMS, default="none")
-    fi.add_argument("--theta", type=float, default=0.01, help="θ: gain needed to add a parameter (default 0.01)")
-    fi.add_argument("--phi", type=float, default=0.01, help="φ: gain needed to add an interaction (default 0.01)")
-    fi.add_argument("--criterion", choices=choices.CRITERIA, default="adjr2")
-    fi.add_argument("--compare", choices=("r2", "adj_r2"), default="r2",
+    fi.add_argument("--preset", choices=choices.FIT_PRESETS,
+                    help="stargazer: the paper's exact settings (even knots on raw values, pairwise terms, θ = φ = "
+                         "0.01); other flags still override them. Default: the robust settings (README)")
+    fi.add_argument("--theta", type=float, default=None, help="θ: threshold to add a parameter (default 0.001, "
+                                                              "a p-value with the default ftest criterion)")
+    fi.add_argument("--phi", type=float, default=None, help="φ: threshold to add a pairwise interaction")
+    fi.add_argument("--phi3", type=float, default=None, help="threshold to add a three-way interaction")
+    fi.add_argument("--criterion", choices=choices.CRITERIA, default=None, help="default ftest; the paper's adjr2")
+    fi.add_argument("--compare", choices=("r2", "adj_r2"), default=None,
                     help="adjr2 criterion: compare the candidate's adjusted R² with the model's R² "
                          "(Algorithm 1) or with its adjusted R²")
-    fi.add_argument("--knots", type=knots_arg, default=4, metavar="K[,param=K,...]",
-                    help="knots per spline (Harrell's k, boundaries included), e.g. 4 or 4,simd=3,blk=5")
-    fi.add_argument("--knot-placement", choices=choices.KNOT_PLACEMENTS, default="even")
-    fi.add_argument("--interactions", choices=choices.INTERACTION_FORMS, default="restricted")
+    fi.add_argument("--knots", type=knots_arg, default=None, metavar="K[,param=K,...]",
+                    help="knots per spline (Harrell's k, boundaries included), e.g. 6 or 4,simd=3,blk=5 (default 6)")
+    fi.add_argument("--knot-placement", choices=choices.KNOT_PLACEMENTS, default=None,
+                    help="default distinct (quantiles of the distinct values); the paper's even")
+    fi.add_argument("--scale", type=scale_arg, default=None, metavar="auto|linear[,param=log2,...]",
+                    help="modelling scale: auto (log2 for powers of two and geometric series, the default), "
+                         "linear, and per parameter, e.g. auto,threads=log2")
+    fi.add_argument("--space", metavar="SPACE", help="design space file or preset whose scale: keys (or value "
+                                                     "lists) give each parameter's scale")
+    fi.add_argument("--interactions", choices=choices.INTERACTION_FORMS, default=None)
+    fi.add_argument("--max-order", type=int, choices=choices.MAX_ORDERS, default=None,
+                    help="highest interaction order: 2 (pairs, Algorithm 1) or 3 (default: also three-way terms)")
     fi.add_argument("--max-terms", type=positive_int, default=None)
+    fi.add_argument("--bound-margin", type=float, default=None, metavar="M",
+                    help="bound predictions to the training range widened by M times its width on the "
+                         "transformed scale (default 0.25; negative: no bound)")
     fi.add_argument("--force", action="append", metavar="TERM", help="start with this term (repeatable), e.g. simd:blk")
     fi.add_argument("-o", "--output", required=True, metavar="model.json")
     fi.add_argument("--json", action="store_true", help="print terms, R², adjusted R² and the trace as JSON")
     fi.set_defaults(func=cmd_fit)
 
-    pr2 = sub.add_parser("predict", help="predict design points with a fitted model")
+    pr2 = sub.add_parser("predict", help="predict design points with a fitted model (adds predicted, bounded and "
+                                         "extrapolation columns)")
     pr2.add_argument("model", metavar="MODEL.json")
     pr2.add_argument("points", metavar="POINTS", help="points table: .csv, .parquet or .json")
     pr2.add_argument("-o", "--output", required=True, metavar="predictions.csv")

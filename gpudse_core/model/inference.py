@@ -33,14 +33,15 @@ from .stepwise import StepwiseModel, transform_response
 
 def design_matrix(model: StepwiseModel, X: pd.DataFrame) -> np.ndarray:
     """The model's columns (intercept first) evaluated on *X*."""
-    evaluated = {p: b.evaluate(X[p].to_numpy()) for p, b in model.bases.items()}
-    cols = [np.ones(len(X))]
-    for t, lab in model.columns:
-        c = evaluated[t[0]][:, lab[0]]
-        if len(t) == 2:
-            c = c * evaluated[t[1]][:, lab[1]]
-        cols.append(c)
-    return np.column_stack(cols)
+    evaluated = {p: b.evaluate(X[p].to_numpy(), unseen="average") for p, b in model.bases.items()}
+    out = np.empty((len(X), len(model.columns) + 1))
+    out[:, 0] = 1.0
+    for k, (t, lab) in enumerate(model.columns):
+        c = evaluated[t[0]][:, lab[0]].copy()
+        for p, i in zip(t[1:], lab[1:]):
+            c *= evaluated[p][:, i]
+        out[:, k + 1] = c
+    return out
 
 
 def _response(model: StepwiseModel, data: pd.DataFrame) -> np.ndarray:
@@ -71,12 +72,24 @@ def _nonlinear(model: StepwiseModel, k: int, param: str) -> bool:
 
 
 def anova_rows(model: StepwiseModel) -> list[tuple[str, list[int]]]:
-    """The rows of ``rms::anova`` as (label, model column numbers counted from 1 after the intercept)."""
+    """The rows of ``rms::anova`` as (label, model column numbers counted from 0 after the intercept).
+
+    Per predictor: every column involving it, its interaction columns, its non-linear columns.
+    Per interaction term (pairs, then as they appear; three-way terms included): its columns and
+    those of higher-order terms containing it; non-linear columns; for a pair, the non-linear
+    interaction, the doubly non-linear columns ("f(A,B) vs. Af(B) + Bg(A)", full interactions
+    only) and the non-linear interaction in each factor. Then the totals, as rms prints them
+    (TOTAL INTERACTION only when there are several interaction terms)."""
     cols = range(len(model.columns))
-    inter = [k for k in cols if len(model.columns[k][0]) == 2]
+    sets = [frozenset(model.columns[k][0]) for k in cols]
+    inter = [k for k in cols if len(sets[k]) >= 2]
     rows: list[tuple[str, list[int]]] = []
+
+    def nonlin(k: int, params) -> bool:
+        return any(_nonlinear(model, k, p) for p in params)
+
     for p in model.bases:
-        involve = [k for k in cols if p in model.columns[k][0]]
+        involve = [k for k in cols if p in sets[k]]
         p_inter = [k for k in involve if k in inter]
         p_nonlin = [k for k in involve if _nonlinear(model, k, p)]
         higher = " (Factor+Higher Order Factors)" if p_inter else ""
@@ -85,28 +98,37 @@ def anova_rows(model: StepwiseModel) -> list[tuple[str, list[int]]]:
             rows.append((" All Interactions", p_inter))
         if p_nonlin:
             rows.append((f" Nonlinear{higher}", p_nonlin))
-    seen = []
+    terms: list[tuple[str, ...]] = []
     for k in inter:
         t = tuple(model.columns[k][0])
-        if t in seen:
-            continue
-        seen.append(t)
-        a, b = t
-        mine = [j for j in inter if tuple(model.columns[j][0]) == t]
-        rows.append((f"{a} * {b}  (Factor+Higher Order Factors)", mine))
-        nl_a = [j for j in mine if _nonlinear(model, j, a)]
-        nl_b = [j for j in mine if _nonlinear(model, j, b)]
-        nl = sorted(set(nl_a) | set(nl_b))
-        if nl:
-            rows.append((" Nonlinear", nl))
-            rows.append((" Nonlinear Interaction : f(A,B) vs. AB", nl))
+        if frozenset(t) not in {frozenset(u) for u in terms}:
+            terms.append(t)
+    for t in terms:
+        key = frozenset(t)
+        mine = [k for k in inter if sets[k] == key]
+        above = [k for k in inter if sets[k] > key]
+        rows.append((f"{' * '.join(t)}  (Factor+Higher Order Factors)", sorted(mine + above)))
+        nl_own = [k for k in mine if nonlin(k, t)]
+        nl_all = [k for k in sorted(mine + above) if nonlin(k, t)]
+        if above and nl_all:
+            rows.append((" Nonlinear (Factor+Higher Order Factors)", nl_all))
+        elif nl_own:
+            rows.append((" Nonlinear", nl_own))
+        if len(t) == 2 and nl_own:
+            a, b = t
+            nl_a = [k for k in mine if _nonlinear(model, k, a)]
+            nl_b = [k for k in mine if _nonlinear(model, k, b)]
+            rows.append((" Nonlinear Interaction : f(A,B) vs. AB", nl_own))
+            both = [k for k in nl_a if k in nl_b]
+            if both:
+                rows.append((" f(A,B) vs. Af(B) + Bg(A)", both))
             if nl_a and nl_b:
                 rows.append((f" Nonlinear Interaction in {a} vs. Af(B)", nl_a))
                 rows.append((f" Nonlinear Interaction in {b} vs. Bg(A)", nl_b))
-    total_nl = [k for k in cols if any(_nonlinear(model, k, p) for p in model.columns[k][0])]
+    total_nl = [k for k in cols if nonlin(k, sets[k])]
     if total_nl:
         rows.append(("TOTAL NONLINEAR", total_nl))
-    if inter:
+    if len(terms) > 1:
         rows.append(("TOTAL INTERACTION", inter))
     if total_nl and inter:
         rows.append(("TOTAL NONLINEAR + INTERACTION", sorted(set(total_nl) | set(inter))))

@@ -23,6 +23,15 @@ Knot placement (``knots`` is Harrell's k, the total number of knots, boundary kn
 A parameter with fewer distinct values than needed falls back to fewer knots (even placement: at
 most one knot per distinct value), and to a linear term when fewer than three knots remain; text
 parameters get treatment coding (first level, in sorted order unless given, as reference).
+
+Encodings (issue 13): a basis may work on ``scale="log2"``: :meth:`Basis.evaluate` takes the RAW
+values and applies log2 itself, and knots are stored on that modelling scale, so every caller keeps
+passing design-point values. ``"distinct"`` knot placement puts Table 1's quantile levels on the
+*distinct* values on the modelling scale (every distinct value when there are no more than k), so a
+parameter sampled unevenly still gets knots spread over its value set. Categorical bases may have
+numeric levels (0/1 flags, a three-valued setting): they match by value, and a value between two
+levels is interpolated between their rows on the modelling scale (outside the levels: the nearest
+level); see :mod:`gpudse_core.model.encoding` for when each is chosen.
 """
 
 from __future__ import annotations
@@ -32,7 +41,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..choices import KNOT_PLACEMENTS, SPLINE_NORMS
+from ..choices import KNOT_PLACEMENTS, SCALES, SPLINE_NORMS
 from ..errors import GpudseError
 
 QUANTILES = {  # Lee & Brooks Table 1 (Harrell)
@@ -54,17 +63,22 @@ def rcs_basis(x: np.ndarray, knots: Sequence[float], norm: str = "harrell") -> n
         raise GpudseError(f"a restricted cubic spline needs at least 3 knots (got {k})")
     if np.any(np.diff(t) <= 0):
         raise GpudseError(f"spline knots must be strictly increasing (got {list(t)})")
-    x = np.asarray(x, dtype=float)
+    x = np.asarray(x, dtype=float).ravel()
     scale = (t[-1] - t[0]) ** 2 if norm == "harrell" else 1.0
     out = np.empty((x.size, k - 1))
     out[:, 0] = x
     tk, tk1 = t[-1], t[-2]
-    pk = np.maximum(x - tk, 0.0) ** 3
-    pk1 = np.maximum(x - tk1, 0.0) ** 3
+    # Beyond the last knot each column is linear (the cubic and quadratic parts cancel); it is
+    # evaluated in that form there, so a far extrapolation gives a large finite value, never
+    # inf − inf.
+    xin = np.minimum(x, tk)
+    beyond = x - xin
+    pk1 = np.maximum(xin - tk1, 0.0) ** 3
     for j in range(k - 2):
         tj = t[j]
-        out[:, j + 1] = (np.maximum(x - tj, 0.0) ** 3 - pk1 * (tk - tj) / (tk - tk1)
-                         + pk * (tk1 - tj) / (tk - tk1)) / scale
+        a = (tk - tj) / (tk - tk1)
+        slope = 3.0 * ((tk - tj) ** 2 - (tk - tk1) ** 2 * a)
+        out[:, j + 1] = (np.maximum(xin - tj, 0.0) ** 3 - pk1 * a + slope * beyond) / scale
     return out
 
 
@@ -85,7 +99,23 @@ def place_knots(values: np.ndarray, k: int, placement: str = "even", fractied: f
     if placement == "even":
         k = int(min(k, xu.size))
         return np.linspace(xu[0], xu[-1], k) if k >= 3 else xu[:0]
+    if placement == "distinct":
+        return distinct_knots(xu, int(k))
     return _hmisc_knots(x, int(k), fractied)
+
+
+def distinct_knots(distinct: np.ndarray, k: int) -> np.ndarray:
+    """``"distinct"`` placement: Table 1's quantile levels (type 7) of the sorted distinct values;
+    every distinct value when there are at most *k* of them; none (a linear term) below three."""
+    xu = np.unique(np.asarray(distinct, dtype=float))
+    k = int(min(k, xu.size))
+    if k < 3:
+        return xu[:0]
+    if xu.size == k:
+        return xu
+    levels = QUANTILES.get(k) or tuple(np.linspace(0.05, 0.95, k))
+    knots = np.unique(_quantile7(xu, np.asarray(levels)))
+    return knots if knots.size >= 3 else xu[:0]
 
 
 def _quantile7(x: np.ndarray, p: np.ndarray) -> np.ndarray:
@@ -146,17 +176,34 @@ def _hmisc_knots(x: np.ndarray, nk: int, fractied: float) -> np.ndarray:
     return knots if knots.size >= 3 else x[:0]
 
 
+def _is_number(v: Any) -> bool:
+    return isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, (bool, np.bool_))
+
+
+def format_level(v: Any) -> str:
+    """A level as people write it: 8 rather than 8.0."""
+    if _is_number(v):
+        f = float(v)
+        return str(int(f)) if f.is_integer() and abs(f) < 1e15 else f"{f:g}"
+    return str(v)
+
+
 @dataclass
 class Basis:
-    """How one parameter enters the model: ``kind`` is ``"rcs"``, ``"linear"`` or ``"categorical"``."""
+    """How one parameter enters the model: ``kind`` is ``"rcs"``, ``"linear"`` or ``"categorical"``.
+
+    ``scale`` (``"linear"`` or ``"log2"``) is the modelling scale: knots are positions on it and
+    :meth:`evaluate` takes raw values and encodes them. ``lo``/``hi`` are the raw training range.
+    """
 
     name: str
     kind: str
     knots: list[float] = field(default_factory=list)
     levels: list[Any] = field(default_factory=list)  # categorical: reference level first
     norm: str = "harrell"
-    lo: float | None = None  # training range (numeric)
+    lo: float | None = None  # training range (numeric, raw values)
     hi: float | None = None
+    scale: str = "linear"
 
     @property
     def width(self) -> int:
@@ -167,84 +214,178 @@ class Basis:
         return 1
 
     @property
+    def numeric_levels(self) -> bool:
+        """A categorical basis of a numeric parameter (levels matched by value, not by text)."""
+        return self.kind == "categorical" and bool(self.levels) and all(_is_number(v) for v in self.levels)
+
+    @property
+    def label(self) -> str:
+        """The parameter as it enters the model: ``log2(blk)`` on the log2 scale."""
+        return f"log2({self.name})" if self.scale == "log2" and self.kind != "categorical" else self.name
+
+    @property
     def column_names(self) -> list[str]:
         if self.kind == "rcs":
-            return [self.name] + [self.name + "'" * (j + 1) for j in range(self.width - 1)]
+            return [self.label] + [self.label + "'" * (j + 1) for j in range(self.width - 1)]
         if self.kind == "categorical":
-            return [f"{self.name}={lvl}" for lvl in self.levels[1:]]
-        return [self.name]
+            return [f"{self.name}={format_level(lvl)}" for lvl in self.levels[1:]]
+        return [self.label]
 
     @property
     def linear_columns(self) -> list[int]:
         """Columns counted as linear by ``rms``' restricted interactions (%ia%)."""
         return list(range(self.width)) if self.kind == "categorical" else [0]
 
-    def evaluate(self, values: Any) -> np.ndarray:
-        """Basis columns (n × width) for *values*."""
+    def encode(self, values: Any) -> np.ndarray:
+        """Raw numeric values on the modelling scale (log2 for ``scale="log2"``)."""
+        try:
+            x = np.asarray(values, dtype=float).ravel()
+        except (TypeError, ValueError):
+            raise GpudseError(f"column {self.name!r}: the model needs numbers here") from None
+        if self.scale == "log2":
+            bad = ~(x > 0)
+            if bad.any():
+                raise GpudseError(f"column {self.name!r}: the model works on log2({self.name}) and needs positive "
+                                  f"values (got {format_level(x[bad][0])})")
+            return np.log2(x)
+        return x
+
+    def evaluate(self, values: Any, unseen: str = "error") -> np.ndarray:
+        """Basis columns (n × width) for the RAW *values* (the encoding is applied here).
+
+        A text level not seen in training raises, or with ``unseen="average"`` gets the mean of the
+        levels' rows (an equal-weight average over the training levels; the caller flags it).
+        A numeric categorical basis interpolates between levels (see the module docstring).
+        """
         if self.kind == "categorical":
-            v = np.asarray(values, dtype=object).astype(str)
-            known = set(map(str, self.levels))
-            bad = sorted(set(v.tolist()) - known)
-            if bad:
-                raise GpudseError(f"column {self.name!r}: level(s) {bad[:5]} were not seen in training "
-                                  f"(known: {sorted(known)[:10]})")
-            return np.column_stack([(v == str(lvl)).astype(float) for lvl in self.levels[1:]]) \
-                if self.width else np.zeros((v.size, 0))
-        x = np.asarray(values, dtype=float)
+            if self.numeric_levels:
+                return self._numeric_levels(values)
+            v = np.asarray(values, dtype=object).astype(str).ravel()
+            lv = [str(x) for x in self.levels]
+            out = np.column_stack([(v == x).astype(float) for x in lv[1:]]) if self.width else np.zeros((v.size, 0))
+            known = np.isin(v, lv)
+            if not known.all():
+                if unseen != "average":
+                    bad = sorted(set(v[~known].tolist()))
+                    raise GpudseError(f"column {self.name!r}: level(s) {bad[:5]} were not seen in training "
+                                      f"(known: {lv[:10]})")
+                out[~known] = 1.0 / len(lv)
+            return out
+        x = self.encode(values)
         if self.kind == "linear":
             return x.reshape(-1, 1)
         return rcs_basis(x, self.knots, self.norm)
+
+    def _numeric_levels(self, values: Any) -> np.ndarray:
+        x = self.encode(values)
+        lv = self.encode(self.levels)
+        pos = np.clip(np.interp(x, lv, np.arange(lv.size, dtype=float)), 0, lv.size - 1)
+        lo = np.floor(pos).astype(np.intp)
+        w = pos - lo
+        hi = np.minimum(lo + 1, lv.size - 1)
+        rows = np.zeros((x.size, lv.size))
+        r = np.arange(x.size)
+        np.add.at(rows, (r, lo), 1.0 - w)
+        np.add.at(rows, (r, hi), w)
+        return rows[:, 1:]
 
     def to_dict(self) -> dict:
         d: dict[str, Any] = {"name": self.name, "kind": self.kind}
         if self.kind == "rcs":
             d.update(knots=[float(t) for t in self.knots], norm=self.norm)
         if self.kind == "categorical":
-            d["levels"] = [str(v) for v in self.levels]
+            d["levels"] = [float(v) for v in self.levels] if self.numeric_levels else [str(v) for v in self.levels]
         if self.lo is not None:
             d["range"] = [float(self.lo), float(self.hi)]
+        if self.scale != "linear":
+            d["scale"] = self.scale
         return d
 
     @classmethod
-    def from_dict(cls, d: dict) -> "Basis":
+    def from_dict(cls, d: Any) -> "Basis":
+        """Validate a basis read from a model file; every problem is a GpudseError naming the basis."""
+        if not isinstance(d, dict):
+            raise GpudseError("each basis must be an object with a name and a kind")
+        name = d.get("name")
+        if not isinstance(name, str) or not name:
+            raise GpudseError("a basis has no name")
+        ctx = f"basis of {name!r}"
         kind = d.get("kind")
         if kind not in ("rcs", "linear", "categorical"):
-            raise GpudseError(f"basis of {d.get('name')!r}: unknown kind {kind!r}")
-        knots = [float(t) for t in d.get("knots", [])]
+            raise GpudseError(f"{ctx}: unknown kind {kind!r}")
+        knots = d.get("knots", [])
+        if not isinstance(knots, list) or not all(_is_number(t) for t in knots):
+            raise GpudseError(f"{ctx}: knots must be a list of numbers")
+        knots = [float(t) for t in knots]
         if kind == "rcs" and (len(knots) < 3 or not all(np.isfinite(knots)) or np.any(np.diff(knots) <= 0)):
-            raise GpudseError(f"basis of {d.get('name')!r}: knots must be at least 3 increasing numbers")
+            raise GpudseError(f"{ctx}: knots must be at least 3 increasing numbers")
+        levels = d.get("levels", [])
+        if not isinstance(levels, list) or not all(isinstance(v, str) or _is_number(v) for v in levels):
+            raise GpudseError(f"{ctx}: levels must be a list of words or numbers")
+        if kind == "categorical":
+            if not levels:
+                raise GpudseError(f"{ctx}: a categorical basis needs its levels")
+            if all(_is_number(v) for v in levels):
+                lv = np.asarray(levels, dtype=float)
+                if not np.all(np.isfinite(lv)) or np.any(np.diff(lv) <= 0):
+                    raise GpudseError(f"{ctx}: numeric levels must be finite and increasing")
+            elif len({str(v) for v in levels}) != len(levels):
+                raise GpudseError(f"{ctx}: a level appears twice")
         rng = d.get("range")
+        if rng is not None:
+            if not isinstance(rng, list) or len(rng) != 2 or not all(_is_number(v) for v in rng) \
+                    or not all(np.isfinite(rng)) or rng[0] > rng[1]:
+                raise GpudseError(f"{ctx}: range must be [low, high], two finite numbers with low <= high "
+                                  f"(got {rng!r})")
         norm = d.get("norm", "harrell")
         if norm not in NORMS:
-            raise GpudseError(f"basis of {d.get('name')!r}: unknown norm {norm!r}")
-        return cls(name=str(d["name"]), kind=kind, knots=knots, levels=list(d.get("levels", [])), norm=norm,
-                   lo=float(rng[0]) if rng else None, hi=float(rng[1]) if rng else None)
+            raise GpudseError(f"{ctx}: unknown norm {norm!r}")
+        scale = d.get("scale", "linear")
+        if scale not in SCALES:
+            raise GpudseError(f"{ctx}: unknown scale {scale!r}; choose {' or '.join(SCALES)}")
+        if scale == "log2" and rng is not None and rng[0] <= 0:
+            raise GpudseError(f"{ctx}: a log2 scale needs a positive range (got {rng!r})")
+        if scale == "log2" and kind == "categorical" and all(_is_number(v) for v in levels) and min(levels) <= 0:
+            raise GpudseError(f"{ctx}: a log2 scale needs positive levels")
+        return cls(name=name, kind=kind, knots=knots, levels=list(levels), norm=norm,
+                   lo=float(rng[0]) if rng else None, hi=float(rng[1]) if rng else None, scale=scale)
 
 
 def make_basis(name: str, values: Any, knots: int | Sequence[float] = 4, placement: str = "even",
-               norm: str = "harrell", categorical: bool | None = None, levels: Sequence[Any] | None = None) -> Basis:
+               norm: str = "harrell", categorical: bool | None = None, levels: Sequence[Any] | None = None,
+               scale: str = "linear") -> Basis:
     """Choose the basis for one parameter from its training values (see the module docstring).
 
-    *knots* is Harrell's k (below 3: a linear term) or an explicit list of knot positions.
+    *knots* is Harrell's k (below 3: a linear term) or an explicit list of knot positions on the
+    modelling *scale*. ``categorical=True`` on numbers gives numeric levels in increasing order.
     """
     if norm not in NORMS:
         raise GpudseError(f"unknown spline normalisation {norm!r}; choose {' or '.join(NORMS)}")
+    if scale not in SCALES:
+        raise GpudseError(f"parameter {name!r}: unknown scale {scale!r}; choose {' or '.join(SCALES)}")
     arr = np.asarray(values)
     if categorical is None:
         categorical = arr.dtype.kind in "OUSb"
     if categorical:
+        if arr.dtype.kind in "iuf":
+            lv = np.unique(arr.astype(float))
+            b = Basis(name, "categorical", levels=[float(v) for v in lv], lo=float(lv[0]), hi=float(lv[-1]),
+                      scale=scale)
+            b.encode(lv)  # a log2 scale needs positive levels
+            return b
         seen = list(dict.fromkeys(str(v) for v in arr.tolist()))
         order = [str(v) for v in levels if str(v) in seen] if levels is not None else sorted(seen)
         order += [v for v in seen if v not in order]
         return Basis(name, "categorical", levels=order)
-    x = arr.astype(float)
-    lo, hi = float(np.nanmin(x)), float(np.nanmax(x))
+    raw = arr.astype(float)
+    lo, hi = float(np.nanmin(raw)), float(np.nanmax(raw))
+    x = Basis(name, "linear", scale=scale).encode(raw)
     if isinstance(knots, (list, tuple, np.ndarray)):
         kn = np.asarray(knots, dtype=float)
         if kn.size < 3 or not np.all(np.isfinite(kn)) or np.any(np.diff(kn) <= 0):
             raise GpudseError(f"parameter {name!r}: explicit knots must be at least 3 increasing numbers (got {list(kn)})")
-        return Basis(name, "rcs", knots=[float(t) for t in kn], norm=norm, lo=lo, hi=hi)
+        return Basis(name, "rcs", knots=[float(t) for t in kn], norm=norm, lo=lo, hi=hi, scale=scale)
     kn = place_knots(x, int(knots), placement) if int(knots) >= 3 else np.array([])
     if kn.size >= 3:
-        return Basis(name, "rcs", knots=[float(t) for t in kn], norm=norm, lo=lo, hi=hi)
-    return Basis(name, "linear", lo=lo, hi=hi)
+        return Basis(name, "rcs", knots=[float(t) for t in kn], norm=norm, lo=lo, hi=hi, scale=scale)
+    return Basis(name, "linear", lo=lo, hi=hi, scale=scale)

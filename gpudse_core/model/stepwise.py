@@ -9,19 +9,32 @@ The search, exactly as Algorithm 1:
    already in M other than P_i; while R is not empty, augment M with each interaction P_i:P_k,
    P_k ∈ R; accept the best if score − R²(M) > φ (M is updated and P_k leaves R), else stop
    looking at interactions of P_i.
+3. Optional (``max_order=3``, issue 13): after each accepted pair P_i:P_k, its extensions
+   P_i:P_k:P_m with every other chosen P_m are candidates, accepted by the same rule with their
+   own threshold ``phi3`` until none passes. Stargazer found three-way terms unneeded on GPGPU-Sim
+   (§5.2); the built-in simulator's matMul depends on blk:simd:smp.
 
 The score is the adjusted R² of the augmented model (``criterion="adjr2"``, the paper's). With
 ``compare="adj_r2"`` the gain is measured against the adjusted R² of M instead of its R² (the other
 reading of the paper's text). Alternatives: ``"aic"``/``"bic"`` (accept when the criterion drops
 by more than θ or φ) and ``"ftest"`` (accept when the partial F-test p-value of the added block is
 below θ or φ). ``max_terms`` caps the number of terms; ``forced`` terms (e.g. Stargazer §7.4's
-``["simd", "blk", "simd:blk"]``) start the model, and ``search=False`` fits just them.
+``["simd", "blk", "simd:blk"]``) start the model — a forced interaction's main effects enter first
+(hierarchy) — and ``search=False`` fits just them.
+
+Settings: :data:`PAPER_SETTINGS` is the paper's exact reading (even knots on the raw values,
+pairwise interactions, θ = φ = 0.01); the estimator's defaults are the robust choice measured in
+README "Regression choices" (log2 scale for powers of two, categorical terms for parameters with at
+most three values, knots at distinct-value quantiles; see :mod:`.encoding`). Predictions are
+guarded by the training support and a bound (:mod:`.fitted`, :mod:`.support`).
 
 Speed: the search never refits a candidate from scratch. It keeps an orthonormal basis Q of the
-current model's columns; a candidate block B is orthogonalised against Q (twice, for stability),
-its residual part is factorised with a column-pivoted QR, and the drop in the residual sum of
-squares is the squared norm of the residual's projection on it. Candidate blocks that add no
-independent column are skipped (recorded in the trace as degenerate), never a crash.
+current model's columns. Candidate blocks are kept *residualised* (orthogonal to Q) in contiguous
+arrays: when terms are accepted, only the new columns of Q are projected out of them (twice, for
+stability), as one matrix product over all candidates. Each candidate's residual block is then
+factorised with a column-pivoted QR, and the drop in the residual sum of squares is the squared
+norm of the residual's projection on it. Candidate blocks that add no independent column are
+skipped (recorded in the trace as degenerate), never a crash.
 
 The fit is a generator (:meth:`StepwiseRegression.iter_fit`) yielding one :class:`TraceStep` per
 row of Stargazer Table 1: every candidate's score, the chosen term, whether it was accepted, and
@@ -31,86 +44,91 @@ the current terms with their R² and adjusted R².
 from __future__ import annotations
 
 import difflib
-import json
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from itertools import combinations, product
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 import scipy.linalg
-from scipy import stats
 from sklearn.base import BaseEstimator, RegressorMixin
 
-from ..choices import CRITERIA, INTERACTION_FORMS, TRANSFORMS
+from ..choices import CRITERIA, INTERACTION_FORMS, MAX_ORDERS, TRANSFORMS
 from ..errors import GpudseError
-from ..jsonutil import json_default
+from . import encoding
+from .fitted import (
+    DEFAULT_BOUND_MARGIN,
+    MODEL_SCHEMA,
+    FitError,
+    StepwiseModel,
+    _rows,
+    inverse_transform,
+    term_name,
+    transform_response,
+)
 from .splines import PLACEMENTS, Basis, make_basis
+from .support import Support
 
-MODEL_SCHEMA = "gpudse.model/1"
+__all__ = [
+    "CRITERIA",
+    "INTERACTION_FORMS",
+    "MODEL_SCHEMA",
+    "PAPER_SETTINGS",
+    "TRANSFORMS",
+    "FitError",
+    "StepwiseModel",
+    "StepwiseRegression",
+    "TraceStep",
+    "fit_stepwise",
+    "interaction_block",
+    "inverse_transform",
+    "term_name",
+    "transform_response",
+]
+
 RANK_TOL = 1e-9
+REORTH = 0.1  # Gram–Schmidt: a second pass for columns reduced below this share of their norm
+CACHE_BYTES = 256 << 20  # residualised candidate blocks kept between steps of the revisit pass
 
-
-class FitError(GpudseError):
-    """The data cannot be fitted (bad responses, unknown columns, too few rows …)."""
-
-
-# ---- response transform -----------------------------------------------------------------------
-def transform_response(y: np.ndarray, transform: str, column: str = "response") -> np.ndarray:
-    if transform not in TRANSFORMS:
-        raise FitError(f"unknown transform {transform!r}; choose {', '.join(TRANSFORMS)}")
-    if transform == "log":
-        bad = np.flatnonzero(~(y > 0))
-        if bad.size:
-            raise FitError(f"column {column!r}: the log transform needs positive values; rows {_rows(bad)} are "
-                           f"zero or negative; use --transform sqrt or none, or fix those rows")
-        return np.log(y)
-    if transform == "sqrt":
-        bad = np.flatnonzero(y < 0)
-        if bad.size:
-            raise FitError(f"column {column!r}: the sqrt transform needs non-negative values; rows {_rows(bad)} "
-                           f"are negative")
-        return np.sqrt(y)
-    return y
-
-
-def inverse_transform(z: np.ndarray, transform: str) -> np.ndarray:
-    if transform == "log":
-        with np.errstate(over="ignore"):  # a wild extrapolation is reported as inf, not a warning
-            return np.exp(z)
-    if transform == "sqrt":
-        return np.square(z)
-    return z
-
-
-def _rows(idx: np.ndarray, limit: int = 8) -> str:
-    """1-based data row numbers (the header is row 0 of a CSV, data rows count from 1)."""
-    shown = ", ".join(str(int(i) + 1) for i in idx[:limit])
-    return shown + (f" … ({idx.size} in all)" if idx.size > limit else "")
+# Stargazer as written (§5.2–5.4): natural cubic splines with knots evenly spaced between each
+# parameter's minimum and maximum on its raw values (k = 4: two interior knots), pairwise
+# interactions only, adjusted R² against R² with θ = φ = 0.01.
+PAPER_SETTINGS: dict[str, Any] = {
+    "theta": 0.01, "phi": 0.01, "criterion": "adjr2", "compare": "r2", "knots": 4, "knot_placement": "even",
+    "interactions": "restricted", "scale": "linear", "categorical_levels": 0, "max_order": 2, "revisit": False,
+}
 
 
 # ---- terms ------------------------------------------------------------------------------------
-def term_name(params: Sequence[str]) -> str:
-    return ":".join(params)
+def interaction_block(blocks: Sequence[np.ndarray], bases: Sequence[Basis], form: str) -> tuple[np.ndarray, list]:
+    """Columns of the interaction of two or three bases and the index tuples they multiply.
 
-
-def interaction_block(a: np.ndarray, b: np.ndarray, ba: Basis, bb: Basis, form: str) -> tuple[np.ndarray, list]:
-    """Columns of the interaction of two bases and the (i, j) pairs they multiply."""
-    pairs = [(i, j) for i in range(a.shape[1]) for j in range(b.shape[1])
-             if form == "full" or i in ba.linear_columns or j in bb.linear_columns]
-    if not pairs:
-        return np.zeros((a.shape[0], 0)), []
-    cols = np.column_stack([a[:, i] * b[:, j] for i, j in pairs])
-    return cols, pairs
+    ``form="full"`` takes every product (a tensor spline); ``"restricted"`` (rms' %ia%) leaves out
+    products with more than one non-linear factor (categorical columns count as linear)."""
+    widths = [b.shape[1] for b in blocks]
+    linear = [set(b.linear_columns) for b in bases]
+    idx = [ix for ix in product(*(range(w) for w in widths))
+           if form == "full" or sum(i not in lin for i, lin in zip(ix, linear)) <= 1]
+    n = blocks[0].shape[0]
+    if not idx:
+        return np.zeros((n, 0)), []
+    cols = np.empty((n, len(idx)))
+    for c, ix in enumerate(idx):
+        col = blocks[0][:, ix[0]].copy()
+        for b, i in zip(blocks[1:], ix[1:]):
+            col *= b[:, i]
+        cols[:, c] = col
+    return cols, idx
 
 
 # ---- trace ------------------------------------------------------------------------------------
 @dataclass
 class TraceStep:
-    """One row of Stargazer Table 1."""
+    """One row of Stargazer Table 1 (``kind``: forced, initial, main, interaction or interaction3)."""
 
     step: int
-    kind: str  # "initial", "main" or "interaction"
+    kind: str
     metric: str  # what the candidate scores are: r2, adj_r2, aic, bic, p_value
     candidates: dict[str, float]
     skipped: dict[str, str]
@@ -129,43 +147,140 @@ class TraceStep:
 
 # ---- incremental least squares ---------------------------------------------------------------
 class _OLSState:
-    """Orthonormal basis of the current model's columns, residual and RSS."""
+    """Orthonormal basis Q of the current model's columns (preallocated, grown by doubling),
+    the residual and the RSS."""
 
     def __init__(self, z: np.ndarray):
         n = z.size
         self.n = n
-        self.q = np.ones((n, 1)) / math.sqrt(n)
+        self._q = np.empty((n, 64), order="F")  # columns contiguous: BLAS-friendly slices
+        self._q[:, 0] = 1.0 / math.sqrt(n)
+        self.rank = 1  # intercept
         self.tss = float(np.sum((z - z.mean()) ** 2))
         self.resid = z - z.mean()
         self.rss = self.tss
-        self.rank = 1  # intercept
 
-    def orthogonalise(self, block: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Orthonormal columns spanning the part of *block* outside the current model, and which
-        block columns were independent. Two Gram–Schmidt passes, then pivoted QR for the rank."""
-        if block.shape[1] == 0:
-            return np.zeros((self.n, 0)), np.zeros(0, dtype=int)
-        norms = np.sqrt(np.einsum("ij,ij->j", block, block))
-        b = block - self.q @ (self.q.T @ block)
-        b -= self.q @ (self.q.T @ b)
-        qb, rb, piv = scipy.linalg.qr(b, mode="economic", pivoting=True, check_finite=False)
+    @property
+    def q(self) -> np.ndarray:
+        return self._q[:, :self.rank]
+
+    def project_out(self, block: np.ndarray, start: int = 0) -> np.ndarray:
+        """*block* minus its projection on Q's columns from *start* on, in place: one classical
+        Gram–Schmidt pass, and a second for the columns that lost more than 1 − REORTH of their norm
+        in it (where cancellation could leave a component along Q; "twice is enough")."""
+        qn = self._q[:, start:self.rank]
+        if qn.shape[1] and block.shape[1]:
+            before = np.einsum("ij,ij->j", block, block)
+            block -= qn @ (qn.T @ block)
+            after = np.einsum("ij,ij->j", block, block)
+            redo = np.flatnonzero(after < REORTH ** 2 * before)
+            if redo.size:
+                sub = block[:, redo]
+                sub -= qn @ (qn.T @ sub)
+                block[:, redo] = sub
+        return block
+
+    def factor(self, res: np.ndarray, norms: np.ndarray) -> _Factor | None:
+        """Pivoted QR of a residualised block: which columns are independent (a column is dependent
+        when its new part is below RANK_TOL of its original norm) and the gain in fit."""
+        if res.shape[1] == 0:
+            return None
+        qr, piv, _, _, info = _geqp3(res if res.flags.f_contiguous else np.asfortranarray(res))
+        if info != 0:
+            return None
+        piv = piv - 1
+        w = res.shape[1]
+        rb = np.triu(qr[:w, :w])
         diag = np.abs(np.diag(rb))
-        ref = np.maximum(norms[piv], 1e-300)
-        keep = diag > RANK_TOL * ref
+        keep = diag > RANK_TOL * np.maximum(norms[piv], 1e-300)
         # pivoted QR orders |diag| decreasingly, so the independent columns come first
         r = int(np.sum(np.cumprod(keep)))
-        return qb[:, :r], np.sort(piv[:r])
+        if r == 0:
+            return None
+        cols = piv[:r]
+        if diag[0] > 1e6 * diag[r - 1]:  # ill-conditioned: gains from an explicit orthonormal basis
+            qb = np.linalg.qr(res[:, cols])[0]
+            c = qb.T @ self.resid
+        else:  # c = Q_bᵀ resid = R⁻ᵀ B_kᵀ resid, without forming Q_b
+            qb = None
+            c = scipy.linalg.solve_triangular(rb[:r, :r], res[:, cols].T @ self.resid, trans="T", check_finite=False)
+        return _Factor(np.sort(cols), cols, float(c @ c), qb)
 
-    def gain(self, qb: np.ndarray) -> float:
-        c = qb.T @ self.resid
-        return float(c @ c)
+    def basis(self, res: np.ndarray, f: _Factor) -> np.ndarray:
+        """Orthonormal columns spanning the independent part of a residualised block."""
+        return f.qb if f.qb is not None else np.linalg.qr(res[:, f.cols])[0]
 
     def add(self, qb: np.ndarray) -> None:
         c = qb.T @ self.resid
         self.resid = self.resid - qb @ c
         self.rss = max(float(self.resid @ self.resid), 0.0)
-        self.q = np.hstack([self.q, qb])
-        self.rank += qb.shape[1]
+        need = self.rank + qb.shape[1]
+        if need > self._q.shape[1]:
+            grown = np.empty((self.n, max(need, 2 * self._q.shape[1])), order="F")
+            grown[:, :self.rank] = self._q[:, :self.rank]
+            self._q = grown
+        self._q[:, self.rank:need] = qb
+        self.rank = need
+
+
+def _geqp3(a: np.ndarray):
+    """LAPACK's column-pivoted QR (R and the pivots only; Q_b is not formed for every candidate)."""
+    return scipy.linalg.lapack.dgeqp3(a, overwrite_a=False)
+
+
+@dataclass
+class _Factor:
+    keep: np.ndarray  # independent block columns, in block order
+    cols: np.ndarray  # the same in pivot order
+    gain: float  # drop in the residual sum of squares
+    qb: np.ndarray | None  # orthonormal basis when already computed
+
+
+class _Candidates:
+    """Candidate blocks kept residualised against the model in one contiguous array.
+
+    ``refresh`` projects out only the model columns added since the last refresh, for all
+    candidates at once (one BLAS-3 product)."""
+
+    def __init__(self, st: _OLSState, terms: list[tuple[str, ...]], blocks: list[np.ndarray], labels: list[list]):
+        self.st = st
+        self.terms = list(terms)
+        self.labels = dict(zip(terms, labels))
+        widths = [b.shape[1] for b in blocks]
+        self.offsets = dict(zip(terms, np.cumsum([0] + widths[:-1]).tolist()))
+        self.widths = dict(zip(terms, widths))
+        self.res = _stack(blocks, st.n)
+        self.norms = np.sqrt(np.einsum("ij,ij->j", self.res, self.res))
+        self.done = 0
+
+    def drop(self, term: tuple[str, ...]) -> None:
+        self.terms.remove(term)
+        live = sum(self.widths[t] for t in self.terms)
+        if live < 0.6 * self.res.shape[1]:  # compact: stop projecting blocks nobody will use
+            parts = [self.res[:, self.offsets[t]:self.offsets[t] + self.widths[t]] for t in self.terms]
+            nparts = [self.norms[self.offsets[t]:self.offsets[t] + self.widths[t]] for t in self.terms]
+            self.offsets = dict(zip(self.terms, np.cumsum([0] + [self.widths[t] for t in self.terms][:-1]).tolist()))
+            self.res = _stack(parts, self.st.n)
+            self.norms = np.concatenate(nparts) if nparts else np.zeros(0)
+
+    def refresh(self) -> None:
+        if self.done < self.st.rank:
+            self.st.project_out(self.res, self.done)
+            self.done = self.st.rank
+
+    def block(self, term: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray]:
+        o, w = self.offsets[term], self.widths[term]
+        return self.res[:, o:o + w], self.norms[o:o + w]
+
+
+def _stack(blocks: list[np.ndarray], n: int) -> np.ndarray:
+    """Blocks side by side in one Fortran-ordered array (each block's columns contiguous)."""
+    out = np.empty((n, sum(b.shape[1] for b in blocks)), order="F")
+    o = 0
+    for b in blocks:
+        out[:, o:o + b.shape[1]] = b
+        o += b.shape[1]
+    return out
 
 
 def _r2(rss: float, tss: float) -> float:
@@ -184,42 +299,84 @@ def _llf(rss: float, n: int) -> float:
 
 
 # ---- the estimator ------------------------------------------------------------------------------
-@dataclass(eq=False, repr=False)
 class StepwiseRegression(RegressorMixin, BaseEstimator):
-    """Stargazer Algorithm 1 as a scikit-learn style estimator (``fit``/``predict``/``get_params``).
+    """Stargazer Algorithm 1 as a scikit-learn estimator (``fit``/``predict``/``get_params``).
 
-    Parameters follow the papers' vocabulary: ``theta`` (θ) and ``phi`` (φ) thresholds, ``knots``
-    (Harrell's k), ``knot_placement`` (``even``: Stargazer; ``quantile``: Lee & Brooks Table 1).
+    Parameters follow the papers' vocabulary: ``theta`` (θ), ``phi`` (φ) and ``phi3`` (three-way)
+    thresholds, ``knots`` (Harrell's k, or a mapping parameter → k or knot list with an optional
+    ``"__default__"``), ``knot_placement`` (``distinct``: Table 1's quantiles of the distinct values
+    on the modelling scale; ``even``: Stargazer; ``quantile``: Lee & Brooks as rms), ``scale``
+    (``auto``, ``linear``, or a mapping parameter → ``log2``/``linear``), ``categorical_levels``
+    (numeric parameters with at most this many distinct values get a categorical term),
+    ``max_order`` (2: pairs, Algorithm 1; 3: also three-way terms), ``response_transform``
+    (``none``, ``log``, ``sqrt``) and ``bound_margin`` (predictions are bounded to the training
+    response range widened by this share of it on each side; ``None``: off).
+
+    ``fit(X, y)`` takes arrays or DataFrames; ``fit(frame)`` with ``response=`` takes the response
+    column from the frame. Attributes after fitting: ``model_`` (:class:`StepwiseModel`),
+    ``n_features_in_``, ``feature_names_in_`` (for frames with string column names).
+
+    :data:`PAPER_SETTINGS` gives the paper's exact reading: ``StepwiseRegression(**PAPER_SETTINGS)``.
     """
 
-    response: str | None = None
-    params: Sequence[str] | None = None
-    theta: float = 0.01
-    phi: float = 0.01
-    criterion: str = "adjr2"
-    compare: str = "r2"
-    knots: int | Mapping[str, int | Sequence[float]] = 4
-    knot_placement: str = "even"
-    norm: str = "harrell"
-    interactions: str = "restricted"
-    transform: str = "none"
-    max_terms: int | None = None
-    forced: Sequence[str] = ()
-    search: bool = True
-    categorical: Sequence[str] = ()
+    def __init__(self, response: str | None = None, params: Sequence[str] | None = None, theta: float = 0.001,
+                 phi: float = 0.001, phi3: float = 0.001, criterion: str = "ftest", compare: str = "r2",
+                 knots: int | Mapping[str, Any] = 6, knot_placement: str = "distinct", norm: str = "harrell",
+                 interactions: str = "restricted", response_transform: str = "none", max_terms: int | None = None,
+                 forced: Sequence[str] = (), search: bool = True, categorical: Sequence[str] = (),
+                 scale: str | Mapping[str, str] = "auto", categorical_levels: int = 3, max_order: int = 3,
+                 revisit: bool = True, bound_margin: float | None = DEFAULT_BOUND_MARGIN):
+        self.response = response
+        self.params = params
+        self.theta = theta
+        self.phi = phi
+        self.phi3 = phi3
+        self.criterion = criterion
+        self.compare = compare
+        self.knots = knots
+        self.knot_placement = knot_placement
+        self.norm = norm
+        self.interactions = interactions
+        self.response_transform = response_transform
+        self.max_terms = max_terms
+        self.forced = forced
+        self.search = search
+        self.categorical = categorical
+        self.scale = scale
+        self.categorical_levels = categorical_levels
+        self.max_order = max_order
+        self.revisit = revisit
+        self.bound_margin = bound_margin
 
     # -- scikit-learn protocol (get_params/set_params/score come from BaseEstimator/RegressorMixin) --
-    def fit(self, X: pd.DataFrame, y: Any = None, callback: Callable[[TraceStep], None] | None = None
-            ) -> "StepwiseRegression":
+    def fit(self, X: Any, y: Any = None, callback: Callable[[TraceStep], None] | None = None) -> StepwiseRegression:
         for step in self.iter_fit(X, y):
             if callback is not None:
                 callback(step)
         return self
 
-    def predict(self, X: pd.DataFrame) -> np.ndarray:
-        if not hasattr(self, "model_"):
-            raise FitError("the model is not fitted yet; call fit first")
-        return self.model_.predict(X)
+    def predict(self, X: Any) -> np.ndarray:
+        from sklearn.utils.validation import _check_feature_names, check_is_fitted, validate_data
+
+        check_is_fitted(self, "model_")
+        if isinstance(X, pd.DataFrame):
+            names = getattr(self, "feature_names_in_", None)
+            if names is not None and X.shape[1] > len(names) and set(names) <= set(X.columns):
+                X = X[list(names)]  # extra columns (the response, an index) are not features
+            _check_feature_names(self, X, reset=False)
+            if names is None:  # fitted on unnamed (or non-text) columns: match them by position
+                if X.shape[1] != self.n_features_in_:
+                    raise FitError(f"X has {X.shape[1]} features, but {type(self).__name__} is expecting "
+                                   f"{self.n_features_in_} features as input")
+                X = X.set_axis(self._columns_, axis=1)
+            return self.model_.predict(X)
+        Xa = validate_data(self, X, reset=False, dtype="numeric")
+        return self.model_.predict(pd.DataFrame(Xa, columns=self._columns_))
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = False
+        return tags
 
     # -- the search --
     def _validate(self) -> None:
@@ -230,31 +387,71 @@ class StepwiseRegression(RegressorMixin, BaseEstimator):
         if self.interactions not in INTERACTION_FORMS:
             raise FitError(f"unknown interaction form {self.interactions!r}; choose full or restricted")
         if self.knot_placement not in PLACEMENTS:
-            raise FitError(f"unknown knot placement {self.knot_placement!r}; choose even or quantile")
-        for name, v in (("theta", self.theta), ("phi", self.phi)):
-            if not isinstance(v, (int, float)) or not math.isfinite(v):
+            raise FitError(f"unknown knot placement {self.knot_placement!r}; choose {', '.join(PLACEMENTS)}")
+        if self.response_transform not in TRANSFORMS:
+            raise FitError(f"unknown transform {self.response_transform!r}; choose {', '.join(TRANSFORMS)}")
+        for name, v in (("theta", self.theta), ("phi", self.phi), ("phi3", self.phi3)):
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
                 raise FitError(f"{name} must be a finite number (got {v!r})")
         if self.max_terms is not None and (not isinstance(self.max_terms, int) or self.max_terms < 1):
             raise FitError(f"max_terms must be a whole number of at least 1 (got {self.max_terms!r})")
+        if self.max_order not in MAX_ORDERS:
+            raise FitError(f"max_order must be {' or '.join(map(str, MAX_ORDERS))} (got {self.max_order!r})")
+        if isinstance(self.categorical_levels, bool) or not isinstance(self.categorical_levels, int) \
+                or self.categorical_levels < 0:
+            raise FitError(f"categorical_levels must be a whole number ≥ 0 (got {self.categorical_levels!r})")
+        bm = self.bound_margin
+        if bm is not None and (isinstance(bm, bool) or not isinstance(bm, (int, float)) or not math.isfinite(bm)
+                               or bm < 0):
+            raise FitError(f"bound_margin must be a non-negative number or None (got {bm!r})")
+        try:
+            encoding.check_scale_setting(self.scale)
+        except GpudseError as e:
+            raise FitError(str(e)) from None
 
-    def _data(self, X: pd.DataFrame, y: Any) -> tuple[pd.DataFrame, np.ndarray, list[str]]:
+    def _data(self, X: Any, y: Any) -> tuple[pd.DataFrame, np.ndarray, list[str], str]:
+        """(parameter frame, response values, parameter names, response name); sets the
+        scikit-learn attributes ``n_features_in_``/``feature_names_in_``."""
+        from sklearn.utils.validation import _check_feature_names, validate_data
+
+        cls = type(self).__name__
         if not isinstance(X, pd.DataFrame):
-            X = pd.DataFrame(np.asarray(X), columns=[f"x{i}" for i in range(np.asarray(X).shape[1])])
-        if y is None:
-            if not self.response:
-                raise FitError("say which column is the response (response=... or --response COL)")
-            if self.response not in X.columns:
-                hint = difflib.get_close_matches(self.response, list(map(str, X.columns)), n=1)
-                raise FitError(f"response column {self.response!r} is not in the data"
-                               + (f" (did you mean {hint[0]!r}?)" if hint else "")
-                               + f"; columns: {', '.join(map(str, X.columns))}")
-            yv = pd.to_numeric(X[self.response], errors="coerce").to_numpy(dtype=float)
-            raw = X[self.response]
-            X = X.drop(columns=[self.response])
+            if y is None:
+                raise FitError(f"{cls} requires y to be passed, but the target y is None; give y, or a DataFrame "
+                               f"and the response column (response=... or --response COL)")
+            Xa, ya = validate_data(self, X, y, dtype="numeric", y_numeric=True)
+            self._columns_ = [f"x{i}" for i in range(Xa.shape[1])]
+            X = pd.DataFrame(Xa, columns=self._columns_)
+            yv = np.asarray(ya, dtype=float)
+            raw = pd.Series(yv)
         else:
-            raw = pd.Series(np.asarray(y))
-            yv = pd.to_numeric(raw, errors="coerce").to_numpy(dtype=float)
+            if y is None:
+                if not self.response:
+                    raise FitError(f"{cls} requires y to be passed, but the target y is None; say which column is "
+                                   f"the response (response=... or --response COL)")
+                if self.response not in X.columns:
+                    hint = difflib.get_close_matches(self.response, list(map(str, X.columns)), n=1)
+                    raise FitError(f"response column {self.response!r} is not in the data"
+                                   + (f" (did you mean {hint[0]!r}?)" if hint else "")
+                                   + f"; columns: {', '.join(map(str, X.columns))}")
+                raw = X[self.response]
+                if isinstance(raw, pd.DataFrame):
+                    raise FitError(f"the data have more than one column named {self.response!r}; rename them")
+                yv = pd.to_numeric(raw, errors="coerce").to_numpy(dtype=float)
+                X = X.drop(columns=[self.response])
+            else:
+                raw = pd.Series(np.asarray(y).ravel()) if not isinstance(y, pd.Series) else y.reset_index(drop=True)
+                yv = pd.to_numeric(raw, errors="coerce").to_numpy(dtype=float)
+            if X.columns.duplicated().any():
+                dup = X.columns[X.columns.duplicated()].unique().tolist()
+                raise FitError(f"the data have more than one column named {', '.join(map(repr, dup))}; rename them")
+            _check_feature_names(self, X, reset=True)
+            self.n_features_in_ = X.shape[1]
+            self._columns_ = [str(c) for c in X.columns]
+            X = X.set_axis(self._columns_, axis=1)
         col = self.response or "response"
+        if len(yv) != len(X):
+            raise FitError(f"{len(X)} rows of parameters but {len(yv)} responses")
         bad = np.flatnonzero(~np.isfinite(yv))
         if bad.size:
             raise FitError(f"column {col!r}: rows {_rows(bad)} are missing, not numbers, NaN or infinite "
@@ -266,27 +463,31 @@ class StepwiseRegression(RegressorMixin, BaseEstimator):
                                f"{', '.join(map(str, X.columns))}")
             names = list(params)
         else:
-            names = [str(c) for c in X.columns if c != self.response]
-        if len(yv) != len(X):
-            raise FitError(f"{len(X)} rows of parameters but {len(yv)} responses")
+            names = list(X.columns)
+        if not names:
+            raise FitError("no parameter columns to model")
         for p in names:
             if X[p].isna().any():
                 raise FitError(f"column {p!r}: rows {_rows(np.flatnonzero(X[p].isna().to_numpy()))} are empty")
         if len(yv) < 3:
-            raise FitError(f"only {len(yv)} rows; a regression needs more rows than terms")
+            raise FitError(f"only {len(yv)} rows ({len(yv)} sample{'s' if len(yv) != 1 else ''}); a regression "
+                           f"needs more rows than terms")
         const = [p for p in names if X[p].nunique() < 2]
         if const:
             raise FitError(f"column(s) {', '.join(map(repr, const))} are constant, so they cannot explain "
                            f"anything; leave them out (--params) or sample more widely")
-        if len(yv) < 3:
-            raise FitError(f"only {len(yv)} rows; a regression needs more rows than terms")
-        return X, yv, names
+        return X, yv, names, col
 
-    def iter_fit(self, X: pd.DataFrame, y: Any = None) -> Iterator[TraceStep]:
+    def iter_fit(self, X: Any, y: Any = None) -> Iterator[TraceStep]:
         """Run Algorithm 1, yielding one :class:`TraceStep` per Table 1 row; sets ``model_`` at the end."""
         self._validate()
-        X, yraw, names = self._data(X, y)
-        z = transform_response(yraw, self.transform, self.response or "response")
+        X, yraw, names, col = self._data(X, y)
+        z = transform_response(yraw, self.response_transform, col)
+        spread = float(np.ptp(z))
+        if spread == 0 or spread <= 1e-12 * float(np.max(np.abs(z))):
+            raise FitError(f"column {col!r} is constant (every row is {yraw[0]:g}"
+                           f"{' on the ' + self.response_transform + ' scale' if self.response_transform != 'none' else ''}"
+                           f"); there is nothing to model — check the response column")
         n = z.size
         if isinstance(self.knots, Mapping):
             unknown = [k for k in self.knots if k != "__default__" and k not in names]
@@ -296,13 +497,27 @@ class StepwiseRegression(RegressorMixin, BaseEstimator):
             knots = {p: self.knots.get(p, default) for p in names}
         else:
             knots = {p: self.knots for p in names}
-        bases = {p: make_basis(p, X[p].to_numpy(), knots[p], self.knot_placement, self.norm,
-                               categorical=(p in self.categorical) or None) for p in names}
-        cols = {p: bases[p].evaluate(X[p].to_numpy()) for p in names}
+        if isinstance(self.scale, Mapping):
+            unknown = [k for k in self.scale if k != "__default__" and k not in names]
+            scale = {k: v for k, v in self.scale.items() if k not in unknown}  # a space file may name more
+        else:
+            scale = self.scale
+        try:
+            plan = encoding.plan({p: X[p].to_numpy() for p in names}, scale, tuple(self.categorical),
+                                 self.categorical_levels)
+            bases = {p: make_basis(p, X[p].to_numpy(), knots[p], self.knot_placement, self.norm,
+                                   categorical=plan[p].categorical, scale=plan[p].scale) for p in names}
+            cols = {p: bases[p].evaluate(X[p].to_numpy()) for p in names}
+        except FitError:
+            raise
+        except GpudseError as e:
+            raise FitError(str(e)) from None
+        notes = [e.note for e in plan.values() if e.note]
         st = _OLSState(z)
         chosen: list[str] = []
         terms: list[str] = []
-        columns: list[tuple[tuple[str, ...], tuple]] = []  # (params, pair or column index) per model column
+        term_sets: set[frozenset] = set()
+        columns: list[tuple[tuple[str, ...], tuple]] = []  # (params, basis-column indices) per model column
         step_no = 0
         trace: list[dict] = []
 
@@ -313,25 +528,29 @@ class StepwiseRegression(RegressorMixin, BaseEstimator):
         def block(term: tuple[str, ...]) -> tuple[np.ndarray, list]:
             if len(term) == 1:
                 return cols[term[0]], [(j,) for j in range(cols[term[0]].shape[1])]
-            a, b = term
-            return interaction_block(cols[a], cols[b], bases[a], bases[b], self.interactions)
+            return interaction_block([cols[p] for p in term], [bases[p] for p in term], self.interactions)
 
-        def evaluate(cands: list[tuple[str, ...]]) -> tuple[dict, dict, dict]:
+        def candidates(terms_: list[tuple[str, ...]]) -> _Candidates:
+            built = [block(t) for t in terms_]
+            return _Candidates(st, terms_, [b for b, _ in built], [lab for _, lab in built])
+
+        def evaluate(cset: _Candidates, cands: list[tuple[str, ...]]) -> tuple[dict, dict, dict]:
+            cset.refresh()
             scores, skipped, prepared = {}, {}, {}
             for t in cands:
                 name = term_name(t)
-                blk, labels = block(t)
-                qb, keep = st.orthogonalise(blk)
-                if qb.shape[1] == 0:
+                res, norms = cset.block(t)
+                f = st.factor(res, norms)
+                if f is None:
                     skipped[name] = "adds no independent column (collinear with the model)"
                     continue
-                rank = st.rank + qb.shape[1]
+                rank = st.rank + f.cols.size
                 if n - rank < 1:
                     skipped[name] = f"needs {rank} coefficients but only {n} rows"
                     continue
-                rss = max(st.rss - st.gain(qb), 0.0)
-                scores[name] = self._score(rss, st, rank, n, qb.shape[1])
-                prepared[name] = (t, qb, [labels[i] for i in keep], rss, rank)
+                rss = max(st.rss - f.gain, 0.0)
+                scores[name] = self._score(rss, st, rank, n, f.cols.size)
+                prepared[name] = (t, (res, f), [cset.labels[t][i] for i in f.keep], rss, rank)
             return scores, skipped, prepared
 
         def metric(first: bool) -> str:
@@ -345,9 +564,10 @@ class StepwiseRegression(RegressorMixin, BaseEstimator):
             return min(scores, key=lambda k: scores[k])
 
         def accept(name: str, prepared: dict) -> None:
-            t, qb, labels, _, _ = prepared[name]
-            st.add(qb)
+            t, (res, f), labels, _, _ = prepared[name]
+            st.add(st.basis(res, f))
             terms.append(name)
+            term_sets.add(frozenset(t))
             columns.extend((t, lab) for lab in labels)
 
         def current() -> tuple[float, float]:
@@ -368,36 +588,143 @@ class StepwiseRegression(RegressorMixin, BaseEstimator):
         def full() -> bool:
             return self.max_terms is not None and len(terms) >= self.max_terms
 
-        # forced terms first
-        for f in self.forced:
-            parts = tuple(f.split(":"))
-            unknown = [p for p in parts if p not in bases]
-            if unknown or len(parts) > 2:
-                raise FitError(f"forced term {f!r}: " + (f"unknown parameter(s) {unknown}" if unknown
-                                                       else "only main effects and pairwise interactions"))
-            scores, skipped, prepared = evaluate([parts])
+        def force(parts: tuple[str, ...], label: str) -> TraceStep:
+            nonlocal step_no
+            scores, skipped, prepared = evaluate(candidates([parts]), [parts])
             name = term_name(parts)
             if name not in prepared:
-                raise FitError(f"forced term {f!r} cannot be fitted: {skipped.get(name)}")
+                raise FitError(f"forced term {label!r} cannot be fitted: {skipped.get(name)}")
             accept(name, prepared)
-            for p in parts:
-                if p not in chosen:
-                    chosen.append(p)
+            if len(parts) == 1 and parts[0] not in chosen:
+                chosen.append(parts[0])
             step_no += 1
             r2, adj = current()
-            yield emit(TraceStep(step_no, "forced", metric(False), scores, skipped, name, True, None, list(terms), r2, adj))
+            return emit(TraceStep(step_no, "forced", metric(False), scores, skipped, name, True, None, list(terms),
+                                  r2, adj))
+
+        # forced terms first; an interaction's main effects enter before it (hierarchy)
+        for f in self.forced:
+            parts = tuple(p.strip() for p in str(f).split(":"))
+            unknown = [p for p in parts if p not in bases]
+            if unknown or not 1 <= len(parts) <= 3 or len(set(parts)) != len(parts):
+                raise FitError(f"forced term {f!r}: " + (f"unknown parameter(s) {unknown}" if unknown
+                                                       else "give a parameter or an interaction of two or three "
+                                                            "different parameters, e.g. simd:blk"))
+            if len(parts) > 1:
+                for p in parts:
+                    if frozenset((p,)) not in term_sets:
+                        yield force((p,), f)
+            if frozenset(parts) not in term_sets:
+                yield force(parts, f)
+
+        def grow(cands: list[tuple[str, ...]], kind: str, limit: float,
+                 then: Callable[[tuple[str, ...]], Iterator[TraceStep]] | None = None) -> Iterator[TraceStep]:
+            """Algorithm 1's inner loop: add the best candidate while it passes *limit*; after each
+            accepted term, *then* (the three-way extensions of an accepted pair)."""
+            nonlocal step_no
+            cands = [t for t in cands if frozenset(t) not in term_sets]
+            if not cands:
+                return
+            cset = candidates(cands)
+            while cands and not full():
+                scores, skipped, prepared = evaluate(cset, cands)
+                if not scores:
+                    break
+                name = best(scores)
+                ok, g = gain_ok(name, scores, limit)
+                if ok:
+                    accept(name, prepared)
+                step_no += 1
+                r2, adj = current()
+                yield emit(TraceStep(step_no, kind, metric(False), scores, skipped, name, ok, g, list(terms), r2, adj))
+                if not ok:
+                    break
+                t = prepared[name][0]
+                cands.remove(t)
+                cset.drop(t)
+                if then is not None:
+                    yield from then(t)
+
+        def triples(pair: tuple[str, ...]) -> Iterator[TraceStep]:
+            yield from grow([pair + (m,) for m in chosen if m not in pair], "interaction3", self.phi3)
+
+        def pairs(pi: str, partners: list[str]) -> Iterator[TraceStep]:
+            # named new:old, as Table 1's simd:#blk
+            yield from grow([(pi, p) for p in partners], "interaction", self.phi,
+                            triples if self.max_order >= 3 else None)
+
+        def revisit() -> Iterator[TraceStep]:
+            """After Algorithm 1 stops: every pair of chosen parameters not in the model (and, with
+            max_order 3, every triple containing an accepted pair) is a candidate, accepted by the
+            same rule (φ for pairs, φ3 for triples), until none passes. Candidate blocks are kept
+            residualised in chunks of at most CACHE_BYTES; beyond that they are rebuilt per step."""
+            nonlocal step_no
+            pool: dict[frozenset, tuple[str, ...]] = {}
+            chunks: list[_Candidates] = []
+
+            def offer() -> None:
+                new = [t for t in combinations(chosen, 2) if frozenset(t) not in term_sets]
+                if self.max_order >= 3:
+                    new += [t for t in combinations(chosen, 3) if frozenset(t) not in term_sets
+                            and any(frozenset(pr) in term_sets for pr in combinations(t, 2))]
+                fresh = [t for t in new if frozenset(t) not in pool]
+                for t in fresh:
+                    pool[frozenset(t)] = t
+                if fresh and cache:
+                    chunks.extend(build_chunks(fresh))
+
+            def build_chunks(ts: list[tuple[str, ...]]) -> list[_Candidates]:
+                out, part, size = [], [], 0
+                for t in ts:
+                    w = int(np.prod([bases[p].width for p in t]))
+                    if part and size + w > chunk_cols:
+                        out.append(candidates(part))
+                        part, size = [], 0
+                    part.append(t)
+                    size += w
+                if part:
+                    out.append(candidates(part))
+                return out
+
+            chunk_cols = max(1, CACHE_BYTES // (8 * n))
+            every = [t for t in combinations(chosen, 2)] + (list(combinations(chosen, 3)) if self.max_order >= 3 else [])
+            cache = sum(int(np.prod([bases[p].width for p in t])) for t in every) <= chunk_cols
+            offer()
+            while pool and not full():
+                scores, skipped, prepared = {}, {}, {}
+                for cset in (chunks if cache else build_chunks(list(pool.values()))):
+                    live = [t for t in cset.terms if frozenset(t) in pool]
+                    if live:
+                        sc, sk, pr = evaluate(cset, live)
+                        scores.update(sc), skipped.update(sk), prepared.update(pr)
+                if not scores:
+                    return
+                name = best(scores)
+                t = prepared[name][0]
+                ok, g = gain_ok(name, scores, self.phi if len(t) == 2 else self.phi3)
+                if ok:
+                    accept(name, prepared)
+                step_no += 1
+                r2, adj = current()
+                yield emit(TraceStep(step_no, "revisit", metric(False), scores, skipped, name, ok, g, list(terms),
+                                     r2, adj))
+                if not ok:
+                    return
+                del pool[frozenset(t)]
+                offer()
 
         remaining = [p for p in names if p not in chosen]
-        if self.search:
+        if self.search and remaining:
             first = not terms
+            mains = candidates([(p,) for p in remaining])
             while remaining and not full():
                 cands = [(p,) for p in remaining]
-                scores, skipped, prepared = evaluate(cands)
+                scores, skipped, prepared = evaluate(mains, cands)
                 if not scores:
                     step_no += 1
                     r2, adj = current()
                     yield emit(TraceStep(step_no, "main", metric(first), scores, skipped, None, False, None,
-                                    list(terms), r2, adj))
+                                         list(terms), r2, adj))
                     break
                 if first and self.criterion == "adjr2":
                     # Algorithm 1: the first term is the single-term model with the highest R²
@@ -411,32 +738,20 @@ class StepwiseRegression(RegressorMixin, BaseEstimator):
                     accept(name, prepared)
                 step_no += 1
                 r2, adj = current()
-                yield emit(TraceStep(step_no, "initial" if first else "main", metric(first), scores, skipped, name, ok,
-                                g, list(terms), r2, adj))
+                yield emit(TraceStep(step_no, "initial" if first else "main", metric(first), scores, skipped, name,
+                                     ok, g, list(terms), r2, adj))
                 if not ok:
                     break
                 first = False
                 pi = name
                 remaining.remove(pi)
-                partners = [p for p in chosen]
+                mains.drop((pi,))
+                partners = list(chosen)
                 chosen.append(pi)
-                while partners and not full():
-                    cands = [(pi, p) for p in partners]  # named new:old, as Table 1's simd:#blk
-                    scores, skipped, prepared = evaluate(cands)
-                    if not scores:
-                        break
-                    iname = best(scores)
-                    ok, g = gain_ok(iname, scores, self.phi)
-                    if ok:
-                        accept(iname, prepared)
-                    step_no += 1
-                    r2, adj = current()
-                    yield emit(TraceStep(step_no, "interaction", metric(False), scores, skipped, iname, ok, g,
-                                    list(terms), r2, adj))
-                    if not ok:
-                        break
-                    partners.remove(prepared[iname][0][1])
-        self.model_ = self._finish(cols, z, bases, columns, terms, st, names)
+                yield from pairs(pi, partners)
+            if self.revisit:
+                yield from revisit()
+        self.model_ = self._finish(X, cols, z, bases, columns, terms, st, names, col, notes)
         self.model_.trace = trace
 
     def _info(self, rss: float, n: int, rank: int) -> float:
@@ -448,234 +763,49 @@ class StepwiseRegression(RegressorMixin, BaseEstimator):
             return _adj_r2(rss, st.tss, n, rank)
         if self.criterion in ("aic", "bic"):
             return self._info(rss, n, rank)
+        from scipy import stats
+
         dof = n - rank
         if rss <= 0:
             return 0.0
         f = ((st.rss - rss) / added) / (rss / dof)
         return float(stats.f.sf(f, added, dof))
 
-    def _finish(self, cols, z, bases, columns, terms, st, names) -> "StepwiseModel":
+    def _finish(self, X, cols, z, bases, columns, terms, st, names, response, notes) -> StepwiseModel:
         """Coefficients of the selected columns by least squares on the cached basis blocks."""
-        design = [np.ones(z.size)]
+        A = np.empty((z.size, len(columns) + 1))
+        A[:, 0] = 1.0
         labels = ["Intercept"]
-        for t, lab in columns:
-            if len(t) == 1:
-                design.append(cols[t[0]][:, lab[0]])
-                labels.append(bases[t[0]].column_names[lab[0]])
-            else:
-                a, b = t
-                i, j = lab
-                design.append(cols[a][:, i] * cols[b][:, j])
-                labels.append(f"{bases[a].column_names[i]} * {bases[b].column_names[j]}")
-        A = np.column_stack(design)
+        for c, (t, lab) in enumerate(columns):
+            v = cols[t[0]][:, lab[0]].copy()
+            for p, i in zip(t[1:], lab[1:]):
+                v *= cols[p][:, i]
+            A[:, c + 1] = v
+            labels.append(" * ".join(bases[p].column_names[i] for p, i in zip(t, lab)))
         coef, *_ = np.linalg.lstsq(A, z, rcond=None)
         fitted = A @ coef
         rss = float(np.sum((z - fitted) ** 2))
         used = sorted({p for t, _ in columns for p in t}, key=names.index)
+        used_bases = {p: bases[p] for p in used}
+        inter = list(dict.fromkeys(tuple(t) for t, _ in columns if len(t) > 1))
+        settings = {k: (list(v) if isinstance(v, (list, tuple)) else v) for k, v in self.get_params().items()
+                    if k not in ("params",)}
         return StepwiseModel(
-            response=self.response or "response", transform=self.transform, interactions=self.interactions,
-            bases={p: bases[p] for p in used}, columns=[(list(t), list(lab)) for t, lab in columns],
+            response=response, transform=self.response_transform, interactions=self.interactions,
+            bases=used_bases, columns=[(list(t), list(lab)) for t, lab in columns],
             column_labels=labels, coefficients=coef.tolist(), terms=list(terms), n=int(z.size),
-            r2=_r2(rss, st.tss), adj_r2=_adj_r2(rss, st.tss, z.size, A.shape[1]),
-            settings={k: (list(v) if isinstance(v, (list, tuple)) else v) for k, v in self.get_params().items()
-                      if k not in ("params",)},
+            r2=_r2(rss, st.tss), adj_r2=_adj_r2(rss, st.tss, z.size, A.shape[1]), settings=settings,
+            support=Support.build(X, used_bases, inter), z_range=(float(z.min()), float(z.max())),
+            bound_margin=None if self.bound_margin is None else float(self.bound_margin),
+            notes=[note for note in notes if note.split(":")[0] in used_bases],
         )
 
 
-# ---- the fitted model ------------------------------------------------------------------------------
-@dataclass
-class StepwiseModel:
-    """A fitted spline model: bases, model columns, coefficients; predicts DataFrames, saves as JSON."""
-
-    response: str
-    transform: str
-    interactions: str
-    bases: dict[str, Basis]
-    columns: list[tuple[list[str], list[int]]]  # per non-intercept column: (params, basis column indices)
-    column_labels: list[str]
-    coefficients: list[float]
-    terms: list[str]
-    n: int
-    r2: float
-    adj_r2: float
-    settings: dict = field(default_factory=dict)
-    trace: list[dict] = field(default_factory=list)
-
-    @property
-    def parameters(self) -> list[str]:
-        return list(self.bases)
-
-    def linear_predictor(self, X: pd.DataFrame) -> np.ndarray:
-        """Prediction on the transformed scale. Each term is tabulated over the distinct values (or
-        value pairs) of its parameters and gathered, so no n × p design matrix is built."""
-        missing = [p for p in self.bases if p not in X.columns]
-        if missing:
-            raise FitError(f"the points lack column(s) {', '.join(map(repr, missing))} that the model uses")
-        coef = np.asarray(self.coefficients)
-        out = np.full(len(X), coef[0])
-        codes, uniq_basis = {}, {}
-        for p, b in self.bases.items():
-            codes[p], uniq = _codes(X[p], p, numeric=b.kind != "categorical")
-            uniq_basis[p] = b.evaluate(uniq)
-        groups: dict[tuple[str, ...], list[int]] = {}
-        for k, (t, _) in enumerate(self.columns):
-            groups.setdefault(tuple(t), []).append(k)
-        for t, ks in groups.items():
-            if len(t) == 1:
-                ub = uniq_basis[t[0]]
-                table = sum(coef[k + 1] * ub[:, self.columns[k][1][0]] for k in ks)
-                out += np.asarray(table)[codes[t[0]]]
-            else:
-                a, b = t
-                ua, ub = uniq_basis[a], uniq_basis[b]
-                table = np.zeros((ua.shape[0], ub.shape[0]))
-                for k in ks:
-                    i, j = self.columns[k][1]
-                    table += coef[k + 1] * np.outer(ua[:, i], ub[:, j])
-                out += table.ravel()[codes[a] * table.shape[1] + codes[b]]
-        return out
-
-    def predict(self, X: pd.DataFrame) -> np.ndarray:
-        """Predicted response on the original scale (the transform is undone)."""
-        return inverse_transform(self.linear_predictor(X), self.transform)
-
-    def contributions(self) -> list[tuple[str, float]]:
-        """R² gained by each accepted term in selection order (the data of Stargazer Fig. 3)."""
-        out, last = [], 0.0
-        for step in self.trace:
-            if step.get("accepted") and step.get("chosen"):
-                out.append((step["chosen"], step["r2"] - last))
-                last = step["r2"]
-        return out
-
-    def equation(self, digits: int = 6) -> str:
-        """The fitted equation with each spline written as truncated cubics, as ``rms::Function`` does."""
-        coef = self.coefficients
-        lhs = {"none": self.response, "log": f"log({self.response})", "sqrt": f"sqrt({self.response})"}[self.transform]
-        parts = [f"{coef[0]:.{digits}g}"]
-
-        def spline_text(b: Basis, col: int) -> str:
-            if b.kind != "rcs" or col == 0:
-                return b.column_names[col] if b.kind != "categorical" else f"[{b.column_names[col]}]"
-            t = b.knots
-            k = len(t)
-            j = col - 1
-            s = (t[-1] - t[0]) ** 2 if b.norm == "harrell" else 1.0
-            a1 = 1 / s
-            a2 = -(t[-1] - t[j]) / (t[-1] - t[-2]) / s
-            a3 = (t[-2] - t[j]) / (t[-1] - t[-2]) / s
-            return (f"({a1:.{digits}g}*pmax({b.name}-{t[j]:g},0)^3 {a2:+.{digits}g}*pmax({b.name}-{t[k - 2]:g},0)^3 "
-                    f"{a3:+.{digits}g}*pmax({b.name}-{t[k - 1]:g},0)^3)")
-
-        for k, (t, lab) in enumerate(self.columns):
-            c = coef[k + 1]
-            if len(t) == 1:
-                term = spline_text(self.bases[t[0]], lab[0])
-            else:
-                term = f"{spline_text(self.bases[t[0]], lab[0])}*{spline_text(self.bases[t[1]], lab[1])}"
-            parts.append(f"{'-' if c < 0 else '+'} {abs(c):.{digits}g}*{term}")
-        return f"{lhs} = " + " ".join(parts)
-
-    # -- JSON --
-    def to_dict(self) -> dict:
-        return {
-            "schema": MODEL_SCHEMA, "response": self.response, "transform": self.transform,
-            "interactions": self.interactions, "bases": [b.to_dict() for b in self.bases.values()],
-            "terms": self.terms, "columns": [{"params": t, "index": lab} for t, lab in self.columns],
-            "column_labels": self.column_labels, "coefficients": [float(c) for c in self.coefficients],
-            "n": self.n, "r2": self.r2, "adj_r2": self.adj_r2, "settings": self.settings, "trace": self.trace,
-        }
-
-    def to_json(self) -> str:
-        return json.dumps(self.to_dict(), indent=1, default=json_default)
-
-    def save(self, path: Any) -> None:
-        from pathlib import Path
-
-        Path(path).write_text(self.to_json(), encoding="utf-8")
-
-    @classmethod
-    def from_dict(cls, d: Any, source: str = "model") -> "StepwiseModel":
-        """Validate and load; plain data only (JSON never executes anything)."""
-        if not isinstance(d, dict):
-            raise FitError(f"{source}: not a gpudse model (expected a JSON object)")
-        if d.get("schema") != MODEL_SCHEMA:
-            raise FitError(f"{source}: schema {d.get('schema')!r} is not {MODEL_SCHEMA!r}; refit the model "
-                           f"with this version of gpudse")
-        try:
-            try:
-                bases = {b["name"]: Basis.from_dict(b) for b in d["bases"]}
-            except FitError:
-                raise
-            except GpudseError as e:
-                raise FitError(f"{source}: {e}") from None
-            columns = [(list(map(str, c["params"])), [int(i) for i in c["index"]]) for c in d["columns"]]
-            coef = [float(c) for c in d["coefficients"]]
-            transform = d["transform"]
-            if transform not in TRANSFORMS or d["interactions"] not in INTERACTION_FORMS:
-                raise FitError(f"{source}: unknown transform or interaction form")
-            if len(coef) != len(columns) + 1 or not all(math.isfinite(c) for c in coef):
-                raise FitError(f"{source}: {len(coef)} coefficients for {len(columns)} columns (+ intercept)")
-            for t, lab in columns:
-                if len(t) not in (1, 2) or len(lab) != len(t) or any(p not in bases for p in t):
-                    raise FitError(f"{source}: column {t}/{lab} refers to unknown parameters")
-                for p, i in zip(t, lab):
-                    if not 0 <= i < bases[p].width:
-                        raise FitError(f"{source}: basis column {i} of {p!r} does not exist")
-            return cls(response=str(d["response"]), transform=transform, interactions=d["interactions"],
-                       bases=bases, columns=columns, column_labels=list(map(str, d.get("column_labels", []))),
-                       coefficients=coef, terms=list(map(str, d["terms"])), n=int(d["n"]), r2=float(d["r2"]),
-                       adj_r2=float(d["adj_r2"]) if d.get("adj_r2") is not None else float("nan"),
-                       settings=dict(d.get("settings", {})), trace=list(d.get("trace", [])))
-        except (KeyError, TypeError, ValueError) as e:
-            if isinstance(e, GpudseError):
-                raise
-            raise FitError(f"{source}: malformed model file ({type(e).__name__}: {e})") from None
-
-    @classmethod
-    def load(cls, path: Any) -> "StepwiseModel":
-        from pathlib import Path
-
-        p = Path(path)
-        try:
-            text = p.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            raise FitError(f"{p}: no such model file") from None
-        except UnicodeDecodeError:
-            raise FitError(f"{p}: not a JSON model file") from None
-        try:
-            d = json.loads(text)
-        except json.JSONDecodeError as e:
-            raise FitError(f"{p}:{e.lineno}: malformed JSON ({e.msg})") from None
-        return cls.from_dict(d, source=str(p))
-
-
-def _codes(col: pd.Series, name: str, numeric: bool) -> tuple[np.ndarray, np.ndarray]:
-    """Integer codes of a column and the distinct values they index. Integer-valued numeric columns
-    with a small range are coded by offset from their minimum (no hashing); others are factorised."""
-    if numeric:
-        if col.dtype.kind not in "iuf":
-            conv = pd.to_numeric(col, errors="coerce")
-            if conv.isna().any():
-                bad = np.flatnonzero(conv.isna().to_numpy())
-                raise FitError(f"column {name!r}: rows {_rows(bad)} are not numbers (e.g. {col.iloc[int(bad[0])]!r})")
-            col = conv
-        x = col.to_numpy()
-        if x.dtype.kind == "f" and not np.isfinite(x).all():
-            bad = np.flatnonzero(~np.isfinite(x))
-            raise FitError(f"column {name!r}: rows {_rows(bad)} are missing or infinite")
-        if x.size and x.dtype.kind in "iu":
-            lo, hi = int(x.min()), int(x.max())
-            if hi - lo <= 4 * x.size + 1024:
-                return (x - lo).astype(np.intp, copy=False), np.arange(lo, hi + 1, dtype=float)
-    c, u = pd.factorize(col, sort=False)
-    if (c < 0).any():
-        bad = np.flatnonzero(c < 0)
-        raise FitError(f"column {name!r}: rows {_rows(bad)} are empty")
-    return c, np.asarray(u)
-
-
 def fit_stepwise(data: pd.DataFrame, response: str, callback: Callable[[TraceStep], None] | None = None,
-                 **kw: Any) -> StepwiseModel:
-    """Fit Algorithm 1 on a results table; returns the model (its ``trace`` holds every step)."""
+                 transform: str | None = None, **kw: Any) -> StepwiseModel:
+    """Fit Algorithm 1 on a results table; returns the model (its ``trace`` holds every step).
+
+    ``transform`` is the response transform (``response_transform`` of the estimator)."""
+    if transform is not None:
+        kw["response_transform"] = transform
     return StepwiseRegression(response=response, **kw).fit(data, callback=callback).model_

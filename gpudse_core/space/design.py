@@ -45,7 +45,8 @@ SCHEMA = "gpudse.space/1"
 
 _NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _RESERVED = set(keyword.kwlist) | set(FUNCTIONS) | {"True", "False", "None"}
-_PARAM_FIELDS = {"name", "values", "unit", "label", "description", "kind", "option"}
+_PARAM_FIELDS = {"name", "values", "unit", "label", "description", "kind", "option", "scale"}
+SCALES = ("linear", "log2")  # a numeric parameter's modelling scale (gpudse_core.model.encoding)
 _GROUP_FIELDS = {"name", "members", "label", "description"}
 _FIXED_FIELDS = {"name", "value", "unit", "label", "description", "option"}
 _TOP_FIELDS = {"schema", "name", "description", "source", "parameters", "fixed", "constraints"}
@@ -69,7 +70,8 @@ class Parameter:
     """One explored parameter: a name and an ordered set of distinct values.
 
     ``kind`` is ``"numeric"`` or ``"categorical"``; ``option`` is the simulator option it sets
-    (e.g. ``-gpgpu_n_clusters``), if any.
+    (e.g. ``-gpgpu_n_clusters``), if any; ``scale`` (``"linear"`` or ``"log2"``, empty: inferred
+    from the values) is the scale models work on (issue 13).
     """
 
     name: str
@@ -79,12 +81,17 @@ class Parameter:
     description: str = ""
     kind: str = "numeric"
     option: str = ""
+    scale: str = ""
 
     def __post_init__(self) -> None:
         ctx = f"parameter {self.name!r}: "
         _check_name(self.name, "parameter: ")
         if self.kind not in ("numeric", "categorical"):
             raise SpaceError(f"{ctx}kind {self.kind!r} is not 'numeric' or 'categorical'")
+        if self.scale not in ("",) + SCALES:
+            raise SpaceError(f"{ctx}scale {self.scale!r} is not one of {', '.join(SCALES)}")
+        if self.scale and self.kind == "categorical":
+            raise SpaceError(f"{ctx}a scale applies to numbers only; remove it or set kind: numeric")
         vals = tuple(self.values)
         if not vals:
             raise SpaceError(f"{ctx}the value list is empty; give at least one value, e.g. values: [1, 2, 4]")
@@ -109,6 +116,9 @@ class Parameter:
             if key in seen:
                 raise SpaceError(f"{ctx}value {v!r} appears more than once; each value must be listed once")
             seen.add(key)
+        if self.scale == "log2" and any(float(v) <= 0 for v in vals):
+            raise SpaceError(f"{ctx}scale log2 needs positive values; use scale: linear or remove the "
+                             f"non-positive values")
         object.__setattr__(self, "values", vals)
 
     @property
@@ -152,6 +162,8 @@ class Parameter:
             d["kind"] = "categorical"
         if self.option:
             d["option"] = self.option
+        if self.scale:
+            d["scale"] = self.scale
         d["values"] = format_values(self.values) if self.kind == "numeric" else list(self.values)
         return d
 
@@ -774,7 +786,8 @@ def _parameter(entry: Any, source: str, fld: str) -> Parameter:
         kind = "categorical" if texts else "numeric"
     return _wrap(ctx, lambda: Parameter(
         name=name, values=values, unit=str(entry.get("unit", "")), label=str(entry.get("label", "")),
-        description=str(entry.get("description", "")), kind=str(kind), option=str(entry.get("option", ""))))
+        description=str(entry.get("description", "")), kind=str(kind), option=str(entry.get("option", "")),
+        scale=str(entry.get("scale", "")).strip().lower()))
 
 
 def _group(entry: dict, source: str, fld: str) -> Group:

@@ -1,0 +1,439 @@
+"""The fitted spline model: prediction (guarded), additive terms, equation, and its JSON file.
+
+A :class:`StepwiseModel` is what :mod:`gpudse_core.model.stepwise` (Stargazer Algorithm 1) returns:
+per-parameter bases (:mod:`.splines`, applied to RAW values), the model columns — each the product
+of one basis column of one, two or three parameters — and the least-squares coefficients on the
+transformed response scale. Its predictions are guarded (issue 13, part 1):
+
+* :meth:`StepwiseModel.linear_predictor` — the transformed-scale prediction, unbounded;
+* :meth:`StepwiseModel.bound` — clips to the training response range widened on each side by
+  ``bound_margin`` × its width (default 0.25; ``None`` turns bounding off, leaving only a clip
+  to the range where the inverse transform is finite), and says which values were clipped;
+* :meth:`StepwiseModel.predict` — the inverse transform of the bounded value: never inf or NaN;
+* :meth:`StepwiseModel.predict_details` — value, ``bounded`` flag and an ``extrapolation`` reason
+  from the training support (:mod:`.support`);
+* :meth:`StepwiseModel.additive_terms` — the model as an intercept plus one table per term over
+  given levels of its parameters: what the exact whole-space optimiser and the dashboard use.
+
+Model files are plain JSON read through :func:`gpudse_core.safeload.load_json`; every field is
+validated (:meth:`StepwiseModel.from_dict`) and any problem is a :class:`FitError` naming it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from ..choices import INTERACTION_FORMS, TRANSFORMS
+from ..errors import GpudseError
+from ..jsonutil import json_default
+from .splines import Basis
+from .support import Support
+
+MODEL_SCHEMA = "gpudse.model/2"
+READABLE_SCHEMAS = (MODEL_SCHEMA, "gpudse.model/1")  # /1: no support, no bound, linear scales only
+DEFAULT_BOUND_MARGIN = 0.25
+COEF_LIMIT = 1e300  # no sensible transformed-scale model has a coefficient near the float range
+# the transformed-scale values whose inverse is finite (exp overflows above 709.78)
+_FINITE_Z = {"log": (-745.0, 709.0), "sqrt": (0.0, 1e154), "none": (-1e300, 1e300)}
+
+
+class FitError(GpudseError):
+    """The data cannot be fitted, or a model file is unusable (bad responses, unknown columns …)."""
+
+
+# ---- response transform -----------------------------------------------------------------------
+def transform_response(y: np.ndarray, transform: str, column: str = "response") -> np.ndarray:
+    if transform not in TRANSFORMS:
+        raise FitError(f"unknown transform {transform!r}; choose {', '.join(TRANSFORMS)}")
+    if transform == "log":
+        bad = np.flatnonzero(~(y > 0))
+        if bad.size:
+            raise FitError(f"column {column!r}: the log transform needs positive values; rows {_rows(bad)} are "
+                           f"zero or negative; use --transform sqrt or none, or fix those rows")
+        return np.log(y)
+    if transform == "sqrt":
+        bad = np.flatnonzero(y < 0)
+        if bad.size:
+            raise FitError(f"column {column!r}: the sqrt transform needs non-negative values; rows {_rows(bad)} "
+                           f"are negative")
+        return np.sqrt(y)
+    return y
+
+
+def inverse_transform(z: np.ndarray, transform: str) -> np.ndarray:
+    if transform == "log":
+        with np.errstate(over="ignore"):  # a wild extrapolation is reported as inf, not a warning
+            return np.exp(z)
+    if transform == "sqrt":
+        return np.square(z)
+    return z
+
+
+def _rows(idx: np.ndarray, limit: int = 8) -> str:
+    """1-based data row numbers (the header is row 0 of a CSV, data rows count from 1)."""
+    shown = ", ".join(str(int(i) + 1) for i in idx[:limit])
+    return shown + (f" … ({idx.size} in all)" if idx.size > limit else "")
+
+
+def term_name(params: Sequence[str]) -> str:
+    return ":".join(params)
+
+
+# ---- the fitted model ------------------------------------------------------------------------------
+@dataclass
+class StepwiseModel:
+    """A fitted spline model: bases, model columns, coefficients; predicts DataFrames, saves as JSON."""
+
+    response: str
+    transform: str
+    interactions: str
+    bases: dict[str, Basis]
+    columns: list[tuple[list[str], list[int]]]  # per non-intercept column: (params, basis column indices)
+    column_labels: list[str]
+    coefficients: list[float]
+    terms: list[str]
+    n: int
+    r2: float
+    adj_r2: float
+    settings: dict = field(default_factory=dict)
+    trace: list[dict] = field(default_factory=list)
+    support: Support | None = None
+    z_range: tuple[float, float] | None = None  # training response range on the transformed scale
+    bound_margin: float | None = DEFAULT_BOUND_MARGIN
+    notes: list[str] = field(default_factory=list)
+
+    kind = "stepwise"
+
+    @property
+    def parameters(self) -> list[str]:
+        return list(self.bases)
+
+    # -- the model as a sum of terms --
+    def term_groups(self) -> list[tuple[tuple[str, ...], list[int]]]:
+        """Model columns grouped by the set of parameters they involve, in order of first appearance;
+        each group's params tuple is the order of its first column."""
+        groups: dict[frozenset, tuple[tuple[str, ...], list[int]]] = {}
+        for k, (t, _) in enumerate(self.columns):
+            groups.setdefault(frozenset(t), (tuple(t), []))[1].append(k)
+        return list(groups.values())
+
+    def additive_terms(self, levels: Mapping[str, Any]) -> tuple[float, list[tuple[tuple[str, ...], np.ndarray]]]:
+        """The transformed-scale prediction as ``intercept + Σ table[…]`` over the given *levels*
+        (raw values) of each parameter: one table per term group, of shape
+        ``(len(levels[p]) for p in params)``, unbounded. A text level not seen in training gets the
+        average of the levels' rows (:meth:`Basis.evaluate` with ``unseen="average"``)."""
+        coef = np.asarray(self.coefficients, dtype=float)
+        evaluated = {}
+        for p, b in self.bases.items():
+            if p in levels:
+                evaluated[p] = b.evaluate(np.asarray(levels[p]).ravel(), unseen="average")
+        out = []
+        letters = "abc"
+        for t, ks in self.term_groups():
+            missing = [p for p in t if p not in evaluated]
+            if missing:
+                raise FitError(f"levels are missing for parameter(s) {', '.join(map(repr, missing))} the model uses")
+            operands, subs = [], []
+            for pos, p in enumerate(t):
+                # column k's factor for parameter p (columns of one group may list params in any order)
+                idx = [self.columns[k][1][self.columns[k][0].index(p)] for k in ks]
+                m = evaluated[p][:, idx]
+                if pos == 0:
+                    m = m * coef[np.asarray(ks) + 1]
+                operands.append(m)
+                subs.append(f"{letters[pos]}k")
+            table = np.einsum(",".join(subs) + "->" + letters[:len(t)], *operands, optimize=len(t) > 2)
+            out.append((t, table))
+        return float(coef[0]), out
+
+    def linear_predictor(self, X: pd.DataFrame) -> np.ndarray:
+        """Prediction on the transformed scale, unbounded. Each term is tabulated over the distinct
+        values (or value combinations) of its parameters and gathered: no n × p design matrix."""
+        missing = [p for p in self.bases if p not in X.columns]
+        if missing:
+            raise FitError(f"the points lack column(s) {', '.join(map(repr, missing))} that the model uses")
+        codes, uniq = {}, {}
+        for p, b in self.bases.items():
+            codes[p], uniq[p] = _codes(X[p], p, numeric=b.kind != "categorical" or b.numeric_levels)
+        try:
+            intercept, tables = self.additive_terms(uniq)
+        except GpudseError as e:
+            if isinstance(e, FitError):
+                raise
+            raise FitError(str(e)) from None
+        out = np.full(len(X), intercept)
+        with np.errstate(over="ignore", invalid="ignore"):
+            for t, table in tables:
+                out += table[tuple(codes[p] for p in t)]
+        return out
+
+    # -- guarded prediction --
+    def bounds(self) -> tuple[float, float]:
+        """The interval :meth:`bound` clips to (transformed scale)."""
+        lo, hi = _FINITE_Z[self.transform]
+        if self.bound_margin is not None and self.z_range is not None:
+            a, b = self.z_range
+            w = (b - a) * self.bound_margin
+            lo, hi = max(lo, a - w), min(hi, b + w)
+        return lo, hi
+
+    def bound(self, z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(z clipped to :meth:`bounds`, mask of the values that were clipped). NaN (only from absurd
+        inputs) becomes the middle of the interval and is flagged."""
+        z = np.asarray(z, dtype=float)
+        lo, hi = self.bounds()
+        nan = np.isnan(z)
+        mask = nan | (z < lo) | (z > hi)
+        out = np.clip(np.where(nan, (lo + hi) / 2, z), lo, hi)
+        return out, mask
+
+    def predict(self, X: pd.DataFrame) -> np.ndarray:
+        """Predicted response on the original scale: the inverse transform of the bounded linear
+        predictor. Never inf or NaN."""
+        return inverse_transform(self.bound(self.linear_predictor(X))[0], self.transform)
+
+    def extrapolation(self, X: pd.DataFrame) -> np.ndarray:
+        """Per row: "" inside the training support, else why not (see :mod:`.support`)."""
+        if self.support is None:
+            return np.full(len(X), "", dtype=object)
+        return self.support.reasons(X)
+
+    def predict_details(self, X: pd.DataFrame) -> pd.DataFrame:
+        """``predicted``, ``bounded`` (the bound was applied) and ``extrapolation`` per row."""
+        z, mask = self.bound(self.linear_predictor(X))
+        return pd.DataFrame({"predicted": inverse_transform(z, self.transform), "bounded": mask,
+                             "extrapolation": self.extrapolation(X)}, index=X.index)
+
+    # -- summaries --
+    def contributions(self) -> list[tuple[str, float]]:
+        """R² gained by each accepted term in selection order (the data of Stargazer Fig. 3)."""
+        out, last = [], 0.0
+        for step in self.trace:
+            if step.get("accepted") and step.get("chosen"):
+                out.append((step["chosen"], step["r2"] - last))
+                last = step["r2"]
+        return out
+
+    def equation(self, digits: int = 6) -> str:
+        """The fitted equation with each spline written as truncated cubics, as ``rms::Function`` does."""
+        coef = self.coefficients
+        lhs = {"none": self.response, "log": f"log({self.response})", "sqrt": f"sqrt({self.response})"}[self.transform]
+        parts = [f"{coef[0]:.{digits}g}"]
+
+        def spline_text(b: Basis, col: int) -> str:
+            if b.kind != "rcs" or col == 0:
+                return b.column_names[col] if b.kind != "categorical" else f"[{b.column_names[col]}]"
+            t = b.knots
+            k = len(t)
+            j = col - 1
+            s = (t[-1] - t[0]) ** 2 if b.norm == "harrell" else 1.0
+            a1 = 1 / s
+            a2 = -(t[-1] - t[j]) / (t[-1] - t[-2]) / s
+            a3 = (t[-2] - t[j]) / (t[-1] - t[-2]) / s
+            x = b.label
+            return (f"({a1:.{digits}g}*pmax({x}-{t[j]:g},0)^3 {a2:+.{digits}g}*pmax({x}-{t[k - 2]:g},0)^3 "
+                    f"{a3:+.{digits}g}*pmax({x}-{t[k - 1]:g},0)^3)")
+
+        for k, (t, lab) in enumerate(self.columns):
+            c = coef[k + 1]
+            term = "*".join(spline_text(self.bases[p], i) for p, i in zip(t, lab))
+            parts.append(f"{'-' if c < 0 else '+'} {abs(c):.{digits}g}*{term}")
+        return f"{lhs} = " + " ".join(parts)
+
+    # -- JSON --
+    def to_dict(self) -> dict:
+        d = {
+            "schema": MODEL_SCHEMA, "kind": self.kind, "response": self.response, "transform": self.transform,
+            "interactions": self.interactions, "bases": [b.to_dict() for b in self.bases.values()],
+            "terms": self.terms, "columns": [{"params": t, "index": lab} for t, lab in self.columns],
+            "column_labels": self.column_labels, "coefficients": [float(c) for c in self.coefficients],
+            "n": self.n, "r2": self.r2, "adj_r2": self.adj_r2, "settings": self.settings, "notes": self.notes,
+            "z_range": list(self.z_range) if self.z_range is not None else None, "bound_margin": self.bound_margin,
+            "support": self.support.to_dict() if self.support is not None else None, "trace": self.trace,
+        }
+        return d
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=1, default=json_default)
+
+    def save(self, path: Any) -> None:
+        from pathlib import Path
+
+        Path(path).write_text(self.to_json(), encoding="utf-8")
+
+    @classmethod
+    def from_dict(cls, d: Any, source: str = "model") -> StepwiseModel:
+        """Validate and load; plain data only (JSON never executes anything). Every problem is a
+        :class:`FitError` naming the file and the field."""
+        try:
+            return cls._from_dict(d, source)
+        except FitError:
+            raise
+        except GpudseError as e:
+            raise FitError(f"{source}: {e}") from None
+        except (KeyError, TypeError, ValueError, AttributeError, IndexError, OverflowError, RecursionError) as e:
+            raise FitError(f"{source}: malformed model file ({type(e).__name__}: {str(e)[:200]})") from None
+
+    @classmethod
+    def _from_dict(cls, d: Any, source: str) -> StepwiseModel:
+        from .. import limits
+
+        if not isinstance(d, dict):
+            raise FitError(f"{source}: not a gpudse model (expected a JSON object)")
+        if d.get("schema") not in READABLE_SCHEMAS:
+            raise FitError(f"{source}: schema {d.get('schema')!r} is not {MODEL_SCHEMA!r}; refit the model "
+                           f"with this version of gpudse")
+        if d.get("kind", "stepwise") != "stepwise":
+            raise FitError(f"{source}: a {d.get('kind')!r} model, not a stepwise spline model")
+        raw_bases, raw_columns, raw_coef = d["bases"], d["columns"], d["coefficients"]
+        if not all(isinstance(v, list) for v in (raw_bases, raw_columns, raw_coef)):
+            raise FitError(f"{source}: 'bases', 'columns' and 'coefficients' must be lists")
+        limits.check("model_columns", len(raw_columns), f"{source}: model columns")
+        bases: dict[str, Basis] = {}
+        for b in raw_bases:
+            basis = Basis.from_dict(b)
+            if basis.name in bases:
+                raise FitError(f"{source}: parameter {basis.name!r} has two bases")
+            bases[basis.name] = basis
+        columns = []
+        for c in raw_columns:
+            if not isinstance(c, dict) or not isinstance(c.get("params"), list) or not isinstance(c.get("index"), list):
+                raise FitError(f"{source}: each column needs 'params' and 'index' lists")
+            t, lab = c["params"], c["index"]
+            if not 1 <= len(t) <= 3 or len(lab) != len(t) or len(set(map(str, t))) != len(t) \
+                    or any(not isinstance(p, str) or p not in bases for p in t):
+                raise FitError(f"{source}: column {t}/{lab} refers to unknown parameters")
+            for p, i in zip(t, lab):
+                if isinstance(i, bool) or not isinstance(i, int) or not 0 <= i < bases[p].width:
+                    raise FitError(f"{source}: basis column {i!r} of {p!r} does not exist")
+            columns.append((list(t), list(lab)))
+        if not all(isinstance(c, (int, float)) and not isinstance(c, bool) for c in raw_coef):
+            raise FitError(f"{source}: coefficients must be finite numbers")
+        coef = [float(c) for c in raw_coef]
+        if not all(math.isfinite(c) and abs(c) < COEF_LIMIT for c in coef):
+            raise FitError(f"{source}: coefficients must be finite numbers (below {COEF_LIMIT:g} in size); "
+                           f"this file has {sum(not (math.isfinite(c) and abs(c) < COEF_LIMIT) for c in coef)} "
+                           f"that are not — refit the model")
+        if len(coef) != len(columns) + 1:
+            raise FitError(f"{source}: {len(coef)} coefficients for {len(columns)} columns (+ intercept)")
+        transform, interactions = d["transform"], d["interactions"]
+        if transform not in TRANSFORMS or interactions not in INTERACTION_FORMS:
+            raise FitError(f"{source}: unknown transform or interaction form")
+        labels = d.get("column_labels") or []
+        if not isinstance(labels, list) or (labels and len(labels) != len(coef)):
+            raise FitError(f"{source}: column_labels must list one label per coefficient")
+        terms = d["terms"]
+        if not isinstance(terms, list) or not all(isinstance(t, str) for t in terms):
+            raise FitError(f"{source}: terms must be a list of names")
+        z_range = d.get("z_range")
+        if z_range is not None:
+            if not (isinstance(z_range, list) and len(z_range) == 2 and all(_finite(v) for v in z_range)
+                    and z_range[0] <= z_range[1]):
+                raise FitError(f"{source}: z_range must be [low, high], two finite numbers (got {z_range!r})")
+            z_range = (float(z_range[0]), float(z_range[1]))
+        margin = d.get("bound_margin", DEFAULT_BOUND_MARGIN if z_range is not None else None)
+        if margin is not None and not (_finite(margin) and 0 <= margin <= 1e6):
+            raise FitError(f"{source}: bound_margin must be a non-negative number or null (got {margin!r})")
+        support = Support.from_dict(d["support"], bases) if d.get("support") is not None else None
+        for key in ("settings",):
+            if not isinstance(d.get(key, {}), dict):
+                raise FitError(f"{source}: {key} must be an object")
+        for key in ("trace", "notes"):
+            if not isinstance(d.get(key, []), list):
+                raise FitError(f"{source}: {key} must be a list")
+        n, r2, adj = d["n"], d["r2"], d.get("adj_r2")
+        if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+            raise FitError(f"{source}: n must be a whole number")
+        model = cls(response=str(d["response"]), transform=transform, interactions=interactions,
+                    bases=bases, columns=columns, column_labels=[str(x) for x in labels], coefficients=coef,
+                    terms=list(terms), n=n, r2=float(r2) if r2 is not None else float("nan"),
+                    adj_r2=float(adj) if adj is not None else float("nan"), settings=dict(d.get("settings", {})),
+                    trace=list(d.get("trace", [])), support=support, z_range=z_range,
+                    bound_margin=None if margin is None else float(margin), notes=[str(x) for x in d.get("notes", [])])
+        model._check_finite(source)
+        return model
+
+    def _check_finite(self, source: str) -> None:
+        """Every term must be finite over the training range (else the file is refused)."""
+        levels = {}
+        for p, b in self.bases.items():
+            if b.kind == "categorical":
+                levels[p] = np.asarray(b.levels, dtype=float if b.numeric_levels else object)
+            else:
+                lo = b.lo if b.lo is not None else (2.0 ** b.knots[0] if b.scale == "log2" and b.knots else
+                                                    (b.knots[0] if b.knots else 0.0))
+                hi = b.hi if b.hi is not None else (2.0 ** b.knots[-1] if b.scale == "log2" and b.knots else
+                                                    (b.knots[-1] if b.knots else 1.0))
+                grid = np.linspace(lo, hi, 9)
+                if b.scale == "log2":
+                    grid = np.exp2(np.linspace(np.log2(lo), np.log2(hi), 9))
+                levels[p] = grid
+        with np.errstate(all="ignore"):
+            intercept, tables = self.additive_terms(levels)
+            worst = abs(intercept) + sum(float(np.max(np.abs(t))) if t.size else 0.0 for _, t in tables)
+        if not math.isfinite(worst) or worst > COEF_LIMIT:
+            raise FitError(f"{source}: the coefficients must be finite and give finite predictions over the training "
+                           f"range; these overflow — refit the model")
+
+    @classmethod
+    def load(cls, path: Any) -> StepwiseModel:
+        from pathlib import Path
+
+        from ..safeload import load_json
+
+        p = Path(path)
+        try:
+            raw = p.read_bytes() if p.stat().st_size <= _max_bytes() else None
+        except FileNotFoundError:
+            raise FitError(f"{p}: no such model file") from None
+        except (IsADirectoryError, PermissionError, OSError) as e:
+            raise FitError(f"{p}: cannot read the model file ({e.strerror or e})") from None
+        if raw is None:
+            raise FitError(f"{p}: larger than the limit for a model file (document_bytes); check it is the right file")
+        try:
+            d = load_json(raw, source=str(p))
+        except GpudseError as e:
+            raise FitError(str(e)) from None
+        return cls.from_dict(d, source=str(p))
+
+
+def _max_bytes() -> int:
+    from .. import limits
+
+    return limits.current().document_bytes
+
+
+def _finite(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def _codes(col: pd.Series, name: str, numeric: bool) -> tuple[np.ndarray, np.ndarray]:
+    """Integer codes of a column and the distinct values they index. Integer-valued numeric columns
+    with a small range are coded by offset from their minimum (no hashing); others are factorised."""
+    if numeric:
+        if col.dtype.kind not in "iuf":
+            conv = pd.to_numeric(col, errors="coerce")
+            if conv.isna().any():
+                bad = np.flatnonzero(conv.isna().to_numpy())
+                raise FitError(f"column {name!r}: rows {_rows(bad)} are not numbers (e.g. {col.iloc[int(bad[0])]!r})")
+            col = conv
+        x = col.to_numpy()
+        if x.dtype.kind == "f" and not np.isfinite(x).all():
+            bad = np.flatnonzero(~np.isfinite(x))
+            raise FitError(f"column {name!r}: rows {_rows(bad)} are missing or infinite")
+        if x.size and x.dtype.kind in "iu":
+            lo, hi = int(x.min()), int(x.max())
+            if hi - lo <= 4 * x.size + 1024:
+                return (x - lo).astype(np.intp, copy=False), np.arange(lo, hi + 1, dtype=float)
+    c, u = pd.factorize(col, sort=False)
+    if (c < 0).any():
+        bad = np.flatnonzero(c < 0)
+        raise FitError(f"column {name!r}: rows {_rows(bad)} are empty")
+    return c, np.asarray(u)
+

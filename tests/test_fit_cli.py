@@ -1,0 +1,100 @@
+"""``gpudse fit`` presets and encodings, ``gpudse predict``'s guarded output (issue 13)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from gpudse_core import load_preset, sample
+from gpudse_core.cli import main
+from gpudse_core.model.stepwise import PAPER_SETTINGS
+from gpudse_core.sim.simulator import simulate
+
+
+@pytest.fixture
+def n30_csv(tmp_path):
+    """The issue's N = 30 matMul case (blk = 8 only seen with simd = 32) and points to predict."""
+    space = load_preset("stargazer")
+    train = sample(space, 30, seed=91).points
+    train["cycles"] = simulate(train, "matMul").cycles
+    path = tmp_path / "train.csv"
+    train.to_csv(path, index=False)
+    points = sample(space, 500, seed=99).points
+    pts_path = tmp_path / "points.csv"
+    points.to_csv(pts_path, index=False)
+    return path, pts_path
+
+
+def fit_json(train, out, capsys, *flags: str) -> dict:
+    """``gpudse fit TRAIN --response cycles FLAGS -o OUT --json``: the printed document."""
+    assert main(["fit", str(train), "--response", "cycles", *flags, "-o", str(out), "--json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_preset_stargazer_is_the_paper_and_flags_override(n30_csv, tmp_path, capsys):
+    train, _ = n30_csv
+    out = tmp_path / "m.json"
+    doc = fit_json(train, out, capsys, "--transform", "log", "--preset", "stargazer")
+    for k, v in PAPER_SETTINGS.items():
+        assert doc["settings"][k] == v, k
+    assert doc["trace"][0]["metric"] == "r2" and doc["notes"] == []
+    doc = fit_json(train, out, capsys, "--preset", "stargazer", "--max-order", "3", "--theta", "0.002")
+    assert doc["settings"]["max_order"] == 3 and doc["settings"]["theta"] == 0.002
+    assert doc["settings"]["knot_placement"] == "even"
+
+
+def test_default_fit_reports_its_encodings(n30_csv, tmp_path, capsys):
+    train, _ = n30_csv
+    out = tmp_path / "m.json"
+    assert main(["fit", str(train), "--response", "cycles", "--transform", "log", "-o", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "note: blk: log2 scale (powers of two in the data)" in text
+    saved = json.loads(out.read_text())
+    assert saved["settings"]["max_order"] == 3 and saved["support"]["params"]
+
+
+def test_scale_flags_and_space_file(n30_csv, tmp_path, capsys):
+    train, _ = n30_csv
+    out = tmp_path / "m.json"
+    doc = fit_json(train, out, capsys, "--scale", "linear", "--params", "blk,simd")
+    saved = json.loads(out.read_text())
+    assert all(b.get("scale", "linear") == "linear" for b in saved["bases"]) and doc["notes"] == [
+        n for n in doc["notes"] if "categorical" in n]
+    space = tmp_path / "space.yaml"
+    space.write_text("schema: gpudse.space/1\nname: s\nparameters:\n"
+                     "  - {name: blk, values: {pow2: 1..16}, scale: linear}\n"
+                     "  - {name: simd, values: [8, 16, 32]}\n  - {name: smp, values: {pow2: 1..8}}\n")
+    assert main(["fit", str(train), "--response", "cycles", "--params", "blk,simd,smp", "--space", str(space),
+                 "-o", str(out)]) == 0
+    text = capsys.readouterr().out
+    saved = json.loads(out.read_text())
+    scales = {b["name"]: b.get("scale", "linear") for b in saved["bases"]}
+    assert scales.get("blk") == "linear" and scales.get("smp", "log2") == "log2"
+    assert f"note: scales from {space}" in text
+    with pytest.raises(SystemExit) as e:
+        main(["fit", str(train), "--response", "cycles", "--scale", "auto,blk=ln", "-o", str(out)])
+    assert e.value.code == 2 and "the scale of a parameter is linear or log2" in capsys.readouterr().err
+
+
+def test_predict_adds_bounded_and_extrapolation_columns(n30_csv, tmp_path, capsys):
+    train, points = n30_csv
+    model = tmp_path / "m.json"
+    fit_json(train, model, capsys, "--transform", "log", "--preset", "stargazer")
+    preds = tmp_path / "p.csv"
+    assert main(["predict", str(model), str(points), "-o", str(preds)]) == 0
+    err = capsys.readouterr().err
+    df = pd.read_csv(preds, keep_default_na=False)
+    assert list(df.columns[-3:]) == ["predicted", "bounded", "extrapolation"] and len(df) == 500
+    n_bounded = int(df.bounded.astype(str).eq("True").sum())
+    n_outside = int((df.extrapolation != "").sum())
+    assert n_bounded >= 1 and n_outside >= n_bounded
+    assert f"{n_bounded:,} bounded" in err and f"{n_outside:,} outside the training support" in err
+    assert np.all(np.isfinite(df.predicted.astype(float)))
+    assert df.extrapolation.str.contains("blk=8 with simd=8 not seen in training").any()
+    # a points table that already has a column predict would add is refused, not overwritten
+    pd.read_csv(points).assign(predicted=1.0).to_csv(tmp_path / "clash.csv", index=False)
+    assert main(["predict", str(model), str(tmp_path / "clash.csv"), "-o", str(preds)]) == 2
+    assert "already have column(s) 'predicted'" in capsys.readouterr().err

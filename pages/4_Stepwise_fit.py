@@ -46,7 +46,7 @@ trace_box = st.empty()
 if go_fit:
     est = StepwiseRegression(response=response, params=params, theta=theta, phi=phi, criterion=criterion,
                              compare=compare, knots=knots, knot_placement=placement, interactions=interactions,
-                             transform=transform)
+                             response_transform=transform)
     rows = []
     try:
         for step in est.iter_fit(results[params + [response]]):

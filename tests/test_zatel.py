@@ -65,7 +65,7 @@ def test_ppm_round_trip(w, h, maxval, magic, data):
         ("x.png", b"not a png", "not a readable PNG"),
         ("x.npy", b"\x80\x04pickle", "not a NumPy array"),
         ("x.txt", b"hello", "not an image"),
-        ("x.csv", b"1,2\n3,x\n", "not a numeric CSV"),
+        ("x.csv", b"1,2\n3,x\n", "row 2, column 2: .x. is not a number"),
     ],
 )
 def test_bad_heatmap_files(name, data, pattern):

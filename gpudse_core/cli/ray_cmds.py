@@ -21,7 +21,7 @@ def cmd_pixels(args: argparse.Namespace) -> int:
     if args.sms is None or args.mem is None:
         if cfg is None:
             raise GpudseError("give --sms and --mem (the GPU's SM and memory-partition counts) or --config GPU.config")
-        counts = counts_from_config(cfg)
+        counts = counts_from_config(cfg, args.config)
     else:
         counts = {"sms": args.sms, "mem": args.mem}
     try:

@@ -233,7 +233,9 @@ def read_png(fh: BinaryIO, name: str) -> np.ndarray:
         raise HeatmapError(f"{name}: a {w}x{h} PNG is over the image library's decompression-bomb limit; "
                            f"downscale the heatmap") from None
     except Exception as e:  # noqa: BLE001 - whatever the decoder raises on hostile bytes is a bad file
-        raise HeatmapError(f"{name}: not a readable PNG ({type(e).__name__}: {str(e)[:200]})") from None
+        why = "the decoder does not recognise it" if type(e).__name__ == "UnidentifiedImageError" else str(e)[:200]
+        raise HeatmapError(f"{name}: not a readable PNG ({why}); re-export it, or save the heatmap as PPM") \
+            from None
     if rgb.shape != (h, w, 3) or rgb.dtype != np.uint8:
         raise HeatmapError(f"{name}: not a readable PNG (decoded to {rgb.shape} {rgb.dtype})")
     return rgb
@@ -252,9 +254,9 @@ def read_npy(fh: BinaryIO, name: str) -> np.ndarray:
             shape, fortran, dtype = npformat.read_array_header_2_0(fh)
         else:
             raise ValueError(f"unknown format version {version}")
-    except (ValueError, OSError, EOFError, SyntaxError, TypeError, UnicodeDecodeError) as e:
-        raise HeatmapError(f"{name}: not a NumPy array file ({str(e).splitlines()[0][:200] if str(e) else e})") \
-            from None
+    except Exception as e:  # noqa: BLE001 - NumPy's header parser raises many kinds on hostile bytes
+        why = (str(e).splitlines() or [type(e).__name__])[0][:200]
+        raise HeatmapError(f"{name}: not a NumPy array file ({why}); save per-pixel times with numpy.save") from None
     if dtype.hasobject:
         raise HeatmapError(f"{name}: the array holds Python objects, which would need pickle; pickles are never "
                            f"loaded: save per-pixel times as a float array")

@@ -482,25 +482,32 @@ class ZatelPlan:
 
 
 def xy_lines(xy: np.ndarray) -> bytes:
-    """``b"x y\\n"`` for every row of a non-negative integer (n × 2) array: the text ``np.savetxt(fmt="%d")``
-    writes, built with array operations (a 4K frame's selection is millions of lines)."""
+    """``x y`` and a newline for every row of a non-negative integer (n × 2) array: the text
+    ``np.savetxt(fmt="%d")`` writes, built with array operations (a 4K frame's selection is millions of lines)."""
     xy = np.asarray(xy, dtype=np.int64).reshape(-1, 2)
     if xy.size == 0:
         return b""
-    top = int(xy.max())
-    powers = 10 ** np.arange(len(str(max(top, 0))), dtype=np.int64)
-    digits = 1 + (xy[:, :, None] >= powers[1:][None, None, :]).sum(axis=2)  # n x 2
-    length = digits.sum(axis=1) + 2  # the digits of x and y, a space and a newline
-    end = np.cumsum(length)
-    buf = np.full(int(end[-1]), ord(" "), dtype=np.uint8)
-    buf[end - 1] = ord("\n")
-    for col, last in ((0, end - 3 - digits[:, 1]), (1, end - 2)):  # position of each number's last digit
-        v = xy[:, col].copy()
-        for i in range(len(powers)):
-            live = digits[:, col] > i
-            buf[(last - i)[live]] = 48 + v[live] % 10
-            v //= 10
-    return buf.tobytes()
+    (tx, kx), (ty, ky) = _number_text(xy[:, 0], " "), _number_text(xy[:, 1], "\n")
+    return np.concatenate([tx, ty], axis=1)[np.concatenate([kx, ky], axis=1)].tobytes()
+
+
+def _number_text(v: np.ndarray, end: str) -> tuple[np.ndarray, np.ndarray]:
+    """Decimal digits of each value, zero-padded to a common width and followed by *end* (n × (p + 1) bytes),
+    and which of those bytes to keep (the padding dropped). Coordinates repeat: when their range is
+    small the text of each value in it is built once and gathered."""
+    lo, hi = int(v.min()), int(v.max())
+    values = np.arange(lo, hi + 1, dtype=np.int64) if hi - lo < len(v) else v
+    p = len(str(hi))
+    digits = (values[:, None] // 10 ** np.arange(p - 1, -1, -1, dtype=np.int64)) % 10
+    text = np.empty((len(values), p + 1), dtype=np.uint8)
+    text[:, :p] = digits + 48
+    text[:, p] = ord(end)
+    keep = np.ones(text.shape, dtype=bool)
+    keep[:, :p] = np.logical_or.accumulate(digits != 0, axis=1)
+    keep[:, p - 1] = True  # the last digit, so that 0 is written as 0
+    if values is v:
+        return text, keep
+    return text[v - lo], keep[v - lo]
 
 
 def plan(hm: Heatmap, counts: Mapping[str, int], *, k_force: int | None = None, clusters: int = 5,

@@ -6,7 +6,8 @@ counts: the same objective (inertia Σ w·‖x − c‖²), the same partitions,
 is scikit-learn's ``KMeans(algorithm="lloyd")`` specialised to that small weighted problem:
 
 * seeding: greedy k-means++ as in scikit-learn (the first centre drawn ∝ weight, each next one the
-  best of 2 + ⌊ln k⌋ candidates drawn ∝ weight·D²);
+  best of 2 + ⌊ln k⌋ candidates drawn ∝ weight·D², both by inverse CDF over cumulative sums, which
+  are exact for integer colours and counts);
 * Lloyd iterations until no label changes (scikit-learn's "strict convergence", i.e. ``tol=0``), an
   empty cluster being moved to the point farthest from its centre, as scikit-learn does;
 * the best of ``n_init`` seedings by inertia.
@@ -60,7 +61,9 @@ def kmeans_plusplus(x: np.ndarray, w: np.ndarray, k: int, rng: np.random.Generat
     n = x.shape[0]
     trials = 2 + int(math.log(k))
     centres = np.empty((k, x.shape[1]))
-    centres[0] = x[rng.choice(n, p=w / w.sum())]
+    # the first centre drawn ∝ weight by inverse CDF: with integer weights (pixel counts) the cumulative sums are
+    # exact, so the same draw picks the same colour whether one walks distinct colours or pixels sorted by colour
+    centres[0] = x[min(int(np.searchsorted(np.cumsum(w), rng.random() * w.sum(), side="right")), n - 1)]
     closest = sq_distances(x, centres[:1])[:, 0]
     potential = float(closest @ w)
     for c in range(1, k):

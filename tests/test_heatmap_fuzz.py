@@ -9,10 +9,11 @@ exact pixels, when the input was well formed). Each runs in a memory-limited chi
 from __future__ import annotations
 
 import numpy as np
-from hypothesis import HealthCheck, given, settings, strategies as st
-
 from bounded import bounded
 from heatmap_inputs import gradient_rgb, npy_of, png_of
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
 from gpudse_core.errors import GpudseError
 from gpudse_core.raytrace.heatmap import read_heatmap
 from gpudse_core.raytrace.zatel import plan

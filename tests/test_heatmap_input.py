@@ -9,10 +9,10 @@ import sys
 
 import numpy as np
 import pytest
-
 from bounded import bounded
 from conftest import ROOT
 from heatmap_inputs import gradient_rgb, npy_declaring, npy_of, png_bomb, png_header_only, png_of, ppm
+
 from gpudse_core import limits
 from gpudse_core.errors import GpudseError
 from gpudse_core.raytrace.heatmap import HeatmapError, from_rgb, from_times, read_heatmap
@@ -170,8 +170,9 @@ def test_png_with_a_bad_crc_or_a_jpeg_inside():
     good[29] ^= 0xFF  # inside the IHDR chunk: its CRC no longer matches
     with pytest.raises(HeatmapError, match="not a readable PNG"):
         read_heatmap("x.png", bytes(good))
-    from PIL import Image
     import io
+
+    from PIL import Image
 
     buf = io.BytesIO()
     Image.fromarray(gradient_rgb(8, 8)).save(buf, format="JPEG")
@@ -181,12 +182,13 @@ def test_png_with_a_bad_crc_or_a_jpeg_inside():
 
 @pytest.mark.parametrize("mode", ["RGBA", "P", "L", "I;16"])
 def test_png_modes_are_converted_to_rgb(mode):
-    from PIL import Image
     import io
+
+    from PIL import Image
 
     img = Image.fromarray(gradient_rgb(8, 16)).convert(mode if mode != "I;16" else "L")
     if mode == "I;16":
-        img = Image.fromarray((np.asarray(img).astype(np.uint16) * 257))
+        img = Image.fromarray(np.asarray(img).astype(np.uint16) * 257)
     buf = io.BytesIO()
     img.save(buf, format="PNG")
     hm = read_heatmap("m.png", buf.getvalue())
@@ -267,6 +269,9 @@ def test_unknown_kinds_and_missing_files(tmp_path):
         read_heatmap(tmp_path / "none.ppm")
     with pytest.raises(HeatmapError, match="is a folder"):
         read_heatmap(tmp_path)
+    (tmp_path / "zero.csv").symlink_to("/dev/zero")  # an endless stream: refused, not read forever
+    with pytest.raises(HeatmapError, match="not a regular file"):
+        read_heatmap(tmp_path / "zero.csv")
     assert read_heatmap("noext", ppm(b"P3", 2, 1, 255, ONE)).rgb.shape == (1, 2, 3)  # sniffed by magic
 
 
@@ -312,6 +317,18 @@ def test_requests_are_validated_against_the_image(kw, pattern):
     hm = from_rgb(gradient_rgb(64, 128))
     with pytest.raises(GpudseError, match=pattern):
         plan(hm, {"sms": 8, "mem": 4}, **kw)
+
+
+def test_cli_writes_nothing_when_the_config_cannot_be_downscaled(tmp_path, capsys):
+    from gpudse_core.cli import main
+
+    (tmp_path / "h.ppm").write_bytes(ppm(b"P3", 128, 64, 255, gradient_rgb(64, 128)))
+    # 10 clusters of 2 SMs and 4 partitions: K = gcd(20, 4) = 4 does not divide the 10 clusters
+    (tmp_path / "g.config").write_text("-gpgpu_n_clusters 10\n-gpgpu_n_cores_per_cluster 2\n-gpgpu_n_mem 4\n")
+    assert main(["pixels", str(tmp_path / "h.ppm"), "--config", str(tmp_path / "g.config"), "-o",
+                 str(tmp_path / "out")]) == 2
+    assert "not divisible by K = 4" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
 
 
 def test_every_group_gets_at_least_one_block():

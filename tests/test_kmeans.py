@@ -12,7 +12,8 @@ import warnings
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from gpudse_core import limits
 from gpudse_core.raytrace.heatmap import from_rgb, unpack

@@ -34,9 +34,10 @@ def cmd_pixels(args: argparse.Namespace) -> int:
     out = Path(args.output)
     if out.exists() and not out.is_dir():
         raise GpudseError(f"{out} exists and is not a folder")
+    scaled = downscale_config(cfg, zp.downscale.k) if cfg is not None else None  # may refuse: before writing
     zp.write(out)
-    if cfg is not None:
-        downscale_config(cfg, zp.downscale.k).save(out / f"downscaled_k{zp.downscale.k}.config")
+    if scaled is not None:
+        scaled.save(out / f"downscaled_k{zp.downscale.k}.config")
     s = zp.summary()
     if args.json:
         print(json.dumps(s, indent=1))

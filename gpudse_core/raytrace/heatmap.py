@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import io
 import os
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -170,7 +171,11 @@ def read_heatmap(source: str | Path, data: bytes | None = None) -> Heatmap:
             raise HeatmapError(f"{name}: is a folder; give a heatmap file") from None
         except OSError as e:
             raise HeatmapError(f"{name}: cannot be read ({e.strerror or e})") from None
-        size = os.fstat(fh.fileno()).st_size
+        info = os.fstat(fh.fileno())
+        if not stat.S_ISREG(info.st_mode):  # a pipe or device (/dev/zero) has no size to check: an endless read
+            fh.close()
+            raise HeatmapError(f"{name}: not a regular file; give a heatmap file")
+        size = info.st_size
     with fh:
         limits.check("image_bytes", size, f"{name}: a {size:,}-byte heatmap file")
         magic = fh.read(8)

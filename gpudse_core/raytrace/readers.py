@@ -115,11 +115,11 @@ def _scale(samples: np.ndarray, maxval: int) -> np.ndarray:
     return lut[samples]
 
 
-def _over_maxval(values: np.ndarray, maxval: int, done: int, w: int, name: str, line: str = "") -> None:
+def _over_maxval(values: np.ndarray, maxval: int, done: int, w: int, name: str) -> None:
     over = np.flatnonzero(values > maxval)
     if over.size:
         i = int(over[0])
-        raise HeatmapError(f"{name}: {line}sample {done + i + 1:,} ({_sample(done + i, w)}) is {int(values[i])}, "
+        raise HeatmapError(f"{name}: sample {done + i + 1:,} ({_sample(done + i, w)}) is {int(values[i])}, "
                            f"which exceeds the declared maxval {maxval}; fix maxval or the pixel")
 
 

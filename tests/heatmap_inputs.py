@@ -13,6 +13,16 @@ import zlib
 import numpy as np
 
 
+def own_peak_mb() -> float:
+    """This process's own peak resident memory (VmHWM). ``ru_maxrss`` is not used: Linux carries the forked
+    parent's peak across exec into it, so a child of a large pytest process reports the parent's size."""
+    with open("/proc/self/status") as fh:
+        for line in fh:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    return 0.0
+
+
 def png_chunk(kind: bytes, body: bytes) -> bytes:
     return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body) & 0xFFFFFFFF)
 

@@ -18,7 +18,7 @@ from gpudse_core.errors import GpudseError
 from gpudse_core.raytrace.heatmap import read_heatmap
 from gpudse_core.raytrace.zatel import plan
 
-BUDGET = {"mem_mb": 2048, "max_rss_mb": 700, "timeout": 900}
+BUDGET = {"mem_mb": 2048, "max_rss_mb": 1024, "timeout": 900}  # issue 11: no process over 1 GB
 FUZZ = settings(max_examples=250, suppress_health_check=list(HealthCheck))
 
 

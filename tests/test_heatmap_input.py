@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from bounded import bounded
 from conftest import ROOT
-from heatmap_inputs import gradient_rgb, npy_declaring, npy_of, png_bomb, png_header_only, png_of, ppm
+from heatmap_inputs import gradient_rgb, npy_declaring, npy_of, own_peak_mb, png_bomb, png_header_only, png_of, ppm
 
 from gpudse_core import limits
 from gpudse_core.errors import GpudseError
@@ -23,12 +23,13 @@ ONE = np.array([[[0, 0, 255], [255, 0, 0]]], dtype=np.uint8)  # 2x1: blue, red
 
 
 # ---- amplification: the pixel count is checked from the header, before decoding ------------------------------
-@bounded(mem_mb=2048, max_rss_mb=250, timeout=120)
+@bounded(mem_mb=2048, max_rss_mb=1024, timeout=120)
 def test_png_bomb_is_refused_before_decoding():
     data = png_bomb(7000, 7000)  # 147 MB of pixels in ~150 KB
     assert len(data) < 400_000
     with pytest.raises(limits.LimitError, match=r"bomb.png: a 7000x7000 image: 49,000,000 is more than .*\(image_pixels\)"):
         read_heatmap("bomb.png", data)
+    assert own_peak_mb() < 250  # nothing was decoded (decoding it peaks at ~690 MB)
 
 
 def test_png_over_pillows_bomb_limit_is_our_error():
@@ -81,6 +82,7 @@ def test_a_heatmap_at_the_pixel_limit_stays_in_bounded_memory():
     zp = plan(hm, {"sms": 30, "mem": 12})
     assert zp.downscale.k == 6 and len(zp.selection.groups) == 6
     assert zp.check["relative_error"] < 0.05
+    assert own_peak_mb() < 1024
 
 
 # ---- PPM -----------------------------------------------------------------------------------------------------------

@@ -39,7 +39,8 @@ class Heatmap:
     cost: np.ndarray  # H x W float32
     rgb: np.ndarray | None  # H x W x 3 uint8, or None for arrays
     source: str = ""
-    _colours: tuple[np.ndarray, np.ndarray] | None = field(default=None, repr=False, compare=False)
+    # a cache, not state: not an __init__ field, so a stored Heatmap (workspace codec) is the same bytes either way
+    _colours: tuple[np.ndarray, np.ndarray] | None = field(default=None, init=False, repr=False, compare=False)
 
     @property
     def coldness(self) -> np.ndarray:

@@ -55,6 +55,10 @@ class Limits:
     archive_total_bytes: int = 512 * MiB
     # ---- images (Zatel heatmaps) ---------------------------------------------------------------------
     image_pixels: int = 40_000_000  # width × height, checked from the header before decoding (8K UHD is 33 M)
+    image_bytes: int = 512 * MiB  # one heatmap file (a P3 text of 40 M pixels is about 480 MB)
+    colour_clusters: int = 64  # K-means colour clusters of a heatmap (Zatel uses a handful)
+    quantize_colours: int = 32_768  # distinct colours clustered exactly; more are merged on a 32-level grid first
+    gpu_components: int = 10_000  # SMs or memory partitions of a GPU to downscale (--sms, --mem, a config)
     # ---- design spaces ------------------------------------------------------------------------------
     values_per_parameter: int = 100_000  # values one parameter may take (a range or pow2 expanded)
     parameters: int = 1_000  # parameters in one space

@@ -21,7 +21,7 @@ def cmd_pixels(args: argparse.Namespace) -> int:
     if args.sms is None or args.mem is None:
         if cfg is None:
             raise GpudseError("give --sms and --mem (the GPU's SM and memory-partition counts) or --config GPU.config")
-        counts = counts_from_config(cfg)
+        counts = counts_from_config(cfg, args.config)
     else:
         counts = {"sms": args.sms, "mem": args.mem}
     try:
@@ -34,9 +34,10 @@ def cmd_pixels(args: argparse.Namespace) -> int:
     out = Path(args.output)
     if out.exists() and not out.is_dir():
         raise GpudseError(f"{out} exists and is not a folder")
+    scaled = downscale_config(cfg, zp.downscale.k) if cfg is not None else None  # may refuse: before writing
     zp.write(out)
-    if cfg is not None:
-        downscale_config(cfg, zp.downscale.k).save(out / f"downscaled_k{zp.downscale.k}.config")
+    if scaled is not None:
+        scaled.save(out / f"downscaled_k{zp.downscale.k}.config")
     s = zp.summary()
     if args.json:
         print(json.dumps(s, indent=1))

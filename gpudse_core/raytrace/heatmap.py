@@ -5,27 +5,31 @@ yellow and red, and beyond red to crimson for the slowest. The relative cost of 
 from its *shifted hue*: hues above 300° (crimson, magenta) are shifted down by 360° so that the
 gradient is one interval from −30° (hottest) to 240° (coldest); coldness c = (h_s + 30°) / 270°,
 clipped to [0, 1], and cost = 1 − c. Per-pixel time arrays are normalised by their maximum (cost)
-and c = 1 − cost. The PPM reader handles comments, P3 (ASCII) and P6 (binary, 8 or 16 bit).
+and c = 1 − cost. The file formats (PPM P3/P6, PNG, NPY, CSV) and their limits are in
+:mod:`.readers`. Per-pixel passes run over bands of rows (:func:`row_bands`), so their temporaries do
+not grow with the image (issue 11: a heatmap at the pixel limit stays within a bounded memory).
 """
 
 from __future__ import annotations
 
 import io
-from dataclasses import dataclass
+import os
+import stat
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
-from ..errors import GpudseError
+from .. import limits
+from .readers import NPY_MAGIC, PNG_SIGNATURE, HeatmapError, check_pixels, read_csv, read_npy, read_png, read_ppm
+
+__all__ = ["Heatmap", "HeatmapError", "colourise", "from_rgb", "from_times", "lookup", "pack", "parse_ppm",
+           "read_heatmap", "rgb_coldness", "row_bands", "unique_colours", "unpack"]
 
 HUE_HOT = -30.0
 HUE_COLD = 240.0
 WRAP = 300.0
-MAX_PIXELS = 50_000_000
-
-
-class HeatmapError(GpudseError):
-    """A heatmap file cannot be read or used."""
+BAND_PIXELS = 1 << 20  # pixels handled at a time by per-pixel passes: bounds their temporaries
 
 
 @dataclass
@@ -35,6 +39,8 @@ class Heatmap:
     cost: np.ndarray  # H x W float32
     rgb: np.ndarray | None  # H x W x 3 uint8, or None for arrays
     source: str = ""
+    # a cache, not state: not an __init__ field, so a stored Heatmap (workspace codec) is the same bytes either way
+    _colours: tuple[np.ndarray, np.ndarray] | None = field(default=None, init=False, repr=False, compare=False)
 
     @property
     def coldness(self) -> np.ndarray:
@@ -43,6 +49,50 @@ class Heatmap:
     @property
     def shape(self) -> tuple[int, int]:
         return self.cost.shape  # type: ignore[return-value]
+
+    def colours(self) -> tuple[np.ndarray, np.ndarray]:
+        """Distinct colours (packed 0xRRGGBB, ascending) and their pixel counts (colour heatmaps only)."""
+        if self._colours is None:
+            if self.rgb is None:
+                raise HeatmapError(f"{self.source or 'the heatmap'}: a per-pixel time array has no colours")
+            self._colours = unique_colours(self.rgb)
+        return self._colours
+
+
+def row_bands(h: int, w: int, multiple: int = 1):
+    """Row slices covering an H×W image, each of about BAND_PIXELS pixels and a multiple of *multiple* rows."""
+    step = max(multiple, (BAND_PIXELS // max(w, 1)) // multiple * multiple)
+    for a in range(0, h, step):
+        yield slice(a, min(h, a + step))
+
+
+def pack(rgb: np.ndarray) -> np.ndarray:
+    """0xRRGGBB of every pixel (uint32)."""
+    return (rgb[..., 0].astype(np.uint32) << 16) | (rgb[..., 1].astype(np.uint32) << 8) | rgb[..., 2]
+
+
+def unique_colours(rgb: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Distinct colours (packed, ascending) and pixel counts, counted band by band."""
+    h, w = rgb.shape[:2]
+    parts = [np.unique(pack(rgb[rows]), return_counts=True) for rows in row_bands(h, w)]
+    if len(parts) == 1:
+        return parts[0][0], parts[0][1].astype(np.int64)
+    values, inverse = np.unique(np.concatenate([p[0] for p in parts]), return_inverse=True)
+    return values, np.bincount(inverse, weights=np.concatenate([p[1] for p in parts])).astype(np.int64)
+
+
+def unpack(packed: np.ndarray) -> np.ndarray:
+    """RGB (n×3 uint8) of packed colours."""
+    return np.stack([(packed >> 16) & 255, (packed >> 8) & 255, packed & 255], axis=-1).astype(np.uint8)
+
+
+def lookup(rgb: np.ndarray, palette: np.ndarray, table: np.ndarray) -> np.ndarray:
+    """``table[i]`` for every pixel whose colour is ``palette[i]`` (palette packed and ascending)."""
+    h, w = rgb.shape[:2]
+    out = np.empty((h, w), dtype=table.dtype)
+    for rows in row_bands(h, w):
+        out[rows] = table[np.searchsorted(palette, pack(rgb[rows]))]
+    return out
 
 
 def rgb_coldness(rgb: np.ndarray) -> np.ndarray:
@@ -59,137 +109,88 @@ def rgb_coldness(rgb: np.ndarray) -> np.ndarray:
     return np.clip((h - HUE_HOT) / (HUE_COLD - HUE_HOT), 0.0, 1.0).astype(np.float32)
 
 
-def unique_colours(rgb: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Distinct colours (n×3), each pixel's colour number, and pixel counts — by counting over the
-    2^24 24-bit colours (linear time; no sort of the pixels)."""
-    packed = ((rgb[..., 0].astype(np.uint32) << 16) | (rgb[..., 1].astype(np.uint32) << 8) | rgb[..., 2]).ravel()
-    counts_all = np.bincount(packed, minlength=1 << 24)
-    values = np.flatnonzero(counts_all)
-    lut = np.zeros(1 << 24, dtype=np.int32)
-    lut[values] = np.arange(values.size, dtype=np.int32)
-    palette = np.stack([(values >> 16) & 255, (values >> 8) & 255, values & 255], axis=-1).astype(np.uint8)
-    return palette, lut[packed], counts_all[values]
-
-
 def from_rgb(rgb: np.ndarray, source: str = "") -> Heatmap:
-    _check_size(rgb.shape[:2], source)
-    rgb = np.ascontiguousarray(rgb[..., :3].astype(np.uint8))
-    palette, inverse, _ = unique_colours(rgb)  # few colours: map each once
-    cold = rgb_coldness(palette)[inverse].reshape(rgb.shape[:2])
-    return Heatmap((1.0 - cold).astype(np.float32), rgb, source)
+    """A colour heatmap from RGB(A) pixels (H×W×3 or ×4, 0–255)."""
+    rgb = np.asarray(rgb)
+    if rgb.ndim != 3 or rgb.shape[2] not in (3, 4):
+        raise HeatmapError(f"{source or 'the heatmap'}: RGB pixels must be height x width x 3, got {rgb.shape}")
+    check_pixels(source or "the heatmap", rgb.shape[1], rgb.shape[0])
+    rgb = np.ascontiguousarray(rgb[..., :3], dtype=np.uint8)
+    hm = Heatmap(np.empty(0, dtype=np.float32), rgb, source)
+    palette, _ = hm.colours()
+    hm.cost = lookup(rgb, palette, 1.0 - rgb_coldness(unpack(palette)))
+    return hm
 
 
 def from_times(times: np.ndarray, source: str = "") -> Heatmap:
-    t = np.asarray(times, dtype=np.float64)
+    """A heatmap from per-pixel times (any non-negative finite numbers), normalised by the largest."""
+    name = source or "the time array"
+    t = np.asarray(times)
     if t.ndim != 2:
-        raise HeatmapError(f"{source}: a per-pixel time array must be 2-D (height x width), got shape {t.shape}")
-    _check_size(t.shape, source)
-    if not np.all(np.isfinite(t)) or np.any(t < 0):
-        raise HeatmapError(f"{source}: per-pixel times must be finite and non-negative")
-    top = t.max()
+        raise HeatmapError(f"{name}: a per-pixel time array must be 2-D (height x width), got shape {t.shape}")
+    check_pixels(name, t.shape[1], t.shape[0])
+    if t.dtype.kind not in "iuf":
+        raise HeatmapError(f"{name}: per-pixel times must be numbers, not {t.dtype}")
+    top = 0.0
+    for rows in row_bands(*t.shape):
+        band = t[rows]
+        bad = ~np.isfinite(band) if band.dtype.kind == "f" else np.zeros(band.shape, dtype=bool)
+        bad |= band < 0
+        if bad.any():
+            y, x = np.argwhere(bad)[0]
+            v = band[y, x]
+            raise HeatmapError(f"{name}: the time of pixel x={x}, y={rows.start + y} (row {rows.start + y + 1}, "
+                               f"column {x + 1}) is {v}: per-pixel times must be finite and non-negative")
+        top = max(top, float(band.max()))
     if top <= 0:
-        raise HeatmapError(f"{source}: every pixel has time 0; nothing to select by")
-    return Heatmap((t / top).astype(np.float32), None, source)
-
-
-def _check_size(shape: tuple[int, ...], source: str) -> None:
-    h, w = int(shape[0]), int(shape[1])
-    if h < 1 or w < 1:
-        raise HeatmapError(f"{source}: the image is empty ({w}x{h})")
-    if h * w > MAX_PIXELS:
-        raise HeatmapError(f"{source}: {w}x{h} pixels is more than the {MAX_PIXELS:,}-pixel limit")
+        raise HeatmapError(f"{name}: every pixel has time 0; nothing to select by")
+    cost = np.empty(t.shape, dtype=np.float32)
+    for rows in row_bands(*t.shape):
+        cost[rows] = t[rows] / top
+    return Heatmap(cost, None, source)
 
 
 def parse_ppm(data: bytes, source: str = "") -> np.ndarray:
-    """RGB pixels (H×W×3 uint8) of a P3 or P6 PPM; 16-bit samples are scaled to 8 bits."""
-    if data[:2] not in (b"P3", b"P6"):
-        raise HeatmapError(f"{source}: not a PPM image (expected 'P3' or 'P6' at the start)")
-    magic = data[:2]
-    pos = 2
-    fields: list[int] = []
-    while len(fields) < 3:
-        while pos < len(data) and data[pos:pos + 1].isspace():
-            pos += 1
-        if pos >= len(data):
-            raise HeatmapError(f"{source}: truncated PPM header")
-        if data[pos:pos + 1] == b"#":
-            end = data.find(b"\n", pos)
-            pos = len(data) if end < 0 else end + 1
-            continue
-        start = pos
-        while pos < len(data) and not data[pos:pos + 1].isspace() and data[pos:pos + 1] != b"#":
-            pos += 1
-        tok = data[start:pos]
-        if not tok.isdigit():
-            raise HeatmapError(f"{source}: malformed PPM header field {tok[:20]!r}")
-        fields.append(int(tok))
-    w, h, maxval = fields
-    if w < 1 or h < 1:
-        raise HeatmapError(f"{source}: the image is empty ({w}x{h})")
-    if not 0 < maxval < 65536:
-        raise HeatmapError(f"{source}: PPM maxval {maxval} is outside 1..65535")
-    _check_size((h, w), source)
-    n = w * h * 3
-    if magic == b"P6":
-        pos += 1  # exactly one whitespace byte after maxval
-        width = 2 if maxval > 255 else 1
-        raw = data[pos:pos + n * width]
-        if len(raw) < n * width:
-            raise HeatmapError(f"{source}: truncated P6 data ({len(raw):,} of {n * width:,} bytes)")
-        px = np.frombuffer(raw, dtype=">u2" if width == 2 else np.uint8).astype(np.float64)
-    else:
-        import warnings
-
-        try:  # fast path: numpy's C parser of integers (P3 samples are integers)
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                px = np.fromstring(data[pos:].decode("latin-1"), dtype=np.int64, sep=" ")[:n].astype(np.float64)
-        except ValueError:
-            px = np.zeros(0)
-        if px.size < n:  # slow path, to say precisely what is wrong
-            try:
-                px = np.array(data[pos:].split()[:n], dtype=np.float64)
-            except ValueError:
-                raise HeatmapError(f"{source}: P3 data contains something that is not a number") from None
-            if px.size < n:
-                raise HeatmapError(f"{source}: truncated P3 data ({px.size:,} of {n:,} samples)")
-    if px.max(initial=0) > maxval:
-        raise HeatmapError(f"{source}: a sample exceeds the declared maxval {maxval}")
-    return np.round(px.reshape(h, w, 3) * (255.0 / maxval)).astype(np.uint8)
+    """RGB pixels (H×W×3 uint8) of a P3 or P6 PPM held in memory; 16-bit samples are scaled to 8 bits."""
+    return read_ppm(io.BytesIO(data), source)
 
 
 def read_heatmap(source: str | Path, data: bytes | None = None) -> Heatmap:
-    """A heatmap from a path or from *data* named by *source*: .ppm, .png, .npy or .csv."""
+    """A heatmap from a path or from *data* named by *source*: .ppm, .png, .npy or .csv.
+
+    The file's size is checked before it is read and its pixel count before it is decoded
+    (:mod:`gpudse_core.limits`); every failure is a :class:`HeatmapError` or a ``LimitError``."""
     name = str(source)
-    if data is None:
+    if data is not None:
+        fh, size = io.BytesIO(data), len(data)
+    else:
         try:
-            data = Path(source).read_bytes()
+            fh = open(source, "rb")  # noqa: SIM115 - closed below
         except FileNotFoundError:
             raise HeatmapError(f"{name}: no such file") from None
-    low = name.lower()
-    if low.endswith(".ppm") or data[:2] in (b"P3", b"P6"):
-        return from_rgb(parse_ppm(data, name), name)
-    if low.endswith(".png"):
-        try:
-            from PIL import Image, UnidentifiedImageError
-
-            with Image.open(io.BytesIO(data)) as im:
-                rgb = np.asarray(im.convert("RGB"))
-        except (UnidentifiedImageError, OSError) as e:
-            raise HeatmapError(f"{name}: not a readable PNG ({e})") from None
-        return from_rgb(rgb, name)
-    if low.endswith(".npy"):
-        try:
-            arr = np.load(io.BytesIO(data), allow_pickle=False)
-        except (ValueError, OSError) as e:
-            raise HeatmapError(f"{name}: not a NumPy array file ({str(e).splitlines()[0]})") from None
-        return from_times(arr, name)
-    if low.endswith(".csv"):
-        try:
-            arr = np.loadtxt(io.StringIO(data.decode("utf-8")), delimiter=",", ndmin=2)
-        except (ValueError, UnicodeDecodeError) as e:
-            raise HeatmapError(f"{name}: not a numeric CSV grid ({str(e).splitlines()[0]})") from None
-        return from_times(arr, name)
+        except IsADirectoryError:
+            raise HeatmapError(f"{name}: is a folder; give a heatmap file") from None
+        except OSError as e:
+            raise HeatmapError(f"{name}: cannot be read ({e.strerror or e})") from None
+        info = os.fstat(fh.fileno())
+        if not stat.S_ISREG(info.st_mode):  # a pipe or device (/dev/zero) has no size to check: an endless read
+            fh.close()
+            raise HeatmapError(f"{name}: not a regular file; give a heatmap file")
+        size = info.st_size
+    with fh:
+        limits.check("image_bytes", size, f"{name}: a {size:,}-byte heatmap file")
+        magic = fh.read(8)
+        fh.seek(0)
+        low = name.lower()
+        ext = os.path.splitext(low)[1]
+        if ext == ".ppm" or (ext not in (".png", ".npy", ".csv") and magic[:2] in (b"P3", b"P6")):
+            return from_rgb(read_ppm(fh, name), name)
+        if ext == ".png" or (ext not in (".npy", ".csv") and magic == PNG_SIGNATURE):
+            return from_rgb(read_png(fh, name), name)
+        if ext == ".npy" or (ext != ".csv" and magic.startswith(NPY_MAGIC)):
+            return from_times(read_npy(fh, name), name)
+        if ext == ".csv":
+            return from_times(read_csv(fh, name), name)
     raise HeatmapError(f"{name}: not an image: give a .ppm, .png, .npy or .csv heatmap")
 
 

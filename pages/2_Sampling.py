@@ -9,12 +9,13 @@ from plotly.subplots import make_subplots
 import ui
 from gpudse_core import GpudseError, sample
 
-ui.page("Sampling")
+w = ui.page("Sampling")
 
 st.title("Sample design points")
-space = st.session_state.space
-st.caption(f"Space **{space.name}**: {space.size:,} design points. Points are drawn without replacement, "
-           "uniformly over the feasible points, reproducibly from the seed.")
+(space_sv,) = ui.need("space")
+space = space_sv.value
+st.caption(f"Space **{space.name}**: {ui.fmt_count(space.size, 'design points')}. Points are drawn without "
+           "replacement, uniformly over the feasible points, reproducibly from the seed.")
 
 HOW = {"Number of points": "n", "Fraction of the whole space": "fraction",
        "Fraction of each dimension": "per_dim_fraction"}
@@ -30,7 +31,7 @@ with st.form("sample"):
                              "dimension's values")
     method = c3.selectbox("Method", ["uniform", "lhs"], help="lhs: Latin hypercube over the discrete levels")
     seed = c3.number_input("Seed", min_value=0, value=1, step=1)
-    go_ = st.form_submit_button("Sample", type="primary")
+    go_ = st.form_submit_button("Sample", type="primary", disabled=not w.writable)
 
 if go_:
     kind = HOW[how]
@@ -38,23 +39,24 @@ if go_:
     try:
         with st.spinner("Sampling…"):
             result = sample(space, **kwargs, per_dim_mode=mode, seed=int(seed), method=method)
+        w.set_samples(result, f"{method}, seed {int(seed)}", inputs=[space_sv])
     except GpudseError as e:
         st.error(f"{e}. Your previous samples are kept.")
-    else:
-        st.session_state.samples = result
-        st.session_state.samples_of = ui.fingerprint(space)
 
-result = st.session_state.get("samples")
-if result is None:
-    st.info("No samples yet: choose how many points and press Sample.")
+sv = w.get("samples")
+if sv.value is None or not sv.ok:
+    if sv.value is None:
+        st.info("No samples yet: choose how many points and press Sample.", icon=":material/info:")
+    else:
+        ui.banner(sv.status, key="fix_samples")
     st.stop()
-if not ui.samples_match():
-    st.warning("These samples were drawn from a previous version of the design space; sample again to match it.")
+result = sv.value
+st.caption(f"Drawn: {sv.origin} (version {sv.version}).")
 
 share = len(result) / (result.feasible_size or result.space_size or 1)
 m = st.columns(4)
-m[0].metric("Points", f"{len(result):,}")
-m[1].metric("Share of the space", f"{share:.4%}")
+m[0].metric("Points", ui.fmt_count(len(result)))
+m[1].metric("Share of the space", ui.fmt_pct(share))
 m[2].metric("Method", result.method)
 m[3].metric("Seed", str(result.seed))
 if result.replaced:
@@ -89,6 +91,6 @@ st.caption("Uniform sampling gives every value of a parameter about the same cou
 st.plotly_chart(fig, width="stretch")
 
 d1, d2, d3 = st.columns(3)
-d1.download_button("Samples as CSV", result.table().to_csv(index=False), file_name="samples.csv", mime="text/csv")
-d2.download_button("Samples as Parquet", result.to_parquet_bytes(), file_name="samples.parquet")
-d3.download_button("Samples + request as JSON", result.to_json(), file_name="samples.json", mime="application/json")
+d1.download_button("Samples as CSV", lambda: result.table().to_csv(index=False), file_name="samples.csv", mime="text/csv")
+d2.download_button("Samples as Parquet", result.to_parquet_bytes, file_name="samples.parquet")
+d3.download_button("Samples + request as JSON", result.to_json, file_name="samples.json", mime="application/json")

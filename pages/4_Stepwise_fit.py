@@ -1,5 +1,9 @@
 """Stepwise fit page: Stargazer Algorithm 1 with its trace built row by row (Table 1), then the per-term R²
-contributions (Fig. 3), the equation, Lee & Brooks' ANOVA (Table 5) and the model as JSON."""
+contributions (Fig. 3), the equation, Lee & Brooks' ANOVA (Table 5) and the model as JSON.
+
+The model is the workspace's model stage: a fit stores a new version computed from the current
+results; when the results change, the page says so and offers the refit instead of showing the old
+model as current."""
 
 from __future__ import annotations
 
@@ -7,82 +11,128 @@ import streamlit as st
 
 import ui
 from gpudse_core import GpudseError
-from gpudse_core.report import figures
 from gpudse_core.model.inference import anova, coefficient_table
-from gpudse_core.model.stepwise import CRITERIA, INTERACTION_FORMS, TRANSFORMS, StepwiseRegression
+from gpudse_core.model.splines import PLACEMENTS
+from gpudse_core.model.stepwise import (
+    CRITERIA,
+    INTERACTION_FORMS,
+    PAPER_SETTINGS,
+    TRANSFORMS,
+    StepwiseRegression,
+)
+from gpudse_core.report import figures
 
-ui.page("Stepwise fit")
+w = ui.page("Stepwise fit")
 st.title("Stepwise regression (Stargazer Algorithm 1)")
-results = st.session_state.get("results")
-if results is None:
-    st.info("Simulate or upload results first.")
-    st.page_link("pages/3_Simulations.py", label="Simulations →", icon=":material/memory:")
-    st.stop()
-space = st.session_state.space
+space_sv, results_sv = ui.need("space", "results")
+space, res = space_sv.value, results_sv.value
+results = res.table
 numeric = [c for c in results.columns if results[c].dtype.kind in "if" and c not in space.parameter_names]
 params_all = [p for p in space.parameter_names if p in results.columns]
+model_sv = w.get("model")
+prev = model_sv.value if model_sv.value is not None and hasattr(model_sv.value, "settings") else None
+defaults = {**StepwiseRegression().get_params(), **((prev.settings or {}) if prev is not None else {})}
+is_paper = all(defaults.get(k) == v for k, v in PAPER_SETTINGS.items())
+
+preset = st.radio("Settings", ["Robust defaults", "Stargazer as written"], index=1 if is_paper else 0,
+                  horizontal=True, help="Stargazer as written: natural cubic splines with evenly spaced knots on the "
+                                        "raw values, pairwise interactions, adjusted R² with θ = φ = 0.01 (§5.2–5.4). "
+                                        "Robust defaults: F-tests, knots at distinct values on a log2 scale where "
+                                        "the values are powers of two, three-way terms, a revisit pass.")
+base = {**StepwiseRegression().get_params(), **PAPER_SETTINGS} if preset.startswith("Stargazer") else (
+    defaults if not is_paper else StepwiseRegression().get_params())
+
+
+def pick(options, value):
+    options = list(options)
+    return options.index(value) if value in options else 0
+
 
 with st.form("fit"):
     c1, c2, c3, c4 = st.columns(4)
-    default_resp = st.session_state.get("results_response", numeric[0] if numeric else None)
-    response = c1.selectbox("Response", numeric, index=numeric.index(default_resp) if default_resp in numeric else 0)
-    transform = c1.selectbox("Transform", TRANSFORMS, index=TRANSFORMS.index("log"),
+    response = c1.selectbox("Response", numeric, index=pick(numeric, prev.response if prev is not None
+                                                                      and prev.response in numeric else res.response))
+    transform = c1.selectbox("Transform", TRANSFORMS, index=pick(TRANSFORMS, defaults.get("response_transform")),
                              help="log or sqrt stabilise the variance (Lee & Brooks); predictions are back-transformed")
-    criterion = c2.selectbox("Criterion", CRITERIA, help="adjr2: Stargazer's adjusted R²")
-    compare = c2.selectbox("Gain measured against", ["r2", "adj_r2"], format_func=lambda v: {
-        "r2": "current R² (Algorithm 1)", "adj_r2": "current adjusted R²"}[v])
-    theta = c3.number_input("θ (add a parameter)", value=0.01, step=0.001, format="%.4f")
-    phi = c3.number_input("φ (add an interaction)", value=0.01, step=0.001, format="%.4f")
-    knots = c4.slider("Knots per spline (k)", 3, 7, 4)
-    placement = c4.selectbox("Knot placement", ["even", "quantile"], help="even: Stargazer; quantile: Lee & Brooks")
-    interactions = c4.selectbox("Interactions", INTERACTION_FORMS, index=INTERACTION_FORMS.index("restricted"))
+    criterion = c2.selectbox("Criterion", CRITERIA, index=pick(CRITERIA, base["criterion"]),
+                             help="adjr2: Stargazer's adjusted R²; ftest: an F-test of the added columns")
+    compare = c2.selectbox("Gain measured against", ["r2", "adj_r2"], index=pick(["r2", "adj_r2"], base["compare"]),
+                           format_func=lambda v: {"r2": "current R² (Algorithm 1)", "adj_r2": "current adjusted R²"}[v])
+    theta = c3.number_input("θ (add a parameter)", value=float(base["theta"]), step=0.001, format="%.4f",
+                            help="the least gain for which a parameter's spline term is added")
+    phi = c3.number_input("φ (add an interaction)", value=float(base["phi"]), step=0.001, format="%.4f",
+                          help="the least gain for which an interaction of two chosen parameters is added")
+    knots = c4.slider("Knots per spline (k)", 3, 7, int(base["knots"]) if isinstance(base["knots"], int) else 4)
+    placement = c4.selectbox("Knot placement", PLACEMENTS, index=pick(PLACEMENTS, base["knot_placement"]),
+                             help="even: Stargazer; quantile: Lee & Brooks (rms); distinct: quantiles of the "
+                                  "distinct values")
+    interactions = c4.selectbox("Interactions", INTERACTION_FORMS, index=pick(INTERACTION_FORMS, base["interactions"]))
+    max_order = c2.selectbox("Largest interaction", [2, 3], index=pick([2, 3], base["max_order"]),
+                             format_func=lambda v: {2: "pairs (Algorithm 1)", 3: "pairs and three-way"}[v])
     params = st.multiselect("Parameters", params_all, default=params_all)
-    app_col = ui.application_column(results, space)
+    app_col = res.app_column
     per_app = bool(app_col) and st.checkbox(f"Also fit one model per {app_col} (a bar each in the contribution "
                                             f"chart, Stargazer Fig. 3)", value=True)
-    go_fit = st.form_submit_button("Fit", type="primary")
+    go_fit = st.form_submit_button("Fit", type="primary", disabled=not w.writable)
 
 trace_box = st.empty()
 if go_fit:
-    est = StepwiseRegression(response=response, params=params, theta=theta, phi=phi, criterion=criterion,
-                             compare=compare, knots=knots, knot_placement=placement, interactions=interactions,
-                             response_transform=transform)
+    settings = {**base, "theta": theta, "phi": phi, "criterion": criterion, "compare": compare, "knots": knots,
+                "knot_placement": placement, "interactions": interactions, "response_transform": transform,
+                "max_order": max_order}
     rows = []
+
+    def show(step) -> None:
+        rows.append(step.to_dict())
+        trace_box.dataframe(ui.trace_table(rows, params), width="stretch")
+
     try:
-        for step in est.iter_fit(results[params + [response]]):
-            rows.append(step.to_dict())
-            trace_box.dataframe(ui.trace_table(rows, params), width="stretch")
+        new = ui.fit_model(settings, params, callback=show, response=response)
     except GpudseError as e:
         st.error(f"{e}. The previous model is kept.")
     else:
-        st.session_state.model = est.model_
-        st.session_state.model_data = results
-        st.session_state.models_by_app = None
         if per_app:
-            by_app = {}
+            by_app, notes = {}, []
             for app, part in results.groupby(app_col):
                 try:
-                    by_app[str(app)] = StepwiseRegression(**{**est.get_params(), "params": [
-                        p for p in params if part[p].nunique() > 1]}).fit(part[params + [response]]).model_
+                    est = StepwiseRegression(**{**{k: v for k, v in settings.items()
+                                                   if k in StepwiseRegression().get_params()},
+                                                "response": response,
+                                                "params": [p for p in params if part[p].nunique() > 1]})
+                    by_app[str(app)] = est.fit(part[est.params + [response]]).model_
                 except GpudseError as e:
-                    st.warning(f"{app_col} {app}: {e}")
-            st.session_state.models_by_app = by_app
+                    notes.append(f"{app_col} {app}: {e}")
+            for n in notes:
+                st.warning(n)
+            if by_app:
+                ui.guarded(lambda: w.put_analysis("app_models", by_app, inputs=[results_sv, new],
+                                                  origin=f"one model per {app_col}"))
+        model_sv = w.get("model")
 
-model = st.session_state.get("model")
-if model is None:
-    st.info("Press Fit to run the stepwise search.")
+model_sv = w.get("model")
+if model_sv.value is None:
+    st.info("No model yet: press Fit to run the stepwise search.", icon=":material/info:")
     st.stop()
+if not model_sv.ok:
+    ui.banner(model_sv.status, key="fix_model")
+    st.stop()
+model = model_sv.value
 if not go_fit:
-    trace_box.dataframe(ui.trace_table(model.trace, list(model.settings.get("params") or params_all)),
+    trace_box.dataframe(ui.trace_table(model.trace, [p for p in params_all if p in results.columns]),
                         width="stretch")
-data = st.session_state.get("model_data", results)
+data = w.input_of(model_sv, "results").value.table
+st.caption(f"Model version {model_sv.version}: {model_sv.origin}.")
 m = st.columns(4)
-m[0].metric("R²", f"{model.r2:.4f}")
-m[1].metric("Adjusted R²", f"{model.adj_r2:.4f}")
+m[0].metric("R²", ui.fmt_r2(model.r2))
+m[1].metric("Adjusted R²", ui.fmt_r2(model.adj_r2))
 m[2].metric("Terms", len(model.terms))
 m[3].metric("Coefficients", len(model.coefficients))
+for note in getattr(model, "notes", []) or []:
+    st.caption(f":material/info: {note}")
 
-fig = figures.contributions(model, st.session_state.get("models_by_app") or None)
+apps_sv = w.get("app_models")
+by_app = apps_sv.value if apps_sv.ok else None
+fig = figures.contributions(model, by_app or None)
 c1, c2 = st.columns([1, 2])
 c1.plotly_chart(fig, width="stretch")
 with c2:
@@ -91,10 +141,11 @@ with c2:
 try:
     table = anova(model, data)
     st.markdown("**ANOVA: F-tests pooling every term that involves a predictor (Lee & Brooks Table 5, rms::anova)**")
-    st.dataframe(table.style.format({"partial_ss": "{:.4g}", "ms": "{:.4g}", "F": "{:.2f}", "P": "{:.4f}"}),
-                 width="stretch", hide_index=True)
+    st.dataframe(table.style.format({"partial_ss": "{:.4g}", "ms": "{:.4g}", "F": "{:.2f}", "P": "{:.4f}"},
+                                    na_rep="–"), width="stretch", hide_index=True)
     with st.expander("Coefficients with t-tests"):
         st.dataframe(coefficient_table(model, data), width="stretch", hide_index=True)
 except GpudseError as e:
     st.warning(f"Statistics unavailable: {e}")
-st.download_button("Model (JSON)", model.to_json(), file_name="model.json", mime="application/json")
+st.download_button("Model (JSON)", model.to_json, file_name="model.json", mime="application/json",
+                   icon=":material/download:")

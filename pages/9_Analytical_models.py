@@ -16,7 +16,7 @@ from gpudse_core.sim.analytical import FIG18, LaunchOverheadParams, equal_area_s
 from gpudse_core.sim.simulator import KERNELS, PARAMETERS, simulate
 from gpudse_core.sim.wfg import FIGURE1, graph_view, load_wfg
 
-ui.page("Analytical models")
+w = ui.page("Analytical models")
 st.title("Analytical models")
 st.caption("The models behind the built-in simulator, from papers 001 (launch overhead, MWP/CWP with pipeline "
            "warp parallelism, the equal-area model) and 004 (the work flow graph).")
@@ -84,13 +84,13 @@ with tab_wfg:
     if choice.startswith("Loop"):
         doc = load_wfg(ui.ROOT / "data" / "wfg" / "loop_branch.yaml")
     elif choice.startswith("Upload"):
-        up = st.file_uploader("Work flow graph", type=["json", "yaml", "yml"])
+        up = ui.uploader("Work flow graph", ["json", "yaml", "yml"], key="wfg_upload")
         doc = ui.parse_upload(up) if up is not None else None
     if doc is not None:
         try:
             view = graph_view(doc)
         except GpudseError as e:
-            st.error(f"{e}")
+            ui.upload_error(up.name if choice.startswith("Upload") else choice, e, "Correct the graph and upload it again.")
         else:
             res = view["result"]
             m = st.columns(5)

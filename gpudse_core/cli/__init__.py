@@ -24,6 +24,7 @@ It calls the same functions as the dashboard pages. User errors print one line
     gpudse combine LOG... --fractions P1,P2,... [--aggregate metric=sum|mean|hmean ...] [--json]
     gpudse equal-area [--bandwidth GBPS] [--regs-per-thread R] [--json]
     gpudse wfg GRAPH.json|.yaml [--json]
+    gpudse glossary [TERM] [--search TEXT] [--json]
 """
 
 from __future__ import annotations
@@ -34,11 +35,11 @@ from typing import Sequence
 
 from .. import __version__
 from ..errors import GpudseError
-from . import model_cmds, ray_cmds, sim_cmds, space_cmds
+from . import glossary_cmds, model_cmds, ray_cmds, sim_cmds, space_cmds
 
 # Start-up: building the parser and printing --help import only argparse and these command modules,
 # which import NumPy, pandas or scikit-learn inside the command that needs them (issue 12).
-COMMAND_MODULES = (space_cmds, model_cmds, sim_cmds, ray_cmds)
+COMMAND_MODULES = (space_cmds, model_cmds, sim_cmds, ray_cmds, glossary_cmds)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -292,7 +292,8 @@ _TERMS = (
          "warmth) or exptmp (warmth to the fifth power).",
          "Weighting by warmth (1 − c) favours slow pixels that stress the GPU (eq. 2); raising it to the fifth "
          "power amplifies that (eq. 3). Zatel's evaluation chose uniform for the reported metrics.",
-         f"{ZATEL} §III-E eqs. 2–3, §IV-C", ("lintmp", "exptmp", "--distribution", "distribution", "pixel distribution"),
+         f"{ZATEL} §III-E eqs. 2–3, §IV-C",
+         ("lintmp", "exptmp", "--distribution", "distribution", "pixel distribution"),
          ("coldness",)),
     Term("n-pe", "N_PE (number of processing elements)",
          "How many PEs (cores) the chip has; the equal-area model trades them against scratchpad memory.",

@@ -163,6 +163,13 @@ def test_format_table_gives_display_strings_and_units_in_headers():
         format_table(df, kinds={"F": "bogus"})
 
 
+def test_text_table_for_the_terminal():
+    out = fmt.text_table(pd.DataFrame({"model": ["stepwise"], "mean": [0.0234], "P": [np.nan]}),
+                         kinds={"mean": "fraction"})
+    lines = out.splitlines()
+    assert lines[0].split() == ["model", "mean", "(%)", "P"] and lines[1].split() == ["stepwise", "2.3", "%", "–"]
+
+
 def test_column_formats_for_the_grid():
     df = pd.DataFrame({"model": ["a"], "train_size": [30], "r2": [0.9], "P": [0.01], "mean": [0.1]})
     f = column_formats(df, kinds={"mean": "fraction"})

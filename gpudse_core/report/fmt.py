@@ -348,3 +348,9 @@ def column_formats(df: Any, units: Mapping[str, str] | None = None, kinds: Mappi
         if f:
             fmts[col] = f
     return fmts
+
+
+def text_table(df: Any, units: Mapping[str, str] | None = None, kinds: Mapping[str, str] | None = None,
+               sig: int = 4) -> str:
+    """:func:`format_table` as plain text for the terminal (the CLI's tables), right-aligned columns."""
+    return format_table(df, units, kinds, sig).to_string(index=False)

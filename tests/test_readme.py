@@ -10,6 +10,11 @@ Markers (a comment on the command's line, or on a comment line right above it):
 * ``# not run: REASON`` — needs something a test machine does not have (GPGPU-Sim, a cluster); reported as
   skipped with the reason.
 * ``# exit N`` — the documented exit status when it is not 0.
+* ``# sets NAME`` — the last word of the command's first output line (e.g. the id ``gpudse workspace new``
+  prints) replaces the placeholder NAME (e.g. ``ID``) in the commands after it.
+
+Commands joined on one line with ``;`` or ``&&`` run one after the other. ``$GPUDSE_HOME`` points into the
+temporary folder, so nothing is written to the home directory.
 
 The commands run with ``OMP_NUM_THREADS=1``: on a machine shared with other work, scikit-learn's OpenMP
 gradient boosting spins its threads (README's ``validate`` took 145 s per boosting model instead of 10 s
@@ -82,10 +87,11 @@ class Command:
     skip: str | None = None
     exit: int = 0
     outputs: list[str] = field(default_factory=list)
+    sets: str | None = None
 
     @property
     def id(self) -> str:
-        return f"L{self.line}:" + " ".join(self.argv[:3])
+        return f"L{self.line}:" + " ".join(self.argv[:4])
 
 
 def readme_commands(text: str | None = None) -> list[Command]:
@@ -111,20 +117,44 @@ def readme_commands(text: str | None = None) -> list[Command]:
             if not stripped:
                 pending_comment = ""
                 continue
-            tokens = shlex.split(stripped, comments=True)
             markers = f"{pending_comment} {_comment(stripped)}"
             pending_comment = ""
-            if tokens[:1] == ["gpudse"]:
-                argv = tokens[1:]
-            elif tokens[:3] == ["python", "-m", "gpudse_core"]:
-                argv = tokens[3:]
-            else:
-                continue
             skip = re.search(r"#\s*not run:\s*([^#]+)", markers)
             code = re.search(r"#\s*exit\s+(\d+)", markers)
-            out.append(Command(first + start, stripped, argv, skip.group(1).strip() if skip else None,
-                               int(code.group(1)) if code else 0, _outputs(argv)))
+            sets = re.search(r"#\s*sets\s+([A-Za-z_][A-Za-z0-9_]*)", markers)
+            for part in _split(stripped):
+                tokens = shlex.split(part, comments=True)
+                if tokens[:1] == ["gpudse"]:
+                    argv = tokens[1:]
+                elif tokens[:3] == ["python", "-m", "gpudse_core"]:
+                    argv = tokens[3:]
+                else:
+                    continue
+                out.append(Command(first + start, stripped, argv, skip.group(1).strip() if skip else None,
+                                   int(code.group(1)) if code else 0, _outputs(argv),
+                                   sets.group(1) if sets else None))
     return out
+
+
+def _split(line: str) -> list[str]:
+    """A shell line's commands: split on ``;`` and ``&&`` outside quotes, the trailing comment dropped."""
+    parts, cur, quote, k = [], "", None, 0
+    while k < len(line):
+        ch = line[k]
+        if quote:
+            quote = None if ch == quote else quote
+        elif ch in "'\"":
+            quote = ch
+        elif ch == "#" and (k == 0 or line[k - 1].isspace()):
+            break
+        elif ch == ";" or line.startswith("&&", k):
+            parts.append(cur)
+            cur = ""
+            k += 2 if ch == "&" else 1
+            continue
+        cur += ch
+        k += 1
+    return [p.strip() for p in [*parts, cur] if p.strip()]
 
 
 def _comment(line: str) -> str:
@@ -187,6 +217,9 @@ def test_readme_parser_reads_markers_and_continuations():
     assert [c.argv[0] for c in cmds] == ["fit", "simulate", "glossary", "presets"]
     assert cmds[0].argv[-2:] == ["-o", "m.json"] and cmds[0].outputs == ["m.json"] and cmds[0].line == 2
     assert cmds[1].skip == "needs GPGPU-Sim" and cmds[2].exit == 2 and cmds[3].skip == "just because"
+    two = readme_commands('```bash\ngpudse workspace rename ID "a; b" && gpudse workspace delete ID --yes  # sets X\n```')
+    assert [c.argv for c in two] == [["workspace", "rename", "ID", "a; b"], ["workspace", "delete", "ID", "--yes"]]
+    assert two[0].sets == "X" and two[0].id != two[1].id
     order = run_order(readme_commands("```bash\ngpudse fit r.csv -o m.json\ngpudse simulate s.csv -o r.csv\n"
                                       "gpudse sample stargazer -n 3 -o s.csv\n```\n"))
     assert [c.argv[0] for c in order] == ["sample", "simulate", "fit"]
@@ -208,6 +241,7 @@ def workdir(tmp_path_factory) -> Path:
 
 
 _results: dict[str, subprocess.CompletedProcess] = {}
+_values: dict[str, str] = {}  # placeholders set by `# sets NAME`
 
 
 def _run(cmd: Command, workdir: Path) -> subprocess.CompletedProcess:
@@ -228,10 +262,13 @@ def _run(cmd: Command, workdir: Path) -> subprocess.CompletedProcess:
             make(workdir / name)
         if name in SAME_AS and not (workdir / name).exists() and (workdir / SAME_AS[name]).exists():
             shutil.copyfile(workdir / SAME_AS[name], workdir / name)
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
-    r = subprocess.run([sys.executable, "-m", "gpudse_core", *cmd.argv], cwd=workdir, env=env, capture_output=True,
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1", "GPUDSE_HOME": str(workdir / ".gpudse")}
+    argv = [_values.get(a, a) for a in cmd.argv]
+    r = subprocess.run([sys.executable, "-m", "gpudse_core", *argv], cwd=workdir, env=env, capture_output=True,
                        text=True, timeout=TIMEOUT)
     _results[cmd.id] = r
+    if cmd.sets and r.returncode == 0 and r.stdout.strip():
+        _values[cmd.sets] = r.stdout.strip().splitlines()[0].split()[-1]
     return r
 
 

@@ -26,6 +26,7 @@ It calls the same functions as the dashboard pages. User errors print one line
     gpudse equal-area [--bandwidth GBPS] [--regs-per-thread R] [--json]
     gpudse wfg GRAPH.json|.yaml [--json]
     gpudse workspace list|show ID|new [--space S]|rename ID NAME|delete ID --yes|export ID -o F|adopt ID CAMPAIGN
+    gpudse glossary [TERM] [--search TEXT] [--json]
 """
 
 from __future__ import annotations
@@ -36,11 +37,11 @@ from typing import Sequence
 
 from .. import __version__
 from ..errors import GpudseError
-from . import model_cmds, ray_cmds, sim_cmds, space_cmds, workspace_cmds
+from . import glossary_cmds, model_cmds, ray_cmds, sim_cmds, space_cmds, workspace_cmds
 
 # Start-up: building the parser and printing --help import only argparse and these command modules,
 # which import NumPy, pandas or scikit-learn inside the command that needs them (issue 12).
-COMMAND_MODULES = (space_cmds, model_cmds, sim_cmds, ray_cmds, workspace_cmds)
+COMMAND_MODULES = (space_cmds, model_cmds, sim_cmds, ray_cmds, workspace_cmds, glossary_cmds)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -107,31 +107,63 @@ def load_project(data: bytes, name: str = "project.zip") -> Project:
                    else {})
 
 
+REPORT_CSS = (
+    "body{font-family:system-ui,-apple-system,'Segoe UI',Roboto,Helvetica,Arial,sans-serif;font-size:16px;"
+    "line-height:1.45;max-width:1180px;margin:2em auto;padding:0 1em;color:#1F2933}"
+    "h1{font-size:1.9em;margin-bottom:.2em}h2{font-size:1.35em;margin-top:1.6em;border-bottom:2px solid #E4E7EB}"
+    "table{border-collapse:collapse;margin:1em 0;font-variant-numeric:tabular-nums}"
+    "td,th{border-bottom:1px solid #E4E7EB;padding:4px 12px;text-align:right;white-space:nowrap}"
+    "td:first-child,th:first-child{text-align:left}th{background:#F5F7FA}"
+    "pre{background:#F5F7FA;padding:1em;white-space:pre-wrap;font-size:.9em}"
+    ".figure{margin:1.2em 0}.muted{color:#5F6B7A}"
+)
+
+
+def _report_table(df: pd.DataFrame, units: dict[str, str] | None = None, kinds: dict[str, str] | None = None) -> str:
+    """A table for the report: every cell through the number formatter (no "NaN", no 7.229e+04)."""
+    from . import fmt
+
+    shown = fmt.format_table(df, units, kinds)
+    return shown.to_html(index=False, border=0, escape=True, na_rep=fmt.MISSING)
+
+
 def html_report(project: Project, figures: list[Any], tables: dict[str, pd.DataFrame] | None = None,
-                title: str = "gpudse analysis") -> str:
-    """A standalone HTML page: summary, equation, tables, and the given Plotly figures (interactive)."""
-    parts = [f"<h1>{html.escape(title)}</h1>"]
+                title: str = "gpudse analysis", table_kinds: dict[str, dict[str, str]] | None = None) -> str:
+    """A standalone HTML page: summary, equation, tables, and the given Plotly figures (interactive).
+
+    Charts carry the gpudse style (template and colours inside each figure, so they look as on the pages);
+    plotly.js is inlined once, so the file opens offline. Numbers go through :mod:`.fmt`; *table_kinds*
+    may say how a table's columns are shown (e.g. ``{"mean": "fraction"}``, see ``fmt.column_kind``).
+    """
+    from .. import __version__
+    from . import fmt, style
+
+    parts = [f"<h1>{html.escape(title)}</h1>", f"<p class='muted'>gpudse {html.escape(__version__)}</p>"]
     s = project.space
+    units = fmt.space_units(s)
     parts.append(f"<p>Design space <b>{html.escape(s.name)}</b>: {len(s.parameters)} parameters, "
-                 f"{s.size:,} design points.</p>")
+                 f"{html.escape(fmt.fmt_count(s.size, 'design points'))}.</p>")
     rows = "".join(f"<tr><td>{html.escape(p.display)}</td><td>{html.escape(p.unit)}</td>"
-                   f"<td>{html.escape(', '.join(map(str, p.values)))}</td></tr>" for p in s.parameters)
+                   f"<td>{html.escape(', '.join(fmt.fmt_value(v) for v in p.values))}</td></tr>"
+                   for p in s.parameters)
     parts.append(f"<table><tr><th>parameter</th><th>unit</th><th>values</th></tr>{rows}</table>")
     if project.results is not None:
-        parts.append(f"<p>{len(project.results):,} simulated design points; response "
-                     f"<b>{html.escape(str(project.results_response))}</b>.</p>")
+        parts.append(f"<p>{html.escape(fmt.fmt_count(len(project.results), 'simulated design points'))}; "
+                     f"response <b>{html.escape(str(project.results_response))}</b>.</p>")
     m = project.model
     if m is not None:
         parts.append(f"<h2>Model</h2><p>Terms in selection order: {html.escape(' + '.join(m.terms))}; "
-                     f"R² {m.r2:.4f}, adjusted R² {m.adj_r2:.4f}, {m.n} observations.</p>")
-        parts.append(f"<pre style='white-space: pre-wrap'>{html.escape(m.equation(digits=5))}</pre>")
+                     f"R² {fmt.fmt_r2(m.r2)}, adjusted R² {fmt.fmt_r2(m.adj_r2)}, "
+                     f"{html.escape(fmt.fmt_count(m.n, 'observations'))}.</p>")
+        parts.append(f"<pre>{html.escape(m.equation(digits=5))}</pre>")
     for name, df in (tables or {}).items():
-        parts.append(f"<h2>{html.escape(name)}</h2>" + df.to_html(index=False, float_format=lambda v: f"{v:.4g}",
-                                                                   border=0))
+        parts.append(f"<h2>{html.escape(name)}</h2>" + _report_table(df, units, (table_kinds or {}).get(name)))
+    config = {"displaylogo": False, "responsive": True}
     for i, fig in enumerate(figures):
-        parts.append(fig.to_html(full_html=False, include_plotlyjs="inline" if i == 0 else False))
-    style = ("body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;color:#222}"
-             "table{border-collapse:collapse;margin:1em 0}td,th{border-bottom:1px solid #ddd;padding:4px 10px;"
-             "text-align:left}pre{background:#f6f6f6;padding:1em}")
-    return (f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
-            f"<style>{style}</style></head><body>{''.join(parts)}</body></html>")
+        # a figure drawn elsewhere (or under Streamlit's template) gets the gpudse style too; legends as built
+        style.apply(fig, one_entry_per_group=False)
+        parts.append("<div class='figure'>" + fig.to_html(full_html=False, include_plotlyjs="inline" if i == 0
+                                                         else False, config=config) + "</div>")
+    return (f"<!doctype html><html lang='en'><head><meta charset='utf-8'>"
+            f"<meta name='viewport' content='width=device-width, initial-scale=1'><title>{html.escape(title)}</title>"
+            f"<style>{REPORT_CSS}</style></head><body>{''.join(parts)}</body></html>")

@@ -16,9 +16,8 @@ import ui
 import ui_state
 from gpudse_core import GpudseError
 
-w = ui.page("Home")
-
-st.title("gpudse — GPU design space exploration")
+ui.configure("Home")
+st.title("gpudse — GPU design space exploration")  # drawn before the workspace opens: the first paint
 st.markdown(
     """
 GPU simulators are five to six orders of magnitude slower than hardware, and a design space of ten
@@ -29,6 +28,7 @@ restricted cubic splines, F-tests, residual checks, error CDFs). For ray-tracing
 representative pixels from a per-pixel cost heatmap (**Zatel**).
 """
 )
+w = ui.page("Home")
 
 st.subheader("Where you are")
 overview = w.overview()
@@ -54,30 +54,27 @@ st.subheader("Workspace")
 st.caption("Everything you do is saved as you go, with every earlier version, in this workspace. Its link "
            "(this page's address) brings it back after a reload or a server restart. Sent to a colleague, "
            "the link opens it **read-only**: the key that allows changes stays in this browser.")
-c1, c2 = st.columns([3, 2])
-with c1:
-    name = st.text_input("Name", w.name, key=f"ws_name_{w.id}", disabled=not w.writable, max_chars=200)
-    if w.writable and name.strip() and name != w.name and ui.guarded(lambda: w.rename(name), "Renamed."):
-        st.rerun()
-    url = st.context.url if hasattr(st.context, "url") and st.context.url else ""
-    share = f"{url.split('?')[0]}?ws={w.id}" if url else f"?ws={w.id}"
-    st.text_input("Read-only link to share", share, disabled=False, key=f"share_{w.id}",
-                  help="opens this workspace read-only; the person can make their own copy")
-with c2:
-    st.markdown("**New workspace**")
-    b1, b2, b3 = st.columns(3)
-    if b1.button("Built-in example", icon=":material/science:", help="the Stargazer example with every page filled",
-                 width="stretch"):
-        ui_state.switch_to(ui_state.new_example())
-        st.rerun()
-    if b2.button("Empty", icon=":material/add:", help="start from nothing: choose a design space first",
-                 width="stretch"):
-        ui_state.switch_to(ui_state.new_empty())
-        st.rerun()
-    if b3.button("Copy of this one", icon=":material/content_copy:", help="your own copy of this workspace",
-                 width="stretch"):
-        ui_state.fork(w)
-        st.rerun()
+c1, c2 = st.columns(2)
+name = c1.text_input("Name", w.name, key=f"ws_name_{w.id}", disabled=not w.writable, max_chars=200)
+if w.writable and name.strip() and name != w.name and ui.guarded(lambda: w.rename(name), "Renamed."):
+    st.rerun()
+url = getattr(st.context, "url", None) or ""
+share = f"{url.split('?')[0]}?ws={w.id}" if url else f"?ws={w.id}"
+c2.text_input("Read-only link to share", share, key=f"share_{w.id}",
+              help="opens this workspace read-only; the person can make their own copy")
+b1, b2, b3 = st.columns(3)
+if b1.button("New workspace: the built-in example", icon=":material/science:", width="stretch",
+             help="the Stargazer example with every page filled"):
+    ui_state.switch_to(ui_state.new_example())
+    st.rerun()
+if b2.button("New empty workspace", icon=":material/add:", width="stretch",
+             help="start from nothing: choose a design space first"):
+    ui_state.switch_to(ui_state.new_empty())
+    st.rerun()
+if b3.button("Make a copy of this one", icon=":material/content_copy:", width="stretch",
+             help="your own copy of this workspace, with every version"):
+    ui_state.fork(w)
+    st.rerun()
 
 try:
     mine = ui_state.workspace_ids()

@@ -10,7 +10,6 @@ current, and never a traceback.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -19,6 +18,8 @@ import streamlit as st
 
 import ui_state
 from gpudse_core import DesignSpace, GpudseError, load_preset
+from gpudse_core.report import fmt as _fmt
+from gpudse_core.report import glossary as _glossary
 
 ROOT = Path(__file__).resolve().parent
 
@@ -42,9 +43,13 @@ STATE_ICON = {"current": ":material/check_circle:", "stale": ":material/warning:
 
 
 # ---- the page frame ------------------------------------------------------------------------------
+def configure(title: str) -> None:
+    st.set_page_config(page_title=f"{title} · gpudse", page_icon=str(ROOT / "assets" / "gpudse.png"), layout="wide")
+
+
 def page(title: str):
     """Start every page the same way: config, the session's workspace, the sidebar."""
-    st.set_page_config(page_title=f"{title} · gpudse", page_icon=":material/memory:", layout="wide")
+    configure(title)
     try:
         w = ui_state.bind()
     except ui_state.Gone as e:
@@ -60,7 +65,14 @@ def page(title: str):
                 ui_state.fork(w)
                 st.rerun()
     ui_state.flush_cookies()
+    for kind, text in st.session_state.pop("_flash", []):
+        getattr(st, kind)(text)
     return w
+
+
+def flash(kind: str, text: str) -> None:
+    """A message (st.warning, st.success …) shown at the top of the next run, after a st.rerun()."""
+    st.session_state.setdefault("_flash", []).append((kind, text))
 
 
 def _gone(message: str) -> None:
@@ -122,56 +134,56 @@ def stage_summary(w, stage: str) -> str:
     return ""
 
 
-# ---- numbers (one formatter: gpudse_core.report.fmt when present) -------------------------------
-try:  # H8's formatter (issue 14 part 4); the fallback below keeps pages working until it lands
-    from gpudse_core.report import fmt as _fmt
-except ImportError:  # pragma: no cover - depends on the merge order
-    _fmt = None
-
-
-def _plain(x: float, sig: int = 4) -> str:
-    if not math.isfinite(x):
-        return "∞" if x > 0 else ("-∞" if x < 0 else "–")
-    if x == 0:
-        return "0"
-    digits = max(0, sig - 1 - int(math.floor(math.log10(abs(x)))))
-    return f"{x:,.{digits}f}".rstrip("0").rstrip(".") if digits else f"{x:,.0f}"
-
-
+# ---- numbers and charts: THE formatter and chart style of gpudse_core.report -----------------------
 def fmt_num(x: Any, unit: str | None = None, sig: int = 4) -> str:
-    if _fmt is not None:
-        return _fmt.fmt_number(x, unit, sig)
-    if x is None or (isinstance(x, float) and math.isnan(x)):
-        return "–"
-    return _plain(float(x), sig) + (f" {unit}" if unit else "")
+    return _fmt.fmt_number(x, unit, sig)
 
 
 def fmt_count(n: Any, unit: str | None = None) -> str:
-    if _fmt is not None:
-        return _fmt.fmt_count(n, unit)
-    return f"{int(n):,}" + (f" {unit}" if unit else "")
+    return _fmt.fmt_count(n, unit)
 
 
 def fmt_pct(fraction: Any) -> str:
-    if _fmt is not None:
-        return _fmt.fmt_percent(fraction)
-    if fraction is None or not math.isfinite(float(fraction)):
-        return "–"
-    v = 100 * float(fraction)
-    return f"{v:,.1f} %" if abs(v) >= 1 else f"{_plain(v, 2)} %"
+    return _fmt.fmt_percent(fraction)
 
 
 def fmt_r2(x: Any) -> str:
-    if _fmt is not None:
-        return _fmt.fmt_r2(x)
-    return "–" if x is None or not math.isfinite(float(x)) else f"{float(x):.4f}"
+    return _fmt.fmt_r2(x)
 
 
 def fmt_duration(seconds: float) -> str:
-    if _fmt is not None:
-        return _fmt.fmt_duration(seconds)
-    s = float(seconds)
-    return f"{s:.1f} s" if s < 60 else f"{int(s // 60)} min {int(s % 60):02d} s"
+    return _fmt.fmt_duration(seconds)
+
+
+def chart(fig, where=None, **kw: Any) -> None:
+    """A figure of gpudse_core.report.figures as drawn (its own style: Streamlit's theme left out)."""
+    (where or st).plotly_chart(fig, width="stretch", theme=None, **kw)
+
+
+def table(df, where=None, units: dict | None = None, kinds: dict | None = None, **kw: Any) -> None:
+    """A table of results for reading: every number through the formatter, units in the headers."""
+    (where or st).dataframe(_fmt.format_table(df, units, kinds), hide_index=True, width="stretch", **kw)
+
+
+def data_table(df, where=None, units: dict | None = None, **kw: Any) -> None:
+    """A table of data to sort and scroll (samples, results): numbers kept, shown with separators."""
+    config = {c: st.column_config.NumberColumn(_fmt.header(str(c), (units or {}).get(c)), format=f)
+              for c, f in _fmt.column_formats(df, units).items()}
+    (where or st).dataframe(df, width="stretch", column_config=config, **kw)
+
+
+def units(space) -> dict[str, str]:
+    return _fmt.space_units(space)
+
+
+def response_unit(response: str) -> str | None:
+    """The unit of a response column when its name says it (cycles), for the formatter."""
+    return "cycles" if "cycle" in str(response).lower() else None
+
+
+def help_for(term: str) -> str:
+    """The glossary's one-line help for a term of the papers (θ, φ, knots, coldness …)."""
+    return _glossary.help_text(term)
 
 
 # ---- banners: stale or missing inputs -------------------------------------------------------------

@@ -236,8 +236,7 @@ def _poll(job_id: str, label: str) -> None:
         if c2.button("Stop", key=f"stop_{job_id}", icon=":material/stop:", disabled=not ws.writable
                      or job.stop_requested, help="ends the work after the current unit and keeps what was done",
                      width="stretch"):
-            ws.stop_job(job_id)
-            st.rerun(scope="fragment")
+            ws.stop_job(job_id)  # the work ends after its current unit; the next poll shows it
 
 
 def job_panel(ws: Any, kind: str, label: str) -> bool:

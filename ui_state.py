@@ -15,12 +15,12 @@ every page is filled at once and a new visitor costs a file copy.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
 import threading
 from pathlib import Path
-from typing import Any
 
 import streamlit as st
 
@@ -48,7 +48,7 @@ def cookies() -> dict[str, str]:
     """The cookies the browser sent when this session started (none under AppTest)."""
     try:
         return dict(st.context.cookies)
-    except Exception:  # no browser request behind this session (AppTest, bare mode)
+    except Exception:  # noqa: BLE001 - no browser request behind this session (AppTest, bare mode)
         return {}
 
 
@@ -110,7 +110,7 @@ def bind() -> Workspace:
         ws = None
     if ws is not None:
         try:
-            ws.revision  # still there (another tab may have deleted it)
+            _ = ws.revision  # still there (another tab may have deleted it)
         except GpudseError:
             _close(ws)
             ws = None
@@ -128,10 +128,8 @@ def bind() -> Workspace:
 
 
 def _close(ws: Workspace) -> None:
-    try:
+    with contextlib.suppress(Exception):  # already closed, or its file deleted
         ws.close()
-    except Exception:  # noqa: BLE001 - already closed or deleted
-        pass
     st.session_state.pop(HANDLE, None)
 
 

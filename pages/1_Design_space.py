@@ -7,8 +7,8 @@ import streamlit as st
 
 import ui
 from gpudse_core import PRESETS, GpudseError
-from gpudse_core.space.presets import load_space_bytes
 from gpudse_core.space.design import fixed_table, space_from_table, space_table
+from gpudse_core.space.presets import load_space_bytes
 
 w = ui.page("Design space")
 
@@ -28,9 +28,8 @@ with st.expander("Load a preset or a file", expanded=space is None):
         names = list(PRESETS)
         choice = st.selectbox("Preset", names, index=names.index(space.name) if space is not None
                               and space.name in names else 0)
-        if st.button("Load preset", disabled=not w.writable):
-            if ui.guarded(lambda: put_space(ui.preset(choice), f"preset {choice}")):
-                st.rerun()
+        if st.button("Load preset", disabled=not w.writable) and ui.guarded(lambda: put_space(ui.preset(choice), f"preset {choice}")):
+            st.rerun()
     with c2:
         up = ui.uploader("YAML or JSON design-space file", ["yaml", "yml", "json"], key="space_upload")
         if up is not None and st.button("Load file", disabled=not w.writable):

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import plotly.graph_objects as go
 import streamlit as st
-from plotly.subplots import make_subplots
 
 import ui
 from gpudse_core import GpudseError, sample
+from gpudse_core.report import figures
 
 w = ui.page("Sampling")
 
@@ -21,7 +20,7 @@ HOW = {"Number of points": "n", "Fraction of the whole space": "fraction",
        "Fraction of each dimension": "per_dim_fraction"}
 with st.form("sample"):
     c1, c2, c3 = st.columns(3)
-    how = c1.radio("How many (Stargazer §5.1)", list(HOW))
+    how = c1.radio("How many (Stargazer §5.1)", list(HOW), help=ui.help_for("uar"))
     n = c2.number_input("N (points)", min_value=1, value=300, step=50)
     frac = c2.number_input("Fraction (0–1]", min_value=0.0, max_value=1.0, value=0.0003, step=0.0001,
                            format="%.6f", help="for the two fraction modes")
@@ -42,6 +41,8 @@ if go_:
         w.set_samples(result, f"{method}, seed {int(seed)}", inputs=[space_sv])
     except GpudseError as e:
         st.error(f"{e}. Your previous samples are kept.")
+    else:
+        st.rerun()  # every part of the page (and the sidebar) from the new version
 
 sv = w.get("samples")
 if sv.value is None or not sv.ok:
@@ -65,30 +66,13 @@ for note in result.notes:
     st.info(note)
 
 table = result.table(with_index=True)
-st.dataframe(table, width="stretch", height=300)
+ui.data_table(table, height=300)
 
-params = [p for p in space.parameters if p.name in result.points.columns]
-cols = 4
-rows = (len(params) + cols - 1) // cols
-fig = make_subplots(rows=rows, cols=cols, vertical_spacing=0.12 if rows > 1 else 0.2, subplot_titles=[
-    f"{p.display}" + (f" ({p.unit})" if p.unit else "") for p in params])
-for k, p in enumerate(params):
-    r, c = k // cols + 1, k % cols + 1
-    counts = result.points[p.name].value_counts().reindex(list(p.values), fill_value=0)
-    labels = [str(v) for v in p.values]
-    fig.add_trace(go.Bar(x=labels, y=counts.to_numpy(), name=p.display, showlegend=False, marker_color="#4c78a8",
-                         hovertemplate=f"{p.display}=%{{x}}<br>%{{y}} points<extra></extra>"), row=r, col=c)
-    expected = len(result) / p.size
-    fig.add_trace(go.Scatter(x=labels, y=[expected] * len(labels), mode="lines", line=dict(color="#e45756", dash="dash"),
-                             name="expected if uniform", showlegend=False,
-                             hovertemplate=f"expected {expected:.1f} points<extra></extra>"), row=r, col=c)
-    fig.update_xaxes(type="category", row=r, col=c)
-fig.update_yaxes(title_text="points", col=1)
-fig.update_layout(height=240 * rows + 60, margin=dict(t=60, b=10))
+fig = figures.sample_counts(result.points, space.parameters)
 st.subheader("Points per value")
 st.caption("Uniform sampling gives every value of a parameter about the same count (dashed line); "
            "with a few hundred points the bars scatter around it.")
-st.plotly_chart(fig, width="stretch")
+ui.chart(fig)
 
 d1, d2, d3 = st.columns(3)
 d1.download_button("Samples as CSV", lambda: result.table().to_csv(index=False), file_name="samples.csv", mime="text/csv")

@@ -115,9 +115,9 @@ with tab_run:
                 if in_use:
                     b.caption(":material/check: results in use")
                 elif p.done and not c.running and b.button("Use these results", key=f"adopt_{c.name}",
-                                                          disabled=not w.writable):
-                    if ui.guarded(lambda c=c: w.adopt_campaign(c.name), "The campaign's results are in use."):
-                        st.rerun()
+                                                          disabled=not w.writable) \
+                        and ui.guarded(lambda c=c: w.adopt_campaign(c.name), "The campaign's results are in use."):
+                    st.rerun()
 
 with tab_upload:
     st.caption(f"Results from GPGPU-Sim, Accel-Sim or any simulator: one row per design point of **{space.name}** "
@@ -150,11 +150,10 @@ with tab_upload:
                 sig = (hashlib.sha256(data).hexdigest(), tuple(rep.responses), snap, dups, model_response,
                        space_sv.version)
                 used = st.session_state.get("upload_used") == (w.id, sig)
-                if not used and w.writable:
-                    if ui.guarded(lambda: w.set_results(rep.table, model_response, f"uploaded {up.name}",
-                                                       inputs=[space_sv])):
-                        st.session_state.upload_used = (w.id, sig)
-                        used = True
+                if not used and w.writable and ui.guarded(
+                        lambda: w.set_results(rep.table, model_response, f"uploaded {up.name}", inputs=[space_sv])):
+                    st.session_state.upload_used = (w.id, sig)
+                    st.rerun()  # every part of the page (and the sidebar) from the new version
                 if used:
                     st.success(f"{ui.fmt_count(rep.rows_kept, 'rows')} of {up.name} are the results in use "
                                f"(response: {model_response}).", icon=":material/check:")

@@ -53,16 +53,17 @@ with st.form("fit"):
     response = c1.selectbox("Response", numeric, index=pick(numeric, prev.response if prev is not None
                                                                       and prev.response in numeric else res.response))
     transform = c1.selectbox("Transform", TRANSFORMS, index=pick(TRANSFORMS, defaults.get("response_transform")),
-                             help="log or sqrt stabilise the variance (Lee & Brooks); predictions are back-transformed")
+                             help=ui.help_for("transform"))
     criterion = c2.selectbox("Criterion", CRITERIA, index=pick(CRITERIA, base["criterion"]),
-                             help="adjr2: Stargazer's adjusted R²; ftest: an F-test of the added columns")
+                             help=ui.help_for("criterion"))
     compare = c2.selectbox("Gain measured against", ["r2", "adj_r2"], index=pick(["r2", "adj_r2"], base["compare"]),
                            format_func=lambda v: {"r2": "current R² (Algorithm 1)", "adj_r2": "current adjusted R²"}[v])
     theta = c3.number_input("θ (add a parameter)", value=float(base["theta"]), step=0.001, format="%.4f",
-                            help="the least gain for which a parameter's spline term is added")
+                            help=ui.help_for("theta"))
     phi = c3.number_input("φ (add an interaction)", value=float(base["phi"]), step=0.001, format="%.4f",
-                          help="the least gain for which an interaction of two chosen parameters is added")
-    knots = c4.slider("Knots per spline (k)", 3, 7, int(base["knots"]) if isinstance(base["knots"], int) else 4)
+                          help=ui.help_for("phi"))
+    knots = c4.slider("Knots per spline (k)", 3, 7, int(base["knots"]) if isinstance(base["knots"], int) else 4,
+                      help=ui.help_for("knots"))
     placement = c4.selectbox("Knot placement", PLACEMENTS, index=pick(PLACEMENTS, base["knot_placement"]),
                              help="even: Stargazer; quantile: Lee & Brooks (rms); distinct: quantiles of the "
                                   "distinct values")
@@ -92,7 +93,8 @@ if go_fit:
         st.error(f"{e}. The previous model is kept.")
     else:
         if per_app:
-            by_app, notes = {}, []
+            notes: list[str] = []
+            by_app = {}
             for app, part in results.groupby(app_col):
                 try:
                     est = StepwiseRegression(**{**{k: v for k, v in settings.items()
@@ -103,11 +105,11 @@ if go_fit:
                 except GpudseError as e:
                     notes.append(f"{app_col} {app}: {e}")
             for n in notes:
-                st.warning(n)
+                ui.flash("warning", n)
             if by_app:
                 ui.guarded(lambda: w.put_analysis("app_models", by_app, inputs=[results_sv, new],
                                                   origin=f"one model per {app_col}"))
-        model_sv = w.get("model")
+        st.rerun()  # every part of the page (and the sidebar) from the new version
 
 model_sv = w.get("model")
 if model_sv.value is None:
@@ -134,17 +136,16 @@ apps_sv = w.get("app_models")
 by_app = apps_sv.value if apps_sv.ok else None
 fig = figures.contributions(model, by_app or None)
 c1, c2 = st.columns([1, 2])
-c1.plotly_chart(fig, width="stretch")
+ui.chart(fig, c1)
 with c2:
     st.markdown("**The fitted equation**")
     st.code(model.equation(digits=5), language=None, wrap_lines=True)
 try:
     table = anova(model, data)
     st.markdown("**ANOVA: F-tests pooling every term that involves a predictor (Lee & Brooks Table 5, rms::anova)**")
-    st.dataframe(table.style.format({"partial_ss": "{:.4g}", "ms": "{:.4g}", "F": "{:.2f}", "P": "{:.4f}"},
-                                    na_rep="–"), width="stretch", hide_index=True)
+    ui.table(table)
     with st.expander("Coefficients with t-tests"):
-        st.dataframe(coefficient_table(model, data), width="stretch", hide_index=True)
+        ui.table(coefficient_table(model, data))
 except GpudseError as e:
     st.warning(f"Statistics unavailable: {e}")
 st.download_button("Model (JSON)", model.to_json, file_name="model.json", mime="application/json",

@@ -4,7 +4,6 @@ workspace's current model and the results it was fitted on."""
 
 from __future__ import annotations
 
-import plotly.graph_objects as go
 import streamlit as st
 
 import ui
@@ -34,22 +33,26 @@ try:
 except GpudseError as e:
     st.error(str(e))
     st.stop()
-fig = figures.response_curve(curve, x, f"{space.parameter(x).display}" + (f" ({unit})" if unit else ""),
-                             model.response, data)
+param = space.parameter(x)
+label = f"{param.display}" + (f" ({unit})" if unit else "")
+fig = figures.response_curve(curve, x, label, model.response, data, parameter=param, unit=None)
 apps_sv = w.get("app_models")
 by_app = apps_sv.value if apps_sv.ok and apps_sv.value else {}
 app_col = w.input_of(model_sv, "results").value.app_column
-if by_app and app_col and st.checkbox("Overlay one curve per application", value=True):
+if by_app and app_col and st.checkbox("One curve per application instead (Stargazer Fig. 7)", value=False):
+    curves = {}
     for name, m in by_app.items():
         if x in m.bases:
             part = data[data[app_col].astype(str) == name]
             try:
-                c = response_curve(m, part, x, base, space, points=120)
+                curves[name] = response_curve(m, part, x, base, space, points=120)
             except GpudseError as e:
                 st.caption(f"{name}: {e}")
-                continue
-            fig.add_scatter(x=c[x], y=c.predicted, mode="lines", name=f"{name}", line=dict(dash="dash"))
-st.plotly_chart(fig, width="stretch")
+    if curves:
+        fig = figures.response_curves(curves, x, label, model.response, parameter=param)
+ui.chart(fig)
+st.caption("Markers: the model at the parameter's legal values; the dashed line between them is the model where "
+           "no design exists. " + ui.help_for("response-curve"))
 
 st.subheader("Interaction of two parameters")
 if len(used) < 2:
@@ -59,9 +62,4 @@ c1, c2 = st.columns(2)
 xa = c1.selectbox("x", used, index=0, key="ia_x")
 ya = c2.selectbox("y", [p for p in used if p != xa], key="ia_y")
 xs, ys, z = interaction_grid(model, xa, ya, base, space, points=40)
-heat = go.Figure(go.Heatmap(x=[str(v) for v in xs] if xs.dtype == object else xs,
-                            y=[str(v) for v in ys] if ys.dtype == object else ys, z=z, colorscale="Turbo",
-                            colorbar=dict(title=model.response)))
-heat.update_layout(xaxis_title=space.parameter(xa).display, yaxis_title=space.parameter(ya).display, height=430,
-                   margin=dict(t=20))
-st.plotly_chart(heat, width="stretch")
+ui.chart(figures.interaction_heatmap(xs, ys, z, space.parameter(xa), space.parameter(ya), model.response))

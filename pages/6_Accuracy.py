@@ -5,16 +5,14 @@ simulator, the true error over the entire space."""
 from __future__ import annotations
 
 import numpy as np
-import plotly.figure_factory as ff
-import plotly.graph_objects as go
 import streamlit as st
 
 import ui
 import ui_jobs
 from gpudse_core import GpudseError
-from gpudse_core.report import figures
 from gpudse_core.model.inference import qq_points, residual_table, variable_clusters
 from gpudse_core.model.validation import MODELS
+from gpudse_core.report import figures, style
 
 w = ui.page("Accuracy")
 st.title("Accuracy")
@@ -45,7 +43,8 @@ with tab_val:
         repeats = c2.slider("Repeats", 1, 10, dflt["repeats"])
         models = c2.multiselect("Models", [m for m in MODELS if m != "application"], default=dflt["models"],
                                 help="stepwise: Algorithm 1; fixed: Stargazer §7.4's three-factor model; "
-                                     "regional: Lee & Brooks' S+R; forest, boosting, hybrid: beyond the papers")
+                                     "regional: Lee & Brooks' S+R; forest, boosting, hybrid: beyond the papers. "
+                                     + ui.help_for("sample-train-test"))
         go_val = c3.form_submit_button("Validate", type="primary", disabled=running or not w.writable)
         c3.caption("Runs in the background: a progress bar and Stop appear above; what was done is kept.")
     if go_val:
@@ -68,25 +67,15 @@ with tab_val:
         table = res.summary()
         st.markdown(f"**Relative error (%), pooled over {res.repeats} repeats of {ui.fmt_count(res.test_size)} test "
                     "points (Lee & Brooks Table 6; Stargazer §7.3)**")
-        shown = table.copy()
-        pct = [c for c in ("mean", "median", "p75", "p98", "max", "min", "q1", "q3") if c in shown]
-        for c in pct:
-            shown[c] = 100 * shown[c]
-        st.dataframe(shown.style.format({c: "{:.2f}" for c in pct}, na_rep="–"), width="stretch", hide_index=True)
+        pct = {c: "fraction" for c in ("mean", "median", "p75", "p98", "max", "min", "q1", "q3") if c in table}
+        ui.table(table.rename(columns={"train_size": "N"}), kinds=pct)
         for note in res.notes:
             st.caption(f":material/info: {note}")
         c1, c2 = st.columns(2)
-        c1.plotly_chart(figures.error_cdf(res), width="stretch")
-        c2.plotly_chart(figures.error_trend(res), width="stretch")
+        ui.chart(figures.error_cdf(res), c1)
+        ui.chart(figures.error_trend(res), c2)
         if {"stepwise", "fixed"} <= set(res.models):
-            sizes_done = [n for n in res.train_sizes if not table[table.train_size == n].empty]
-            bars = go.Figure([go.Bar(x=[str(n) for n in sizes_done],
-                                     y=[100 * table[(table.model == m) & (table.train_size == n)]["mean"].iloc[0]
-                                        for n in sizes_done], name=m) for m in ("stepwise", "fixed")])
-            bars.update_layout(barmode="group", xaxis_title="training points N", yaxis_title="mean relative error (%)",
-                               xaxis_type="category", height=320,
-                               title="Automated vs fixed three-factor model (Stargazer Fig. 6)", margin=dict(t=50))
-            st.plotly_chart(bars, width="stretch")
+            ui.chart(figures.error_by_size(res))
 
 with tab_diag:
     try:
@@ -96,32 +85,16 @@ with tab_diag:
         resid = None
     if resid is not None:
         c1, c2 = st.columns(2)
-        c1.plotly_chart(figures.predicted_vs_observed(model, data), width="stretch")
-        rvf = go.Figure(go.Scatter(x=resid.fitted, y=resid.residual, mode="markers", marker=dict(size=5)))
-        rvf.update_layout(xaxis_title=f"fitted ({model.transform} scale)", yaxis_title="residual", height=360,
-                          title="Residuals vs fitted (Lee & Brooks §2.5)", margin=dict(t=50))
-        c2.plotly_chart(rvf, width="stretch")
+        ui.chart(figures.predicted_vs_observed(model, data), c1)
+        ui.chart(figures.residuals_vs_fitted(resid, model.transform), c2)
         c1, c2 = st.columns(2)
-        qq = qq_points(resid.residual.to_numpy())
-        qfig = go.Figure([go.Scatter(x=qq.theoretical, y=qq["sample"], mode="markers", marker=dict(size=5), name="residuals")])
-        q1, q3 = np.quantile(qq["sample"], [0.25, 0.75])
-        t1, t3 = np.quantile(qq.theoretical, [0.25, 0.75])
-        slope = (q3 - q1) / (t3 - t1)
-        qfig.add_trace(go.Scatter(x=qq.theoretical, y=q1 + slope * (qq.theoretical - t1), mode="lines", name="quartile line"))
-        qfig.update_layout(xaxis_title="normal quantiles", yaxis_title="residual quantiles", height=360,
-                           title="Normal Q-Q (Lee & Brooks Fig. 8)", margin=dict(t=50))
-        c1.plotly_chart(qfig, width="stretch")
+        ui.chart(figures.qq_plot(qq_points(resid.residual.to_numpy())), c1)
         pick = c2.selectbox("Residuals against", [p for p in model.bases])
-        rvp = go.Figure(go.Box(x=resid[pick].astype(str), y=resid.residual))
-        rvp.update_layout(xaxis_title=pick, yaxis_title="residual", height=320, margin=dict(t=20))
-        c2.plotly_chart(rvp, width="stretch")
+        ui.chart(figures.residuals_by(resid, pick, space.parameter(pick) if pick in space.parameter_names else None),
+                 c2)
         if len(params) >= 2:
-            vc = variable_clusters(data, params)
-            dend = ff.create_dendrogram(np.zeros((len(params), 1)), labels=vc.labels,
-                                        linkagefun=lambda _: vc.linkage, distfun=lambda x: np.zeros(1))
-            dend.update_layout(height=340, yaxis_title="1 − Spearman ρ²",
-                               title="Variable clustering (Lee & Brooks Fig. 1; Hmisc varclus)", margin=dict(t=50))
-            st.plotly_chart(dend, width="stretch")
+            ui.chart(figures.dendrogram(variable_clusters(data, params)))
+            st.caption(ui.help_for("varclus"))
 
 with tab_true:
     kernel = ui_jobs.results_kernel(w, fitted_on)
@@ -137,12 +110,11 @@ with tab_true:
         def compute() -> None:
             ui_jobs.start_true_error(w, kernel)
 
-        if sv.value is not None and sv.ok and sv.value.get("kernel") != kernel:
-            sv = None
+        if sv.value is not None and sv.value.get("kernel") != kernel:
+            sv = None  # computed against another application: not an answer for these results
         if sv is None or sv.value is None:
-            if not running and st.button(label, type="primary", disabled=not w.writable):
-                if ui.guarded(compute):
-                    st.rerun()
+            if not running and st.button(label, type="primary", disabled=not w.writable) and ui.guarded(compute):
+                st.rerun()
         elif ui.analysis_banner(sv, compute, key="fix_true_error"):
             errs = sv.value
             st.caption(f"Against the built-in simulator's **{errs['kernel']}** (the application the results were "
@@ -152,8 +124,5 @@ with tab_true:
             m[1].metric("Mean error", ui.fmt_pct(errs["mean"]))
             m[2].metric("Median error", ui.fmt_pct(errs["median"]))
             m[3].metric("Max error", ui.fmt_pct(errs["max"]))
-            q = np.asarray(errs["quantiles"])
-            fig = go.Figure(go.Scatter(x=100 * q, y=np.linspace(0, 1, q.size), mode="lines"))
-            fig.update_layout(xaxis_title="relative error (%)", yaxis_title="fraction of the space", height=360,
-                              title="True error over the entire space", margin=dict(t=50))
-            st.plotly_chart(fig, width="stretch")
+            fig = figures.space_error_cdf(np.asarray(errs["quantiles"]))  # the CDF through 1,001 quantiles
+            ui.chart(style.apply(fig, title_text=f"True error over all {ui.fmt_count(errs['points'])} designs"))

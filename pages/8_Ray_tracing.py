@@ -17,9 +17,9 @@ import streamlit as st
 import ui
 import ui_jobs
 from gpudse_core import GpudseError
-from gpudse_core.sim.gpgpusim import GpgpuSimConfig
 from gpudse_core.raytrace.heatmap import colourise, read_heatmap
 from gpudse_core.raytrace.zatel import DISTRIBUTIONS, counts_from_config, downscale_config, plan
+from gpudse_core.sim.gpgpusim import GpgpuSimConfig
 
 w = ui.page("Ray tracing")
 st.title("Ray tracing: representative pixels (Zatel)")
@@ -76,7 +76,7 @@ with left:
                     heat_sv = w.put_analysis("heatmap", {"source": tag, "request": None, "cost": hm.cost,
                                                          "rgb": hm.rgb, "image": None}, inputs=[],
                                              origin=f"uploaded {up.name}")
-                    stored = heat_sv.value
+                    st.rerun()
             except GpudseError as e:
                 ui.upload_error(up.name, e, "The heatmap in use is unchanged.")
         if stored is not None and stored.get("request") is None:
@@ -130,12 +130,13 @@ with right:
         st.stop()
     s = zp.summary()
     m = st.columns(4)
-    m[0].metric("K (downscaling)", s["K"], help=", ".join(f"{n} {v} → {s['downscaled'][n]}"
+    m[0].metric("K (downscaling)", s["K"], help=ui.help_for("k") + " Here: " + ", ".join(f"{n} {v} → {s['downscaled'][n]}"
                                                           for n, v in s["components"].items()))
-    m[1].metric("Pixels traced", f"{s['traced_percent']:.1f} %")
-    m[2].metric("Predicted speedup (eq. 4)", f"{s['predicted_speedup']:.1f}×" if s["predicted_speedup"] else "–",
+    m[1].metric("Pixels traced", ui.fmt_pct(s["traced_percent"] / 100), help=ui.help_for("p-traced"))
+    m[2].metric("Predicted speedup (eq. 4)", f"{ui.fmt_num(s['predicted_speedup'], sig=3)}×" if s["predicted_speedup"]
+                else "–",
                 help="181 · perc^-1.15, fitted for 10 % or more")
-    m[3].metric("Self-check error", f"{100 * s['self_check']['relative_error']:.2f} %",
+    m[3].metric("Self-check error", ui.fmt_pct(s["self_check"]["relative_error"]),
                 help="frame cost estimated from the selected pixels vs the heatmap's total")
     for note in s["notes"]:
         st.info(note)
@@ -151,10 +152,11 @@ with right:
         st.image((image * 255).astype(np.uint8), caption="the rendered scene", width=260)
     table = pd.DataFrame(s["groups"]).rename(columns={"mean_coldness": "mean coldness", "fraction_target": "P",
                                                       "fraction_traced": "traced"})
-    st.dataframe(table, width="stretch", hide_index=True)
+    ui.table(table, kinds={"P": "fraction", "traced": "fraction", "mean coldness": "number"})
     clusters_df = pd.DataFrame(s["clusters"])
     st.caption("Colour clusters from hottest to coldest: " + ", ".join(
-        f"c = {r.coldness:.2f} ({r.pixels:,} px)" for r in clusters_df.itertuples()))
+        f"c = {ui.fmt_num(r.coldness, sig=2)} ({ui.fmt_count(r.pixels, 'px')})" for r in clusters_df.itertuples())
+               + ". " + ui.help_for("coldness"))
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
         for g in range(len(zp.selection.groups)):

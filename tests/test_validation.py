@@ -85,11 +85,25 @@ def test_tree_models_and_hybrid_run(gpu_data):
 
 
 def test_progress_and_cancel(gpu_data):
+    """Progress after every model of every draw (so a page's bar moves and Stop acts between fits);
+    a cancel keeps the draws finished before it, identical to the same draws of a full run."""
     seen = []
-    validate(gpu_data, "cycles", train_sizes=[30, 60], repeats=2, progress=lambda d, t, m: seen.append((d, t)))
-    assert seen == [(1, 4), (2, 4), (3, 4), (4, 4)]
-    with pytest.raises(Cancelled):
+    full = validate(gpu_data, "cycles", train_sizes=[30, 60], repeats=2, models=["stepwise", "fixed"],
+                    progress=lambda d, t, m: seen.append((d, t, m)))
+    assert [(d, t) for d, t, _ in seen] == [(i, 8) for i in range(1, 9)]
+    assert seen[0][2] == "repeat 1/2, N = 30: stepwise" and seen[3][2] == "repeat 1/2, N = 60: fixed"
+    with pytest.raises(Cancelled) as info:
         validate(gpu_data, "cycles", train_sizes=[30, 60], repeats=2, progress=lambda d, t, m: False)
+    assert info.value.partial is None  # stopped inside the first draw: nothing finished
+    with pytest.raises(Cancelled) as info:  # stop at the third draw (repeat 2, N = 30), after its first model
+        validate(gpu_data, "cycles", train_sizes=[30, 60], repeats=2, models=["stepwise", "fixed"],
+                 progress=lambda d, t, m: d < 5)
+    part = info.value.partial
+    assert part is not None and part.notes[-1] == "stopped after 2 of 4 draws (repeat × training size)"
+    for m in ("stepwise", "fixed"):
+        assert set(part.errors[m]) == {30, 60} and part.errors[m][30].size == part.errors[m][60].size == 200
+        np.testing.assert_array_equal(part.errors[m][30], full.errors[m][30][:200])
+    assert set(part.summary().train_size) == {30, 60}
 
 
 @pytest.mark.parametrize(

@@ -224,7 +224,7 @@ def test_validation_job_stores_a_current_analysis(home, pipeline):
     job = start_validation(ws, train_sizes=[40, 80], test_size=60, repeats=2, models=["stepwise", "fixed"])
     assert job.wait(300)
     info = ws.job(job.id)
-    assert info.state == "finished" and info.done == info.total == 4
+    assert info.state == "finished" and info.done == info.total == 8  # 2 sizes x 2 repeats x 2 models
     sv = ws.get("validation")
     assert sv.ok and set(sv.inputs) == {"results", "model"} and sv.value.train_sizes == [40, 80]
     assert sv.value.transform == "log" and set(sv.value.summary().model) == {"stepwise", "fixed"}

@@ -29,8 +29,9 @@ Models compared in one run, each on the same draws and the same response transfo
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -44,7 +45,16 @@ DEFAULT_SIZES = tuple(range(30, 301, 30))
 
 
 class Cancelled(GpudseError):
-    """The progress callback asked to stop."""
+    """The progress callback asked to stop; ``partial`` is the result of the draws finished before
+    (every model at those training sizes and repeats), or None when none had finished."""
+
+    def __init__(self, message: str = "validation cancelled", partial: ValidationResult | None = None):
+        super().__init__(message)
+        self.partial = partial
+
+
+class _Stop(Exception):
+    pass
 
 
 def relative_errors(y_true: Any, y_pred: Any) -> np.ndarray:
@@ -160,7 +170,9 @@ def validate(data: pd.DataFrame, response: str, params: Sequence[str] | None = N
              progress: Callable[[int, int, str], Any] | None = None, **fit_kw: Any) -> ValidationResult:
     """Sample-train-test validation of several models on the same draws (see the module docstring).
 
-    *progress(done, total, message)* is called after each fit; returning ``False`` cancels.
+    *progress(done, total, message)* is called after each model of each draw (a unit is one model
+    fitted on one training draw and scored on its test set); returning ``False`` cancels with
+    :class:`Cancelled`, whose ``partial`` holds the draws finished so far.
     """
     unknown = [m for m in models if m not in MODELS]
     if unknown:
@@ -196,27 +208,42 @@ def validate(data: pd.DataFrame, response: str, params: Sequence[str] | None = N
     res = ValidationResult(response, transform, sizes, test_size, repeats, list(models), notes=notes)
     res.errors = {m: {} for m in models}
     rng = np.random.default_rng(seed)
-    total = len(sizes) * repeats
+    total = len(sizes) * repeats * len(models)
     done = 0
-    for rep in range(repeats):
-        order = rng.permutation(len(data))
-        test = data.iloc[order[:test_size]].reset_index(drop=True)
-        pool = order[test_size:]
-        for n in sizes:
-            train = data.iloc[rng.choice(pool, size=n, replace=False)].reset_index(drop=True)
-            preds = _predict_all(train, test, response, list(params), models, transform, seed + rep, fixed_terms,
-                                 app_column, region, fit_kw, res, n)
-            for m, p in preds.items():
-                err = relative_errors(test[response].to_numpy(float), p)
-                res.errors[m][n] = np.concatenate([res.errors[m].get(n, np.zeros(0)), err])
-            done += 1
-            if progress is not None and progress(done, total, f"repeat {rep + 1}/{repeats}, N = {n}") is False:
-                raise Cancelled("validation cancelled")
+    draws = 0
+
+    def tick(message: str) -> None:
+        nonlocal done
+        done += 1
+        if progress is not None and progress(done, total, message) is False:
+            raise _Stop
+
+    try:
+        for rep in range(repeats):
+            order = rng.permutation(len(data))
+            test = data.iloc[order[:test_size]].reset_index(drop=True)
+            pool = order[test_size:]
+            for n in sizes:
+                train = data.iloc[rng.choice(pool, size=n, replace=False)].reset_index(drop=True)
+                preds = _predict_all(train, test, response, list(params), models, transform, seed + rep, fixed_terms,
+                                     app_column, region, fit_kw, res, n,
+                                     lambda m, rep=rep, n=n: tick(f"repeat {rep + 1}/{repeats}, N = {n}: {m}"))
+                for m, p in preds.items():
+                    err = relative_errors(test[response].to_numpy(float), p)
+                    res.errors[m][n] = np.concatenate([res.errors[m].get(n, np.zeros(0)), err])
+                draws += 1
+    except _Stop:
+        if not draws:
+            raise Cancelled("validation cancelled before the first draw finished") from None
+        res.notes.append(f"stopped after {draws} of {len(sizes) * repeats} draws (repeat × training size)")
+        raise Cancelled("validation cancelled", partial=res) from None
     return res
 
 
 def _predict_all(train, test, response, params, models, transform, seed, fixed_terms, app_column, region, fit_kw,
-                 res: ValidationResult, n: int) -> dict[str, np.ndarray]:
+                 res: ValidationResult, n: int, tick: Callable[[str], None] = lambda m: None) -> dict[str, np.ndarray]:
+    """Each model's predictions on *test*; ``tick(model)`` after each one (it may raise to stop
+    between models)."""
     out: dict[str, np.ndarray] = {}
     X_params = params + ([app_column] if app_column and app_column not in params else [])
     need_stepwise = any(m in models for m in ("stepwise", "regional", "hybrid", "fixed"))
@@ -226,13 +253,16 @@ def _predict_all(train, test, response, params, models, transform, seed, fixed_t
         res.terms.setdefault(n, []).append(stepwise.terms)
     if "stepwise" in models:
         out["stepwise"] = stepwise.predict(test)
+        tick("stepwise")
     if "fixed" in models:
         terms = list(fixed_terms) if fixed_terms else (
             ["simd", "blk", "simd:blk"] if {"simd", "blk"} <= set(params) else stepwise.terms[:3])
         fixed = _fit(train[X_params + [response]], response, transform, {**fit_kw, "forced": terms, "search": False})
         out["fixed"] = fixed.predict(test)
+        tick("fixed")
     if "regional" in models:
         out["regional"] = _regional(stepwise, train, test, [p for p in params if p in stepwise.bases] or params, region)
+        tick("regional")
     if "application" in models:
         pred = stepwise.predict(test) if stepwise is not None else np.full(len(test), np.nan)
         for app, part in train.groupby(app_column):
@@ -245,6 +275,7 @@ def _predict_all(train, test, response, params, models, transform, seed, fixed_t
             m = _fit(part[params + [response]], response, transform, fit_kw)
             pred[mask] = m.predict(test[mask])
         out["application"] = pred
+        tick("application")
     z = transform_response(train[response].to_numpy(float), transform, response)
     if any(m in models for m in ("forest", "boosting", "hybrid")):
         Xtr, Xte = _features(train, test, X_params)
@@ -252,10 +283,12 @@ def _predict_all(train, test, response, params, models, transform, seed, fixed_t
             if kind in models:
                 est = _tree(kind, len(train), seed).fit(Xtr, z)
                 out[kind] = inverse_transform(est.predict(Xte), transform)
+                tick(kind)
         if "hybrid" in models:
             resid = z - stepwise.linear_predictor(train)
             est = _tree("boosting", len(train), seed).fit(Xtr, resid)
             out["hybrid"] = inverse_transform(stepwise.linear_predictor(test) + est.predict(Xte), transform)
+            tick("hybrid")
     return out
 
 

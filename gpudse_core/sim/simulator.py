@@ -44,8 +44,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .analytical import LaunchOverheadParams, launch_overhead, warp_parallelism_cycles
 from ..errors import GpudseError
+from .analytical import LaunchOverheadParams, launch_overhead, warp_parallelism_cycles
 
 PARAMETERS = ("blk", "cc", "tc", "smp", "ccp", "simd", "mshr", "dramq", "intra", "inter")
 CORES = 30

@@ -63,15 +63,15 @@ share = f"{url.split('?')[0]}?ws={w.id}" if url else f"?ws={w.id}"
 c2.text_input("Read-only link to share", share, key=f"share_{w.id}",
               help="opens this workspace read-only; the person can make their own copy")
 b1, b2, b3 = st.columns(3)
-if b1.button("New workspace: the built-in example", icon=":material/science:", width="stretch",
+if b1.button("New: the built-in example", icon=":material/science:", width="stretch",
              help="the Stargazer example with every page filled"):
     ui_state.switch_to(ui_state.new_example())
     st.rerun()
-if b2.button("New empty workspace", icon=":material/add:", width="stretch",
+if b2.button("New: an empty workspace", icon=":material/add:", width="stretch",
              help="start from nothing: choose a design space first"):
     ui_state.switch_to(ui_state.new_empty())
     st.rerun()
-if b3.button("Make a copy of this one", icon=":material/content_copy:", width="stretch",
+if b3.button("Copy this workspace", icon=":material/content_copy:", width="stretch",
              help="your own copy of this workspace, with every version"):
     ui_state.fork(w)
     st.rerun()

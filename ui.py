@@ -155,8 +155,18 @@ def fmt_duration(seconds: float) -> str:
     return _fmt.fmt_duration(seconds)
 
 
-def chart(fig, where=None, **kw: Any) -> None:
-    """A figure of gpudse_core.report.figures as drawn (its own style: Streamlit's theme left out)."""
+NARROW_TITLE = 34  # characters per title line in a half-width column at 1280 px
+
+
+def chart(fig, where=None, narrow: bool = False, **kw: Any) -> None:
+    """A figure of gpudse_core.report.figures as drawn (its own style: Streamlit's theme left out);
+    *narrow* (a chart in a column) wraps the title shorter so it is not clipped."""
+    from gpudse_core.report import style
+
+    text = fig.layout.title.text if fig.layout.title is not None else None
+    if narrow and text and len(text.replace("<br>", " ")) > NARROW_TITLE:
+        fig.layout.title.text = style.wrap(text.replace("<br>", " "), NARROW_TITLE)
+        style.apply(fig)  # room above the plot for the extra lines
     (where or st).plotly_chart(fig, width="stretch", theme=None, **kw)
 
 

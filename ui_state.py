@@ -121,6 +121,9 @@ def bind() -> Workspace:
         ss[HANDLE] = ws
     if st.query_params.get("ws") != ws.id:
         st.query_params["ws"] = ws.id
+    key = held_keys().get(ws.id)
+    if ws.writable and key and cookies().get(KEY_COOKIE + ws.id) != key:
+        _cookie(KEY_COOKIE + ws.id, key)  # again on every run until the browser is known to hold it
     _cookie(LAST_COOKIE, ws.id)
     if cookies().get(LAST_COOKIE) == ws.id:
         st.session_state[COOKIES].pop(LAST_COOKIE, None)

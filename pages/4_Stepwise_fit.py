@@ -23,7 +23,7 @@ from gpudse_core.model.stepwise import (
 from gpudse_core.report import figures
 
 w = ui.page("Stepwise fit")
-st.title("Stepwise regression (Stargazer Algorithm 1)")
+st.title("Stepwise fit (Stargazer Algorithm 1)")
 space_sv, results_sv = ui.need("space", "results")
 space, res = space_sv.value, results_sv.value
 results = res.table
@@ -57,7 +57,7 @@ with st.form("fit"):
     criterion = c2.selectbox("Criterion", CRITERIA, index=pick(CRITERIA, base["criterion"]),
                              help=ui.help_for("criterion"))
     compare = c2.selectbox("Gain measured against", ["r2", "adj_r2"], index=pick(["r2", "adj_r2"], base["compare"]),
-                           format_func=lambda v: {"r2": "current R² (Algorithm 1)", "adj_r2": "current adjusted R²"}[v])
+                           format_func=lambda v: {"r2": "R² (Algorithm 1)", "adj_r2": "adjusted R²"}[v])
     theta = c3.number_input("θ (add a parameter)", value=float(base["theta"]), step=0.001, format="%.4f",
                             help=ui.help_for("theta"))
     phi = c3.number_input("φ (add an interaction)", value=float(base["phi"]), step=0.001, format="%.4f",
@@ -134,11 +134,13 @@ for note in getattr(model, "notes", []) or []:
 
 apps_sv = w.get("app_models")
 by_app = apps_sv.value if apps_sv.ok else None
-fig = figures.contributions(model, by_app or None)
-c1, c2 = st.columns([1, 2])
-ui.chart(fig, c1)
+c1, c2 = st.columns([2, 3])
+ui.chart(figures.contributions(model, by_app or None), c1, narrow=True)
 with c2:
-    st.markdown("**The fitted equation**")
+    st.markdown("**Terms in the order they were added**")
+    st.markdown(" + ".join(f"`{t}`" for t in model.terms))
+    st.caption(ui.help_for("contribution"))
+with st.expander("The fitted equation", expanded=False):
     st.code(model.equation(digits=5), language=None, wrap_lines=True)
 try:
     table = anova(model, data)

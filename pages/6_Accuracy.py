@@ -59,7 +59,7 @@ with tab_val:
         ui_jobs.start_validation_job(w, {"train_sizes": list(old.train_sizes), "test_size": int(old.test_size),
                                          "repeats": int(old.repeats), "models": list(old.models)})
 
-    if sv.value is None:
+    if sv.value is None or (running and not sv.ok):  # nothing yet, or an out-of-date one being replaced
         if not running:
             st.info("No validation yet: choose the sizes and press Validate.", icon=":material/info:")
     elif ui.analysis_banner(sv, recompute, key="fix_validation"):
@@ -72,8 +72,8 @@ with tab_val:
         for note in res.notes:
             st.caption(f":material/info: {note}")
         c1, c2 = st.columns(2)
-        ui.chart(figures.error_cdf(res), c1)
-        ui.chart(figures.error_trend(res), c2)
+        ui.chart(figures.error_cdf(res), c1, narrow=True)
+        ui.chart(figures.error_trend(res), c2, narrow=True)
         if {"stepwise", "fixed"} <= set(res.models):
             ui.chart(figures.error_by_size(res))
 
@@ -85,13 +85,13 @@ with tab_diag:
         resid = None
     if resid is not None:
         c1, c2 = st.columns(2)
-        ui.chart(figures.predicted_vs_observed(model, data), c1)
-        ui.chart(figures.residuals_vs_fitted(resid, model.transform), c2)
+        ui.chart(figures.predicted_vs_observed(model, data), c1, narrow=True)
+        ui.chart(figures.residuals_vs_fitted(resid, model.transform), c2, narrow=True)
         c1, c2 = st.columns(2)
-        ui.chart(figures.qq_plot(qq_points(resid.residual.to_numpy())), c1)
+        ui.chart(figures.qq_plot(qq_points(resid.residual.to_numpy())), c1, narrow=True)
         pick = c2.selectbox("Residuals against", [p for p in model.bases])
         ui.chart(figures.residuals_by(resid, pick, space.parameter(pick) if pick in space.parameter_names else None),
-                 c2)
+                 c2, narrow=True)
         if len(params) >= 2:
             ui.chart(figures.dendrogram(variable_clusters(data, params)))
             st.caption(ui.help_for("varclus"))

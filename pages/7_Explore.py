@@ -25,7 +25,7 @@ goal = c1.radio("Best designs have the", ["lowest prediction", "highest predicti
 k = c2.slider("How many best designs", 5, 100, ui_jobs.EXAMPLE_SCAN["k"])
 numeric = [p.name for p in space.parameters if p.kind == "numeric"]
 cost_name = c3.selectbox("Cost for the Pareto front", ["levels"] + numeric, format_func=lambda c: {
-    "levels": "sum of parameter levels (a hardware budget)"}.get(c, space.parameter(c).display if c in numeric else c))
+    "levels": "sum of levels (a budget)"}.get(c, space.parameter(c).display if c in numeric else c))
 request = {"k": int(k), "maximize": goal.startswith("highest"), "cost": cost_name}
 
 running = ui_jobs.job_panel(w, "scan", "Predicting every design")
@@ -37,7 +37,7 @@ def compute(req: dict = request) -> None:
 
 
 label = f"Predict all {ui.fmt_count(space.size)} design points"
-if sv.value is None:
+if sv.value is None or (running and not sv.ok):  # nothing yet, or an out-of-date scan being replaced
     if not running and st.button(label, type="primary", disabled=not w.writable) and ui.guarded(compute):
         st.rerun()
 elif ui.analysis_banner(sv, lambda: compute(dict(sv.value.get("request", request))), key="fix_scan"):
@@ -52,7 +52,8 @@ elif ui.analysis_banner(sv, lambda: compute(dict(sv.value.get("request", request
     goal_word = "highest" if req.get("maximize") else "lowest"
     st.markdown(f"**The {len(scan.best)} {goal_word} predicted {model.response} of "
                 f"{ui.fmt_count(scan.points)} designs** (model version {model_sv.version})")
-    ui.table(scan.best, units=ui.units(space) | {"predicted": ui.response_unit(model.response)})
+    best = scan.best[["predicted"] + [c for c in scan.best.columns if c != "predicted"]]
+    ui.table(best, units=ui.units(space) | {"predicted": ui.response_unit(model.response)})
     if len(scan.pareto):
         cost_label = ("sum of parameter levels" if req.get("cost") == "levels"
                       else space.parameter(req["cost"]).display if req.get("cost") in space.parameter_names

@@ -103,12 +103,12 @@ with left:
         counts = {"sms": c1.number_input("SMs", 1, 1024, 8), "mem": c2.number_input("Memory partitions", 1, 256, 4)}
     force = st.checkbox("Force K")
     k_force = st.number_input("K", 1, 64, 2) if force else None
-    clusters = st.slider("Colour clusters k", 2, 12, 5)
-    division = st.radio("Division", ["fine", "coarse"], horizontal=True)
+    clusters = st.slider("Colour clusters k", 2, 12, 5, help=ui.help_for("coldness"))
+    division = st.radio("Division", ["fine", "coarse"], horizontal=True, help=ui.help_for("division"))
     c1, c2 = st.columns(2)
     chunk = (c1.select_slider("Chunk width", [8, 16, 32, 64], 32), c2.select_slider("Chunk height", [1, 2, 4, 8], 2))
     block = (c1.select_slider("Block width", [8, 16, 32, 64], 32), c2.select_slider("Block height", [1, 2, 4, 8], 2))
-    distribution = st.radio("Distribution", list(DISTRIBUTIONS), horizontal=True)
+    distribution = st.radio("Distribution", list(DISTRIBUTIONS), horizontal=True, help=ui.help_for("lintmp-exptmp"))
     mode = st.radio("How many pixels", ["Eq. 1 (mean coldness, bounded)", "Constant percentage"])
     if mode.startswith("Eq"):
         bounds = st.slider("Bounds on P", 0.0, 1.0, (0.3, 0.6), 0.05)
@@ -133,7 +133,7 @@ with right:
     m[0].metric("K (downscaling)", s["K"], help=ui.help_for("k") + " Here: " + ", ".join(f"{n} {v} → {s['downscaled'][n]}"
                                                           for n, v in s["components"].items()))
     m[1].metric("Pixels traced", ui.fmt_pct(s["traced_percent"] / 100), help=ui.help_for("p-traced"))
-    m[2].metric("Predicted speedup (eq. 4)", f"{ui.fmt_num(s['predicted_speedup'], sig=3)}×" if s["predicted_speedup"]
+    m[2].metric("Speedup (eq. 4)", f"{ui.fmt_num(s['predicted_speedup'], sig=3)}×" if s["predicted_speedup"]
                 else "–",
                 help="181 · perc^-1.15, fitted for 10 % or more")
     m[3].metric("Self-check error", ui.fmt_pct(s["self_check"]["relative_error"]),

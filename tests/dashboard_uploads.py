@@ -42,12 +42,10 @@ class Upload:
         return f"Upload({self.surface}/{self.filename}: {self.why}, {len(self.data):,} bytes)"
 
 
-def laughs(levels: int = 9, width: int = 9) -> str:
-    """Nested YAML anchors: a few hundred bytes that expand to width**levels strings."""
-    lines = ['a0: &a0 ["lol"]']
-    for i in range(1, levels):
-        lines.append(f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * width) + "]")
-    return "\n".join(lines) + f"\ndescription: *a{levels - 1}\n"
+def laughs(levels: int = 9, width: int = 9, key: str = "description") -> str:
+    """Nested YAML anchors inside one field: a few hundred bytes that expand to width**levels strings."""
+    items = ['&a0 ["lol"]'] + [f"&a{i} [" + ", ".join([f"*a{i - 1}"] * width) + "]" for i in range(1, levels)]
+    return f"{key}: [" + ", ".join(items) + "]\n"
 
 
 def png_header(width: int, height: int) -> bytes:
@@ -80,8 +78,9 @@ def zip_bomb(total: int = 700 * 2**20) -> bytes:
 def good_project_parts() -> dict[str, bytes]:
     """The parts of a valid project zip (a small space) to spoil one at a time."""
     space = "name: t\nparameters:\n  - {name: a, values: [1, 2, 4]}\n  - {name: b, values: [1, 2]}\n"
-    return {"manifest.json": json.dumps({"format": "gpudse-project", "version": 1, "response": "y"}).encode(),
-            "space.yaml": space.encode()}
+    from gpudse_core.report.project import SCHEMA
+
+    return {"manifest.json": json.dumps({"schema": SCHEMA, "response": "y"}).encode(), "space.yaml": space.encode()}
 
 
 def bad_uploads() -> Iterator[Upload]:
@@ -115,7 +114,7 @@ def bad_uploads() -> Iterator[Upload]:
     yield Upload("heatmap", "digits.ppm", b"P3\n" + b"9" * 5000 + b" 2\n255\n0 0 0\n", "a 5,000-digit width")
     yield Upload("heatmap", "text.csv", b"a,b\nx,y\n", "a CSV of words")
     yield Upload("heatmap", "garbage.npy", b"\x93NUMPY" + b"\xff" * 100, "a damaged NPY file")
-    yield Upload("wfg", "laughs.yaml", laughs().encode(), "billion laughs")
+    yield Upload("wfg", "laughs.yaml", laughs(key="kernel").encode(), "billion laughs")
     yield Upload("wfg", "deep.json", deep.encode(), "100,000-deep JSON")
     yield Upload("wfg", "nodes.json", json.dumps({"kernel": {"nodes": "many"}}).encode(), "nodes is not a list")
     yield Upload("config", "binary.config", b"\xff\xfe\x00garbage", "not UTF-8 text")

@@ -274,7 +274,7 @@ def test_an_unknown_link_says_so_and_offers_a_new_workspace():
 
 def test_home_renames_lists_and_deletes_this_browsers_workspaces(app):
     first = ws(app).id
-    button(app, "New empty workspace").click().run()
+    button(app, "New: an empty workspace").click().run()
     ok(app, "new empty")
     second = ws(app)
     assert second.id != first and all(s.state == "missing" for s in second.overview().values())

@@ -45,8 +45,8 @@ DEFAULT_SIZES = tuple(range(30, 301, 30))
 
 
 class Cancelled(GpudseError):
-    """The progress callback asked to stop; ``partial`` is the result of the draws finished before
-    (every model at those training sizes and repeats), or None when none had finished."""
+    """The progress callback asked to stop; ``partial`` is the result of the fits finished before
+    (each model's errors pooled over the repeats it finished), or None when none had finished."""
 
     def __init__(self, message: str = "validation cancelled", partial: ValidationResult | None = None):
         super().__init__(message)
@@ -172,7 +172,7 @@ def validate(data: pd.DataFrame, response: str, params: Sequence[str] | None = N
 
     *progress(done, total, message)* is called after each model of each draw (a unit is one model
     fitted on one training draw and scored on its test set); returning ``False`` cancels with
-    :class:`Cancelled`, whose ``partial`` holds the draws finished so far.
+    :class:`Cancelled`, whose ``partial`` holds the fits finished so far.
     """
     unknown = [m for m in models if m not in MODELS]
     if unknown:
@@ -210,13 +210,17 @@ def validate(data: pd.DataFrame, response: str, params: Sequence[str] | None = N
     rng = np.random.default_rng(seed)
     total = len(sizes) * repeats * len(models)
     done = 0
-    draws = 0
 
     def tick(message: str) -> None:
         nonlocal done
         done += 1
         if progress is not None and progress(done, total, message) is False:
             raise _Stop
+
+    def score(preds: dict[str, np.ndarray], test: pd.DataFrame, n: int) -> None:
+        for m, p in preds.items():
+            err = relative_errors(test[response].to_numpy(float), p)
+            res.errors[m][n] = np.concatenate([res.errors[m].get(n, np.zeros(0)), err])
 
     try:
         for rep in range(repeats):
@@ -225,26 +229,29 @@ def validate(data: pd.DataFrame, response: str, params: Sequence[str] | None = N
             pool = order[test_size:]
             for n in sizes:
                 train = data.iloc[rng.choice(pool, size=n, replace=False)].reset_index(drop=True)
-                preds = _predict_all(train, test, response, list(params), models, transform, seed + rep, fixed_terms,
-                                     app_column, region, fit_kw, res, n,
-                                     lambda m, rep=rep, n=n: tick(f"repeat {rep + 1}/{repeats}, N = {n}: {m}"))
-                for m, p in preds.items():
-                    err = relative_errors(test[response].to_numpy(float), p)
-                    res.errors[m][n] = np.concatenate([res.errors[m].get(n, np.zeros(0)), err])
-                draws += 1
+                preds: dict[str, np.ndarray] = {}  # filled model by model: what a stop leaves is kept
+                try:
+                    _predict_all(train, test, response, list(params), models, transform, seed + rep, fixed_terms,
+                                 app_column, region, fit_kw, res, n,
+                                 lambda m, rep=rep, n=n: tick(f"repeat {rep + 1}/{repeats}, N = {n}: {m}"), preds)
+                finally:
+                    score(preds, test, n)
     except _Stop:
-        if not draws:
-            raise Cancelled("validation cancelled before the first draw finished") from None
-        res.notes.append(f"stopped after {draws} of {len(sizes) * repeats} draws (repeat × training size)")
+        if not done or not any(res.errors[m] for m in models):
+            raise Cancelled("validation cancelled before the first fit finished") from None
+        res.notes.append(f"stopped after {done} of {total} fits (model × repeat × training size); a model's "
+                         f"errors pool the repeats it finished")
+        res.errors = {m: e for m, e in res.errors.items() if e}
         raise Cancelled("validation cancelled", partial=res) from None
     return res
 
 
 def _predict_all(train, test, response, params, models, transform, seed, fixed_terms, app_column, region, fit_kw,
-                 res: ValidationResult, n: int, tick: Callable[[str], None] = lambda m: None) -> dict[str, np.ndarray]:
-    """Each model's predictions on *test*; ``tick(model)`` after each one (it may raise to stop
-    between models)."""
-    out: dict[str, np.ndarray] = {}
+                 res: ValidationResult, n: int, tick: Callable[[str], None] = lambda m: None,
+                 out: dict[str, np.ndarray] | None = None) -> dict[str, np.ndarray]:
+    """Each model's predictions on *test*, added to *out* as they are made; ``tick(model)`` after
+    each one (it may raise to stop between models: *out* then holds the models finished)."""
+    out = {} if out is None else out
     X_params = params + ([app_column] if app_column and app_column not in params else [])
     need_stepwise = any(m in models for m in ("stepwise", "regional", "hybrid", "fixed"))
     stepwise = None

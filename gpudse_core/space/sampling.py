@@ -3,19 +3,23 @@
 The request is one of the three forms Stargazer §5.1 names:
 
 * ``n`` — a number of points;
-* ``fraction`` — a fraction of the whole (feasible) space: ``n = round(fraction × |feasible space|)``,
-  at least 1;
+* ``fraction`` — a fraction of the whole (feasible) space: ``n = round(fraction × |feasible space|)``;
+  a fraction that rounds to no point at all is refused, with the number of points it gives and the
+  smallest fraction that gives one (issue 11: 1e-300 must not silently become one point);
 * ``per_dim_fraction`` — a fraction of each dimension. The paper does not define it further; we read
   it, by default (``per_dim_mode="count"``), as a way of stating the *number* of points,
   ``n = Π ceil(f × |S_i|)``, those points then drawn uniformly from the whole space like the others.
   The other reading, a random sub-grid keeping ``ceil(f × |S_i|)`` values of each dimension and every
-  feasible point of their product, is ``per_dim_mode="subgrid"``.
+  feasible point of their product, is ``per_dim_mode="subgrid"``. Where ``f × |S_i| < 1`` the ceiling
+  keeps one value of that dimension, and the result carries a note saying so.
 
 Points are drawn without replacement, uniformly over the *feasible* points, reproducibly from
 ``seed`` (NumPy's PCG64). Uniform draws exploit the structure computed by
 :attr:`DesignSpace.analysis`: unconstrained dimensions are drawn independently, and each small
 constrained component is drawn as a row of its table of feasible combinations, so constraints cost
-no rejections; only components too large to enumerate use rejection. Small spaces (or requests for
+no rejections; only components too large to enumerate use rejection, drawing about ``1/share`` candidates per
+point wanted; a component whose feasible share is unknown (no random probe was feasible) is refused
+with the reason instead of rejecting forever. Small spaces (or requests for
 a large share of a space) draw distinct integer keys directly; otherwise i.i.d. draws are
 de-duplicated in draw order, which yields a uniformly random subset. The product of all values is
 never materialised.
@@ -37,15 +41,16 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .. import limits
 from ..choices import PER_DIM_MODES, SAMPLING_METHODS
-from ..errors import SamplingError
+from ..errors import SamplingError, where
 from ..jsonutil import json_default
 from .design import DesignSpace, decode_mixed_radix
 
-MAX_SAMPLE = 10_000_000  # points in one request
 DENSE_LIMIT = 1 << 26  # draw distinct keys directly when the key space is at most this ...
 DENSE_SHARE = 8  # ... and the request is at least 1/DENSE_SHARE of it
-STALL_ROUNDS = 200
+STALL_ROUNDS = 20  # rejection rounds in a row that find no new point before giving up
+ROUND_ROWS = 1 << 20  # candidate rows drawn per rejection round, at most
 METHODS = SAMPLING_METHODS
 
 
@@ -124,9 +129,21 @@ def sample_size(space: DesignSpace, n: int | None = None, fraction: float | None
         raise SamplingError(f"the {what} must be a number in (0, 1] (got {f!r})")
     if fraction is not None:
         feasible = space.feasible_size
+        if feasible is None and math.isnan(space.feasible_size_estimate):
+            raise SamplingError(f"the feasible size of space {space.name!r} is unknown (see its notes), so a fraction "
+                                f"of it cannot be turned into a number of points; ask for a number of points instead")
         total = Fraction(feasible) if feasible is not None else Fraction(space.feasible_size_estimate)
-        return max(1, round(Fraction(str(f)) * total))
-    return math.prod(max(1, math.ceil(Fraction(str(f)) * m)) for m in space.radices)
+        what_total = f"{int(total):,} {'feasible ' if space.constraints else ''}points" if total.denominator == 1 \
+            else f"about {float(total):,.0f} feasible points"
+        count = round(Fraction(repr(float(f))) * total)
+        if count < 1:
+            smallest = float(Fraction(1, 2) / total) if total else math.inf
+            raise SamplingError(
+                f"a fraction of {f:g} of the space's {what_total} is {float(Fraction(repr(float(f))) * total):.3g} "
+                f"points, which rounds to none; ask for a fraction above {smallest:.3g} (one point) or for a number "
+                f"of points instead")
+        return count
+    return math.prod(max(1, math.ceil(Fraction(repr(float(f))) * m)) for m in space.radices)
 
 
 def sample(space: DesignSpace, n: int | None = None, *, fraction: float | None = None,
@@ -146,13 +163,17 @@ def sample(space: DesignSpace, n: int | None = None, *, fraction: float | None =
     notes: list[str] = []
     if per_dim_fraction is not None and per_dim_mode == "subgrid":
         request["per_dim_mode"] = "subgrid"
+        notes += _per_dim_note(space, per_dim_fraction)
         digits = _subgrid(space, per_dim_fraction, rng)
         replaced = 0
     else:
         count = sample_size(space, n, fraction, per_dim_fraction)
         request["count"] = count
-        if count > MAX_SAMPLE:
-            raise SamplingError(f"{count:,} points requested; one request is limited to {MAX_SAMPLE:,} — sample in parts")
+        limits.check("sample_points", count, f"{count:,} points requested", "sample in parts")
+        limits.check("table_cells", count * len(space.parameters),
+                     f"{count:,} points × {len(space.parameters)} parameters", "sample in parts")
+        if per_dim_fraction is not None:
+            notes += _per_dim_note(space, per_dim_fraction)
         if feasible is not None and count > feasible:
             what = "feasible points" if space.constraints else "points"
             raise SamplingError(
@@ -164,6 +185,7 @@ def sample(space: DesignSpace, n: int | None = None, *, fraction: float | None =
             digits, replaced = _uniform(space, count, rng), 0
         else:
             digits, replaced = _lhs(space, count, rng)
+    notes = list(space.notes) + notes
     return SampleSet(
         space_name=space.name, method=method, seed=seed, request=request, points=space.frame(digits),
         indices=space.encode(digits), replaced=replaced, feasible_size=feasible, space_size=space.size,
@@ -181,6 +203,15 @@ class _Block:
     radices: tuple[int, ...]
 
 
+def _per_dim_note(space: DesignSpace, f: float) -> list[str]:
+    small = [d.name for d in space.dimensions if Fraction(repr(float(f))) * d.size < 1]
+    if not small:
+        return []
+    shown = ", ".join(small[:8]) + (f" and {len(small) - 8} more" if len(small) > 8 else "")
+    return [f"a per-dimension fraction of {f:g} is less than one value of {shown}; one value of each is kept "
+            f"(ceil(F × |S_i|) ≥ 1)"]
+
+
 def _blocks(space: DesignSpace) -> list[_Block]:
     a = space.analysis
     out = [_Block((i,), space.radices[i], None, (), (space.radices[i],)) for i in a.free_dims]
@@ -188,9 +219,25 @@ def _blocks(space: DesignSpace) -> list[_Block]:
         radices = tuple(space.radices[i] for i in c.dims)
         if c.exact:
             out.append(_Block(c.dims, c.feasible_size, c.table, (), radices))
+        elif c.feasible_fraction is None:
+            names = ", ".join(space.dimensions[i].name for i in c.dims)
+            raise SamplingError(
+                f"{where(space.source)}cannot sample uniformly: no combination of {names} among {c.probes:,} random "
+                f"probes satisfies the constraints, so their feasible share is below {c.fraction_upper:.2g} and "
+                f"drawing by rejection would not finish; split the constraint into conditions on fewer parameters, narrow "
+                f"the value lists, or raise the limit feasibility_points so the combinations are enumerated")
         else:
-            out.append(_Block(c.dims, c.raw_size, None, c.constraints, radices))
+            out.append(_Block(c.dims, c.raw_size, None, c.conjuncts, radices))
     return out
+
+
+def _share(space: DesignSpace, blocks: list[_Block]) -> float:
+    """Estimated share of the rejection blocks' draws that are feasible (1 without rejection)."""
+    share = 1.0
+    for c in space.analysis.components:
+        if not c.exact and c.feasible_fraction:
+            share *= c.feasible_fraction
+    return share
 
 
 def _fill(space: DesignSpace, block: _Block, rows: np.ndarray, digits: np.ndarray) -> None:
@@ -212,7 +259,7 @@ def _draw(space: DesignSpace, blocks: list[_Block], m: int, rng: np.random.Gener
             digits[:, b.dims] = sub
         else:
             _fill(space, b, rng.integers(0, b.size, m), digits)
-    rejecting = [c for b in blocks for c in b.reject]
+    rejecting = [k for b in blocks for k in b.reject]
     if rejecting:
         digits = digits[space.feasible_mask(digits, rejecting)]
     return digits
@@ -233,10 +280,13 @@ def _uniform(space: DesignSpace, count: int, rng: np.random.Generator,
     if exact and total <= DENSE_LIMIT and (count + n_keep) * DENSE_SHARE >= total:
         return _dense(space, blocks, total, count, rng, keep)
     have = np.empty((0, len(space.radices)), dtype=np.int64) if keep is None else keep
-    stalls = 0
+    stalls = drawn = 0
+    share = _share(space, blocks)
     while have.shape[0] < n_keep + count:
         need = n_keep + count - have.shape[0]
-        new = _draw(space, blocks, int(need * 1.25) + 64, rng)
+        m = int(min(ROUND_ROWS, (64 << 20) // (8 * len(space.radices)) + 1, max(need * 1.25 + 64, need * 1.25 / share)))
+        drawn += m
+        new = _draw(space, blocks, m, rng)
         merged = np.concatenate([have, new])
         _, first = np.unique(_row_keys(merged), return_index=True)
         first.sort()
@@ -247,8 +297,9 @@ def _uniform(space: DesignSpace, count: int, rng: np.random.Generator,
         # with a rejection component the feasible size is only estimated and may be too small.
         if not exact and stalls >= STALL_ROUNDS:
             raise SamplingError(
-                f"found only {have.shape[0] - n_keep:,} distinct feasible points of the {count:,} requested; "
-                f"the constraints leave fewer feasible points than that — ask for fewer"
+                f"found only {have.shape[0] - n_keep:,} distinct feasible points of the {count:,} requested in "
+                f"{drawn:,} random draws; the constraints seem to leave fewer feasible points than that (estimated "
+                f"{space.feasible_size_estimate:,.0f}) — ask for fewer"
             )
     return have[n_keep:]
 
@@ -312,11 +363,8 @@ def _subgrid(space: DesignSpace, f: float, rng: np.random.Generator) -> np.ndarr
               for m in space.radices]
     sizes = tuple(len(c) for c in chosen)
     grid = math.prod(sizes)
-    if grid > MAX_SAMPLE:
-        raise SamplingError(
-            f"the sub-grid would have {grid:,} points (limit {MAX_SAMPLE:,}); use a smaller fraction "
-            f"or per_dim_mode='count'"
-        )
+    limits.check("sample_points", grid, f"the sub-grid would have {grid:,} points",
+                 "use a smaller fraction or per_dim_mode='count'")
     pos = decode_mixed_radix(np.arange(grid, dtype=np.int64), sizes)
     digits = np.column_stack([chosen[j][pos[:, j]] for j in range(len(sizes))]).astype(np.int64)
     if space.constraints:

@@ -518,10 +518,9 @@ class DesignSpace:
                     raise SpaceError(f"the point has no value for parameter {p.name!r}")
                 k = p.position(point[p.name])
                 if k is None:
-                    raise SpaceError(
-                        f"value {point[p.name]!r} of {p.name!r} is not one of its values "
-                        f"({', '.join(map(str, p.values))})"
-                    )
+                    shown = ", ".join(map(str, p.values[:10])) + (", …" if p.size > 10 else "")
+                    raise SpaceError(f"value {str(point[p.name])[:40]!r} of {p.name!r} is not one of its values "
+                                     f"({shown})")
                 if pos is not None and k != pos:
                     raise SpaceError(
                         f"group {d.name!r}: the point mixes positions of the group's members; "

@@ -109,7 +109,7 @@ class Expression:
         summed over ``and``, least over ``or``). Guides the search for a feasible point."""
         with np.errstate(all="ignore"):
             ev = _Eval(columns, self.text)
-            v = _full(_violation(ev, self._tree), n).astype(float)
+            v = np.broadcast_to(np.asarray(_violation(ev, self._tree), dtype=float), (n,)).copy()
             value, bad = ev.visit(self._tree)
         ok = _full(_truth(value), n) & ~_full(bad, n)
         v = np.where(ok, 0.0, np.where(np.isnan(v) | (v <= 0), 1.0, v))

@@ -43,7 +43,7 @@ import pandas as pd
 
 from .. import limits
 from ..choices import PER_DIM_MODES, SAMPLING_METHODS
-from ..errors import SamplingError, where
+from ..errors import GpudseError, SamplingError, where
 from ..jsonutil import json_default
 from .design import DesignSpace, decode_mixed_radix
 
@@ -372,3 +372,58 @@ def _subgrid(space: DesignSpace, f: float, rng: np.random.Generator) -> np.ndarr
         if digits.shape[0] == 0:
             raise SamplingError("no point of the random sub-grid satisfies the constraints; use a larger fraction")
     return digits
+
+
+def sample_set_from_dict(doc: Any, space: DesignSpace, source: str = "samples.json") -> SampleSet:
+    """A :class:`SampleSet` from the document :meth:`SampleSet.to_json` writes, checked against *space*:
+    every point a point of the space (groups consistent), ``design_index`` (if given) its index,
+    no unknown columns, the request's fields of the right types. Raises :class:`SamplingError`."""
+    if not isinstance(doc, dict) or not isinstance(doc.get("points"), list):
+        got = "a list" if isinstance(doc, list) else f"a {type(doc).__name__}"
+        raise SamplingError(f"{source}: expected an object with 'meta' and a 'points' list (got {got}); "
+                            f"save the samples again with gpudse")
+    meta = doc.get("meta", {})
+    if not isinstance(meta, dict):
+        raise SamplingError(f"{source}: 'meta' must be an object")
+    rows = doc["points"]
+    limits.check("sample_points", len(rows), f"{source}: {len(rows):,} points")
+    params = set(space.parameter_names)
+    digits = np.empty((len(rows), len(space.radices)), dtype=np.int64)
+    given_index: list[Any] = []
+    for i, row in enumerate(rows):
+        if not isinstance(row, dict):
+            raise SamplingError(f"{source}: point {i + 1} is not an object of parameter: value pairs")
+        extra = [k for k in row if k not in params and k != "design_index"]
+        if extra:
+            raise SamplingError(f"{source}: point {i + 1} has column(s) {', '.join(map(repr, extra[:5]))} that are not "
+                                f"parameters of space {space.name!r}; are these samples of another space?")
+        try:
+            digits[i] = space.digits_of_point(row)
+        except GpudseError as e:
+            raise SamplingError(f"{source}: point {i + 1}: {e}") from None
+        if "design_index" in row:
+            given_index.append((i, row["design_index"]))
+    indices = space.encode(digits)
+    for i, v in given_index:
+        try:
+            ok = int(str(v)) == int(indices[i])
+        except ValueError:
+            ok = False
+        if not ok:
+            raise SamplingError(f"{source}: point {i + 1}: design_index {str(v)[:30]} is not the index of its point "
+                                f"({indices[i]}); are these samples of another space?")
+    method = meta.get("method", "uniform")
+    if method not in METHODS:
+        raise SamplingError(f"{source}: meta.method {str(method)[:30]!r} is not one of {', '.join(METHODS)}")
+    seed = meta.get("seed")
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
+        raise SamplingError(f"{source}: meta.seed must be a non-negative whole number or null")
+    request = meta.get("request", {})
+    replaced = meta.get("replaced", 0)
+    notes = meta.get("notes", [])
+    if not isinstance(request, dict) or isinstance(replaced, bool) or not isinstance(replaced, int) or \
+            not isinstance(notes, list):
+        raise SamplingError(f"{source}: meta.request must be an object, meta.replaced a number and meta.notes a list")
+    return SampleSet(space_name=str(meta.get("space", space.name)), method=method, seed=seed, request=request,
+                     points=space.frame(digits), indices=indices, replaced=replaced,
+                     feasible_size=space.feasible_size, space_size=space.size, notes=[str(n) for n in notes])

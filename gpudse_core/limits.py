@@ -91,6 +91,8 @@ class Limits:
 
 
 def _fmt(v: float) -> str:
+    if abs(v) >= 1e15:  # an absurd count (e.g. a range of 1e300 values) in a readable width
+        return f"{float(v):.3g}"
     if isinstance(v, float) and not v.is_integer():
         return f"{v:,.3g}"
     return f"{int(v):,}"

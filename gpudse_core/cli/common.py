@@ -69,6 +69,19 @@ def fraction(text: str) -> float:
     return v
 
 
+def positive_number(text: str) -> float:
+    """A finite number above zero (e.g. a size in MB)."""
+    import math
+
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text[:40]!r} is not a number") from None
+    if not (math.isfinite(v) and v > 0):
+        raise argparse.ArgumentTypeError(f"{text[:40]!r}: give a finite number above zero")
+    return v
+
+
 MAX_SIZE = 1 << 16
 
 

@@ -138,8 +138,10 @@ def validate_results(df: pd.DataFrame, space: DesignSpace, responses: list[str] 
         else:
             keep[bad] = False
             example = col.iloc[int(bad[0])]
+            example = repr(example[:40]) if isinstance(example, str) else str(example)[:40]
+            shown = ", ".join(map(str, p.values[:10])) + (", …" if p.size > 10 else "")
             problems.append(Problem("not a value", p.name, (bad + 1).tolist(),
-                                    f"{p.name}: {bad.size} value(s) such as {example!r} are not among {list(p.values)}; "
+                                    f"{p.name}: {bad.size} value(s) such as {example} are not among [{shown}]; "
                                     f"rows rejected (choose 'snap to nearest' to keep numeric ones)"))
     for r in responses:
         vals = pd.to_numeric(df[r], errors="coerce")

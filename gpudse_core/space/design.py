@@ -82,8 +82,9 @@ def _check_name(name: Any, ctx: str, what: str = "name") -> str:
     if name in _RESERVED:
         raise SpaceError(f"{ctx}{what} {name!r} is a reserved word; choose another name (e.g. '{name}_')")
     if name in RESERVED_NAMES:
-        raise SpaceError(f"{ctx}{what} {name!r} is reserved: gpudse uses it for a simulator placeholder "
-                         f"({{{name}}}) or a column it adds to tables; choose another name (e.g. '{name}_value')")
+        raise SpaceError(f"{ctx}{what} {name!r} is reserved: gpudse uses it itself (a simulator placeholder such as "
+                         f"{{config}}, or a column it adds such as design_index); choose another name "
+                         f"(e.g. '{name}_value')")
     return name
 
 

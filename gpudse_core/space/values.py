@@ -67,7 +67,8 @@ def magnitude_problem(v: int | float) -> str | None:
 
 
 def _check_count(count: int, what: str, ctx: str) -> None:
-    limits.check("values_per_parameter", count, f"{ctx}{what} has {count:,} values",
+    shown = f"{count:,}" if count < 10**15 else f"{float(count):.3g}"
+    limits.check("values_per_parameter", count, f"{ctx}{what} has {shown} values",
                  "a parameter with that many values is almost certainly a typo in the step or the bounds")
 
 
@@ -124,7 +125,7 @@ def parse_pow2(lo: Any, hi: Any, ctx: str = "") -> tuple[int | float, ...]:
         bad = magnitude_problem(n)
         if bad:
             raise SpaceError(f"{ctx}pow2 bound {str(b)[:40]!r} {bad}")
-        f = Fraction(str(n))
+        f = Fraction(n)  # exact: a float bound is its binary value (2.0**1023 is a power of two)
         if f <= 0 or not _is_pow2(f):
             raise SpaceError(
                 f"{ctx}pow2 bound {b!r} is not a power of two; write e.g. pow2: 1..16 for 1, 2, 4, 8, 16"

@@ -212,7 +212,6 @@ def cases() -> Iterator[Case]:  # noqa: C901 - a flat list of cases
     A, T, S, P, X, V = CLASSES[0], CLASSES[1], CLASSES[2], CLASSES[3], CLASSES[4], "valid"
     E, F, OK = "error", "flagged", "ok"
     NESTED = r"nested more than|too deeply"
-    LIMIT = r"more than the limit"
 
     # == design-space files ===============================================================================
     sp = "space"
@@ -257,10 +256,12 @@ def cases() -> Iterator[Case]:  # noqa: C901 - a flat list of cases
                                                      + "'}\n"), E, r"200,000 values.*values_per_parameter")
     yield Case(A, sp, "params-2000", "s.yaml", space("".join(f"  - {{name: p{i}, values: [1]}}\n"
                                                              for i in range(2000))), E, r"2,000 parameters.*parameters")
-    yield Case(A, sp, "constraint-long", "s.yaml", space(tail="constraints: ['" + " + ".join(["simd"] * 800) + " > 0']\n"),
-               E, r"characters long.*expression_chars")
-    yield Case(A, sp, "constraint-nodes", "s.yaml", space(tail="constraints: ['" + "+".join(["simd"] * 300) + " > 0']\n"),
-               E, r"too complex.*expression_nodes")
+    yield Case(A, sp, "constraint-long", "s.yaml",
+               space(tail="constraints: ['" + " + ".join(["simd"] * 800) + " > 0']\n"), E,
+               r"characters long.*expression_chars")
+    yield Case(A, sp, "constraint-nodes", "s.yaml",
+               space(tail="constraints: ['" + "+".join(["simd"] * 300) + " > 0']\n"), E,
+               r"too complex.*expression_nodes")
     yield Case(A, sp, "constraint-parens", "s.yaml", space(tail="constraints: ['" + "(" * 900 + "simd" + ")" * 900
                                                              + " > 1']\n"), E,
                r"nested too deeply|too complex|not a valid expression")
@@ -332,8 +333,9 @@ def cases() -> Iterator[Case]:  # noqa: C901 - a flat list of cases
     yield Case(S, sp, "reserved-group-point", "s.yaml", space("  - {name: point, members: [{name: a, values: [1]}]}\n"),
                E, r"'point' is reserved")
     yield Case(S, sp, "division-by-zero", "s.yaml",
-               space("  - {name: a, values: [0, 1, 2]}\n  - {name: b, values: [0, 1]}\n", tail="constraints: [a/b > 1]\n"),
-               F, r"feasible: 1 design points.*'a/b > 1' is undefined .* at 3 of 6 combinations.*infeasible")
+               space("  - {name: a, values: [0, 1, 2]}\n  - {name: b, values: [0, 1]}\n",
+                     tail="constraints: [a/b > 1]\n"), F,
+               r"feasible: 1 design points.*'a/b > 1' is undefined .* at 3 of 6 combinations.*infeasible")
     yield Case(S, sp, "division-by-zero-guarded", "s.yaml",
                space("  - {name: a, values: [0, 1, 2]}\n  - {name: b, values: [0, 1]}\n",
                      tail="constraints: ['b > 0 and a / b > 1']\n"), OK, r"feasible: 1 design points(?!.*undefined)")
@@ -403,8 +405,9 @@ def cases() -> Iterator[Case]:  # noqa: C901 - a flat list of cases
     yield Case(V, rs, "good-csv", "r.csv", results_csv(), OK, r"kept 20 of 20 rows")
     yield Case(V, rs, "good-json", "r.json", json.dumps([{**STARGAZER_ROW, "blk": b, "cycles": 100 + b}
                                                          for b in (1, 2, 4)]).encode(), OK, r"kept 3 of 3 rows")
-    yield Case(S, rs, "duplicated-blk-csv", "r.csv", results_csv(header="blk,cc,tc,smp,ccp,simd,mshr,dramq,intra,inter,blk"),
-               E, r"column\(s\) 'blk' appear more than once")
+    yield Case(S, rs, "duplicated-blk-csv", "r.csv",
+               results_csv(header="blk,cc,tc,smp,ccp,simd,mshr,dramq,intra,inter,blk"), E,
+               r"column\(s\) 'blk' appear more than once")
     yield Case(S, rs, "duplicated-after-strip", "r.csv", results_csv(header="blk,cc,tc,smp,ccp,simd,mshr,dramq,intra,"
                                                                             "inter, inter"), E, r"'inter' appear more")
     yield Case(S, rs, "duplicated-json-key", "r.json",
@@ -565,8 +568,9 @@ def cases() -> Iterator[Case]:  # noqa: C901 - a flat list of cases
     yield Case(T, wf, "type-list", "g.json", wfg(kernel__nodes__0__type=["C"]), E, r"is not C, M, S or B")
     yield Case(T, wf, "unknown-arc-node", "g.json", wfg(kernel__arcs=[["entry", "Z"]]), E, r"unknown node 'Z'")
     yield Case(T, wf, "arc-scalar", "g.json", wfg(kernel__arcs=[5]), E, r"an arc is")
-    yield Case(T, wf, "inf-yaml", "g.yaml", json.dumps(WFG_GOOD).replace('"pipeline_latency": 24', '"pipeline_latency": .inf')
-               .encode(), E, r"finite number")
+    yield Case(T, wf, "inf-yaml", "g.yaml",
+               json.dumps(WFG_GOOD).replace('"pipeline_latency": 24', '"pipeline_latency": .inf').encode(), E,
+               r"finite number")
     yield Case(T, wf, "string-number", "g.json", wfg(hardware__warp_size="32"), E, r"must be a number")
     yield Case(T, wf, "zero-probability", "g.json",
                wfg(kernel__arcs=[["entry", "C1"], {"from": "C1", "to": "M", "probability": 0}, ["M", "exit"]]), E,
@@ -630,9 +634,9 @@ def _child(case: Case, argv: list[str] | None, path: Path, work: Path, out: Path
     try:
         os.chdir(work)
         resource.setrlimit(resource.RLIMIT_AS, (mem_mb << 20, mem_mb << 20))
-        fo, fe = os.open(out, os.O_WRONLY | os.O_CREAT | os.O_TRUNC), os.open(err, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
-        os.dup2(fo, 1)
-        os.dup2(fe, 2)
+        flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC
+        os.dup2(os.open(out, flags), 1)
+        os.dup2(os.open(err, flags), 2)
         sys.stdout = open(1, "w", encoding="utf-8", closefd=False)  # noqa: SIM115
         sys.stderr = open(2, "w", encoding="utf-8", closefd=False)  # noqa: SIM115
         if argv is not None:
@@ -664,7 +668,7 @@ def _child(case: Case, argv: list[str] | None, path: Path, work: Path, out: Path
             os._exit(code if isinstance(code, int) else 1)
 
 
-def run_corpus(names: set[str] | None = None, timeout: float = 30.0, mem_mb: int = 3072) -> list[dict]:
+def run_corpus(names: set[str] | None = None, timeout: float = 30.0, mem_mb: int = 4096) -> list[dict]:
     """Run every case (or those named ``surface/name``) through the CLI in a forked child under an
     address-space cap of *mem_mb*; returns one record per case: exit code, output, peak resident
     memory (MB), seconds, and whether it was killed after *timeout* seconds."""

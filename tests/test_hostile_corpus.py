@@ -91,7 +91,7 @@ def uploader(case: hc.Case):
     return None
 
 
-@bounded(mem_mb=3072, max_rss_mb=1024, timeout=900)
+@bounded(mem_mb=4096, max_rss_mb=1024, timeout=900)
 def test_corpus_through_the_uploaders():
     """The dashboard's uploaders raise our error (never another exception) exactly where the CLI
     does, with the same substance, and accept what it accepts; in one memory-capped process."""

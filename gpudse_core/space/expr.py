@@ -341,6 +341,7 @@ class _Eval:
 
     def visit_BinOp(self, node: ast.BinOp) -> tuple[Any, Any]:
         (lv, lb), (rv, rb) = self.visit(node.left), self.visit(node.right)
+        lv, rv = _number(lv), _number(rv)  # True + True is 2, as in Python (NumPy refuses bool - bool)
         out = _BINOPS[type(node.op)](lv, rv)
         bad = lb | rb | np.isnan(out)
         if isinstance(node.op, (ast.Div, ast.FloorDiv, ast.Mod)):
@@ -353,21 +354,20 @@ class _Eval:
         v, b = self.visit(node.operand)
         if isinstance(node.op, ast.Not):
             return np.logical_not(_truth(v)), b
-        return (np.negative(v) if isinstance(node.op, ast.USub) else v), b
+        return (np.negative(_number(v)) if isinstance(node.op, ast.USub) else v), b
 
     def visit_BoolOp(self, node: ast.BoolOp) -> tuple[Any, Any]:
-        # Python stops at the first operand that decides the result; later operands cannot make the
-        # expression undefined where an earlier one already decided it.
+        # As in Python: the value is the first operand that decides the result (``2 and 3`` is 3),
+        # and later operands cannot make the expression undefined where an earlier one decided it.
         is_and = isinstance(node.op, ast.And)
-        v0, bad = self.visit(node.values[0])
-        t = _truth(v0)
-        out = t
+        out, bad = self.visit(node.values[0])
+        t = _truth(out)
         going = ~np.asarray(bad) & (t if is_and else ~t)  # points whose result is still open
         for sub in node.values[1:]:
             v, b = self.visit(sub)
-            t = _truth(v)
             bad = bad | (going & b)
-            out = np.logical_and(out, t) if is_and else np.logical_or(out, t)
+            out = np.where(going, v, out)
+            t = _truth(v)
             going = going & ~np.asarray(b) & (t if is_and else ~t)
         return out, bad
 
@@ -447,6 +447,11 @@ def _violation(ev: _Eval, node: ast.expr) -> Any:
         return total
     value, _ = ev.visit(node)
     return np.where(_truth(value), 0.0, 1.0)
+
+
+def _number(v: Any) -> Any:
+    a = np.asarray(v)
+    return a.astype(np.float64) if a.dtype == bool else v
 
 
 def _truth(v: Any) -> Any:

@@ -58,6 +58,7 @@ class Limits:
     image_pixels: int = 40_000_000  # width × height, checked from the header before decoding (8K UHD is 33 M)
     # ---- design spaces ------------------------------------------------------------------------------
     values_per_parameter: int = 100_000  # values one parameter may take (a range or pow2 expanded)
+    space_values: int = 1_000_000  # values of all parameters of one space together
     parameters: int = 1_000  # parameters in one space (explored, group members and fixed)
     constraints: int = 1_000  # constraints in one space
     enumeration_points: int = 50_000_000  # points enumerated at once (an exact scan of a space)

@@ -256,6 +256,12 @@ def cases() -> Iterator[Case]:  # noqa: C901 - a flat list of cases
                                                      + "'}\n"), E, r"200,000 values.*values_per_parameter")
     yield Case(A, sp, "params-2000", "s.yaml", space("".join(f"  - {{name: p{i}, values: [1]}}\n"
                                                              for i in range(2000))), E, r"2,000 parameters.*parameters")
+    yield Case(A, sp, "values-100M-in-all", "s.yaml", space("".join(f"  - {{name: p{i}, values: '1::1::100000'}}\n"
+                                                                    for i in range(1000))), E, r"space_values")
+    yield Case(A, sp, "constraints-500-components", "s.yaml",
+               space("".join(f"  - {{name: p{i}, values: '1::1::1000'}}\n" for i in range(1000)),
+                     tail="constraints:\n" + "".join(f"  - p{2 * i} + p{2 * i + 1} == 1999\n" for i in range(500))),
+               F, r"not enumerated: the space's analysis budget went to its other constraints")
     yield Case(A, sp, "constraint-long", "s.yaml",
                space(tail="constraints: ['" + " + ".join(["simd"] * 800) + " > 0']\n"), E,
                r"characters long.*expression_chars")

@@ -111,7 +111,8 @@ def _check_size(kernel: dict, where: str = "kernel") -> None:
                  "a kernel's work flow graph has tens of nodes; its reduction takes time cubic in the size")
 
 
-def _num(d: dict, key: str, where: str, positive: bool = True, default: Any = None) -> float:
+def _num(d: dict, key: str, where: str, positive: bool = True, default: Any = None,
+         minimum: float | None = None) -> float:
     if key not in d:
         if default is not None:
             return float(default)
@@ -129,23 +130,34 @@ def _num(d: dict, key: str, where: str, positive: bool = True, default: Any = No
         raise WFGError(f"{where}: '{key}' must be positive (got {v})")
     if not positive and v < 0:
         raise WFGError(f"{where}: '{key}' cannot be negative (got {v})")
+    if minimum is not None and v < minimum:
+        raise WFGError(f"{where}: '{key}' is a count of at least {minimum:g} (got {v})")
     return float(v)
 
 
 def analyze(doc: dict) -> WFGResult:
     """Evaluate eqs. 1–6 and reduce the graph; *doc* has ``hardware`` and ``kernel`` (see module doc)."""
+    try:
+        return _analyze(doc)
+    except (ZeroDivisionError, OverflowError):
+        raise WFGError("the model's numbers overflow or vanish (a division by zero); check the magnitudes of the "
+                       "hardware figures, instruction counts, bytes and iterations") from None
+
+
+def _analyze(doc: dict) -> WFGResult:
     hw = doc.get("hardware")
     kernel = doc.get("kernel")
     if not isinstance(hw, dict):
         raise WFGError("'hardware' is missing: give " + ", ".join(f"{k} ({u})" for k, u in HARDWARE_FIELDS.items()))
     if not isinstance(kernel, dict):
         raise WFGError("'kernel' is missing: give its nodes, arcs and dependences")
-    vals = {k: _num(hw, k, "hardware") for k in HARDWARE_FIELDS}
-    blocks = _num(hw, "active_blocks", "hardware", default=1)
-    wlp_local = _num(kernel, "wlp_local", "kernel", default=vals["wlp_max"])
-    wlp_avg = _num(kernel, "wlp_avg", "kernel", default=wlp_local)
-    ilp_local = _num(kernel, "ilp_local", "kernel", default=1)
-    ilp_avg = _num(kernel, "ilp_avg", "kernel", default=ilp_local)
+    vals = {k: _num(hw, k, "hardware", minimum=1 if k in ("warp_size", "simd_width", "wlp_max") else None)
+            for k in HARDWARE_FIELDS}
+    blocks = _num(hw, "active_blocks", "hardware", default=1, minimum=1)
+    wlp_local = _num(kernel, "wlp_local", "kernel", default=vals["wlp_max"], minimum=1)
+    wlp_avg = _num(kernel, "wlp_avg", "kernel", default=wlp_local, minimum=1)
+    ilp_local = _num(kernel, "ilp_local", "kernel", default=1, minimum=1)
+    ilp_avg = _num(kernel, "ilp_avg", "kernel", default=ilp_local, minimum=1)
     steps: list[str] = []
     wlp = (wlp_local + (blocks - 1) * wlp_avg) / blocks                                           # (1)
     ilp = (ilp_local + (blocks - 1) * ilp_avg) / blocks                                           # (2)

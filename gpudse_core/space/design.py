@@ -42,6 +42,7 @@ import keyword
 import math
 import re
 from dataclasses import dataclass, field
+from fractions import Fraction
 from functools import cached_property
 from pathlib import Path
 from typing import Any, Iterator, Mapping, Sequence
@@ -299,6 +300,8 @@ class Component:
     probes: int = 0
     witness: dict | None = None
     constraints: tuple[int, ...] = ()  # the constraints (file order) these conjuncts come from
+    search_steps: int = 0  # evaluations the search for a witness made (0: not searched, budget spent)
+    enumerable: bool = False  # small enough to enumerate, but the space's analysis budget was spent
 
     @property
     def exact(self) -> bool:
@@ -325,6 +328,22 @@ class FeasibilityAnalysis:
     @property
     def exact(self) -> bool:
         return all(c.exact for c in self.components)
+
+
+class _Budget:
+    """What the feasibility analysis of one space may spend, over all its components together: rows
+    evaluated by enumeration (8 × feasibility_points), memory for tables of feasible rows
+    (TABLE_BYTES), random probes (64 × feasibility_probes, at least 4,096 per component) and search
+    steps (16 × feasibility_probes). A component beyond it is probed instead of enumerated, with
+    fewer probes, or not searched: a less exact answer, never a wrong one, and bounded time however
+    many constraints a file holds."""
+
+    def __init__(self) -> None:
+        lim = limits.current()
+        self.work = 8 * lim.feasibility_points
+        self.table_bytes = TABLE_BYTES
+        self.probes = 64 * lim.feasibility_probes
+        self.search = 16 * lim.feasibility_probes
 
 
 class _Undefined:
@@ -361,6 +380,8 @@ class DesignSpace:
         object.__setattr__(self, "constraints", tuple(self.constraints))
         if not self.dimensions:
             raise SpaceError(f"{where(self.source)}the space has no parameters; add at least one under 'parameters'")
+        n_values = sum(p.size for d in self.dimensions for p in d.parameters)
+        limits.check("space_values", n_values, f"{where(self.source)}{n_values:,} values in all parameters together")
         n_params = sum(len(d.parameters) for d in self.dimensions) + len(self.fixed)
         limits.check("parameters", n_params, f"{where(self.source)}{n_params:,} parameters (explored and fixed)")
         limits.check("constraints", len(self.constraints), f"{where(self.source)}{len(self.constraints):,} constraints",
@@ -634,11 +655,12 @@ class DesignSpace:
             if dims:
                 groups.setdefault(find(dims[0]), []).append(k)
         comps, notes = [], []
+        budget = _Budget()
         constrained: set[int] = set()
         for root, ks in sorted(groups.items()):
             dims = tuple(i for i in range(len(self.dimensions)) if find(i) == root)
             constrained.update(dims)
-            comp, undefined = self._component(dims, tuple(ks))
+            comp, undefined = self._component(dims, tuple(ks), budget)
             comps.append(comp)
             notes += self._notes(comp, undefined)
         free = tuple(i for i in range(len(self.dimensions)) if i not in constrained)
@@ -680,13 +702,14 @@ class DesignSpace:
             mask &= ok
         return mask
 
-    def _component(self, dims: tuple[int, ...], ks: tuple[int, ...]) -> tuple[Component, _Undefined]:
+    def _component(self, dims: tuple[int, ...], ks: tuple[int, ...], budget: _Budget) -> tuple[Component, _Undefined]:
         radices = [self.radices[i] for i in dims]
         raw = math.prod(radices)
-        cap = self._row_cap(len(dims))
+        cap = min(self._row_cap(len(dims)), budget.table_bytes // (4 * len(dims)))
         cis = tuple(sorted({self.conjuncts[k][0] for k in ks}))
         undefined = _Undefined()
-        if raw <= cap:
+        if raw <= cap and raw <= budget.work:
+            budget.work -= raw
             tables = []
             step = max(1, min(CHUNK_ROWS, (64 << 20) // (8 * len(dims))))
             for s in range(0, raw, step):
@@ -694,25 +717,33 @@ class DesignSpace:
                 sub = decode_mixed_radix(np.arange(s, s + n, dtype=np.int64), radices)
                 tables.append(sub[self._evaluate(dims, ks, sub, undefined)].astype(np.int32))
             table = np.concatenate(tables)
+            budget.table_bytes -= table.nbytes
             if table.shape[0] == 0:
                 raise self._none_feasible(dims, ks, undefined, f"all {raw:,} were checked")
             return Component(dims, ks, raw, table, table.shape[0] / raw, "enumerated", constraints=cis), undefined
-        joined = self._join(dims, ks, cap, undefined)
+        joined = self._join(dims, ks, cap, undefined, budget)
         if joined is not None:
+            budget.table_bytes -= joined.nbytes
             if joined.shape[0] == 0:
                 raise self._none_feasible(dims, ks, undefined, "proved by enumerating them constraint by constraint")
             return Component(dims, ks, raw, joined, joined.shape[0] / raw, "joined", constraints=cis), undefined
-        probes = limits.current().feasibility_probes
+        probes = min(limits.current().feasibility_probes, max(4096, budget.probes))
+        budget.probes -= probes
         rng = np.random.default_rng(0)
         undefined = _Undefined()
         sub = np.column_stack([rng.integers(0, m, probes) for m in radices])
         hits = int(self._evaluate(dims, ks, sub, undefined).sum())
+        enumerable = raw <= self._row_cap(len(dims))
         if hits:
-            return Component(dims, ks, raw, None, hits / probes, "probed", probes, constraints=cis), undefined
-        witness = self._search(dims, ks, rng)
-        return Component(dims, ks, raw, None, None, "searched", probes, witness, cis), undefined
+            return Component(dims, ks, raw, None, hits / probes, "probed", probes, constraints=cis,
+                             enumerable=enumerable), undefined
+        before = budget.search
+        witness = self._search(dims, ks, rng, budget)
+        return Component(dims, ks, raw, None, None, "searched", probes, witness, cis, before - budget.search,
+                         enumerable), undefined
 
-    def _join(self, dims: tuple[int, ...], ks: tuple[int, ...], cap: int, undefined: _Undefined) -> np.ndarray | None:
+    def _join(self, dims: tuple[int, ...], ks: tuple[int, ...], cap: int, undefined: _Undefined,
+              budget: _Budget) -> np.ndarray | None:
         """Feasible rows built one dimension at a time, each conjunct filtering as soon as its
         dimensions are present; None when a partial table would exceed *cap* rows or the work
         (rows generated) 16 × *cap*. An empty result is a proof that nothing is feasible."""
@@ -720,7 +751,7 @@ class DesignSpace:
         order: list[int] = []
         pending = list(ks)
         rows = np.zeros((1, 0), dtype=np.int32)
-        work, budget = 0, 16 * cap
+        work, allowed = 0, min(16 * cap, budget.work)
         remaining = list(dims)
         while remaining:
             placed = set(order)
@@ -744,7 +775,8 @@ class DesignSpace:
                 new = np.column_stack([np.repeat(block, r, axis=0),
                                        np.tile(np.arange(r, dtype=np.int32), block.shape[0])])
                 work += new.shape[0]
-                if work > budget:
+                budget.work -= new.shape[0]
+                if work > allowed:
                     return None
                 if newly:
                     new = new[self._evaluate(tuple(order), newly, new, undefined)]
@@ -757,13 +789,16 @@ class DesignSpace:
                 return rows
         return rows[:, [order.index(i) for i in dims]]
 
-    def _search(self, dims: tuple[int, ...], ks: tuple[int, ...], rng: np.random.Generator) -> dict | None:
+    def _search(self, dims: tuple[int, ...], ks: tuple[int, ...], rng: np.random.Generator,
+                budget: _Budget) -> dict | None:
         """A feasible point of the component by coordinate descent on the summed violation of its
-        conjuncts from a few random starts (budget: 16 × feasibility_probes evaluations); or None."""
+        conjuncts from a few random starts (at most 16 × feasibility_probes evaluations, and what is
+        left of the space's search budget); or None."""
         radices = [self.radices[i] for i in dims]
-        budget = 16 * limits.current().feasibility_probes
+        allowed = min(16 * limits.current().feasibility_probes, budget.search)
+        if allowed <= 0:
+            return None
         starts = SEARCH_STARTS
-        cur = np.column_stack([rng.integers(0, m, starts) for m in radices]).astype(np.int64)
 
         def violation(sub: np.ndarray) -> np.ndarray:
             cols = self.columns(sub, dims)
@@ -772,9 +807,11 @@ class DesignSpace:
                 v = v + self.conjuncts[k][1].violation(cols, sub.shape[0])
             return v
 
+        cur = np.column_stack([rng.integers(0, m, starts) for m in radices]).astype(np.int64)
         score = violation(cur)
         work = starts
-        while work < budget:
+        found = None
+        while found is None and work < allowed:
             before = score.copy()
             for j in rng.permutation(len(dims)):
                 m = radices[j]
@@ -789,15 +826,19 @@ class DesignSpace:
                 score = v[np.arange(starts), best]
                 hit = np.flatnonzero(score < 1e-6)
                 if hit.size and self.feasible_mask(cur[hit[:1]], ks, dims)[0]:
-                    row = cur[hit[0]]
-                    return {p.name: p.values[int(k)] for i, k in zip(dims, row) for p in self.dimensions[i].parameters}
-                if work >= budget:
+                    found = cur[hit[0]]
+                    break
+                if work >= allowed:
                     break
             stuck = score >= before - 1e-12
-            if stuck.any():  # a local minimum: restart those starts at random
+            if found is None and stuck.any():  # a local minimum: restart those starts at random
                 cur[stuck] = np.column_stack([rng.integers(0, m, int(stuck.sum())) for m in radices])
                 score[stuck] = violation(cur[stuck])
-        return None
+                work += int(stuck.sum())
+        budget.search -= work
+        if found is None:
+            return None
+        return {p.name: p.values[int(k)] for i, k in zip(dims, found) for p in self.dimensions[i].parameters}
 
     def _none_feasible(self, dims: tuple[int, ...], ks: Sequence[int], undefined: _Undefined, how: str) -> SpaceError:
         src = where(self.source)
@@ -832,14 +873,18 @@ class DesignSpace:
                            f"{n:,} of {undefined.checked[k]:,} random combinations (e.g. {eg}); they count as "
                            f"infeasible")
         text, names = self._component_text(comp.dims, comp.conjuncts)
+        why = ("not enumerated: the space's analysis budget went to its other constraints" if comp.enumerable
+               else "too many to enumerate")
         if comp.method == "probed":
-            out.append(f"the constraints {text} on {names} ({comp.raw_size:,} combinations, too many to enumerate): "
+            out.append(f"the constraints {text} on {names} ({comp.raw_size:,} combinations, {why}): "
                        f"feasible share estimated at {comp.feasible_fraction:.3g} from {comp.probes:,} random "
                        f"combinations, so the feasible size is an estimate")
         elif comp.method == "searched":
             found = (f"a feasible point exists (e.g. {', '.join(f'{k}={v}' for k, v in comp.witness.items())})"
-                     if comp.witness else "a local search found no feasible point either, but that proves nothing")
-            out.append(f"the constraints {text} on {names} ({comp.raw_size:,} combinations, too many to enumerate): "
+                     if comp.witness else "a local search found no feasible point either, but that proves nothing"
+                     if comp.search_steps else "no search was made (the space's search budget went to its other "
+                     "constraints)")
+            out.append(f"the constraints {text} on {names} ({comp.raw_size:,} combinations, {why}): "
                        f"no feasible point found in {comp.probes:,} random probes, so the feasible share is below "
                        f"{comp.fraction_upper:.2g} (95 % bound); {found}. The feasible size is unknown and uniform "
                        f"sampling cannot draw from these parameters: split the constraint into conditions on fewer "
@@ -854,37 +899,68 @@ class DesignSpace:
             return None
         return math.prod(self.radices[i] for i in a.free_dims) * math.prod(c.feasible_size for c in a.components)
 
+    def _scaled(self, factors: Sequence[float]) -> tuple[float, float]:
+        """``size × Π factors`` as a float (``inf`` beyond float64) and its log10 (any magnitude)."""
+        lg = math.log10(self.size) + sum(math.log10(f) for f in factors)
+        try:
+            return float(self.size) * math.prod(factors), lg
+        except OverflowError:  # a space of more than ~1e308 points
+            return (10.0 ** lg if lg < 308 else math.inf), lg
+
+    def _component_shares(self, upper: bool) -> list[float] | None:
+        out = []
+        for c in self.analysis.components:
+            if c.table is not None:
+                out.append(c.feasible_size / c.raw_size)
+            elif c.feasible_fraction is not None:
+                out.append(c.feasible_fraction)
+            elif upper:
+                out.append(c.fraction_upper)
+            else:
+                return None
+        return out
+
     @property
     def feasible_size_estimate(self) -> float:
-        """Feasible size: exact when known, else the random-probe estimate; NaN when a component had
-        no feasible probe (see :attr:`feasible_size_upper`)."""
+        """Feasible size: exact when known, else the random-probe estimate (``inf`` beyond float64);
+        NaN when a component had no feasible probe (see :attr:`feasible_size_upper`)."""
         exact = self.feasible_size
         if exact is not None:
-            return float(exact)
-        fractions = [c.feasible_fraction for c in self.analysis.components]
-        if any(f is None for f in fractions):
-            return math.nan
-        return float(self.size) * math.prod(fractions)
+            try:
+                return float(exact)
+            except OverflowError:
+                return math.inf
+        shares = self._component_shares(upper=False)
+        return math.nan if shares is None else self._scaled(shares)[0]
+
+    def feasible_size_rational(self) -> Fraction | None:
+        """The feasible size (exact, or the probe estimate) as an exact rational of any magnitude;
+        None when a component had no feasible probe."""
+        exact = self.feasible_size
+        if exact is not None:
+            return Fraction(exact)
+        shares = self._component_shares(upper=False)
+        return None if shares is None else Fraction(self.size) * math.prod(Fraction(x) for x in shares)
 
     @property
     def feasible_size_upper(self) -> float | None:
         """When some component had no feasible probe: a 95 % upper bound on the feasible size."""
-        comps = self.analysis.components
-        if not any(c.feasible_fraction is None for c in comps):
+        if not any(c.table is None and c.feasible_fraction is None for c in self.analysis.components):
             return None
-        return float(self.size) * math.prod(c.fraction_upper if c.feasible_fraction is None else
-                                            (c.feasible_fraction if c.table is None else c.feasible_size / c.raw_size)
-                                            for c in comps)
+        return self._scaled(self._component_shares(upper=True))[0]
 
     def feasible_size_text(self) -> str:
         """The feasible size for people: exact, "about N (estimated)", or "unknown (below N)"."""
+        def num(lg: float) -> str:
+            return f"{round(10 ** lg):,}" if lg < 7 else f"{10 ** (lg % 1):.3g}e+{int(lg):02d}"
+
         exact = self.feasible_size
         if exact is not None:
             return f"{exact:,}"
-        upper = self.feasible_size_upper
-        if upper is not None:
-            return f"unknown (below {upper:.3g}; see the notes)"
-        return f"about {self.feasible_size_estimate:,.0f} (estimated by random probing)"
+        shares = self._component_shares(upper=False)
+        if shares is None:
+            return f"unknown (below {num(self._scaled(self._component_shares(upper=True))[1])}; see the notes)"
+        return f"about {num(self._scaled(shares)[1])} (estimated by random probing)"
 
     def check(self) -> "DesignSpace":
         """Compile the constraints and analyse feasibility now (raises on any problem); returns self."""
@@ -1026,12 +1102,16 @@ def space_from_dict(raw: Any, source: str = "<dict>") -> DesignSpace:
     limits.check("constraints", len(raw.get("constraints") or []),
                  f"{top}{len(raw.get('constraints') or []):,} constraints", "combine them or check the file")
     dims: list[Dimension] = []
+    n_values = 0
     for i, entry in enumerate(entries):
         ctx_field = f"parameters[{i}]"
         if isinstance(entry, dict) and "members" in entry:
             dims.append(_group(entry, source, ctx_field))
         else:
             dims.append(_parameter(entry, source, ctx_field))
+        n_values += sum(p.size for p in dims[-1].parameters)
+        limits.check("space_values", n_values, f"{where(source, None, ctx_field)}the parameters so far have "
+                     f"{n_values:,} values in all", "a design space has a few values per parameter")
     fixed = []
     for i, entry in enumerate(raw.get("fixed") or []):
         ctx = where(source, entry.get("__line__") if isinstance(entry, dict) else None, f"fixed[{i}]")

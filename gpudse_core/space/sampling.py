@@ -128,16 +128,14 @@ def sample_size(space: DesignSpace, n: int | None = None, fraction: float | None
     if isinstance(f, bool) or not isinstance(f, (int, float)) or not (0 < f <= 1) or math.isnan(f):
         raise SamplingError(f"the {what} must be a number in (0, 1] (got {f!r})")
     if fraction is not None:
-        feasible = space.feasible_size
-        if feasible is None and math.isnan(space.feasible_size_estimate):
+        total = space.feasible_size_rational()
+        if total is None:
             raise SamplingError(f"the feasible size of space {space.name!r} is unknown (see its notes), so a fraction "
                                 f"of it cannot be turned into a number of points; ask for a number of points instead")
-        total = Fraction(feasible) if feasible is not None else Fraction(space.feasible_size_estimate)
-        what_total = f"{int(total):,} {'feasible ' if space.constraints else ''}points" if total.denominator == 1 \
-            else f"about {float(total):,.0f} feasible points"
+        what_total = f"{space.feasible_size_text()} {'feasible ' if space.constraints else ''}points"
         count = round(Fraction(repr(float(f))) * total)
-        if count < 1:
-            smallest = float(Fraction(1, 2) / total) if total else math.inf
+        if count < 1:  # so total < 0.5 / f: every float below is finite
+            smallest = float(Fraction(1, 2) / total)
             raise SamplingError(
                 f"a fraction of {f:g} of the space's {what_total} is {float(Fraction(repr(float(f))) * total):.3g} "
                 f"points, which rounds to none; ask for a fraction above {smallest:.3g} (one point) or for a number "
@@ -180,7 +178,7 @@ def sample(space: DesignSpace, n: int | None = None, *, fraction: float | None =
                 f"{count:,} points requested but the space has only {feasible:,} {what}; ask for at most {feasible:,}"
             )
         if feasible is None:
-            notes.append(f"feasible size estimated at {space.feasible_size_estimate:,.0f} by random probing")
+            notes.append(f"feasible size {space.feasible_size_text()}")
         if method == "uniform":
             digits, replaced = _uniform(space, count, rng), 0
         else:
@@ -298,8 +296,8 @@ def _uniform(space: DesignSpace, count: int, rng: np.random.Generator,
         if not exact and stalls >= STALL_ROUNDS:
             raise SamplingError(
                 f"found only {have.shape[0] - n_keep:,} distinct feasible points of the {count:,} requested in "
-                f"{drawn:,} random draws; the constraints seem to leave fewer feasible points than that (estimated "
-                f"{space.feasible_size_estimate:,.0f}) — ask for fewer"
+                f"{drawn:,} random draws; the constraints seem to leave fewer feasible points than that (feasible "
+                f"size {space.feasible_size_text()}) — ask for fewer"
             )
     return have[n_keep:]
 

@@ -20,7 +20,7 @@ from fractions import Fraction
 from typing import Any
 
 from .. import limits
-from ..errors import SpaceError
+from ..errors import GpudseError, SpaceError
 
 Value = int | float | str
 
@@ -103,8 +103,12 @@ def parse_range(text: str, ctx: str = "") -> tuple[int | float, ...]:
     count = (stop - start) // step + 1
     _check_count(count, f"range {text!r}", ctx)
     if start.denominator == 1 and step.denominator == 1:
-        return tuple(int(start + i * step) for i in range(count))
-    return tuple(float(start + i * step) for i in range(count))
+        a, b = int(start), int(step)
+        return tuple(range(a, a + b * count, b))
+    # over a common denominator: (a + i b) / d is the correctly rounded float of start + i × step
+    d = math.lcm(start.denominator, step.denominator)
+    a, b = start.numerator * (d // start.denominator), step.numerator * (d // step.denominator)
+    return tuple((a + i * b) / d for i in range(count))
 
 
 def _log2(f: Fraction) -> int:
@@ -209,23 +213,25 @@ def _from_text(t: Any) -> Value:
 
 
 def format_values(values: tuple[Value, ...] | list[Value]) -> Any:
-    """The most compact spec that :func:`parse_values` maps back to exactly *values*."""
+    """The most compact spec that :func:`parse_values` maps back to exactly *values* (checked by
+    parsing it back; linear in the number of values)."""
     vals = list(values)
-    nums = [to_number(v) if not isinstance(v, str) else None for v in vals]
-    if len(vals) >= 3 and all(n is not None for n in nums):
-        fr = [Fraction(str(v)) for v in vals]
-        if all(f > 0 and _is_pow2(f) for f in fr) and all(b == 2 * a for a, b in zip(fr, fr[1:])):
-            return {"pow2": f"{vals[0]}..{vals[-1]}"}
-        step = fr[1] - fr[0]
-        if step > 0 and all(b - a == step for a, b in zip(fr, fr[1:])):
-            spec = f"{_fmt(fr[0])}::{_fmt(step)}::{_fmt(fr[-1])}"
-            try:
-                if parse_range(spec) == tuple(vals) and all(
-                    type(a) is type(b) for a, b in zip(parse_range(spec), vals)
-                ):
-                    return spec
-            except SpaceError:
-                pass
+    if len(vals) < 3 or any(isinstance(v, (str, bool)) or to_number(v) is None for v in vals):
+        return vals
+    candidates = []
+    if all(v > 0 for v in vals) and all(b == 2 * a for a, b in zip(vals, vals[1:])) and _is_pow2(Fraction(vals[0])):
+        candidates.append(({"pow2": f"{vals[0]}..{vals[-1]}"}, lambda: parse_pow2(vals[0], vals[-1])))
+    first, step = Fraction(str(vals[0])), Fraction(str(vals[1])) - Fraction(str(vals[0]))
+    if step > 0:
+        spec = f"{_fmt(first)}::{_fmt(step)}::{_fmt(Fraction(str(vals[-1])))}"
+        candidates.append((spec, lambda: parse_range(spec)))
+    for spec, back in candidates:
+        try:
+            again = back()
+        except GpudseError:
+            continue
+        if again == tuple(vals) and all(type(a) is type(b) for a, b in zip(again, vals)):
+            return spec
     return vals
 
 

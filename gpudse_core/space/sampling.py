@@ -222,8 +222,8 @@ def _blocks(space: DesignSpace) -> list[_Block]:
             raise SamplingError(
                 f"{where(space.source)}cannot sample uniformly: no combination of {names} among {c.probes:,} random "
                 f"probes satisfies the constraints, so their feasible share is below {c.fraction_upper:.2g} and "
-                f"drawing by rejection would not finish; split the constraint into conditions on fewer parameters, narrow "
-                f"the value lists, or raise the limit feasibility_points so the combinations are enumerated")
+                f"drawing by rejection would not finish; split the constraint into conditions on fewer parameters, "
+                f"narrow the value lists, or raise the limit feasibility_points so the combinations are enumerated")
         else:
             out.append(_Block(c.dims, c.raw_size, None, c.conjuncts, radices))
     return out

@@ -123,8 +123,12 @@ def test_constant_infinite_and_reserved_responses_are_flagged():
     assert rep.responses == ["cycles", "ipc"] and rep.rows_kept == 3
     assert kinds["infinite response"].rows == [2] and "constant response" in kinds
     assert "design_index" in kinds["reserved columns"].message
-    with pytest.raises(GpudseError, match="cannot be a response"):
+    named = validate_results(df, SPACE, responses=["cycles", "design_index"])
+    assert named.responses == ["cycles"] and any(p.kind == "reserved columns" for p in named.problems)
+    with pytest.raises(GpudseError, match="no numeric response"):
         validate_results(df, SPACE, responses=["design_index"])
+    with pytest.raises(GpudseError, match="parameters of the space"):
+        validate_results(df, SPACE, responses=["simd"])
 
 
 def test_table_limits_are_checked_before_parsing(tmp_path):

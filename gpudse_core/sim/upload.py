@@ -12,7 +12,7 @@ problems, each naming the column and the (1-based) data rows and what was done:
 * non-numeric, missing or infinite responses — the row is dropped;
 * a response that is constant over the rows kept — flagged (a regression cannot use it);
 * columns gpudse adds itself (``design_index``, ``predicted``, …, see ``choices.RESERVED_NAMES``)
-  are never taken for responses: dropped with a note, and refused when named as a response.
+  are never taken for responses, even when named as one: dropped with a note.
 
 Reading goes through :func:`gpudse_core.dataio.read_table_bytes` (bounded; duplicated column names
 refused), so an upload and a file given to the CLI are read the same way.
@@ -96,11 +96,10 @@ def validate_results(df: pd.DataFrame, space: DesignSpace, responses: list[str] 
         responses = [c for c in others
                      if c not in RESERVED_NAMES and pd.to_numeric(df[c], errors="coerce").notna().any()]
     else:
-        bad = [r for r in responses if r in RESERVED_NAMES or r in params]
+        bad = [r for r in responses if r in params]
         if bad:
-            raise GpudseError(f"column(s) {', '.join(bad)} cannot be a response: "
-                              + ("they are parameters of the space" if bad[0] in params else
-                                 "gpudse adds such columns itself (a design index, a prediction, a campaign field)"))
+            raise GpudseError(f"column(s) {', '.join(bad)} cannot be a response: they are parameters of the space")
+        responses = [r for r in responses if r not in RESERVED_NAMES]  # reported below with the reserved columns
     unknown_resp = [r for r in responses if r not in df.columns]
     if unknown_resp:
         raise GpudseError(f"response column(s) {', '.join(unknown_resp)} are not in the results")

@@ -18,7 +18,8 @@ from pathlib import Path
 import psutil
 import pytest
 
-from gpudse_core.sim.campaign import AnalyticalBackend, CommandBackend, run_campaign, supervise
+from gpudse_core.sim.campaign import AnalyticalBackend, CommandBackend, run_campaign
+from gpudse_core.sim.command import supervise
 from gpudse_core.sim.store import CampaignStore, StoreError, progress_of
 
 from conftest import ROOT
@@ -272,7 +273,7 @@ def test_a_flood_of_output_costs_bounded_disk_and_keeps_the_statistics(tmp_path,
 def test_supervised_simulator_dies_with_its_worker(tmp_path):
     """A worker process running a simulator (which has a grandchild) is SIGKILLed: both die."""
     script = (f"import sys; sys.path.insert(0, {str(ROOT)!r}); from pathlib import Path; "
-              f"from gpudse_core.sim.campaign import supervise; "
+              f"from gpudse_core.sim.command import supervise; "
               f"supervise([sys.executable, '-c', 'import subprocess, sys, time; "
               f"subprocess.Popen([sys.executable, \"-c\", \"import time; time.sleep(300)\"]); time.sleep(300)'], "
               f"Path({str(tmp_path)!r}), Path({str(tmp_path / 'run.log')!r}), 600.0, {{}})")

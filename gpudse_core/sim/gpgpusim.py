@@ -34,11 +34,13 @@ config file is read up to ``limits.document_bytes``.
 from __future__ import annotations
 
 import gzip
+import math
 import re
 import zlib
+from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, Iterator, Mapping
+from typing import IO, Any, Iterable, Iterator, Mapping
 
 from .. import limits
 from ..errors import GpudseError
@@ -49,8 +51,12 @@ METRICS = ("gpu_sim_cycle", "gpu_tot_sim_cycle", "gpu_sim_insn", "gpu_tot_sim_in
 DERIVED = ("cycles", "insn", "ipc", "kernels")
 PER_CHANNEL = ("bwutil", "dram_eff")
 _NUM = r"([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)"
-_PATTERNS = {m: re.compile(rf"(?:^|\s){re.escape(m)}\s*=\s*{_NUM}") for m in METRICS}
-_KERNEL = re.compile(r"^kernel_name\s*=\s*(\S+)")
+_SP = r"[^\S\n]*"  # spaces within a line
+# candidates first (a plain alternation of literals: the regex engine scans for them quickly), then their context
+_NAMES = re.compile("|".join(sorted(map(re.escape, (*METRICS, "kernel_name")), key=len, reverse=True)))
+_VALUE = re.compile(rf"{_SP}={_SP}{_NUM}")
+_KERNEL_VALUE = re.compile(rf"{_SP}={_SP}(\S+)")
+KEEP_KERNELS = 1000  # kernels whose statistics a SimLog keeps (totals cover all)
 _DROPPED = re.compile(re.escape(TRUNCATION_MARK) + r" (\d+) bytes")
 CHUNK = 1 << 20  # bytes read at a time
 MAX_LINE = 1 << 20  # a longer line is cut into pieces (no statistic is that long)
@@ -64,17 +70,23 @@ class ParseError(GpudseError):
 class KernelStats:
     name: str
     metrics: dict[str, float] = field(default_factory=dict)
-    channels: dict[str, list[float]] = field(default_factory=dict)
+    channels: dict[str, list[float]] = field(default_factory=dict)  # per-channel metric -> [sum, count]
 
 
 @dataclass
 class SimLog:
-    """Per-kernel statistics of one simulator run and its totals."""
+    """Per-kernel statistics of one simulator run and its totals.
+
+    ``kernels`` keeps the last :data:`KEEP_KERNELS` kernels; ``count`` and ``sums`` (Σ gpu_sim_cycle,
+    Σ gpu_sim_insn) cover every kernel, so a log of millions of kernels costs bounded memory.
+    """
 
     kernels: list[KernelStats]
     extra: dict[str, float] = field(default_factory=dict)
     source: str = ""
     dropped: int = 0  # bytes of output dropped from the middle (0: the log is complete)
+    count: int | None = None  # kernels in the log (default: len(kernels))
+    sums: dict[str, float] | None = None  # over all kernels (default: over ``kernels``)
 
     @property
     def truncated(self) -> bool:
@@ -87,22 +99,24 @@ class SimLog:
             return dict(self.extra)
         last = self.kernels[-1]
         if self.truncated:  # dropped kernels cannot be summed: GPGPU-Sim's cumulative counters can
-            cyc = [last.metrics["gpu_tot_sim_cycle"]] if "gpu_tot_sim_cycle" in last.metrics else []
-            ins = [last.metrics["gpu_tot_sim_insn"]] if "gpu_tot_sim_insn" in last.metrics else []
+            sums = {m: last.metrics[t] for m, t in (("gpu_sim_cycle", "gpu_tot_sim_cycle"),
+                                                    ("gpu_sim_insn", "gpu_tot_sim_insn")) if t in last.metrics}
+        elif self.sums is not None:
+            sums = self.sums
         else:
-            cyc = [k.metrics["gpu_sim_cycle"] for k in self.kernels if "gpu_sim_cycle" in k.metrics]
-            ins = [k.metrics["gpu_sim_insn"] for k in self.kernels if "gpu_sim_insn" in k.metrics]
-        if cyc:
-            out["cycles"] = float(sum(cyc))
-        if ins:
-            out["insn"] = float(sum(ins))
-        if cyc and ins and sum(cyc) > 0:
-            out["ipc"] = float(sum(ins)) / float(sum(cyc))
+            sums = _sums(self.kernels)
+        cyc, ins = sums.get("gpu_sim_cycle"), sums.get("gpu_sim_insn")
+        if cyc is not None:
+            out["cycles"] = float(cyc)
+        if ins is not None:
+            out["insn"] = float(ins)
+        if cyc is not None and ins is not None and cyc > 0:
+            out["ipc"] = float(ins) / float(cyc)
         for m in METRICS:
             if m in last.metrics:
                 out[m] = last.metrics[m]
         if not self.truncated:
-            out["kernels"] = float(len(self.kernels))
+            out["kernels"] = float(self.count if self.count is not None else len(self.kernels))
         out.update(self.extra)
         return out
 
@@ -193,16 +207,12 @@ def _blocks(chunks: Iterator[bytes]) -> Iterator[str]:
 
 
 def _text_blocks(text: str) -> Iterator[str]:
-    """Whole lines of *text*, a block of about CHUNK characters at a time."""
+    """Whole lines of *text*, about CHUNK characters at a time (lines over MAX_LINE are cut)."""
     i, n = 0, len(text)
     while i < n:
-        end = i + CHUNK
-        if end >= n:
-            yield text[i:]
-            return
-        cut = text.rfind("\n", i, end) + 1
-        if cut <= i:
-            cut = end  # a line longer than CHUNK
+        cut = text.rfind("\n", i, i + CHUNK) + 1
+        if cut <= i:  # no line ends within CHUNK: the line ends later, or is cut at MAX_LINE
+            cut = text.find("\n", i + CHUNK, i + MAX_LINE) + 1 or min(n, i + MAX_LINE)
         yield text[i:cut]
         i = cut
 
@@ -234,15 +244,28 @@ def parse_log(source: str | Path, extra: Mapping[str, str] | None = None, text: 
     return parser.result(name)
 
 
+def _sums(kernels: Iterable[KernelStats]) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for k in kernels:
+        for m in ("gpu_sim_cycle", "gpu_sim_insn"):
+            if m in k.metrics:
+                out[m] = out.get(m, 0) + k.metrics[m]
+    return out
+
+
 class _LogParser:
+    """Statistics of a log fed a block of whole lines at a time; memory bounded (see :class:`SimLog`)."""
+
     def __init__(self, extra_re: Mapping[str, Any]):
         self.extra_re = extra_re
-        self.kernels: list[KernelStats] = []
+        self.kernels: deque[KernelStats] = deque(maxlen=KEEP_KERNELS)
         self.current: KernelStats | None = None
+        self.count = 0
+        self.sums: dict[str, float] = {}
         self.extras: dict[str, str] = {}
         self.dropped = 0
 
-    def feed_all(self, blocks: Iterator[str]) -> None:
+    def feed_all(self, blocks: Iterable[str]) -> None:
         for block in blocks:
             start = 0
             while True:
@@ -258,9 +281,20 @@ class _LogParser:
                 m = _DROPPED.match(block, at)
                 self.dropped += int(m.group(1)) if m and len(m.group(1)) < 19 else 1
                 # statistics after the gap belong to a kernel whose header may have been dropped
-                self.current = KernelStats("(after dropped output)")
-                self.kernels.append(self.current)
+                self._start(KernelStats("(after dropped output)"))
                 self.extras.clear()  # an earlier match may not be the last one any more
+
+    def _start(self, kernel: KernelStats | None) -> None:
+        k = self.current
+        if k is not None:
+            for m, (total, n) in k.channels.items():
+                k.metrics[m] = total / n
+            for m in ("gpu_sim_cycle", "gpu_sim_insn"):
+                if m in k.metrics:
+                    self.sums[m] = self.sums.get(m, 0) + k.metrics[m]
+            if k.metrics or not k.name.startswith("("):
+                self.kernels.append(k)
+        self.current = kernel
 
     def _feed(self, block: str) -> None:
         if not block:
@@ -268,43 +302,44 @@ class _LogParser:
         for k, rx in self.extra_re.items():
             last = None
             for m in rx.finditer(block):
-                last = m
+                if m.group(1):  # an empty group carries no number
+                    last = m
             if last is not None:
                 self.extras[k] = last.group(1)
-        for line in block.splitlines():
-            if "=" not in line:
+        for hit in _NAMES.finditer(block):
+            at, name = hit.start(), hit.group()
+            before = block[at - 1] if at else "\n"
+            if name == "kernel_name":  # a header starts a line
+                val = _KERNEL_VALUE.match(block, hit.end()) if before == "\n" else None
+                if val is not None:
+                    self.count += 1
+                    self._start(KernelStats(val.group(1)))
                 continue
-            km = _KERNEL.match(line)
-            if km:
-                self.current = KernelStats(km.group(1))
-                self.kernels.append(self.current)
+            k = self.current
+            if k is None or not before.isspace():  # a metric starts a line or follows a space
                 continue
-            if self.current is None:
+            val = _VALUE.match(block, hit.end())
+            if val is None:
                 continue
-            for m, rx in _PATTERNS.items():
-                hit = rx.search(line)
-                if hit:
-                    try:
-                        v = float(hit.group(1))
-                    except ValueError:
-                        continue
-                    if m in PER_CHANNEL:
-                        self.current.channels.setdefault(m, []).append(v)
-                    else:
-                        self.current.metrics[m] = v
+            v = float(val.group(1))
+            if not math.isfinite(v):  # 1e999: not a statistic
+                continue
+            if name in PER_CHANNEL:
+                acc = k.channels.setdefault(name, [0.0, 0])
+                acc[0] += v
+                acc[1] += 1
+            else:
+                k.metrics[name] = v
 
     def result(self, name: str) -> SimLog:
-        kernels = [k for k in self.kernels if k.metrics or k.channels or not k.name.startswith("(")]
-        for k in kernels:
-            for m, vals in k.channels.items():
-                k.metrics[m] = sum(vals) / len(vals)
+        self._start(None)
         extras = {}
         for k, v in self.extras.items():
             try:
                 extras[k] = float(v)
             except (TypeError, ValueError):
                 raise ParseError(f"{name}: metric {k!r}: matched {v!r}, which is not a number") from None
-        return SimLog(kernels, extras, name, self.dropped)
+        return SimLog(list(self.kernels), extras, name, self.dropped, self.count, dict(self.sums))
 
 
 # ---- config files -------------------------------------------------------------------------------

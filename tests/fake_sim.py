@@ -46,7 +46,7 @@ if a.mode == "hang":
 if a.mode == "garbage":
     print("all done, no statistics", flush=True)
     sys.exit(0)
-if a.mode == "flaky" and run.endswith("try1"):
+if a.mode == "flaky" and re.search(r"-try1(\.\d+)?$", run):
     sys.exit(3)
 cta, clusters = int(cfg["-gpgpu_shader_cta"]), int(cfg["-gpgpu_n_clusters"])
 cycles = 100000 // (cta * clusters) + 17

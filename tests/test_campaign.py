@@ -18,6 +18,7 @@ import pytest
 from gpudse_core import load_preset, sample
 from gpudse_core.sim.campaign import AnalyticalBackend, BackendError, CommandBackend, points_spec, run_campaign
 from gpudse_core.errors import GpudseError
+from gpudse_core.sim.gpgpusim import parse_log
 from gpudse_core.sim.simulator import simulate
 from gpudse_core.sim.store import CampaignStore, StoreError
 
@@ -269,3 +270,98 @@ def test_bad_worker_count(tmp_path):
         st.open({}, points(1))
         with pytest.raises(GpudseError, match="at least 1"):
             run_campaign(st, AnalyticalBackend(), workers=-1)
+
+
+# ---- placeholders, run directories, attempts (issue 11) ----------------------------------------------------
+ECHO = [sys.executable, "-c", "import sys; print('ARGS', sys.argv[1:]); print('gpu_tot_sim_cycle = 5'); "
+        "print('kernel_name = k'); print('gpu_tot_sim_cycle = 5')"]
+
+
+def test_substitution_is_a_single_pass_and_placeholders_cannot_be_hijacked(tmp_path):
+    from gpudse_core.sim.command import substitute
+
+    subs = {"config": "/r/gpgpusim.config", "run_dir": "/r", "name": "{run_dir}/../../etc", "point": "3"}
+    assert substitute("--{name}", subs) == "--{run_dir}/../../etc"  # a value is never substituted again
+    assert substitute("{config}:{point}{{x}}", subs) == "/r/gpgpusim.config:3{{x}}"
+    be = CommandBackend.from_file(backend_file(tmp_path, command=[*ECHO, "{name}", "{run_dir}", "{attempt}"],
+                                               metrics=("gpu_tot_sim_cycle",)))
+    out = be.run_one(0, {"name": "{run_dir}", "blk": 8}, 1)
+    assert out.ok, out.error
+    log = (Path(out.attempts[-1].run_dir) / "run.log").read_text()
+    assert f"ARGS ['{{run_dir}}', '{out.attempts[-1].run_dir}', '1']" in log
+
+
+@pytest.mark.parametrize("column", ["config", "run_dir", "attempt", "status"])
+def test_reserved_parameter_names_are_refused_before_anything_runs(tmp_path, column):
+    from gpudse_core.cli import main
+
+    samples = tmp_path / "s.csv"
+    points(2).rename(columns={"simd": column}).to_csv(samples, index=False)
+    cfg = backend_file(tmp_path)
+    assert main(["simulate", str(samples), "--backend", "command", "--config", str(cfg), "--store",
+                 str(tmp_path / "c.db"), "-o", str(tmp_path / "r.csv")]) == 2
+    assert not (tmp_path / "c.db").exists() and not (tmp_path / "runs").exists()
+    with pytest.raises(GpudseError, match=f"named {column}, which gpudse reserves"):
+        with CampaignStore(tmp_path / "c2.db") as st:
+            st.open({}, points(2).rename(columns={"simd": column}))
+
+
+def test_unknown_placeholders_and_unmapped_options_are_refused(tmp_path):
+    be = CommandBackend.from_file(backend_file(tmp_path, command=[*ECHO, "{blk}", "{typo}"]))
+    with pytest.raises(BackendError, match=r"\{typo\}, which is neither a placeholder"):
+        be.check_points(["blk", "simd"])
+    be = CommandBackend.from_file(backend_file(tmp_path))  # options map blk
+    with pytest.raises(BackendError, match="options set blk, which the design points do not have"):
+        be.check_points(["simd"])
+    be.check_points(["blk", "simd"])
+
+
+def test_each_attempt_has_its_own_directory_and_record(tmp_path):
+    """Retries get new directories; a directory left by another campaign in the same workdir is never
+    reused; every attempt is in the store with its worker and directory."""
+    be = CommandBackend.from_file(backend_file(tmp_path, mode="flaky"))
+    stale = tmp_path / "runs" / "point-000000-try1"
+    stale.mkdir(parents=True)
+    (stale / "run.log").write_text("an older campaign's log\n")
+    with CampaignStore(tmp_path / "c.db", max_attempts=3) as st:
+        st.open(be.spec(), points(2))
+        assert run_campaign(st, be, workers=1).done == 2
+        att = st.attempts()
+    assert att.groupby("idx").attempt.apply(list).tolist() == [[1, 2], [1, 2]]
+    assert att.outcome.tolist() == ["failed", "done", "failed", "done"]
+    assert all(att.worker.str.contains(":")) and att.run_dir.is_unique
+    assert att.run_dir.iloc[0].endswith("point-000000-try1.2")  # the stale directory was skipped
+    assert (stale / "run.log").read_text() == "an older campaign's log\n"
+    assert (att.started <= att.finished).all() and (att.claimed <= att.started + 1).all()
+
+
+def test_a_lost_execution_found_by_its_rerun_is_recorded(tmp_path):
+    from gpudse_core.sim.command import allocate_run_dir
+
+    d1, a1, lost = allocate_run_dir(tmp_path, 5, 1, "camp-A", "dask w0", 100.0)
+    assert (a1, lost) == (1, []) and d1.name == "point-000005-try1"
+    # the scheduler reran the same task (attempt 1) elsewhere after w0 died
+    d2, a2, lost = allocate_run_dir(tmp_path, 5, 1, "camp-A", "dask w1", 200.0)
+    assert a2 == 2 and d2.name == "point-000005-try2"
+    assert [(x.attempt, x.outcome, x.worker, x.run_dir, x.started) for x in lost] == \
+        [(1, "lost", "dask w0", str(d1), 100.0)]
+    d3, a3, lost = allocate_run_dir(tmp_path, 5, 1, "camp-B", "w", 300.0)  # another campaign: skipped
+    assert (d3.name, a3, lost) == ("point-000005-try1.2", 1, [])
+
+
+def test_stop_hands_back_points_not_started(tmp_path):
+    with CampaignStore(tmp_path / "c.db") as st:
+        st.open({}, points(200))
+        calls = []
+        final = run_campaign(st, AnalyticalBackend(batch_size=10), workers=1,
+                             progress=lambda p, r: calls.append(p.done), should_stop=lambda: bool(calls))
+        assert 0 < final.done < 200 and final.running == 0 and final.pending == 200 - final.done
+        att = st.attempts()
+        assert (att.outcome == "done").sum() == final.done and (att.outcome != "running").all()
+
+
+def test_the_example_description_reads_and_fits_the_stargazer_space(tmp_path):
+    be = CommandBackend.from_file(ROOT / "examples" / "gpgpusim.toml")
+    be.check_points(points(1).columns)
+    assert be.command[-1] == "{config}" and be.timeout == 14400 and be.env == {"CUDA_INSTALL_PATH": "/usr/local/cuda"}
+    assert parse_log("x", text="total_rays = 12\n", extra=be.extra).extra == {"rays": 12.0}

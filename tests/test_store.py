@@ -22,8 +22,8 @@ from test_campaign import points
 SCHEMA_V1 = """
 CREATE TABLE campaign (name TEXT PRIMARY KEY, spec TEXT NOT NULL, created REAL NOT NULL);
 CREATE TABLE point (campaign TEXT NOT NULL REFERENCES campaign(name), idx INTEGER NOT NULL, params TEXT NOT NULL,
-    status TEXT NOT NULL CHECK (status IN ('pending', 'running', 'done', 'failed')), attempts INTEGER NOT NULL DEFAULT 0,
-    result TEXT, error TEXT, log_tail TEXT, started REAL, finished REAL, PRIMARY KEY (campaign, idx));
+    status TEXT NOT NULL CHECK (status IN ('pending', 'running', 'done', 'failed')),
+    attempts INTEGER NOT NULL DEFAULT 0, result TEXT, error TEXT, log_tail TEXT, started REAL, finished REAL, PRIMARY KEY (campaign, idx));
 CREATE INDEX point_status ON point (campaign, status);
 """
 
@@ -105,6 +105,36 @@ def test_a_stamped_file_with_other_gpudse_tables_is_a_store(tmp_path):
     with CampaignStore(q) as st:
         assert st.open({}, points(2)) == "created"
     assert _pragmas(q) == (APPLICATION_ID, SCHEMA_VERSION)
+
+
+@pytest.mark.parametrize("with_campaigns", [False, True])
+def test_an_unstamped_dashboard_workspace_is_recognised_and_stamped(tmp_path, with_campaigns):
+    """Workspace files written before workspaces were stamped (ws_meta with a gpudse.workspace schema),
+    possibly holding first-schema campaign tables, are gpudse files: used and stamped, their tables kept."""
+    p = tmp_path / "ws.db"
+    with sqlite3.connect(p) as db:
+        db.execute("CREATE TABLE ws_meta (id TEXT PRIMARY KEY, name TEXT, schema TEXT NOT NULL)")
+        db.execute("INSERT INTO ws_meta VALUES ('abc', 'my work', 'gpudse.workspace/1')")
+        db.execute("CREATE TABLE ws_campaign (name TEXT PRIMARY KEY, store_name TEXT)")
+        if with_campaigns:
+            db.executescript(SCHEMA_V1)
+            db.execute("INSERT INTO campaign VALUES ('abc/old', '{}', 0)")
+            db.execute("INSERT INTO point (campaign, idx, params, status, attempts, result) VALUES "
+                       "('abc/old', 0, '{\"blk\": 1}', 'done', 1, '{\"cycles\": 3.0}')")
+    with CampaignStore(p, name="abc/new") as st:
+        assert st.open({}, points(2)) == "created"
+    assert _pragmas(p) == (APPLICATION_ID, SCHEMA_VERSION)
+    with sqlite3.connect(p) as db:
+        assert db.execute("SELECT name FROM ws_meta").fetchone()[0] == "my work"
+    if with_campaigns:
+        with CampaignStore(p, name="abc/old", readonly=True) as st:
+            assert st.table().cycles.tolist() == [3.0]
+    q = tmp_path / "other.db"
+    with sqlite3.connect(q) as db:
+        db.execute("CREATE TABLE ws_meta (schema TEXT)")
+        db.execute("INSERT INTO ws_meta VALUES ('somebody.else/1')")
+    with pytest.raises(StoreError, match="not a gpudse campaign store"):
+        CampaignStore(q)
 
 
 def test_a_first_schema_store_is_upgraded_in_place(tmp_path):

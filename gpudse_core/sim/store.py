@@ -271,6 +271,12 @@ def _check_header(p: Path) -> None:
 
 
 def _identify(db: sqlite3.Connection, p: Path) -> tuple[int, int]:
+    """(application id, campaign schema version) of a gpudse file; anything else is refused.
+
+    Unstamped files that are gpudse's are recognised by their tables: a store of the first schema
+    (exactly ``campaign`` and ``point``), or a dashboard workspace (``ws_meta`` whose ``schema`` is
+    ``gpudse.workspace/…``, written before workspaces were stamped). A writer stamps them.
+    """
     app = db.execute("PRAGMA application_id").fetchone()[0] & 0xFFFFFFFF
     version = db.execute("PRAGMA user_version").fetchone()[0]
     if app == APPLICATION_ID:
@@ -280,14 +286,25 @@ def _identify(db: sqlite3.Connection, p: Path) -> tuple[int, int]:
         return app, version
     tables = sorted(r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT "
                                              "LIKE 'sqlite_%'"))
-    if app == 0 and version == 0 and set(tables) == set(_V1_COLUMNS):
-        cols = {t: {r[1] for r in db.execute(f"PRAGMA table_info({t})")} for t in _V1_COLUMNS}
-        if cols == _V1_COLUMNS:
-            return app, 1  # a store of the first schema: upgraded by a writer
+    if app == 0 and version == 0:
+        v1 = all(t in tables and {r[1] for r in db.execute(f"PRAGMA table_info({t})")} == cols
+                 for t, cols in _V1_COLUMNS.items())
+        if v1 and set(tables) == set(_V1_COLUMNS):
+            return app, 1  # a store of the first schema
+        if "ws_meta" in tables and _is_workspace(db):
+            return app, (1 if v1 else 0)
     who = f"application id 0x{app:08x}" if app else ("no tables" if not tables else
                                                    "tables " + ", ".join(tables[:8]) + ("…" if len(tables) > 8 else ""))
     raise StoreError(f"{p}: an SQLite database that is not a gpudse campaign store ({who}); gpudse does not write "
                      f"into other programs' files; pass another --store")
+
+
+def _is_workspace(db: sqlite3.Connection) -> bool:
+    try:
+        row = db.execute("SELECT schema FROM ws_meta LIMIT 1").fetchone()
+    except sqlite3.OperationalError:
+        return False
+    return row is not None and isinstance(row[0], str) and row[0].startswith("gpudse.workspace/")
 
 
 def _quick_check(db: sqlite3.Connection, p: Path) -> None:
@@ -308,7 +325,8 @@ def _migrate(db: sqlite3.Connection, p: Path) -> None:
     try:
         app, version = _identify(db, p)  # again, under the write lock: another process may have done it
         if app != APPLICATION_ID or version < SCHEMA_VERSION:
-            if version == 1:
+            cols = {r[1] for r in db.execute("PRAGMA table_info(campaign)")}
+            if cols and "uid" not in cols:  # a first-schema campaign table
                 db.execute("ALTER TABLE campaign ADD COLUMN uid TEXT")
             for stmt in SCHEMA.split(";"):
                 if stmt.strip():
@@ -652,8 +670,8 @@ class CampaignStore:
                 "excluded.outcome, worker = COALESCE(excluded.worker, worker), run_dir = COALESCE(excluded.run_dir, "
                 "run_dir), started = COALESCE(excluded.started, started), finished = excluded.finished, error = "
                 "excluded.error", attempt_rows)
-            self.db.executemany("UPDATE point SET status = 'done', result = ?, error = NULL, attempts = ?, finished = ? "
-                                "WHERE campaign = ? AND idx = ?", done_rows)
+            self.db.executemany("UPDATE point SET status = 'done', result = ?, error = NULL, attempts = ?, "
+                                "finished = ? WHERE campaign = ? AND idx = ?", done_rows)
             self.db.executemany("UPDATE point SET status = ?, error = ?, log_tail = ?, attempts = ?, finished = ? "
                                 "WHERE campaign = ? AND idx = ?", fail_rows)
 

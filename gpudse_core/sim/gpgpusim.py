@@ -57,6 +57,7 @@ _NAMES = re.compile("|".join(sorted(map(re.escape, (*METRICS, "kernel_name")), k
 _VALUE = re.compile(rf"{_SP}={_SP}{_NUM}")
 _KERNEL_VALUE = re.compile(rf"{_SP}={_SP}(\S+)")
 KEEP_KERNELS = 1000  # kernels whose statistics a SimLog keeps (totals cover all)
+RE2_MEMORY = 1 << 20  # bytes one compiled user pattern may use (a bigger program is refused)
 _DROPPED = re.compile(re.escape(TRUNCATION_MARK) + r" (\d+) bytes")
 CHUNK = 1 << 20  # bytes read at a time
 MAX_LINE = 1 << 20  # a longer line is cut into pieces (no statistic is that long)
@@ -149,6 +150,7 @@ def compile_patterns(extra: Mapping[str, str] | None, where: str = "") -> dict[s
         opts = re2.Options()
         opts.log_errors = False
         opts.never_nl = True  # matched line by line, whatever the chunking
+        opts.max_mem = RE2_MEMORY  # per pattern (re2 caches 128 compiled patterns: at most 128 MiB)
         try:
             rx = re2.compile("(?m)" + pattern, opts)
         except re2.error as e:

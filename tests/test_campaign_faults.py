@@ -183,8 +183,9 @@ def test_damaged_store_is_refused_at_open_and_left_untouched(tmp_path):
     _store_with_results(store)
     damage(store)
     before = _sha(store)
-    with pytest.raises(StoreError, match=r"damaged.*\.recover"):
+    with pytest.raises(StoreError, match=r"damaged.*\.recover") as err:
         CampaignStore(store)
+    assert f"sqlite3 {store} .recover" in str(err.value)
     backend_file(tmp_path)
     samples = tmp_path / "s.csv"
     points(3).to_csv(samples, index=False)

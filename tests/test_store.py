@@ -303,3 +303,16 @@ def test_reserved_column_names_are_refused(tmp_path):
     with CampaignStore(tmp_path / "c.db") as st:
         with pytest.raises(StoreError, match="named config, which gpudse reserves"):
             st.open({}, pts)
+
+
+def test_a_zombie_holder_is_dead(tmp_path):
+    """A holder killed but not yet reaped by its parent (a zombie) has exited: its lease is taken over."""
+    p = tmp_path / "c.db"
+    _running_store(p)
+    zombie = subprocess.Popen([sys.executable, "-c", "pass"])
+    while open(f"/proc/{zombie.pid}/stat").read().split(") ")[1][0] != "Z":
+        time.sleep(0.05)
+    _lease(p, pid=zombie.pid)
+    with CampaignStore(p) as st:
+        assert st.open({"a": 1}, points(6)) == "resumed" and "has exited" in st.took_over
+    zombie.wait()

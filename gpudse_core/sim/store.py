@@ -126,7 +126,7 @@ CREATE TABLE IF NOT EXISTS lease (
 _V1_COLUMNS = {"campaign": {"name", "spec", "created"},
                "point": {"campaign", "idx", "params", "status", "attempts", "result", "error", "log_tail", "started",
                          "finished"}}
-_RECOVER = "copy it aside and recover what it holds with `sqlite3 {path} .recover > recovered.sql`"
+_RECOVER = "Copy it aside and recover what it holds with `sqlite3 {path} .recover > recovered.sql`"
 
 
 class StoreError(GpudseError):
@@ -317,7 +317,7 @@ def _quick_check(db: sqlite3.Connection, p: Path) -> None:
     if problems:
         shown = "; ".join(problems[:3]) + (f" (+{len(problems) - 3} more)" if len(problems) > 3 else "")
         raise StoreError(f"{p}: the store is damaged ({shown}); gpudse will not write to it. "
-                         f"{_RECOVER.format(path=p).capitalize()}, or pass another --store to start over")
+                         f"{_RECOVER.format(path=p)}, or pass another --store to start over")
 
 
 def _migrate(db: sqlite3.Connection, p: Path) -> None:
@@ -358,7 +358,7 @@ def _explain(p: Path, what: str, e: sqlite3.Error) -> str:
     low = msg.lower()
     if "malformed" in low or "not a database" in low or "corrupt" in low:
         return (f"{p}: {what} failed: the store file is damaged ({msg}). Everything committed before is kept; "
-                f"gpudse stops here. {_RECOVER.format(path=p).capitalize()}, or pass another --store")
+                f"gpudse stops here. {_RECOVER.format(path=p)}, or pass another --store")
     if "locked" in low or "busy" in low:
         return (f"{p}: {what} failed: the store stayed locked by another process for 30 s ({msg}); "
                 f"try again when it is less busy")
@@ -381,14 +381,20 @@ def _boot_id() -> str:
         return ""
 
 
-def _pid_start(pid: int) -> str:
-    """A process's start time in clock ticks since boot (Linux), to tell a reused pid apart."""
+def _proc_stat(pid: int) -> tuple[str, str]:
+    """(state, start time in clock ticks since boot) of a process, from /proc (Linux); ("", "") elsewhere."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as fh:
             stat = fh.read()
     except OSError:
-        return ""
-    return stat[stat.rfind(b")") + 2:].split()[19].decode()
+        return "", ""
+    fields = stat[stat.rfind(b")") + 2:].split()
+    return fields[0].decode(), fields[19].decode()
+
+
+def _pid_start(pid: int) -> str:
+    """A process's start time (Linux), to tell a reused pid apart."""
+    return _proc_stat(pid)[1]
 
 
 def _pid_alive(pid: int) -> bool:
@@ -400,7 +406,7 @@ def _pid_alive(pid: int) -> bool:
         return True
     except OSError:
         return False
-    return True
+    return _proc_stat(pid)[0] not in ("Z", "X")  # a zombie has exited, only not yet been reaped
 
 
 _HOST = socket.gethostname()

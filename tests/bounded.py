@@ -27,16 +27,12 @@ from pathlib import Path
 
 CHILD_ENV = "GPUDSE_BOUNDED_CHILD"
 ROOT = Path(__file__).resolve().parent.parent
-# The child's own peak: VmHWM of its image. (ru_maxrss would not do: Linux carries the parent's resident
-# size at fork over the exec, so a child of a big pytest process would report the parent's memory.)
 _RUNNER = """
 import resource, sys, pytest
 rc = pytest.main(["-q", "-p", "no:cacheprovider", "-x", "--no-header", "-W", "ignore::pytest.PytestUnraisableExceptionWarning", sys.argv[1]])
-try:
-    peak = next(int(line.split()[1]) for line in open("/proc/self/status") if line.startswith("VmHWM:"))
-except (OSError, StopIteration):
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-open(sys.argv[2], "w").write(str(peak))
+# the child's own peak (VmHWM): ru_maxrss would carry over the forking parent's peak
+hwm = [l.split()[1] for l in open("/proc/self/status") if l.startswith("VmHWM:")]
+open(sys.argv[2], "w").write(hwm[0] if hwm else str(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss))
 sys.exit(int(rc))
 """
 

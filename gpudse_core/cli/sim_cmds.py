@@ -64,12 +64,12 @@ def _bar(prog, rate: float) -> None:
           end="", file=sys.stderr, flush=True)
 
 
-def _report_missing(store, final, attempts: int) -> int:
-    """Say how many points have no result and why; 1 if any is missing, else 0."""
+def _report_missing(store, final, attempts: int, stopped: bool = False) -> int:
+    """Say how many points have no result and why; 1 if any is missing (also after a Stop), else 0."""
     missing = final.total - final.done
     if not missing:
         return 0
-    parts = []
+    parts = ["stopped on request"] if stopped else []
     if final.failed:
         fails = store.failures()
         parts.append(f"{final.failed:,} failed after {attempts} attempt(s) (first: point {fails.idx.iloc[0]}: "

@@ -78,7 +78,9 @@ class Limits:
     json_table_nodes: int = 5_000_000  # values in a JSON table (with json_table_bytes)
     # ---- simulators and their output ------------------------------------------------------------------
     log_bytes: int = 4 * GiB  # decompressed simulator log, parsed as a stream
-    sim_output_bytes: int = 64 * MiB  # a run's stdout+stderr kept on disk; the rest is dropped (the tail kept)
+    sim_output_bytes: int = 64 * MiB  # a run's stdout+stderr kept on disk: its head and tail (the middle dropped)
+    campaign_lease_s: float = 120.0  # a campaign lease whose holder (on another host) has not renewed it for
+    #                                  this long is stale: another process may take the campaign over
     regex_length: int = 1_000  # a user regular expression (compiled with RE2: linear time)
     timeout_max_s: float = 30 * 86400.0  # the longest timeout a simulator description may ask for
     # ---- analytical models -----------------------------------------------------------------------------

@@ -69,6 +69,10 @@ class Limits:
     timeout_max_s: float = 30 * 86400.0  # the longest timeout a simulator description may ask for
     # ---- models --------------------------------------------------------------------------------------
     model_columns: int = 100_000  # columns (coefficients) of a model file
+    # ---- exploration (gpudse explore, the Explore page) ------------------------------------------------
+    explore_top: int = 10_000  # best designs one request may ask for (--top)
+    scan_points: int = 20_000_000_000  # points a scan may visit one by one (about 20 min at 15 M/s)
+    explore_candidates: int = 5_000_000  # designs kept as possible members of a Pareto front
 
     def check(self, name: str, value: float, what: str, hint: str = "") -> None:
         """Raise :class:`LimitError` when *value* exceeds the limit *name*."""

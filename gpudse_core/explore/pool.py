@@ -95,10 +95,14 @@ class TopK(_Pool):
         super().__init__(eps, lo, hi, n_words)
         self.k = int(k)
         self._u = np.zeros(0)
+        self._t = np.inf
 
     @property
     def threshold(self) -> float:
         """The k-th smallest upper key: no cell above it can be in the answer."""
+        return self._t
+
+    def _threshold(self) -> float:
         if self.n < self.k:
             return np.inf
         return float(np.partition(self._u, self.k - 1)[self.k - 1])
@@ -137,13 +141,14 @@ class TopK(_Pool):
     def _trim(self) -> None:
         lo, up = self.key_range(self.f)
         self._u = up
-        t = self.threshold
+        t = self._threshold()
         keep = lo <= t
         tie = np.flatnonzero(keep & (lo == up) & (up == t))
         if tie.shape[0] > self.k:
             keep[tie[lex_order(self.w[tie])[self.k:]]] = False
         self._take(keep)
         self._u = up[keep]
+        self._t = self._threshold()
 
     def prunable(self, lower: float, wmin: np.ndarray) -> bool:
         """True when k kept cells certainly precede every cell of a block whose values are at least
@@ -151,9 +156,9 @@ class TopK(_Pool):
         if self.n < self.k:
             return False
         lk = float(np.clip(lower - self.eps, self.lo, self.hi))
+        if lk != self._t:  # below the k-th smallest upper key fewer than k cells precede for sure
+            return lk > self._t
         before = int(np.count_nonzero(self._u < lk))
-        if before >= self.k:
-            return True
         eq = self._u == lk
         if eq.any():
             before += int(np.count_nonzero(lex_less(self.w[eq], wmin)))

@@ -29,6 +29,9 @@ from ..space.design import DesignSpace, decode_mixed_radix
 from ..space.expr import Expression
 from .terms import Cost, Factor
 
+PROBE_CELLS = 1 << 10  # inner cells a block bound enumerates exactly (see _Side.lower) ...
+PROBE_BUDGET = 200_000_000  # ... within this many table lookups for all blocks (about 0.5 s)
+EXPRESSION_PIECE = 1 << 13  # points per piece when evaluating constraint and cost expressions
 F32_RELATIVE = 1e-4  # float32 is used when its error bound is below this share of the prediction range
 
 
@@ -55,6 +58,7 @@ class _Side:
         A, B = grid.outer, grid.inner
         self.vb = np.zeros(grid.inner_shape, dtype=np.float64)
         self.a_only: list[Factor] = []
+        self.cross: list[Factor] = []
         groups: dict[tuple[int, ...], list] = {}
         self.intercept = float(intercept)
         for axes, t in factors:
@@ -65,6 +69,7 @@ class _Side:
             elif not sb:
                 self.a_only.append((axes, t))
             else:
+                self.cross.append((axes, t))
                 perm = [axes.index(x) for x in sa + sb]
                 tt = np.transpose(t, perm)
                 rows = math.prod(grid.sizes[x] for x in sa)
@@ -114,8 +119,16 @@ class _Side:
         return z.reshape(-1)
 
     def lower(self, grid: "AdditiveGrid", digits: np.ndarray) -> np.ndarray:
-        """A lower bound on every cell of each outer cell's block (float64)."""
-        lb = self.outer_const(grid, digits) + (float(self.vb.min()) if self.vb.size else 0.0)
+        """A lower bound on every cell of each outer cell's block (float64): the larger of two.
+
+        * Each group of crossing factors at its minimum over the inner axes, the inner-only part at
+          its minimum.
+        * Exact over the *probe* axes (a few inner axes the crossing factors read most): for every
+          value of them, each factor at its minimum over the other inner axes; then the minimum over
+          the probe values. This keeps most of what strong interactions cost.
+        """
+        base = self.outer_const(grid, digits)
+        lb = base + (float(self.vb.min()) if self.vb.size else 0.0)
         for _, _, exact in self.groups:
             acc = None
             for sa, r in exact:
@@ -125,7 +138,48 @@ class _Side:
                 rows = r.reshape(r.shape[0], -1)[idx]  # a group's factors share their inner axes
                 acc = rows if acc is None else acc + rows
             lb += acc.min(axis=1)
-        return lb
+        if not grid.probe or not self.cross:
+            return lb
+        probe, pd1 = grid.probe, grid.probe_digits
+        B = grid.inner
+        other = tuple(j for j, x in enumerate(B) if x not in probe)
+        vb1 = self.vb.min(axis=other) if other else self.vb  # over the probe axes, in B order
+        vb1 = np.transpose(vb1, [sorted(probe, key=B.index).index(x) for x in probe]).reshape(-1)
+        m = base[:, None] + vb1[None, :]
+        for axes, t in self.cross:
+            sa = [x for x in axes if x in grid.outer]
+            s1 = [x for x in axes if x in probe]
+            s2 = tuple(j for j, x in enumerate(axes) if x not in sa and x not in s1)
+            t2 = t.min(axis=s2) if s2 else t
+            rest = [x for x in axes if x in sa or x in s1]
+            t2 = np.transpose(t2, [rest.index(x) for x in sa + s1])
+            t2 = t2.reshape(math.prod(grid.sizes[x] for x in sa), -1)
+            ra = np.zeros(digits.shape[0], dtype=np.int64)
+            for x in sa:
+                ra = ra * grid.sizes[x] + digits[:, grid.outer.index(x)]
+            r1 = np.zeros(pd1.shape[0], dtype=np.int64)
+            for x in s1:
+                r1 = r1 * grid.sizes[x] + pd1[:, probe.index(x)]
+            m += t2[ra[:, None], r1[None, :]]
+        return np.maximum(lb, m.min(axis=1))
+
+
+def _probe_axes(sizes: Sequence[int], outer: Sequence[int], inner: Sequence[int], factors: Sequence[Factor],
+                limit: int) -> list[int]:
+    """Inner axes whose values a block bound enumerates: those the crossing factors read with the
+    largest spread, as many as fit in *limit* cells."""
+    score = {x: 0.0 for x in inner}
+    for axes, t in factors:
+        if t.size and any(x in outer for x in axes):
+            for x in axes:
+                if x in score:
+                    score[x] += float(t.max() - t.min())
+    chosen, size = [], 1
+    for x in sorted(inner, key=lambda x: -score[x]):
+        if score[x] > 0 and size * sizes[x] <= limit:
+            chosen.append(x)
+            size *= sizes[x]
+    return chosen
 
 
 def _row(grid: "AdditiveGrid", sa: Sequence[int], digits: Sequence[int]) -> int:
@@ -166,6 +220,12 @@ class AdditiveGrid:
         self.block_cells = math.prod(self.inner_shape)
         self.n_blocks = math.prod(self.outer_shape)
         self.total_cells = self.block_cells * self.n_blocks
+        every = list(factors) + list(cost_factors or [])
+        n_cross = sum(1 for axes, _ in every if set(axes) & set(self.outer) and set(axes) & set(self.inner))
+        self.probe = _probe_axes(self.sizes, self.outer, self.inner, every,
+                                 min(PROBE_CELLS, PROBE_BUDGET // max(1, self.n_blocks * n_cross)))
+        self.probe_digits = decode_mixed_radix(np.arange(math.prod(self.sizes[x] for x in self.probe),
+                                                         dtype=np.int64), [self.sizes[x] for x in self.probe])
         probe = _Side(self, factors, intercept, np.float64)
         spread = self._spread(factors, intercept)
         if dtype is None:
@@ -239,18 +299,24 @@ class AdditiveGrid:
         c = None
         keep = None
         if self.masks or self.cost_expression is not None:
-            cols: dict[str, Any] = dict(self._fixed)
-            cols.update(self._columns)
-            for name, j, arr in self._outer_params:
-                cols[name] = arr[digits[j]]
-            if self.masks:
-                ok = np.ones(self.block_cells, dtype=bool)
-                for m in self.masks:
-                    ok &= m.mask(cols, self.block_cells)
-                if not ok.all():
-                    keep = np.flatnonzero(ok)
+            ok = np.ones(self.block_cells, dtype=bool)
             if self.cost_expression is not None:
-                c = self.cost_expression.evaluate(cols, self.block_cells)
+                c = np.empty(self.block_cells)
+            outer = dict(self._fixed)
+            for name, j, arr in self._outer_params:
+                outer[name] = arr[digits[j]]
+            # expressions allocate a temporary per operation: in pieces under 128 KiB these come from
+            # the heap, not from mmap (which Dask workers' malloc settings make slow at every call)
+            for s in range(0, self.block_cells, EXPRESSION_PIECE):
+                e = min(self.block_cells, s + EXPRESSION_PIECE)
+                cols = dict(outer)
+                cols.update({k: v[s:e] for k, v in self._columns.items()})
+                for m in self.masks:
+                    ok[s:e] &= m.mask(cols, e - s)
+                if self.cost_expression is not None:
+                    c[s:e] = self.cost_expression.evaluate(cols, e - s)
+            if not ok.all():
+                keep = np.flatnonzero(ok)
         if self.cost is not None:
             c = self.cost.block(self, digits, self.cost.block_const(self, b, digits))
         if keep is not None:
@@ -281,7 +347,7 @@ class AdditiveGrid:
         lbs, lcs, ws = [], [], []
         width = max((math.prod(r.shape[1:]) for side in (self.pred, self.cost) if side is not None
                      for _, _, fs in side.groups for _, r in fs), default=1)
-        step = max(1, (1 << 22) // width)
+        step = max(1, (1 << 22) // max(width, len(self.probe_digits)))
         for s in range(start, stop, step):
             e = min(stop, s + step)
             d = decode_mixed_radix(np.arange(s, e, dtype=np.int64), self.outer_shape) if self.outer \

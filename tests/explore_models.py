@@ -10,7 +10,6 @@ import pandas as pd
 from hypothesis import strategies as st
 
 from gpudse_core.errors import SpaceError
-from gpudse_core.explore.structure import columns_for
 from gpudse_core.explore.terms import expression_types
 from gpudse_core.model.splines import Basis
 from gpudse_core.model.stepwise import StepwiseModel, inverse_transform
@@ -139,7 +138,7 @@ def brute_force(model: Any, space: DesignSpace, k: int, maximize: bool = False, 
     idx = np.arange(space.size)
     digits = space.decode(idx)
     ok = space.feasible_mask(digits)
-    cols = columns_for(space, range(len(space.radices)), digits)
+    cols = space.columns(digits)
     if where:
         ok &= compile_expression(where, expression_types(space)).mask(cols, len(idx))
     frame = space.frame(digits)

@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import itertools
 import math
+import sys
 
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import ROOT
 from explore_models import StepModel, TableModel, brute_force, random_stepwise, small_spaces
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -175,9 +177,7 @@ def test_completions_of_a_cell_are_its_feasible_designs_in_index_order(data):
     digits = space.decode(np.arange(space.size))
     ok = space.feasible_mask(digits)
     if expr is not None:
-        from gpudse_core.explore.structure import columns_for
-
-        ok &= expr.mask(columns_for(space, range(len(space.radices)), digits), space.size)
+        ok &= expr.mask(space.columns(digits), space.size)
     assert s.feasible == int(ok.sum())
     weights, w0 = s.weights()
     cells = list(itertools.product(*[range(n) for n in s.sizes]))
@@ -223,21 +223,14 @@ def test_the_split_leaves_the_strongest_interactions_inside_blocks():
 
 
 # ---- the presets, at scale -------------------------------------------------------------------------
-def lee_brooks_model(groups: int, seed: int = 3):
-    """A stepwise model fitted to a response with known structure over the first *groups* groups:
-    a quadratic effect of one member of each, and interactions between neighbouring groups."""
-    from gpudse_core import sample
-    from gpudse_core.model.stepwise import fit_stepwise
+def lee_brooks_model(groups: int):
+    """The benchmark's stepwise models (benchmarks/bench_explore.py): fitted to a response with known
+    structure over the first *groups* of Lee & Brooks' parameter groups."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from bench_explore import model_over
 
     space = load_preset("lee-brooks")
-    rng = np.random.default_rng(seed)
-    pts = sample(space, 3000, seed=seed).points
-    reps = [space.dimensions[i].parameters[0].name for i in range(groups)]
-    x = {p: (pts[p] - pts[p].min()) / np.ptp(pts[p]) for p in reps}
-    y = sum(rng.uniform(0.2, 1.0) * (x[p] - rng.uniform(0, 1)) ** 2 for p in reps)
-    y = y + sum(0.3 * rng.uniform(-1, 1) * x[a] * x[b] for a, b in zip(reps, reps[1:]))
-    data = pts[reps].assign(perf=np.exp(1 + y + rng.normal(0, 0.01, len(pts))))
-    return space, fit_stepwise(data, "perf", transform="log", theta=5e-4, phi=5e-4)
+    return space, model_over(space, groups)
 
 
 @pytest.mark.parametrize("groups", [3, 12])

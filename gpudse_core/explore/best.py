@@ -42,7 +42,7 @@ from .. import limits
 from ..errors import GpudseError
 from ..space.design import DesignSpace
 from ..space.expr import compile_expression
-from .pool import Front, TopK, run_blocks
+from .pool import Front, TopK, front_indices, run_blocks
 from .stream import AdditiveGrid, PredictStream, cost_of_digits
 from .structure import Structure, build_structure, parameter_dims
 from .terms import (
@@ -118,7 +118,7 @@ def choose_inner(sizes: Sequence[int], factors: Sequence[Factor], target: int = 
     def crossing(inner: set[int]) -> float:
         return sum(s for axes, s in spreads if axes & inner and axes - inner)
 
-    if n <= 16:
+    if n <= 14:  # every split (16,384 at most); beyond, greedily
         best, best_key = None, None
         for floor in (target // 8, 1):
             for mask in range(1 << n):
@@ -178,6 +178,15 @@ class _Plan:
     notes: list[str]
 
 
+def _check_scan(space: DesignSpace) -> None:
+    """A scan of every point is bounded (limits.scan_points) before it starts."""
+    limits.check("scan_points", space.size, f"scanning every point of space {space.name!r}",
+                 "use an additive model (scanned exactly without visiting every point), restrict the space "
+                 "with --where, or sample it")
+    if not space.fits_int64:
+        raise GpudseError(f"space {space.name!r} has {space.size:,} points, too many to scan one by one")
+
+
 def _masks(space: DesignSpace, where_expr) -> list:
     types = expression_types(space)
     out = [compile_expression(c.expr, types, f"constraints[{i}]") for i, c in enumerate(space.constraints)]
@@ -208,10 +217,7 @@ def _plan(model: Any, space: DesignSpace, params: list[str], maximize: bool, cos
             raise GpudseError("method 'exact' is not possible here: " + notes[-1])
         method = "exact" if structure is not None else ("stream" if method == "auto" else method)
     if method == "stream":
-        limits.check("scan_points", space.size, f"scanning every point of space {space.name!r}",
-                     "use an additive model and a smaller --where, or sample the space")
-        if not space.fits_int64:
-            raise GpudseError(f"space {space.name!r} has {space.size:,} points, too many to scan one by one")
+        _check_scan(space)
         structure = build_structure(space, set(range(len(space.radices))), every_dimension=True)
     if method in ("exact", "stream"):
         c0, terms = terms_of(model, levels_of(space, params))
@@ -262,10 +268,7 @@ def _plan(model: Any, space: DesignSpace, params: list[str], maximize: bool, cos
                 ev.eps_c = 0.0
             feasible = structure.feasible if method == "exact" else None
             return _Plan(method, ev, structure, factors, intercept, sign, lo, hi, feasible, notes)
-    limits.check("scan_points", space.size, f"scanning every point of space {space.name!r} through model.predict",
-                 "restrict the space or sample it")
-    if not space.fits_int64:
-        raise GpudseError(f"space {space.name!r} has {space.size:,} points, too many to scan one by one")
+    _check_scan(space)
     ev = PredictStream(model, space, sign, _masks(space, where_expr), cost, block=min(block, 1 << 16))
     return _Plan("predict", ev, None, [], 0.0, sign, -np.inf, np.inf, None, notes)
 
@@ -349,14 +352,7 @@ def _front(model: Any, space: DesignSpace, plan: _Plan, pool: Front, cost: Cost)
     digits = _designs(plan, pool.cell)
     _, key = _keys(model, space, digits, plan.sign)
     c = cost_of_digits(cost, space, digits)
-    order = np.lexsort((*pool.w.T[::-1], key, c))
-    keep = []
-    best = np.inf
-    for i in order.tolist():
-        if key[i] < best:
-            keep.append(i)
-            best = key[i]
-    sel = np.asarray(keep, dtype=np.int64)
+    sel = front_indices(c, key, *pool.w.T)
     index = _words_to_int(pool.w[sel], plan.structure) if plan.structure is not None and plan.method == "exact" \
         else [int(x) for x in pool.cell[sel]]
     table = _table(model, plan, space, digits[sel], index, pool.cell[sel])

@@ -20,7 +20,7 @@ import numpy as np
 from ..errors import GpudseError
 from .pool import Front, TopK, run_blocks
 
-TASKS_PER_WORKER = 8  # runs per worker: enough to balance load and to stop quickly
+TASKS_PER_WORKER = 32  # runs per worker: enough to balance uneven blocks and to stop quickly
 
 
 def scan_task(ev: Any, blocks: np.ndarray, bounds: tuple | None, topk: TopK | None, front: Front | None,

@@ -47,6 +47,18 @@ def lex_order(w: np.ndarray) -> np.ndarray:
     return np.lexsort(w.T[::-1]) if w.shape[1] > 1 else np.argsort(w[:, 0], kind="stable")
 
 
+def front_indices(cost: np.ndarray, key: np.ndarray, *tiebreak: np.ndarray) -> np.ndarray:
+    """The Pareto front of points (cost, key), both lower is better: positions of the points no other
+    point beats on both, in increasing cost. Points equal on both go to the smallest *tiebreak*
+    (arrays, most significant first; by default the position)."""
+    cost, key = np.asarray(cost, dtype=np.float64), np.asarray(key, dtype=np.float64)
+    ties = tiebreak or (np.arange(cost.shape[0]),)
+    order = np.lexsort((*reversed(ties), key, cost))
+    k = key[order]
+    best_before = np.minimum.accumulate(np.concatenate([[np.inf], k[:-1]]))
+    return order[k < best_before]
+
+
 def per_group(g: np.ndarray, w: np.ndarray, k: int) -> np.ndarray:
     """Mask keeping, of each group, the *k* members with the smallest first-design index."""
     n = g.shape[0]

@@ -423,9 +423,7 @@ class PredictStream:
         digits = self.space.decode_range(start, n)
         keep = None
         if self.masks:
-            from .structure import columns_for
-
-            cols = columns_for(self.space, range(len(self.space.radices)), digits)
+            cols = self.space.columns(digits)
             ok = np.ones(n, dtype=bool)
             for m in self.masks:
                 ok &= m.mask(cols, n)
@@ -459,11 +457,11 @@ class PredictStream:
 
 def cost_of_digits(cost: Cost, space: DesignSpace, digits: np.ndarray) -> np.ndarray:
     """The cost of designs given by their digits, computed as brute force would."""
-    from .structure import columns_for, parameter_dims
+    from .structure import parameter_dims
 
     n = digits.shape[0]
     if cost.expression is not None:
-        cols = columns_for(space, range(len(space.radices)), digits)
+        cols = space.columns(digits)
         return cost.evaluate(cols, n)
     dim_of = parameter_dims(space)
     out = np.zeros(n)

@@ -304,3 +304,15 @@ def test_constraints_too_large_to_enumerate_fall_back_to_every_point(monkeypatch
     assert exact.method == "exact" and exact.feasible == r.feasible
     pd.testing.assert_frame_equal(exact.best.drop(columns="bounded", errors="ignore"),
                                   r.best.drop(columns="bounded", errors="ignore"))
+
+
+@pytest.mark.parametrize("kwargs, fragment", [(dict(top=1, pareto="blk"), "may lie on the Pareto front"),
+                                              (dict(top=5), "within the scan's error margin")])
+def test_candidate_pools_are_bounded_by_the_limit(kwargs, fragment):
+    from gpudse_core import limits
+
+    space = load_preset("stargazer")
+    model = TableModel(space, 0.0, [(("blk",), np.array([5.0, 3, 2, 1.5, 1.2]))])
+    with limits.override(explore_candidates=3), pytest.raises(GpudseError, match=fragment):
+        find_best(model, space, **kwargs)
+    assert len(find_best(model, space, **kwargs).best) == kwargs["top"]  # the default limit is ample

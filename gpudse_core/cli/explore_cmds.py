@@ -30,8 +30,9 @@ def cmd_explore(args: argparse.Namespace) -> int:
             print(f"\r  {done:,} of {total:,} cells ({100 * done / max(total, 1):.0f} %)", end="", file=sys.stderr,
                   flush=True)
 
+    scheduler = args.scheduler or ("local" if args.workers else None)
     res = find_best(model, space, top=args.top, maximize=args.maximize, pareto=args.pareto, where=args.where,
-                    scheduler=args.scheduler, workers=args.workers, progress=progress)
+                    scheduler=scheduler, workers=args.workers, progress=progress)
     if not args.json and sys.stderr.isatty():
         print(file=sys.stderr)
     if out is not None:
@@ -74,7 +75,8 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
                                                     "language)")
     ex.add_argument("--scheduler", metavar="ADDRESS|local", help="scan on a Dask cluster: a scheduler address "
                                                                  "or 'local'")
-    ex.add_argument("--workers", type=positive_int, default=None, help="processes of a local Dask cluster")
+    ex.add_argument("--workers", type=positive_int, default=None,
+                    help="processes of a local Dask cluster (implies --scheduler local)")
     ex.add_argument("-o", "--output", metavar="best.csv", help="write the best designs (.csv, .parquet, .json); "
                                                                "the front goes to best_pareto.csv")
     ex.add_argument("--json", action="store_true", help='print {"space_size", "evaluated", "method", "best": [...]}')

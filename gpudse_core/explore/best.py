@@ -390,7 +390,7 @@ def find_best(model: Any, space: DesignSpace, top: int = 20, maximize: bool = Fa
     plan = _plan(model, space, params, maximize, cost, where_expr, where or "", method, block, dtype)
     ev = plan.evaluator
     n_words = ev.n_words
-    topk = TopK(top, ev.eps, plan.lo, plan.hi, n_words) if top else None
+    topk = TopK(top, ev.eps, plan.lo, plan.hi, n_words, limits.current().explore_candidates) if top else None
     front = Front(ev.eps, ev.eps_c, plan.lo, plan.hi, n_words, limits.current().explore_candidates,
                   cost.label) if cost is not None else None
     if plan.method == "exact":

@@ -103,9 +103,9 @@ class _Pool:
 class TopK(_Pool):
     _arrays = ("cell", "f", "w", "g")
 
-    def __init__(self, k: int, eps: float, lo: float, hi: float, n_words: int):
+    def __init__(self, k: int, eps: float, lo: float, hi: float, n_words: int, cap: int = 1 << 62):
         super().__init__(eps, lo, hi, n_words)
-        self.k = int(k)
+        self.k, self.cap = int(k), int(cap)
         self._u = np.zeros(0)
         self._t = np.inf
 
@@ -161,6 +161,9 @@ class TopK(_Pool):
         self._take(keep)
         self._u = up[keep]
         self._t = self._threshold()
+        if self.n > self.cap:
+            raise GpudseError(f"more than {self.cap:,} designs are within the scan's error margin of the best "
+                              f"{self.k:,}; ask for fewer (--top) or restrict the space with --where")
 
     def prunable(self, lower: float, wmin: np.ndarray) -> bool:
         """True when k kept cells certainly precede every cell of a block whose values are at least

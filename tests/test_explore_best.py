@@ -294,7 +294,7 @@ def test_constraints_too_large_to_enumerate_fall_back_to_every_point(monkeypatch
     space = load_preset("stargazer")
     model = TableModel(space, 0.0, [(("simd", "blk"), np.arange(15.0).reshape(3, 5)), (("smp",), np.arange(4.0))])
     where = "simd * blk <= 64 and smp >= 2"
-    monkeypatch.setattr(structure, "ENUMERATION_LIMIT", 10)
+    monkeypatch.setattr(structure, "enumeration_limit", lambda: 10)
     r = find_best(model, space, top=7, where=where)
     assert r.method == "stream" and "enumerate" in r.notes[0] and r.feasible == 933_120 * 9 // 15 * 3 // 4
     with pytest.raises(GpudseError, match="method 'exact' is not possible"):

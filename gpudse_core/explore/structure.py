@@ -27,11 +27,18 @@ from typing import Iterator, Sequence
 
 import numpy as np
 
+from .. import limits
 from ..errors import GpudseError
-from ..space.design import ENUMERATION_LIMIT, DesignSpace, decode_mixed_radix
+from ..space.design import DesignSpace, decode_mixed_radix
 from ..space.expr import Expression
 
 WORD_LIMIT = 1 << 62  # one word of a design index
+
+
+def enumeration_limit() -> int:
+    """Combinations of the ``--where`` component enumerated exactly: what a space's own constrained
+    components may have (``limits.feasibility_points``; 2**22 where that limit does not exist)."""
+    return int(getattr(limits.current(), "feasibility_points", 1 << 22))
 
 
 @dataclass
@@ -183,7 +190,7 @@ def _merge(space: DesignSpace, parts: list[Part], where: Expression, text: str) 
                                                                                 if n in dim_of}})
     sizes = [parts[i].size for i in touched]
     total = math.prod(sizes)
-    if total > ENUMERATION_LIMIT:
+    if total > enumeration_limit():
         return None
     dims = tuple(sorted(d for i in touched for d in parts[i].dims))
     pos = {d: j for j, d in enumerate(dims)}

@@ -95,6 +95,10 @@ class Limits:
     workspace_analyses: int = 64  # named analyses in one workspace
     workspace_jobs: int = 4  # jobs running at once in one workspace (validation, scans, campaigns, ray casting)
     workspace_name_chars: int = 200  # a workspace's name
+    # ---- exploration (gpudse explore, the Explore page) ------------------------------------------------
+    explore_top: int = 10_000  # best designs one request may ask for (--top)
+    scan_points: int = 20_000_000_000  # points a scan may visit one by one (about 20 min at 15 M/s)
+    explore_candidates: int = 5_000_000  # designs kept as possible members of a top-k or a Pareto front
 
     def check(self, name: str, value: float, what: str, hint: str = "") -> None:
         """Raise :class:`LimitError` when *value* exceeds the limit *name*."""

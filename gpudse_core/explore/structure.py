@@ -174,15 +174,6 @@ def parameter_dims(space: DesignSpace) -> dict[str, int]:
     return {p.name: i for i, d in enumerate(space.dimensions) for p in d.parameters}
 
 
-def columns_for(space: DesignSpace, dims: Sequence[int], rows: np.ndarray) -> dict:
-    """Name → values for constraint evaluation over digit *rows* of *dims* (fixed values as scalars)."""
-    cols: dict = {f.name: f.value for f in space.fixed}
-    for j, d in enumerate(dims):
-        for p in space.dimensions[d].parameters:
-            cols[p.name] = p.array[rows[:, j]]
-    return cols
-
-
 def _merge(space: DesignSpace, parts: list[Part], where: Expression, text: str) -> Part | None:
     """The parts *where* touches, merged into one part whose rows satisfy it (None: too large)."""
     dim_of = parameter_dims(space)
@@ -202,7 +193,7 @@ def _merge(space: DesignSpace, parts: list[Part], where: Expression, text: str) 
         rows = np.empty((n, len(dims)), dtype=np.int64)
         for j, i in enumerate(touched):
             rows[:, [pos[d] for d in parts[i].dims]] = parts[i].rows[sel[:, j]]
-        kept.append(rows[where.mask(columns_for(space, dims, rows), n)])
+        kept.append(rows[where.mask(space.columns(rows, dims), n)])
     rows = np.concatenate(kept)
     if rows.shape[0] == 0:
         extra = " together with the space's constraints" if space.constraints else ""

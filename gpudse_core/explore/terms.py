@@ -7,9 +7,8 @@ of a parameter group read the same axis, a constrained component is one axis), i
 *factor*: a table over one or more axes. Factors over the same axes are summed.
 
 :func:`terms_of` reads the terms through ``model.additive_terms(levels)`` (transformed scale,
-unbounded). Models without it are tabulated from a :class:`StepwiseModel`'s public data (bases,
-columns, coefficients) until every model offers ``additive_terms``. Non-additive models (forests)
-have neither and are scanned through ``model.predict``.
+unbounded), which every additive model offers (the stepwise model, the explainable boosting
+machine). Non-additive models (forests) lack it and are scanned through ``model.predict``.
 
 A cost for the Pareto front is an expression in the constraint language
 (:mod:`gpudse_core.space.expr`) or a table of per-value costs per parameter. An expression is
@@ -20,7 +19,6 @@ tabulated like a model term. Otherwise the scan evaluates it point by point.
 from __future__ import annotations
 
 import ast
-import functools
 import math
 from typing import Any, Callable, Mapping, Sequence
 
@@ -42,27 +40,14 @@ def model_parameters(model: Any) -> list[str]:
 
 
 def is_additive(model: Any) -> bool:
-    if callable(getattr(model, "additive_terms", None)):
-        return True
-    return all(hasattr(model, a) for a in ("bases", "columns", "coefficients"))
+    return callable(getattr(model, "additive_terms", None))
 
 
 def terms_of(model: Any, levels: Mapping[str, np.ndarray]) -> tuple[float, list[tuple[tuple[str, ...], np.ndarray]]]:
     """Intercept and terms on the transformed scale, each term tabulated over ``levels`` of its
     parameters (a table of shape ``[len(levels[p]) for p in params]``)."""
-    if callable(getattr(model, "additive_terms", None)):
-        c, terms = model.additive_terms(levels)
-        return float(c), [(tuple(p), np.asarray(t, dtype=np.float64)) for p, t in terms]
-    # StepwiseModel: a column is the product of its parameters' basis columns (1-3 of them)
-    coef = [float(c) for c in model.coefficients]
-    basis = {p: np.asarray(model.bases[p].evaluate(levels[p]), dtype=np.float64) for p in model.bases}
-    acc: dict[tuple[str, ...], np.ndarray] = {}
-    for k, (params, index) in enumerate(model.columns):
-        key = tuple(params)
-        cols = [basis[p][:, i] for p, i in zip(params, index)]
-        table = coef[k + 1] * functools.reduce(np.multiply.outer, cols)
-        acc[key] = acc[key] + table if key in acc else table
-    return coef[0], list(acc.items())
+    c, terms = model.additive_terms(levels)
+    return float(c), [(tuple(p), np.asarray(t, dtype=np.float64)) for p, t in terms]
 
 
 def bound_of(model: Any) -> Callable[[np.ndarray], np.ndarray]:

@@ -69,6 +69,7 @@ class Limits:
     timeout_max_s: float = 30 * 86400.0  # the longest timeout a simulator description may ask for
     # ---- models --------------------------------------------------------------------------------------
     model_columns: int = 100_000  # columns (coefficients) of a model file
+    refit_rows: int = 200_000  # training rows of a forest/boosting/hybrid/EBM model (refitted from them on load)
 
     def check(self, name: str, value: float, what: str, hint: str = "") -> None:
         """Raise :class:`LimitError` when *value* exceeds the limit *name*."""

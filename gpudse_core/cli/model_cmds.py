@@ -33,6 +33,8 @@ def cmd_fit(args: argparse.Namespace) -> int:
     out = writable(args.output, (".json",))
     params = [p.strip() for p in args.params.split(",") if p.strip()] if args.params else None
     echo = (lambda s: None) if args.json else (lambda s: print(trace_line(s), flush=True))
+    if args.model != "stepwise":
+        return _fit_model(args, data, params, out, echo)
     model = fit_stepwise(data, args.response, callback=echo, params=params, transform=args.transform,
                          theta=args.theta, phi=args.phi, criterion=args.criterion, knots=args.knots,
                          knot_placement=args.knot_placement, interactions=args.interactions,
@@ -48,17 +50,73 @@ def cmd_fit(args: argparse.Namespace) -> int:
     return 0
 
 
+def _fit_model(args: argparse.Namespace, data, params, out, echo) -> int:
+    """``fit --model paper|auto|ebm|forest|boosting|hybrid`` (the stepwise flags θ, φ, knots … tune
+    only ``--model stepwise``; ``paper`` is Stargazer as written, ``auto`` compares presets)."""
+    from ..model.registry import fit_model, model_kind, plain_json, save_model
+
+    def progress(done: int, total: int, message: str) -> None:
+        if not args.json:
+            print(f"\r  cross-validation: {done}/{total} fits ({message})\033[K", end="", file=sys.stderr, flush=True)
+
+    model = fit_model(args.model, data, args.response, params, transform=args.transform, seed=args.seed,
+                      folds=args.folds, callback=echo if args.model == "paper" else None, progress=progress)
+    save_model(model, out)
+    kind = model_kind(model)
+    sel = getattr(model, "selection", None)
+    if args.json:
+        doc = {"model": args.model, "kind": kind, "n": getattr(model, "n", None) or len(data), "selection": sel}
+        if kind == "stepwise":
+            doc.update(terms=model.terms, r2=model.r2, adj_r2=model.adj_r2, trace=model.trace)
+        print(json.dumps(plain_json(doc), indent=1))
+    else:
+        if sel:
+            print(file=sys.stderr)
+            print(f"{sel['method']}: relative error (%) of the held-out rows")
+            print(_cv_table(sel["table"]))
+            print(sel["reason"])
+        if kind == "stepwise":
+            print(f"final model ({model.n} rows): {' + '.join(model.terms)}; R² {model.r2:.4f}, adj R² {model.adj_r2:.4f}")
+            print(model.equation(digits=5))
+        else:
+            print(f"{kind} model of {args.response} ({args.transform} scale) on {len(data):,} rows")
+        for note in getattr(model, "notes", []):
+            print(f"note: {note}", file=sys.stderr)
+    print(f"wrote {out}", file=sys.stderr)
+    return 0
+
+
+def _cv_table(rows: list[dict]) -> str:
+    import pandas as pd
+
+    t = pd.DataFrame(rows)
+    for col in ("mean", "median", "p98", "max"):
+        t[col] = t[col].map(lambda v: "-" if v is None or v != v else f"{100 * v:.2f}")
+    t["seconds"] = t["seconds"].map(lambda v: f"{v:.1f}")
+    return t.to_string(index=False)
+
+
 def cmd_predict(args: argparse.Namespace) -> int:
     from ..dataio import read_table
-    from ..model.stepwise import StepwiseModel
+    from ..model.learners import details
+    from ..model.registry import load_model
 
-    model = StepwiseModel.load(args.model)
+    model = load_model(args.model)
+    for note in getattr(model, "notes", []):
+        print(f"note: {note}", file=sys.stderr)
     points = read_table(args.points)
     out = writable(args.output, (".csv", ".parquet", ".json"))
-    result = points.assign(predicted=model.predict(points))
+    result = _with_details(points, details(model, points))
     write_table(result, out)
-    print(f"wrote {len(result):,} predictions of {model.response} to {out}", file=sys.stderr)
+    print(f"wrote {len(result):,} predictions of {model.response} to {out} ({int(result['bounded'].sum()):,} bounded "
+          f"to the training range, {int((result['extrapolation'] != '').sum()):,} outside the training support)",
+          file=sys.stderr)
     return 0
+
+
+def _with_details(points, det):
+    """The points with ``predicted``, ``bounded`` and ``extrapolation`` columns (replacing old ones)."""
+    return points.drop(columns=[c for c in det.columns if c in points.columns]).join(det)
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
@@ -92,6 +150,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
     print(f"relative error (%) of {args.response}, {args.test_size} test points x {args.repeats} repeats "
           f"({total} fits per model)")
     print(table.rename(columns={"train_size": "N"}).to_string(index=False))
+    for n, picks in res.chosen.items():
+        print(f"auto picked at N = {n}: {', '.join(picks)}")
     for note in res.notes:
         print(f"note: {note}", file=sys.stderr)
     return 0
@@ -117,6 +177,11 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     fi.add_argument("--force", action="append", metavar="TERM", help="start with this term (repeatable), e.g. simd:blk")
     fi.add_argument("-o", "--output", required=True, metavar="model.json")
     fi.add_argument("--json", action="store_true", help="print terms, R², adjusted R² and the trace as JSON")
+    fi.add_argument("--model", choices=choices.MODEL_KINDS, default="stepwise",
+                    help="stepwise (robust default), paper (Stargazer as written), auto (chosen by cross-validation), "
+                         "ebm, forest, boosting or hybrid (default stepwise)")
+    fi.add_argument("--folds", type=positive_int, default=5, help="--model auto: cross-validation folds (default 5)")
+    fi.add_argument("--seed", type=positive_int, default=0, help="seed of the learners and the folds (default 0)")
     fi.set_defaults(func=cmd_fit)
 
     pr2 = sub.add_parser("predict", help="predict design points with a fitted model")
@@ -134,12 +199,13 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     va.add_argument("--test-size", type=positive_int, default=200)
     va.add_argument("--repeats", type=positive_int, default=5)
     va.add_argument("--models", default="stepwise,fixed", metavar="m1,m2,...",
-                    help="stepwise, fixed, regional, application, forest, boosting, hybrid")
+                    help="stepwise (robust default), paper (Stargazer as written), fixed, regional, application, "
+                         "forest, boosting, hybrid, ebm, auto (chosen by cross-validation on each training draw)")
     va.add_argument("--fixed-terms", metavar="t1,t2,...", help="terms of the fixed model (default simd,blk,simd:blk)")
     va.add_argument("--app-column", metavar="COL", help="application column for the S+A model")
     va.add_argument("--region", type=float, default=0.5, help="S+R region size as a share of N (default 0.5)")
     va.add_argument("--theta", type=float, default=0.01)
     va.add_argument("--phi", type=float, default=0.01)
     va.add_argument("--seed", type=positive_int, default=0)
-    va.add_argument("--json", action="store_true", help='print {"models": {name: {"N": {mean, median, …}}}}')
+    va.add_argument("--json", action="store_true", help='print {"models": {name: {"N": {mean, median, p75, p98, max, …, nonfinite, bounded}}}}')
     va.set_defaults(func=cmd_validate)

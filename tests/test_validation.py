@@ -88,10 +88,11 @@ def test_dummies_from_training_rows_only():
     enc = model.estimator_[0].named_transformers_["levels"]
     assert [list(c) for c in enc.categories_] == [["a", "b"]]
     test = pd.DataFrame({"x": [5.0, 5.0, 12.0], "mode": ["a", "c", "b"]})
-    det = model.predict_details(test)
-    assert list(det["extrapolation"] != "") == [False, True, True]
-    assert "mode=c not seen" in det["extrapolation"].iloc[1] and "x=12" in det["extrapolation"].iloc[2]
-    assert np.isfinite(det["predicted"]).all()
+    for kind in ("forest", "boosting", "hybrid", "ebm"):
+        det = (model if kind == "forest" else fit_learner(kind, d, "t")).predict_details(test)
+        assert list(det["extrapolation"] != "") == [False, True, True]
+        assert "mode=c not seen" in det["extrapolation"].iloc[1] and "x=12" in det["extrapolation"].iloc[2]
+        assert np.isfinite(det["predicted"]).all()
 
 
 def test_relative_distance():

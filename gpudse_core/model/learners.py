@@ -51,7 +51,7 @@ CHECK_ROWS = 50  # training predictions stored to verify a refit on load
 SETTINGS: dict[str, dict[str, tuple[type, float, float, Any]]] = {  # key: (type, min, max, default)
     "forest": {"n_estimators": (int, 1, 2000, 200), "min_samples_leaf": (int, 1, 1000, 1),
                "max_features": (float, 0.05, 1.0, 1.0)},
-    "boosting": {"max_iter": (int, 1, 10000, 1000), "learning_rate": (float, 1e-4, 1.0, 0.1),
+    "boosting": {"max_iter": (int, 1, 10000, 1000), "learning_rate": (float, 1e-4, 1.0, 0.05),
                  "max_leaf_nodes": (int, 2, 1024, 15), "min_samples_leaf": (int, 1, 1000, 3),
                  "l2_regularization": (float, 0.0, 1e6, 0.0)},
     "ebm": {"outer_bags": (int, 1, 64, 4), "interactions": (int, 0, 200, 10), "max_rounds": (int, 1, 100000, 5000),
@@ -111,16 +111,19 @@ class Support:
 
     def explain(self, X: pd.DataFrame) -> np.ndarray:
         """Per row: why it lies outside the support ('' when inside)."""
-        reasons = [[] for _ in range(len(X))]
+        reasons: dict[int, list[str]] = {}
         for p, (lo, hi) in self.ranges.items():
             x = X[p].to_numpy(float)
             for i in np.flatnonzero((x < lo) | (x > hi)):
-                reasons[i].append(f"{p}={x[i]:g} outside the training range {lo:g}..{hi:g}")
+                reasons.setdefault(int(i), []).append(f"{p}={x[i]:g} outside the training range {lo:g}..{hi:g}")
         for p, lv in self.levels.items():
             v = X[p].astype(str).to_numpy()
             for i in np.flatnonzero(~np.isin(v, lv)):
-                reasons[i].append(f"{p}={v[i]} not seen in training")
-        return np.array(["; ".join(r) for r in reasons], dtype=object)
+                reasons.setdefault(int(i), []).append(f"{p}={v[i]} not seen in training")
+        out = np.full(len(X), "", dtype=object)
+        for i, r in reasons.items():
+            out[i] = "; ".join(r)
+        return out
 
 
 def _one_thread():
@@ -436,7 +439,15 @@ class HybridLearner(Learner):
         self.estimator_.fit(X if self.categorical else X.to_numpy(float), resid)
 
     def _raw(self, X: pd.DataFrame) -> np.ndarray:
-        base = self.stepwise_.linear_predictor(X)
+        # the spline part has no column for a level it never saw: it takes the most common training
+        # level there (the point is flagged as extrapolation); the boosting part sees all-zero dummies
+        S = X.copy()
+        for p in self.categorical:
+            known = self.support_.levels[p]
+            unseen = ~S[p].isin(known)
+            if unseen.any():
+                S.loc[unseen, p] = self.train_[p].mode().iloc[0]
+        base = self.stepwise_.linear_predictor(S)
         return base + self.estimator_.predict(X if self.categorical else X.to_numpy(float))
 
 

@@ -139,7 +139,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
     res = validate(data, args.response, params, train_sizes=sizes, test_size=args.test_size, repeats=args.repeats,
                    models=models, transform=args.transform, seed=args.seed, fixed_terms=fixed,
-                   app_column=args.app_column, region=args.region, progress=progress, theta=args.theta, phi=args.phi)
+                   app_column=args.app_column, region=args.region, progress=progress,
+                   **{k: v for k, v in (("theta", args.theta), ("phi", args.phi)) if v is not None})
     if args.json:
         print(json.dumps(res.to_json_dict(), indent=1))
         return 0
@@ -204,8 +205,8 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     va.add_argument("--fixed-terms", metavar="t1,t2,...", help="terms of the fixed model (default simd,blk,simd:blk)")
     va.add_argument("--app-column", metavar="COL", help="application column for the S+A model")
     va.add_argument("--region", type=float, default=0.5, help="S+R region size as a share of N (default 0.5)")
-    va.add_argument("--theta", type=float, default=0.01)
-    va.add_argument("--phi", type=float, default=0.01)
+    va.add_argument("--theta", type=float, default=None, help="θ of the stepwise model (default: its own)")
+    va.add_argument("--phi", type=float, default=None, help="φ of the stepwise model (default: its own)")
     va.add_argument("--seed", type=positive_int, default=0)
     va.add_argument("--json", action="store_true", help='print {"models": {name: {"N": {mean, median, p75, p98, max, …, nonfinite, bounded}}}}')
     va.set_defaults(func=cmd_validate)

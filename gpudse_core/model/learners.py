@@ -533,10 +533,10 @@ def stepwise_settings(name: str, max_order: int = 2) -> dict[str, Any] | None:
     kw: dict[str, Any] = dict(getattr(sw, "PAPER_SETTINGS", {})) if name == "paper" else {}
     kw.pop("transform", None)
     kw.pop("response_transform", None)
-    if max_order != 2:
-        if "max_order" not in StepwiseRegression().get_params():
-            return None
+    if "max_order" in StepwiseRegression().get_params():
         kw["max_order"] = max_order
+    elif max_order != 2:
+        return None
     return kw
 
 

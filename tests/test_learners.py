@@ -157,8 +157,9 @@ def test_curves(smooth):
 
 
 def test_registry_names_and_stepwise_files(smooth, tmp_path):
-    assert split_name("stepwise+3way") == ("stepwise", 3) and split_name("ebm") == ("ebm", 2)
-    for bad in ("ebm+3way", "lasso"):
+    assert split_name("stepwise+3way") == ("stepwise", 3) and split_name("paper+2way") == ("paper", 2)
+    assert split_name("ebm") == ("ebm", None) and split_name("stepwise") == ("stepwise", None)
+    for bad in ("ebm+3way", "lasso", "forest+2way"):
         with pytest.raises(GpudseError, match="unknown model"):
             split_name(bad)
     train, test = smooth
@@ -200,7 +201,7 @@ def test_auto_picks_a_tree_for_a_three_way_step():
     n = 240
     d = pd.DataFrame({f"f{i}": rng.integers(0, 2, n) for i in range(4)})
     d["t"] = np.exp(np.log(8) * (d.f0 & d.f1 & d.f2) + 0.3 * d.f3 + rng.normal(0, 0.01, n))
-    m = select_model(d, "t", folds=4, candidates=("paper", "stepwise", "ebm", "forest", "boosting"))
+    m = select_model(d, "t", folds=4, candidates=("paper", "stepwise+2way", "ebm", "forest", "boosting"))
     assert m.selection["chosen"] in ("forest", "boosting") and m.kind == m.selection["chosen"]
     table = pd.DataFrame(m.selection["table"])
     assert table[table["mean"] <= 1.02 * table["mean"].min()].iloc[0]["candidate"] == m.selection["chosen"]
@@ -210,7 +211,7 @@ def test_auto_picks_a_tree_for_a_three_way_step():
 def test_cross_validation_table_and_choice(smooth):
     train, _ = smooth
     seen = []
-    t = cross_validate(train, "t", ["blk", "simd", "q"], folds=3, candidates=("stepwise", "stepwise+3way", "forest"),
+    t = cross_validate(train, "t", ["blk", "simd", "q"], folds=3, candidates=("stepwise+2way", "stepwise+3way", "forest"),
                        progress=lambda d, n, m: seen.append((d, n)))
     assert list(t.columns) == ["candidate", "mean", "median", "p98", "max", "nonfinite", "bounded", "seconds", "note"]
     assert seen[-1] == (9, 9)
@@ -255,7 +256,7 @@ def test_cli_fit_auto_and_predict_any_kind(smooth, tmp_path, capsys):
                  "-o", str(out), "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     sel = doc["selection"]
-    assert [r["candidate"] for r in sel["table"]] == ["stepwise", "paper", "stepwise+3way", "paper+3way", "ebm",
+    assert [r["candidate"] for r in sel["table"]] == ["stepwise+2way", "paper", "stepwise+3way", "paper+3way", "ebm",
                                                       "forest", "boosting", "hybrid"]
     assert doc["kind"] in ("stepwise", "ebm", "forest", "boosting", "hybrid") and sel["chosen"].startswith(doc["kind"]) \
         or (doc["kind"] == "stepwise" and sel["chosen"].startswith("paper"))

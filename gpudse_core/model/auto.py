@@ -127,7 +127,7 @@ def choose(table: pd.DataFrame, folds: int, tie: float = TIE) -> tuple[str, str]
         if not rest.empty:
             runner = rest.loc[rest["mean"].idxmin()]
             text += f" (next: {runner.candidate} {100 * runner['mean']:.2f} %)"
-    interp = ok[ok["candidate"].isin(["stepwise", "paper", "stepwise+3way", "paper+3way"])]
+    interp = ok[ok["candidate"].map(lambda c: split_name(c)[0] in ("stepwise", "paper"))]
     if not interp.empty and best.candidate not in set(interp["candidate"]):
         i = interp.loc[interp["mean"].idxmin()]
         text += f"; the best interpretable model, {i.candidate}, has {100 * i['mean']:.2f} %"

@@ -42,9 +42,10 @@ from .stepwise import FitError, StepwiseModel, fit_stepwise, inverse_transform, 
 
 LEARNER_SCHEMA = "gpudse.learner/1"
 # Width of the band around the training response range, as a share of that range on the
-# transformed scale (log: 0.1 of a 100x span lets a prediction go 1.6x beyond the extremes seen).
-# Until helper H1's model/support.py is merged this is the one definition; the lead switches it.
-BOUND_MARGIN = 0.1
+# transformed scale (log: 0.25 of a 100x span lets a prediction go 3.2x beyond the extremes seen).
+# The same value and meaning as the stepwise model's DEFAULT_BOUND_MARGIN (helper H1, model/fitted.py);
+# at merge this constant becomes an import of it.
+BOUND_MARGIN = 0.25
 CHECK_ROWS = 50  # training predictions stored to verify a refit on load
 
 # Settings each kind accepts, with bounds (a model file cannot ask for a million trees).
@@ -109,7 +110,7 @@ class Support:
         levels = {p: sorted(set(X[p].astype(str))) for p in categorical}
         return cls(ranges, levels)
 
-    def explain(self, X: pd.DataFrame) -> np.ndarray:
+    def reasons(self, X: pd.DataFrame) -> np.ndarray:
         """Per row: why it lies outside the support ('' when inside)."""
         reasons: dict[int, list[str]] = {}
         for p, (lo, hi) in self.ranges.items():
@@ -244,7 +245,7 @@ class Learner:
             raw = self._raw(P)
         z, flags = guard(raw, self.bounds_, self.median_)
         return pd.DataFrame({"predicted": inverse_transform(z, self.transform), "bounded": flags,
-                             "extrapolation": self.support_.explain(P)}, index=X.index)
+                             "extrapolation": self.support_.reasons(P)}, index=X.index)
 
     def predict(self, X: pd.DataFrame) -> np.ndarray:
         return self.predict_details(X)["predicted"].to_numpy()
@@ -269,7 +270,7 @@ class Learner:
         frame = self._points(pd.DataFrame({p: [self.train_[p].iloc[0]] * len(values) for p in self.parameters}
                                           | {param: values}))
         return pd.DataFrame({param: values, "predicted": inverse_transform(zg, self.transform), "bounded": flags,
-                             "extrapolation": self.support_.explain(frame)})
+                             "extrapolation": self.support_.reasons(frame)})
 
     def _average_curve(self, param: str, values: list) -> np.ndarray:
         return partial_dependence(self, self.train_[self.parameters], param, values)
@@ -523,16 +524,19 @@ def fit_learner(kind: str, data: pd.DataFrame, response: str, params: Sequence[s
 
 
 # ---- the stepwise model through the same interface (adapters for helper H1's interfaces) -------------
-def stepwise_settings(name: str, max_order: int = 2) -> dict[str, Any] | None:
+def stepwise_settings(name: str, max_order: int | None = None) -> dict[str, Any] | None:
     """Estimator settings of the stepwise variants: ``stepwise`` is the estimator's (robust)
-    default, ``paper`` Stargazer as written. ``None`` when this version cannot fit the variant
-    (three-way terms need H1's ``max_order``)."""
+    default, ``paper`` Stargazer as written; *max_order* (2 or 3) overrides the highest interaction
+    order, ``None`` keeps the preset's. ``None`` when this version cannot fit the variant (three-way
+    terms need helper H1's ``max_order``)."""
     from . import stepwise as sw
     from .stepwise import StepwiseRegression
 
     kw: dict[str, Any] = dict(getattr(sw, "PAPER_SETTINGS", {})) if name == "paper" else {}
     kw.pop("transform", None)
     kw.pop("response_transform", None)
+    if max_order is None:
+        return kw
     if "max_order" in StepwiseRegression().get_params():
         kw["max_order"] = max_order
     elif max_order != 2:
@@ -561,7 +565,7 @@ def curve(model: Any, param: str, values: Sequence[Any], base_point: Mapping[str
     return point_curve(model, list(model.parameters), param, list(values), base_point)
 
 
-def stepwise_fit(data: pd.DataFrame, response: str, variant: str = "stepwise", max_order: int = 2,
+def stepwise_fit(data: pd.DataFrame, response: str, variant: str = "stepwise", max_order: int | None = None,
                  transform: str = "log", **kw: Any) -> StepwiseModel:
     """Fit a stepwise variant; columns constant in *data* are left out (likely in a small draw)."""
     settings = stepwise_settings(variant, max_order)

@@ -3,10 +3,11 @@
 Names (``gpudse fit --model``, ``gpudse validate --models``, the pages): ``stepwise`` is the robust
 default interpretable model, ``paper`` the stepwise model with Stargazer's settings as written,
 ``ebm``, ``forest``, ``boosting``, ``hybrid`` the learners of :mod:`.learners`, and ``auto`` the
-choice by cross-validation of :mod:`.auto`. Cross-validation also tries ``paper+3way`` and
-``stepwise+3way`` (three-way interactions allowed).
+choice by cross-validation of :mod:`.auto`. A stepwise name may end in ``+2way`` or ``+3way`` to set
+the search's highest interaction order (``stepwise+2way``, ``paper+3way``: what cross-validation
+tries); without it the preset's own order applies.
 
-Files are JSON and dispatch on their ``schema``: ``gpudse.model/1`` (a stepwise model: bases and
+Files are JSON and dispatch on their ``schema``: ``gpudse.model/N`` (a stepwise model: bases and
 coefficients) or ``gpudse.learner/1`` (a learner: settings and training rows, refitted on load). A
 model chosen by ``auto`` carries a ``selection`` entry (the cross-validation table and the reason).
 Files are read through :mod:`gpudse_core.safeload` (bounded, plain data, never pickle).
@@ -27,15 +28,20 @@ from ..jsonutil import json_default
 from .learners import KINDS, LEARNER_SCHEMA, Learner, fit_learner, stepwise_fit
 from .stepwise import MODEL_SCHEMA, FitError, StepwiseModel
 
-THREE_WAY = "+3way"
+ORDERS = {"+2way": 2, "+3way": 3}
 
 
-def split_name(name: str) -> tuple[str, int]:
-    """``stepwise+3way`` → (``stepwise``, 3); ``forest`` → (``forest``, 2)."""
-    base = name.removesuffix(THREE_WAY)
-    if base not in MODEL_KINDS or (base != name and base not in ("stepwise", "paper")):
+def split_name(name: str) -> tuple[str, int | None]:
+    """``stepwise+3way`` → (``stepwise``, 3); ``paper`` → (``paper``, None: the preset's own order)."""
+    for suffix, order in ORDERS.items():
+        base = name.removesuffix(suffix)
+        if base != name:
+            if base not in ("stepwise", "paper"):
+                raise FitError(f"unknown model {name!r}: only stepwise and paper take {suffix}")
+            return base, order
+    if name not in MODEL_KINDS:
         raise FitError(f"unknown model {name!r}; choose {', '.join(MODEL_KINDS)}")
-    return base, 3 if base != name else 2
+    return name, None
 
 
 def fit_model(name: str, data: pd.DataFrame, response: str, params: Sequence[str] | None = None, *,
@@ -107,8 +113,8 @@ def load_model(source: Any, name: str | None = None) -> Any:
     if not isinstance(doc, dict):
         raise FitError(f"{src}: not a gpudse model (expected a JSON object)")
     schema = doc.get("schema")
-    if schema == MODEL_SCHEMA:
-        model = StepwiseModel.from_dict(doc, source=src)
+    if isinstance(schema, str) and schema.startswith(MODEL_SCHEMA.rsplit("/", 1)[0] + "/"):
+        model = StepwiseModel.from_dict(doc, source=src)  # it checks which versions it reads
         sel = doc.get("selection")
         model.selection = sel if isinstance(sel, dict) else None
         return model

@@ -278,7 +278,7 @@ def _predict_all(train, test, response, params, models, transform, seed, fixed_t
         else:
             det = details(model_or_z, test, bounds)
         if not (det["extrapolation"] != "").any():  # a model without its own support: the draw's
-            det["extrapolation"] = support.explain(test)
+            det["extrapolation"] = support.reasons(test)
         return det
 
     need_stepwise = any(m in models for m in ("stepwise", "regional", "fixed", "application"))

@@ -26,7 +26,6 @@ import time
 from collections import Counter
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))

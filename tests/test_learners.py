@@ -12,7 +12,7 @@ from gpudse_core import limits
 from gpudse_core.cli import main
 from gpudse_core.errors import GpudseError
 from gpudse_core.model.auto import choose, cross_validate, select_model
-from gpudse_core.model.learners import (BOUND_MARGIN, KINDS, Learner, curve, fit_learner, guard, response_bounds,
+from gpudse_core.model.learners import (BOUND_MARGIN, KINDS, curve, fit_learner, guard, response_bounds,
                                         stepwise_settings)
 from gpudse_core.model.registry import fit_model, load_model, model_to_dict, save_model, split_name
 from gpudse_core.model.stepwise import StepwiseModel, fit_stepwise
@@ -211,7 +211,8 @@ def test_auto_picks_a_tree_for_a_three_way_step():
 def test_cross_validation_table_and_choice(smooth):
     train, _ = smooth
     seen = []
-    t = cross_validate(train, "t", ["blk", "simd", "q"], folds=3, candidates=("stepwise+2way", "stepwise+3way", "forest"),
+    t = cross_validate(train, "t", ["blk", "simd", "q"], folds=3,
+                       candidates=("stepwise+2way", "stepwise+3way", "forest"),
                        progress=lambda d, n, m: seen.append((d, n)))
     assert list(t.columns) == ["candidate", "mean", "median", "p98", "max", "nonfinite", "bounded", "seconds", "note"]
     assert seen[-1] == (9, 9)
@@ -258,8 +259,8 @@ def test_cli_fit_auto_and_predict_any_kind(smooth, tmp_path, capsys):
     sel = doc["selection"]
     assert [r["candidate"] for r in sel["table"]] == ["stepwise+2way", "paper", "stepwise+3way", "paper+3way", "ebm",
                                                       "forest", "boosting", "hybrid"]
-    assert doc["kind"] in ("stepwise", "ebm", "forest", "boosting", "hybrid") and sel["chosen"].startswith(doc["kind"]) \
-        or (doc["kind"] == "stepwise" and sel["chosen"].startswith("paper"))
+    expect = {"stepwise+2way": "stepwise", "paper": "stepwise", "stepwise+3way": "stepwise", "paper+3way": "stepwise"}
+    assert doc["kind"] == expect.get(sel["chosen"], sel["chosen"])
     assert main(["predict", str(out), str(pts), "-o", str(tmp_path / "pred.csv")]) == 0
     pred = pd.read_csv(tmp_path / "pred.csv", keep_default_na=False)
     assert list(pred.columns[-3:]) == ["predicted", "bounded", "extrapolation"] and len(pred) == len(test)

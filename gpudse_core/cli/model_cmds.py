@@ -76,7 +76,8 @@ def _fit_model(args: argparse.Namespace, data, params, out, echo) -> int:
             print(_cv_table(sel["table"]))
             print(sel["reason"])
         if kind == "stepwise":
-            print(f"final model ({model.n} rows): {' + '.join(model.terms)}; R² {model.r2:.4f}, adj R² {model.adj_r2:.4f}")
+            print(f"final model ({model.n} rows): {' + '.join(model.terms)}; R² {model.r2:.4f}, "
+                  f"adj R² {model.adj_r2:.4f}")
             print(model.equation(digits=5))
         else:
             print(f"{kind} model of {args.response} ({args.transform} scale) on {len(data):,} rows")
@@ -208,5 +209,6 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     va.add_argument("--theta", type=float, default=None, help="θ of the stepwise model (default: its own)")
     va.add_argument("--phi", type=float, default=None, help="φ of the stepwise model (default: its own)")
     va.add_argument("--seed", type=positive_int, default=0)
-    va.add_argument("--json", action="store_true", help='print {"models": {name: {"N": {mean, median, p75, p98, max, …, nonfinite, bounded}}}}')
+    va.add_argument("--json", action="store_true",
+                    help='print {"models": {name: {"N": {mean, median, p75, p98, max, …, nonfinite, bounded}}}}')
     va.set_defaults(func=cmd_validate)

@@ -119,9 +119,9 @@ def choose(table: pd.DataFrame, folds: int, tie: float = TIE) -> tuple[str, str]
     text = (f"picked {best.candidate}: lowest {folds}-fold cross-validated mean relative error "
             f"{100 * best['mean']:.2f} %")
     if best.candidate != lowest.candidate:
-        text = (f"picked {best.candidate}: {folds}-fold cross-validated mean relative error {100 * best['mean']:.2f} %, "
-                f"within {100 * tie:g} % of the lowest ({lowest.candidate} {100 * lowest['mean']:.2f} %), a tie that "
-                f"goes to the simpler model")
+        text = (f"picked {best.candidate}: {folds}-fold cross-validated mean relative error "
+                f"{100 * best['mean']:.2f} %, within {100 * tie:g} % of the lowest "
+                f"({lowest.candidate} {100 * lowest['mean']:.2f} %), a tie that goes to the simpler model")
     else:
         rest = ok[ok["candidate"] != best.candidate]
         if not rest.empty:

@@ -170,6 +170,13 @@ def test_registry_names_and_stepwise_files(smooth, tmp_path):
     save_model(robust, path)
     back = load_model(path)
     np.testing.assert_allclose(back.predict(test), robust.predict(test))
+    from gpudse_core.model import load_model as from_package  # the registry, as the workspace codec calls it
+
+    forest = fit_learner("forest", train, "t", settings={"n_estimators": 5})
+    again = from_package(model_to_dict(forest), source="stored model")
+    np.testing.assert_allclose(again.predict(test), forest.predict(test))
+    with pytest.raises(GpudseError, match="^stored model: schema 'x' is not a gpudse model"):
+        from_package({"schema": "x"}, source="stored model")
     path.write_text('{"schema": "gpudse.model/1", "response": 1}')
     with pytest.raises(GpudseError, match="malformed"):
         load_model(path)

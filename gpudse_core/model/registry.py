@@ -92,15 +92,16 @@ def save_model(model: Any, path: Any) -> None:
     Path(path).write_text(json.dumps(model_to_dict(model), indent=1), encoding="utf-8")
 
 
-def load_model(source: Any, name: str | None = None) -> Any:
-    """A fitted model from a file path or an already parsed JSON document, whatever its kind."""
+def load_model(doc_or_path: Any, source: str | None = None) -> Any:
+    """A fitted model from an already parsed JSON document or a file path, whatever its kind;
+    *source* names it in error messages (default: the path, or "model")."""
     from ..safeload import load_json
 
-    if isinstance(source, Mapping):
-        doc, src = dict(source), name or "model"
+    if isinstance(doc_or_path, Mapping):
+        doc, src = dict(doc_or_path), source or "model"
     else:
-        p = Path(source)
-        src = name or str(p)
+        p = Path(doc_or_path)
+        src = source or str(p)
         cap = limits.current().document_bytes
         try:
             with p.open("rb") as fh:

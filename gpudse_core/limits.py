@@ -87,6 +87,7 @@ class Limits:
     wfg_elements: int = 400  # nodes + arcs + dependences of one work flow graph (its reduction is cubic)
     # ---- models --------------------------------------------------------------------------------------
     model_columns: int = 100_000  # columns (coefficients) of a model file
+    refit_rows: int = 200_000  # training rows of a forest/boosting/hybrid/EBM model (refitted from them on load)
     # ---- workspaces (issue 14) -------------------------------------------------------------------------
     workspaces: int = 10_000  # workspace files under $GPUDSE_HOME (creating or forking one more is refused)
     workspace_bytes: int = 4 * GiB  # one workspace's SQLite file, checked before each write

@@ -10,7 +10,9 @@ import pytest
 
 from gpudse_core import GpudseError, load_preset, sample
 from gpudse_core.cli import main
+from gpudse_core.model.learners import details, fit_learner, response_bounds, stepwise_fit
 from gpudse_core.model.validation import Cancelled, ecdf, relative_distance, relative_errors, summarize, validate
+from gpudse_core.sim.simulator import simulate
 
 
 def test_summary_statistics():
@@ -22,6 +24,75 @@ def test_summary_statistics():
     x, f = ecdf([0.3, 0.1, 0.2])
     assert list(x) == [0.1, 0.2, 0.3] and list(f) == pytest.approx([1 / 3, 2 / 3, 1])
     assert list(relative_errors([100, 200], [110, 150])) == pytest.approx([0.1, 0.25])
+    assert s["nonfinite"] == 0
+
+
+def test_summary_never_drops_a_blow_up():
+    """An overflowed prediction (inf) or an undefined error (NaN: 0/0) stays in the mean and the max."""
+    e = [0.1, 0.2, 0.3, 0.4, np.inf]
+    s = summarize(e)
+    assert s["mean"] == np.inf and s["max"] == np.inf and s["nonfinite"] == 1 and s["count"] == 5
+    assert s["median"] == pytest.approx(0.3) and s["p75"] == pytest.approx(0.4) and s["min"] == 0.1
+    assert s["p98"] == np.inf  # between 0.4 and inf: not NaN, as NumPy's interpolation would give
+    s = summarize([0.1, np.nan, 0.3])
+    assert s["nonfinite"] == 1 and s["max"] == np.inf and s["count"] == 3
+    assert summarize(relative_errors([0.0, 2.0], [1.0, 2.0]))["nonfinite"] == 1  # a zero response
+    empty = summarize([])
+    assert empty["count"] == 0 and empty["nonfinite"] == 0 and np.isnan(empty["mean"])
+
+
+def test_n30_blow_up_is_bounded_and_counted():
+    """Issue 13: at N = 30 on matMul the paper model's log-scale prediction ran away (here to inf:
+    blk = 16 was seen once, with simd = 16; the test point blk = 16, simd = 32 lies inside the
+    ranges). Guarded, every prediction is finite and within the band; the bounded ones are counted."""
+    pts = sample(load_preset("stargazer"), 1030, seed=23).points
+    d = pts.assign(cycles=simulate(pts, "matMul", noise=0.01, seed=23).cycles)
+    train, test = d.iloc[:30], d.iloc[30:]
+    model = stepwise_fit(train, "cycles", "paper", transform="log")
+    raw = model.linear_predictor(test)
+    with np.errstate(over="ignore"):
+        raw_err = relative_errors(test.cycles, np.exp(raw))
+    assert summarize(raw_err)["mean"] > 100  # the blow-up (10,000 % and more)
+    lo, hi = response_bounds(np.log(train.cycles.to_numpy()))
+    det = details(model, test, (lo, hi))
+    pred = det["predicted"].to_numpy()
+    assert np.isfinite(pred).all()
+    assert (np.log(pred) >= lo - 1e-9).all() and (np.log(pred) <= hi + 1e-9).all()
+    runaway = raw_err > 10
+    assert runaway.any() and det["bounded"].to_numpy()[runaway].all()
+    s = summarize(relative_errors(test.cycles, pred))
+    assert s["nonfinite"] == 0 and s["max"] < np.exp(hi) / test.cycles.min()
+
+
+def test_validation_tables_count_bounded_predictions():
+    pts = sample(load_preset("stargazer"), 700, seed=2).points
+    d = pts.assign(cycles=simulate(pts, "matMul", noise=0.01, seed=3).cycles)
+    r = validate(d, "cycles", train_sizes=[30], test_size=200, repeats=3, models=["paper", "forest"],
+                 transform="log", seed=4)
+    s = r.summary().set_index("model")
+    assert {"nonfinite", "bounded", "extrapolated"} <= set(s.columns)
+    assert s.loc["paper", "bounded"] > 0 and s.loc["paper", "nonfinite"] == 0 and np.isfinite(s.loc["paper", "max"])
+    assert s.loc["paper", "bounded"] == np.count_nonzero(r.bounded["paper"][30])
+    assert s.loc["forest", "bounded"] == 0  # a forest's average never leaves the training range
+    assert len(r.bounded["paper"][30]) == len(r.errors["paper"][30]) == 600
+
+
+def test_dummies_from_training_rows_only():
+    """A level absent from the training rows is flagged as extrapolation, never given a column."""
+    rng = np.random.default_rng(1)
+    n = 200
+    mode = rng.choice(["a", "b"], n)
+    x = rng.uniform(1, 10, n)
+    d = pd.DataFrame({"x": x, "mode": mode, "t": np.exp(0.2 * x + (mode == "b"))})
+    model = fit_learner("forest", d, "t")
+    enc = model.estimator_[0].named_transformers_["levels"]
+    assert [list(c) for c in enc.categories_] == [["a", "b"]]
+    test = pd.DataFrame({"x": [5.0, 5.0, 12.0], "mode": ["a", "c", "b"]})
+    for kind in ("forest", "boosting", "hybrid", "ebm"):
+        det = (model if kind == "forest" else fit_learner(kind, d, "t")).predict_details(test)
+        assert list(det["extrapolation"] != "") == [False, True, True]
+        assert "mode=c not seen" in det["extrapolation"].iloc[1] and "x=12" in det["extrapolation"].iloc[2]
+        assert np.isfinite(det["predicted"]).all()
 
 
 def test_relative_distance():
@@ -75,10 +146,10 @@ def test_application_specific_models():
 
 
 def test_tree_models_and_hybrid_run(gpu_data):
-    r = validate(gpu_data, "cycles", train_sizes=[150], repeats=1, models=["forest", "boosting", "hybrid", "stepwise"],
-                 transform="log")
+    r = validate(gpu_data, "cycles", train_sizes=[150], repeats=1,
+                 models=["forest", "boosting", "hybrid", "stepwise", "ebm"], transform="log")
     s = r.summary().set_index("model")
-    assert set(s.index) == {"forest", "boosting", "hybrid", "stepwise"}
+    assert set(s.index) == {"forest", "boosting", "hybrid", "stepwise", "ebm"}
     assert (s["median"] < 0.5).all()
     # the hybrid corrects the stepwise model's residuals, so it should not be far worse than it
     assert s.loc["hybrid", "mean"] < 1.5 * s.loc["stepwise", "mean"]
@@ -134,11 +205,16 @@ def test_cli_validate_json(gpu_data, tmp_path, capsys):
     path = tmp_path / "r.csv"
     gpu_data.to_csv(path, index=False)
     assert main(["validate", str(path), "--response", "cycles", "--train-sizes", "30,60", "--repeats", "2",
-                 "--models", "stepwise,fixed", "--json"]) == 0
+                 "--models", "stepwise,fixed,paper", "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
-    assert set(doc["models"]) == {"stepwise", "fixed"}
+    assert set(doc["models"]) == {"stepwise", "fixed", "paper"}
+    for name, sizes in doc["models"].items():  # the contract scripts depend on
+        assert set(sizes) == {"30", "60"}
+        for cell in sizes.values():
+            assert set(cell) >= {"mean", "median", "p75", "p98", "max", "nonfinite", "bounded"}
+            assert isinstance(cell["nonfinite"], int) and isinstance(cell["bounded"], int) and cell["count"] == 400
     cell = doc["models"]["stepwise"]["60"]
-    assert set(cell) >= {"mean", "median", "p75", "p98", "max"} and 0 < cell["median"] < cell["max"] < 10
+    assert 0 < cell["median"] < cell["max"] < 10
     assert main(["validate", str(path), "--response", "cycles", "--train-sizes", "30", "--repeats", "1"]) == 0
     assert "stepwise" in capsys.readouterr().out
 

@@ -12,6 +12,8 @@ It calls the same functions as the dashboard pages. User errors print one line
                [--criterion adjr2|aic|bic|ftest] [--knots K] [--knot-placement even|quantile]
                [--interactions full|restricted] [--max-terms N] [--force TERM ...] -o model.json [--json]
     gpudse predict MODEL.json POINTS -o predictions.csv
+    gpudse explore MODEL.json SPACE [--top K] [--maximize] [--pareto COST] [--where EXPR]
+                   [--scheduler ADDRESS|local] [--workers W] [-o best.csv] [--json]
     gpudse validate DATA --response COL [--transform …] [--train-sizes 30,60,…] [--test-size 200]
                     [--repeats 5] [--models stepwise,fixed,regional,forest,boosting,hybrid] [--json]
     gpudse simulate SAMPLES --backend analytical|command [--kernel NAME] [--config SIM.toml]
@@ -32,16 +34,17 @@ It calls the same functions as the dashboard pages. User errors print one line
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from typing import Sequence
 
 from .. import __version__
-from ..errors import GpudseError
-from . import glossary_cmds, model_cmds, ray_cmds, sim_cmds, space_cmds, workspace_cmds
+from ..errors import GpudseError, printable
+from . import explore_cmds, glossary_cmds, model_cmds, ray_cmds, sim_cmds, space_cmds, workspace_cmds
 
 # Start-up: building the parser and printing --help import only argparse and these command modules,
 # which import NumPy, pandas or scikit-learn inside the command that needs them (issue 12).
-COMMAND_MODULES = (space_cmds, model_cmds, sim_cmds, ray_cmds, workspace_cmds, glossary_cmds)
+COMMAND_MODULES = (space_cmds, model_cmds, sim_cmds, ray_cmds, explore_cmds, workspace_cmds, glossary_cmds)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -53,17 +56,43 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _safe_streams() -> None:
+    """Never fail to print: characters the terminal's encoding lacks are escaped, not an error."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.reconfigure(errors="backslashreplace")  # type: ignore[union-attr]
+        except (AttributeError, ValueError, OSError):  # replaced by a test harness, or closed
+            pass
+
+
+def _error(message: str) -> int:
+    print(f"gpudse: error: {printable(message)}", file=sys.stderr)
+    return 2
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command. A problem with the user's input or request (a :class:`GpudseError`, an
+    unreadable or unwritable file, memory exhausted by an input) prints ``gpudse: error: …`` and
+    returns 2; anything else is a bug in gpudse and keeps its traceback."""
+    _safe_streams()
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parser.parse_args(argv)  # argparse reports its own errors ("gpudse: error: …", status 2)
     try:
         return int(args.func(args) or 0)
     except GpudseError as e:
-        print(f"gpudse: error: {e}", file=sys.stderr)
-        return 2
+        return _error(str(e))
+    except MemoryError:
+        return _error("ran out of memory reading or processing the input; it is larger than this machine can "
+                      "handle — see 'Limits and hostile input' in the README")
+    except BrokenPipeError:  # the reader of our output went away (e.g. `gpudse space show x | head`)
+        try:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        except OSError:
+            pass
+        return 141
     except OSError as e:
-        print(f"gpudse: error: {e.filename or ''}: {e.strerror or e}", file=sys.stderr)
-        return 2
+        where = f"{e.filename}: " if e.filename else ""
+        return _error(f"{where}{e.strerror or e}")
     except KeyboardInterrupt:
         print("gpudse: interrupted", file=sys.stderr)
         return 130

@@ -62,6 +62,8 @@ def cmd_fit(args: argparse.Namespace) -> int:
     out = writable(args.output, (".json",))
     params = [p.strip() for p in args.params.split(",") if p.strip()] if args.params else None
     echo = (lambda s: None) if args.json else (lambda s: print(trace_line(s), flush=True))
+    if args.model != "stepwise":
+        return _fit_model(args, data, params, out, echo)
     kw, space_notes = fit_settings(args)
     model = fit_stepwise(data, args.response, callback=echo, params=params, transform=args.transform,
                          forced=args.force or (), **kw)
@@ -80,24 +82,75 @@ def cmd_fit(args: argparse.Namespace) -> int:
     return 0
 
 
+def _fit_model(args: argparse.Namespace, data, params, out, echo) -> int:
+    """``fit --model paper|auto|ebm|forest|boosting|hybrid`` (the stepwise flags θ, φ, knots … tune
+    only ``--model stepwise``; ``paper`` is Stargazer as written, ``auto`` compares presets)."""
+    from ..model.registry import fit_model, model_kind, plain_json, save_model
+
+    def progress(done: int, total: int, message: str) -> None:
+        if not args.json:
+            print(f"\r  cross-validation: {done}/{total} fits ({message})\033[K", end="", file=sys.stderr, flush=True)
+
+    model = fit_model(args.model, data, args.response, params, transform=args.transform, seed=args.seed,
+                      folds=args.folds, callback=echo if args.model == "paper" else None, progress=progress)
+    save_model(model, out)
+    kind = model_kind(model)
+    sel = getattr(model, "selection", None)
+    if args.json:
+        doc = {"model": args.model, "kind": kind, "n": getattr(model, "n", None) or len(data), "selection": sel}
+        if kind == "stepwise":
+            doc.update(terms=model.terms, r2=model.r2, adj_r2=model.adj_r2, trace=model.trace)
+        print(json.dumps(plain_json(doc), indent=1))
+    else:
+        if sel:
+            print(file=sys.stderr)
+            print(f"{sel['method']}: relative error (%) of the held-out rows")
+            print(_cv_table(sel["table"]))
+            print(sel["reason"])
+        if kind == "stepwise":
+            print(f"final model ({model.n} rows): {' + '.join(model.terms)}; R² {model.r2:.4f}, "
+                  f"adj R² {model.adj_r2:.4f}")
+            print(model.equation(digits=5))
+        else:
+            print(f"{kind} model of {args.response} ({args.transform} scale) on {len(data):,} rows")
+        for note in getattr(model, "notes", []):
+            print(f"note: {note}", file=sys.stderr)
+    print(f"wrote {out}", file=sys.stderr)
+    return 0
+
+
+def _cv_table(rows: list[dict]) -> str:
+    import pandas as pd
+
+    t = pd.DataFrame(rows)
+    for col in ("mean", "median", "p98", "max"):
+        t[col] = t[col].map(lambda v: "-" if v is None or v != v else f"{100 * v:.2f}")
+    t["seconds"] = t["seconds"].map(lambda v: f"{v:.1f}")
+    return t.to_string(index=False)
+
+
 def cmd_predict(args: argparse.Namespace) -> int:
     from ..dataio import read_table
-    from ..model.stepwise import StepwiseModel
+    from ..model.learners import BOUND_MARGIN, details
+    from ..model.registry import load_model
 
-    model = StepwiseModel.load(args.model)
+    model = load_model(args.model)
+    for note in getattr(model, "notes", []):
+        print(f"note: {note}", file=sys.stderr)
     points = read_table(args.points)
     clash = [c for c in ("predicted", "bounded", "extrapolation") if c in points.columns]
     if clash:
         raise GpudseError(f"{args.points}: the points already have column(s) {', '.join(map(repr, clash))}, which "
                           f"predict adds; drop or rename them")
     out = writable(args.output, (".csv", ".parquet", ".json"))
-    details = model.predict_details(points)
-    result = with_predictions(points, details)
+    det = details(model, points)
+    result = with_predictions(points, det)
     write_table(result, out)
-    n_bounded = int(details.bounded.sum())
-    n_outside = int((details.extrapolation != "").sum())
+    n_bounded = int(det.bounded.sum())
+    n_outside = int((det.extrapolation != "").sum())
+    margin = getattr(model, "bound_margin", BOUND_MARGIN)
     print(f"wrote {len(result):,} predictions of {model.response} to {out}: {n_bounded:,} bounded to the training "
-          f"range (margin {model.bound_margin if model.bound_margin is not None else 'off'}), {n_outside:,} outside "
+          f"range (margin {margin if margin is not None else 'off'}), {n_outside:,} outside "
           f"the training support (see the bounded and extrapolation columns)", file=sys.stderr)
     return 0
 
@@ -127,7 +180,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
     res = validate(data, args.response, params, train_sizes=sizes, test_size=args.test_size, repeats=args.repeats,
                    models=models, transform=args.transform, seed=args.seed, fixed_terms=fixed,
-                   app_column=args.app_column, region=args.region, progress=progress, theta=args.theta, phi=args.phi)
+                   app_column=args.app_column, region=args.region, progress=progress,
+                   **{k: v for k, v in (("theta", args.theta), ("phi", args.phi)) if v is not None})
     if args.json:
         print(json.dumps(res.to_json_dict(), indent=1))
         return 0
@@ -138,6 +192,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
     print(f"relative error (%) of {args.response}, {args.test_size} test points x {args.repeats} repeats "
           f"({total} fits per model)")
     print(table.rename(columns={"train_size": "N"}).to_string(index=False))
+    for n, picks in res.chosen.items():
+        print(f"auto picked at N = {n}: {', '.join(picks)}")
     for note in res.notes:
         print(f"note: {note}", file=sys.stderr)
     return 0
@@ -179,6 +235,11 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     fi.add_argument("--force", action="append", metavar="TERM", help="start with this term (repeatable), e.g. simd:blk")
     fi.add_argument("-o", "--output", required=True, metavar="model.json")
     fi.add_argument("--json", action="store_true", help="print terms, R², adjusted R² and the trace as JSON")
+    fi.add_argument("--model", choices=choices.MODEL_KINDS, default="stepwise",
+                    help="stepwise (robust default), paper (Stargazer as written), auto (chosen by cross-validation), "
+                         "ebm, forest, boosting or hybrid (default stepwise)")
+    fi.add_argument("--folds", type=positive_int, default=5, help="--model auto: cross-validation folds (default 5)")
+    fi.add_argument("--seed", type=positive_int, default=0, help="seed of the learners and the folds (default 0)")
     fi.set_defaults(func=cmd_fit)
 
     pr2 = sub.add_parser("predict", help="predict design points with a fitted model (adds predicted, bounded and "
@@ -197,12 +258,14 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     va.add_argument("--test-size", type=positive_int, default=200)
     va.add_argument("--repeats", type=positive_int, default=5)
     va.add_argument("--models", default="stepwise,fixed", metavar="m1,m2,...",
-                    help="stepwise, fixed, regional, application, forest, boosting, hybrid")
+                    help="stepwise (robust default), paper (Stargazer as written), fixed, regional, application, "
+                         "forest, boosting, hybrid, ebm, auto (chosen by cross-validation on each training draw)")
     va.add_argument("--fixed-terms", metavar="t1,t2,...", help="terms of the fixed model (default simd,blk,simd:blk)")
     va.add_argument("--app-column", metavar="COL", help="application column for the S+A model")
     va.add_argument("--region", type=float, default=0.5, help="S+R region size as a share of N (default 0.5)")
-    va.add_argument("--theta", type=float, default=0.01)
-    va.add_argument("--phi", type=float, default=0.01)
+    va.add_argument("--theta", type=float, default=None, help="θ of the stepwise model (default: its own)")
+    va.add_argument("--phi", type=float, default=None, help="φ of the stepwise model (default: its own)")
     va.add_argument("--seed", type=positive_int, default=0)
-    va.add_argument("--json", action="store_true", help='print {"models": {name: {"N": {mean, median, …}}}}')
+    va.add_argument("--json", action="store_true",
+                    help='print {"models": {name: {"N": {mean, median, p75, p98, max, …, nonfinite, bounded}}}}')
     va.set_defaults(func=cmd_validate)

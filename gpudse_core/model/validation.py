@@ -8,7 +8,8 @@ quartile, max), and as empirical CDFs (Lee & Brooks Figs. 9, 12).
 
 Models compared in one run, each on the same draws and the same response transform:
 
-``stepwise``     Stargazer Algorithm 1 (:mod:`gpudse_core.stepwise`).
+``stepwise``     Stargazer Algorithm 1 (:mod:`gpudse_core.model.stepwise`), robust default settings.
+``paper``        the same with Stargazer's settings as written.
 ``fixed``        Stargazer §7.4's fixed-factor model: the given terms (default ``simd``, ``blk``,
                  ``simd:blk`` when those columns exist, else the first three terms the stepwise fit
                  picks on the training set, i.e. a designer who knows the top factors).
@@ -24,6 +25,15 @@ Models compared in one run, each on the same draws and the same response transfo
 ``forest``       scikit-learn random forest on the same transform (beyond the papers).
 ``boosting``     scikit-learn histogram gradient boosting on the same transform.
 ``hybrid``       the stepwise model plus gradient boosting fitted to its residuals.
+``ebm``          InterpretML's explainable boosting machine (:mod:`.learners`).
+``auto``         the model chosen by cross-validation on the training draw only (:mod:`.auto`).
+
+Every prediction is guarded as in :mod:`.learners` (bounded to the training draw's response range
+widened by ``BOUND_MARGIN``). Summaries never drop an error: a non-finite error (a zero response, a
+prediction that could not be guarded) makes the mean and the maximum infinite and is counted in
+``nonfinite``; ``bounded`` counts the guarded predictions and ``extrapolated`` the test points
+outside the training draw's support (a level never seen in it, a value beyond its range). Encodings
+(dummy columns) are built from the training draw only.
 """
 
 from __future__ import annotations
@@ -38,9 +48,11 @@ import pandas as pd
 
 from ..errors import GpudseError
 from .inference import design_matrix
-from .stepwise import StepwiseModel, fit_stepwise, inverse_transform, transform_response
+from .learners import Support, details, guard, is_categorical, response_bounds, stepwise_fit
+from .stepwise import StepwiseModel, inverse_transform, transform_response
 
-MODELS = ("stepwise", "fixed", "regional", "application", "forest", "boosting", "hybrid")
+MODELS = ("stepwise", "paper", "fixed", "regional", "application", "forest", "boosting", "hybrid", "ebm", "auto")
+STATS = ("mean", "median", "p75", "p98", "max", "min", "q1", "q3")
 DEFAULT_SIZES = tuple(range(30, 301, 30))
 
 
@@ -65,14 +77,37 @@ def relative_errors(y_true: Any, y_pred: Any) -> np.ndarray:
 
 
 def summarize(errors: Any) -> dict[str, float]:
-    """Stargazer's mean/median/p75/p98/max and Lee & Brooks Table 6's min/q1/q3 (fractions, not %)."""
-    e = np.asarray(errors, dtype=float)
-    e = e[np.isfinite(e)]
+    """Stargazer's mean/median/p75/p98/max and Lee & Brooks Table 6's min/q1/q3 (fractions, not %),
+    over *every* error: a non-finite one (NaN counts as infinitely wrong) is kept, so it makes the
+    mean and the maximum infinite, and is counted in ``nonfinite``."""
+    e = np.asarray(errors, dtype=float).ravel()
+    nonfinite = int(np.count_nonzero(~np.isfinite(e)))
     if e.size == 0:
-        return {k: float("nan") for k in ("mean", "median", "p75", "p98", "max", "min", "q1", "q3", "count")}
-    q = np.quantile(e, [0.0, 0.25, 0.5, 0.75, 0.98, 1.0])
-    return {"mean": float(e.mean()), "median": float(q[2]), "p75": float(q[3]), "p98": float(q[4]),
-            "max": float(q[5]), "min": float(q[0]), "q1": float(q[1]), "q3": float(q[3]), "count": int(e.size)}
+        return {**{k: float("nan") for k in STATS}, "count": 0, "nonfinite": 0}
+    e = np.sort(np.where(np.isnan(e), np.inf, e))
+    q = _quantiles(e, [0.0, 0.25, 0.5, 0.75, 0.98, 1.0])
+    with np.errstate(over="ignore"):
+        mean = float(e.mean()) if nonfinite == 0 else float("inf")
+    return {"mean": mean, "median": q[2], "p75": q[3], "p98": q[4], "max": q[5], "min": q[0], "q1": q[1],
+            "q3": q[3], "count": int(e.size), "nonfinite": nonfinite}
+
+
+def _quantiles(e: np.ndarray, ps: Sequence[float]) -> list[float]:
+    """NumPy's default (linear) quantiles of sorted *e*, where +inf entries stay +inf (NumPy's own
+    interpolation gives NaN between two infinities)."""
+    out = []
+    for p in ps:
+        h = (e.size - 1) * p
+        lo = int(math.floor(h))
+        hi = min(lo + 1, e.size - 1)
+        frac = h - lo
+        if frac == 0.0 or e[lo] == e[hi]:
+            out.append(float(e[lo]))
+        elif not np.isfinite(e[hi]):
+            out.append(float("inf"))
+        else:
+            out.append(float(e[lo] + (e[hi] - e[lo]) * frac))
+    return out
 
 
 def ecdf(errors: Any) -> tuple[np.ndarray, np.ndarray]:
@@ -82,23 +117,6 @@ def ecdf(errors: Any) -> tuple[np.ndarray, np.ndarray]:
 
 
 # ---- model variants -------------------------------------------------------------------------------
-def _features(train: pd.DataFrame, test: pd.DataFrame, params: list[str]) -> tuple[np.ndarray, np.ndarray]:
-    both = pd.concat([train[params], test[params]], ignore_index=True)
-    cat = [p for p in params if both[p].dtype.kind in "OUSb"]
-    enc = pd.get_dummies(both, columns=cat, dtype=float) if cat else both.astype(float)
-    m = enc.to_numpy(float)
-    return m[: len(train)], m[len(train):]
-
-
-def _tree(kind: str, n: int, seed: int):
-    from sklearn.ensemble import HistGradientBoostingRegressor, RandomForestRegressor
-
-    if kind == "forest":
-        return RandomForestRegressor(n_estimators=200, min_samples_leaf=1, random_state=seed, n_jobs=1)
-    return HistGradientBoostingRegressor(max_iter=300, learning_rate=0.1, min_samples_leaf=max(2, min(20, n // 10)),
-                                         random_state=seed)
-
-
 def relative_distance(queries: pd.DataFrame, samples: pd.DataFrame, params: list[str]) -> np.ndarray:
     """Lee & Brooks' relative Euclidean distance between every query (rows) and sample (columns)."""
     d2 = np.zeros((len(queries), len(samples)))
@@ -131,12 +149,13 @@ def _regional(model: StepwiseModel, train: pd.DataFrame, test: pd.DataFrame, par
         rows = nearest[i]
         coef, *_ = np.linalg.lstsq(A_train[rows], z[rows], rcond=None)
         out[i] = A_test[i] @ coef
-    return inverse_transform(out, model.transform)
+    return out
 
 
 @dataclass
 class ValidationResult:
-    """Relative errors per model and training size, pooled over repeats, with the settings used."""
+    """Relative errors per model and training size, pooled over repeats, with the settings used;
+    ``bounded`` and ``extrapolated`` hold one flag per error (the same order)."""
 
     response: str
     transform: str
@@ -145,22 +164,42 @@ class ValidationResult:
     repeats: int
     models: list[str]
     errors: dict[str, dict[int, np.ndarray]] = field(default_factory=dict)
+    bounded: dict[str, dict[int, np.ndarray]] = field(default_factory=dict)
+    extrapolated: dict[str, dict[int, np.ndarray]] = field(default_factory=dict)
     terms: dict[int, list[list[str]]] = field(default_factory=dict)
+    chosen: dict[int, list[str]] = field(default_factory=dict)  # auto: the pick of each repeat
     notes: list[str] = field(default_factory=list)
 
+    def cell(self, model: str, n: int) -> dict[str, float]:
+        """The summary of one model at one training size, with the guard counts."""
+        flags = self.bounded.get(model, {}).get(n, np.zeros(0, bool))
+        extra = self.extrapolated.get(model, {}).get(n, np.zeros(0, bool))
+        return {**summarize(self.errors[model][n]), "bounded": int(np.count_nonzero(flags)),
+                "extrapolated": int(np.count_nonzero(extra))}
+
     def summary(self) -> pd.DataFrame:
+        """One row per model and training size: the statistics, ``count``, ``nonfinite``, ``bounded``
+        and ``extrapolated`` (always present, zero when nothing happened)."""
         rows = []
         for m in self.models:
             for n in self.train_sizes:
                 if n in self.errors.get(m, {}):
-                    rows.append({"model": m, "train_size": n, **summarize(self.errors[m][n])})
-        return pd.DataFrame(rows)
+                    rows.append({"model": m, "train_size": n, **self.cell(m, n)})
+        return pd.DataFrame(rows, columns=["model", "train_size", *STATS, "count", "nonfinite", "bounded",
+                                           "extrapolated"])
 
     def to_json_dict(self) -> dict:
-        """``{"models": {name: {"N": {mean, median, p75, p98, max, …}}}}``, errors as fractions."""
-        return {"response": self.response, "transform": self.transform, "test_size": self.test_size,
-                "repeats": self.repeats, "notes": self.notes,
-                "models": {m: {str(n): summarize(e) for n, e in sizes.items()} for m, sizes in self.errors.items()}}
+        """``{"models": {name: {"N": {mean, median, p75, p98, max, …, nonfinite, bounded}}}}``, errors
+        as fractions over all repeats; a statistic that is infinite (see ``nonfinite``) is ``null``."""
+        def plain(d: dict) -> dict:
+            return {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in d.items()}
+
+        out = {"response": self.response, "transform": self.transform, "test_size": self.test_size,
+               "repeats": self.repeats, "notes": self.notes,
+               "models": {m: {str(n): plain(self.cell(m, n)) for n in sizes} for m, sizes in self.errors.items()}}
+        if self.chosen:
+            out["auto_chosen"] = {str(n): picks for n, picks in self.chosen.items()}
+        return out
 
 
 def validate(data: pd.DataFrame, response: str, params: Sequence[str] | None = None, *,
@@ -207,6 +246,8 @@ def validate(data: pd.DataFrame, response: str, params: Sequence[str] | None = N
     data = data[cols].reset_index(drop=True)
     res = ValidationResult(response, transform, sizes, test_size, repeats, list(models), notes=notes)
     res.errors = {m: {} for m in models}
+    res.bounded = {m: {} for m in models}
+    res.extrapolated = {m: {} for m in models}
     rng = np.random.default_rng(seed)
     total = len(sizes) * repeats * len(models)
     done = 0
@@ -217,10 +258,12 @@ def validate(data: pd.DataFrame, response: str, params: Sequence[str] | None = N
         if progress is not None and progress(done, total, message) is False:
             raise _Stop
 
-    def score(preds: dict[str, np.ndarray], test: pd.DataFrame, n: int) -> None:
-        for m, p in preds.items():
-            err = relative_errors(test[response].to_numpy(float), p)
-            res.errors[m][n] = np.concatenate([res.errors[m].get(n, np.zeros(0)), err])
+    def score(preds: dict[str, pd.DataFrame], test: pd.DataFrame, n: int) -> None:
+        for m, det in preds.items():
+            err = relative_errors(test[response].to_numpy(float), det["predicted"].to_numpy())
+            for store, new in ((res.errors, err), (res.bounded, det["bounded"].to_numpy(bool)),
+                               (res.extrapolated, det["extrapolation"].to_numpy(dtype=str) != "")):
+                store[m][n] = np.concatenate([store[m][n], new]) if n in store[m] else new
 
     try:
         for rep in range(repeats):
@@ -229,7 +272,7 @@ def validate(data: pd.DataFrame, response: str, params: Sequence[str] | None = N
             pool = order[test_size:]
             for n in sizes:
                 train = data.iloc[rng.choice(pool, size=n, replace=False)].reset_index(drop=True)
-                preds: dict[str, np.ndarray] = {}  # filled model by model: what a stop leaves is kept
+                preds: dict[str, pd.DataFrame] = {}  # filled model by model: what a stop leaves is kept
                 try:
                     _predict_all(train, test, response, list(params), models, transform, seed + rep, fixed_terms,
                                  app_column, region, fit_kw, res, n,
@@ -241,37 +284,62 @@ def validate(data: pd.DataFrame, response: str, params: Sequence[str] | None = N
             raise Cancelled("validation cancelled before the first fit finished") from None
         res.notes.append(f"stopped after {done} of {total} fits (model × repeat × training size); a model's "
                          f"errors pool the repeats it finished")
-        res.errors = {m: e for m, e in res.errors.items() if e}
+        for store in (res.errors, res.bounded, res.extrapolated):
+            for m in [m for m, e in store.items() if not e]:
+                del store[m]
         raise Cancelled("validation cancelled", partial=res) from None
     return res
 
 
 def _predict_all(train, test, response, params, models, transform, seed, fixed_terms, app_column, region, fit_kw,
                  res: ValidationResult, n: int, tick: Callable[[str], None] = lambda m: None,
-                 out: dict[str, np.ndarray] | None = None) -> dict[str, np.ndarray]:
-    """Each model's predictions on *test*, added to *out* as they are made; ``tick(model)`` after
-    each one (it may raise to stop between models: *out* then holds the models finished)."""
+                 out: dict[str, pd.DataFrame] | None = None) -> dict[str, pd.DataFrame]:
+    """Fit every requested model on the training draw; ``predict_details`` of each on the test set,
+    added to *out* as they are made; ``tick(model)`` after each one (it may raise to stop between
+    models: *out* then holds the models finished)."""
+    from .registry import fit_model
+
     out = {} if out is None else out
     X_params = params + ([app_column] if app_column and app_column not in params else [])
-    need_stepwise = any(m in models for m in ("stepwise", "regional", "hybrid", "fixed"))
+    z = transform_response(train[response].to_numpy(float), transform, response)
+    bounds = response_bounds(z)
+    support = Support.of(train[X_params], [p for p in X_params if is_categorical(train[p])])
+
+    def guarded(model_or_z: Any) -> pd.DataFrame:
+        """Details of a model, or of transformed-scale predictions, guarded with the draw's bounds."""
+        if isinstance(model_or_z, np.ndarray):
+            zg, flags = guard(model_or_z, bounds)
+            det = pd.DataFrame({"predicted": inverse_transform(zg, transform), "bounded": flags,
+                                "extrapolation": ""}, index=test.index)
+        else:
+            det = details(model_or_z, test, bounds)
+        if not (det["extrapolation"] != "").any():  # a model without its own support: the draw's
+            det["extrapolation"] = support.reasons(test)
+        return det
+
+    need_stepwise = any(m in models for m in ("stepwise", "regional", "fixed", "application"))
     stepwise = None
     if need_stepwise:
         stepwise = _fit(train[X_params + [response]], response, transform, fit_kw)
         res.terms.setdefault(n, []).append(stepwise.terms)
     if "stepwise" in models:
-        out["stepwise"] = stepwise.predict(test)
+        out["stepwise"] = guarded(stepwise)
         tick("stepwise")
+    if "paper" in models:
+        out["paper"] = guarded(stepwise_fit(train[X_params + [response]], response, "paper", transform=transform))
+        tick("paper")
     if "fixed" in models:
         terms = list(fixed_terms) if fixed_terms else (
             ["simd", "blk", "simd:blk"] if {"simd", "blk"} <= set(params) else stepwise.terms[:3])
         fixed = _fit(train[X_params + [response]], response, transform, {**fit_kw, "forced": terms, "search": False})
-        out["fixed"] = fixed.predict(test)
+        out["fixed"] = guarded(fixed)
         tick("fixed")
     if "regional" in models:
-        out["regional"] = _regional(stepwise, train, test, [p for p in params if p in stepwise.bases] or params, region)
+        out["regional"] = guarded(_regional(stepwise, train, test, [p for p in params if p in stepwise.bases] or params,
+                                            region))
         tick("regional")
     if "application" in models:
-        pred = stepwise.predict(test) if stepwise is not None else np.full(len(test), np.nan)
+        pred = stepwise.linear_predictor(test)
         for app, part in train.groupby(app_column):
             mask = (test[app_column] == app).to_numpy()
             if not mask.any():
@@ -280,29 +348,21 @@ def _predict_all(train, test, response, params, models, transform, seed, fixed_t
                 res.notes.append(f"N = {n}: application {app!r} has {len(part)} training rows; used the pooled model")
                 continue
             m = _fit(part[params + [response]], response, transform, fit_kw)
-            pred[mask] = m.predict(test[mask])
-        out["application"] = pred
+            pred[mask] = m.linear_predictor(test[mask])
+        out["application"] = guarded(pred)
         tick("application")
-    z = transform_response(train[response].to_numpy(float), transform, response)
-    if any(m in models for m in ("forest", "boosting", "hybrid")):
-        Xtr, Xte = _features(train, test, X_params)
-        for kind in ("forest", "boosting"):
-            if kind in models:
-                est = _tree(kind, len(train), seed).fit(Xtr, z)
-                out[kind] = inverse_transform(est.predict(Xte), transform)
-                tick(kind)
-        if "hybrid" in models:
-            resid = z - stepwise.linear_predictor(train)
-            est = _tree("boosting", len(train), seed).fit(Xtr, resid)
-            out["hybrid"] = inverse_transform(stepwise.linear_predictor(test) + est.predict(Xte), transform)
-            tick("hybrid")
+    for kind in ("forest", "boosting", "hybrid", "ebm"):
+        if kind in models:
+            out[kind] = guarded(fit_model(kind, train, response, X_params, transform=transform, seed=seed))
+            tick(kind)
+    if "auto" in models:
+        model = fit_model("auto", train, response, X_params, transform=transform, seed=seed, stepwise_kw=fit_kw)
+        res.chosen.setdefault(n, []).append(model.selection["chosen"])
+        out["auto"] = guarded(model)
+        tick("auto")
     return out
 
 
 def _fit(train: pd.DataFrame, response: str, transform: str, fit_kw: dict) -> StepwiseModel:
-    """Fit on one training draw; columns constant in this draw (likely at small N) are left out."""
-    cols = [c for c in train.columns if c != response and train[c].nunique() > 1]
-    kw = dict(fit_kw)
-    if "forced" in kw:
-        kw["forced"] = [t for t in kw["forced"] if all(p in cols for p in t.split(":"))]
-    return fit_stepwise(train[cols + [response]], response, transform=transform, **kw)
+    """The robust default stepwise model with the caller's settings (θ, φ, forced terms …)."""
+    return stepwise_fit(train, response, "stepwise", transform=transform, **fit_kw)

@@ -1,0 +1,105 @@
+"""Benchmark: prediction accuracy of the model kinds (issue 13, "Benchmarks").
+
+Run: python benchmarks/bench_accuracy.py [--kernels AES,matMul] [--models paper,stepwise,auto,forest]
+     [--repeats 3] [--train 300] [--test 1000] [--no-hub] [--no-kernels]
+
+One table, one row per data set:
+
+* the 11 built-in kernels (``gpudse_core.choices.KERNELS``): a pool of uniform samples of the
+  Stargazer space simulated with 1 % log-normal noise; each repeat draws 1,000 test points and,
+  from the rest, N = 300 training points (disjoint), log response;
+* ``../shared/data/benchmark_hub/*.csv`` (three real GPUs, the whole tuning space measured): rows
+  whose status is not ``ok`` are dropped, the same draws, N = 300.
+
+Everything goes through :func:`gpudse_core.model.validation.validate`, as ``gpudse validate`` does,
+so the errors are those of the guarded predictions. Columns: for each model, the mean, 98th
+percentile and maximum relative error (%) over all repeats' test points; ``nf``/``bd``: non-finite
+and bounded predictions over all models; ``auto/forest``: the ratio of the mean errors (target
+≤ 1.05); ``auto picked``: the candidate chosen on each repeat's training rows.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import pandas as pd
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from gpudse_core import load_preset, sample  # noqa: E402
+from gpudse_core.choices import KERNELS  # noqa: E402
+from gpudse_core.model.validation import validate  # noqa: E402
+from gpudse_core.sim.simulator import simulate  # noqa: E402
+
+HUB = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "benchmark_hub"
+
+
+def kernel_data(kernel: str, pool: int, seed: int) -> pd.DataFrame:
+    pts = sample(load_preset("stargazer"), pool, seed=seed).points
+    return pts.assign(cycles=simulate(pts, kernel, noise=0.01, seed=seed + 1).cycles.to_numpy())
+
+
+def hub_data(path: Path) -> pd.DataFrame:
+    d = pd.read_csv(path)
+    return d[d["status"] == "ok"].drop(columns="status").dropna(subset=["time_ms"]).reset_index(drop=True)
+
+
+def run(name: str, data: pd.DataFrame, response: str, args: argparse.Namespace) -> dict:
+    t0 = time.perf_counter()
+    res = validate(data, response, None, train_sizes=[args.train], test_size=args.test, repeats=args.repeats,
+                   models=args.models, transform="log", seed=args.seed)
+    row: dict = {"data": name}
+    nf = bd = 0
+    for m in args.models:
+        c = res.cell(m, args.train)
+        row[f"{m} mean"], row[f"{m} p98"], row[f"{m} max"] = 100 * c["mean"], 100 * c["p98"], 100 * c["max"]
+        nf += c["nonfinite"]
+        bd += c["bounded"]
+    row["nf"], row["bd"] = nf, bd
+    if "auto" in args.models and "forest" in args.models:
+        row["auto/forest"] = row["auto mean"] / row["forest mean"]
+    if res.chosen:
+        row["auto picked"] = ", ".join(f"{k}×{v}" if v > 1 else k
+                                       for k, v in Counter(res.chosen[args.train]).most_common())
+    row["s"] = time.perf_counter() - t0
+    print(f"  {name}: {row['s']:.0f} s", file=sys.stderr, flush=True)
+    return row
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--kernels", default=",".join(KERNELS))
+    ap.add_argument("--models", default="paper,stepwise,auto,forest")
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--train", type=int, default=300)
+    ap.add_argument("--test", type=int, default=1000)
+    ap.add_argument("--pool", type=int, default=4000, help="simulated points per kernel to draw from")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--no-hub", action="store_true", help="skip the benchmark_hub GPUs")
+    ap.add_argument("--no-kernels", action="store_true", help="skip the built-in kernels")
+    args = ap.parse_args()
+    args.models = [m.strip() for m in args.models.split(",") if m.strip()]
+    rows = []
+    t0 = time.perf_counter()
+    if not args.no_kernels:
+        for i, k in enumerate(k.strip() for k in args.kernels.split(",") if k.strip()):
+            rows.append(run(k, kernel_data(k, args.pool, args.seed + 100 * i), "cycles", args))
+    if not args.no_hub:
+        if not HUB.is_dir():
+            print(f"note: {HUB} not found; benchmark_hub rows skipped", file=sys.stderr)
+        for path in sorted(HUB.glob("*.csv")) if HUB.is_dir() else []:
+            rows.append(run(path.stem.replace("convolution_", "conv "), hub_data(path), "time_ms", args))
+    table = pd.DataFrame(rows).set_index("data")
+    pd.set_option("display.width", 250)
+    pd.set_option("display.max_columns", 100)
+    print(f"relative error (%), N = {args.train} training points, {args.test} test points x {args.repeats} repeats, "
+          f"log response, 1 % noise on the built-in kernels; total {time.perf_counter() - t0:.0f} s")
+    print(table.to_string(float_format=lambda v: f"{v:.2f}"))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,577 @@
+"""Learners beside the stepwise model, behind one interface (issue 13, part 3).
+
+``forest``    scikit-learn random forest on the transformed response.
+``boosting``  scikit-learn histogram gradient boosting on the transformed response.
+``hybrid``    the stepwise model (robust default) plus gradient boosting fitted to its residuals.
+``ebm``       InterpretML's explainable boosting machine (``interpret-core``): one shape function per
+              parameter plus pairwise interaction surfaces, learned by boosting. Additive, so it
+              offers :meth:`EBMLearner.additive_terms` like the stepwise model.
+
+Every fitted learner has ``kind``, ``response``, ``transform``, ``parameters``, ``settings``,
+``linear_predictor(X)`` (transformed scale, unguarded), ``predict(X)`` (original scale, guarded),
+``predict_details(X)`` (``predicted``, ``bounded``, ``extrapolation``), ``curve(param, values,
+base_point=None)`` and ``to_dict()``/``from_dict()``.
+
+Guards: a prediction on the transformed scale is clipped to the training response range widened by
+``BOUND_MARGIN`` of that range on each side (non-finite values are clipped too, NaN goes to the
+training median); the ``bounded`` column says which were. ``extrapolation`` names, per point, the
+parameters outside the training support (a number beyond the training range, a level never seen in
+training), empty when inside. Categorical parameters are one-hot encoded with the *training* levels
+only; an unseen level encodes as "none of them" and is flagged, never silently given a new column.
+
+Persistence is data only, never pickle. No safe file format exists for scikit-learn's trees or
+InterpretML's EBM, so the file stores the training rows and the settings, and loading refits them
+(the fits are deterministic for a given seed and library version). The file also keeps a few
+training predictions; if a refit (e.g. under another library version) does not reproduce them, the
+loaded model's ``notes`` says by how much.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+from sklearn.base import BaseEstimator, RegressorMixin
+
+from .. import limits
+from ..choices import TRANSFORMS
+from ..errors import GpudseError
+from .fitted import DEFAULT_BOUND_MARGIN as BOUND_MARGIN
+from .stepwise import FitError, StepwiseModel, fit_stepwise, inverse_transform, transform_response
+
+LEARNER_SCHEMA = "gpudse.learner/1"
+# Width of the band around the training response range, as a share of that range on the
+# transformed scale (log: 0.25 of a 100x span lets a prediction go 3.2x beyond the extremes seen).
+# One margin for every model kind: the stepwise model's (training range ± 0.25 of its width)
+
+CHECK_ROWS = 50  # training predictions stored to verify a refit on load
+
+# Settings each kind accepts, with bounds (a model file cannot ask for a million trees).
+SETTINGS: dict[str, dict[str, tuple[type, float, float, Any]]] = {  # key: (type, min, max, default)
+    "forest": {"n_estimators": (int, 1, 2000, 200), "min_samples_leaf": (int, 1, 1000, 1),
+               "max_features": (float, 0.05, 1.0, 1.0)},
+    "boosting": {"max_iter": (int, 1, 10000, 1000), "learning_rate": (float, 1e-4, 1.0, 0.05),
+                 "max_leaf_nodes": (int, 2, 1024, 15), "min_samples_leaf": (int, 1, 1000, 3),
+                 "l2_regularization": (float, 0.0, 1e6, 0.0)},
+    "ebm": {"outer_bags": (int, 1, 64, 4), "interactions": (int, 0, 200, 10), "max_rounds": (int, 1, 100000, 5000),
+            "learning_rate": (float, 1e-4, 1.0, 0.04), "smoothing_rounds": (int, 0, 5000, 100),
+            "interaction_smoothing_rounds": (int, 0, 5000, 50), "min_samples_leaf": (int, 1, 1000, 4)},
+}
+SETTINGS["hybrid"] = SETTINGS["boosting"]
+
+
+# ---- guards ---------------------------------------------------------------------------------------
+def response_bounds(z: np.ndarray, margin: float = BOUND_MARGIN) -> tuple[float, float]:
+    """The training response range on the transformed scale, widened by *margin* of it on each side."""
+    lo, hi = float(np.min(z)), float(np.max(z))
+    pad = margin * (hi - lo)
+    return lo - pad, hi + pad
+
+
+def guard(z: Any, bounds: tuple[float, float] | None, fallback: float | None = None
+          ) -> tuple[np.ndarray, np.ndarray]:
+    """Clip transformed-scale predictions to *bounds*; returns (guarded, bounded flags). Without
+    bounds only non-finite values are replaced (±inf by the largest finite double, NaN by *fallback*)."""
+    z = np.array(z, dtype=float, copy=True)
+    nan = np.isnan(z)
+    if bounds is None:
+        flags = ~np.isfinite(z)
+        big = np.finfo(float).max
+        z = np.clip(z, -big, big)
+    else:
+        lo, hi = bounds
+        flags = nan | (z < lo) | (z > hi)
+        z = np.clip(z, lo, hi)
+        if fallback is None:
+            fallback = 0.5 * (lo + hi)
+    z[nan] = 0.0 if fallback is None else fallback
+    return z, flags
+
+
+def is_categorical(col: pd.Series) -> bool:
+    return col.dtype.kind in "OUSb" or isinstance(col.dtype, pd.CategoricalDtype)
+
+
+class Support:
+    """Per-parameter training support: numeric ranges and categorical levels.
+
+    (Helper H1's model/support.py adds interaction level combinations for the stepwise model; the
+    lead may replace this class by it at merge.)"""
+
+    def __init__(self, ranges: Mapping[str, tuple[float, float]], levels: Mapping[str, Sequence[str]]):
+        self.ranges = {p: (float(a), float(b)) for p, (a, b) in ranges.items()}
+        self.levels = {p: [str(v) for v in lv] for p, lv in levels.items()}
+
+    @classmethod
+    def of(cls, X: pd.DataFrame, categorical: Sequence[str]) -> "Support":
+        ranges = {p: (X[p].min(), X[p].max()) for p in X.columns if p not in categorical}
+        levels = {p: sorted(set(X[p].astype(str))) for p in categorical}
+        return cls(ranges, levels)
+
+    def reasons(self, X: pd.DataFrame) -> np.ndarray:
+        """Per row: why it lies outside the support ('' when inside)."""
+        reasons: dict[int, list[str]] = {}
+        for p, (lo, hi) in self.ranges.items():
+            x = X[p].to_numpy(float)
+            for i in np.flatnonzero((x < lo) | (x > hi)):
+                reasons.setdefault(int(i), []).append(f"{p}={x[i]:g} outside the training range {lo:g}..{hi:g}")
+        for p, lv in self.levels.items():
+            v = X[p].astype(str).to_numpy()
+            for i in np.flatnonzero(~np.isin(v, lv)):
+                reasons.setdefault(int(i), []).append(f"{p}={v[i]} not seen in training")
+        out = np.full(len(X), "", dtype=object)
+        for i, r in reasons.items():
+            out[i] = "; ".join(r)
+        return out
+
+
+def _one_thread():
+    """Run native thread pools (OpenMP in histogram boosting) single-threaded: on a shared 2-core
+    machine their spin-waiting made one 300-row boosting fit take 7.5 s instead of 0.4 s (measured)."""
+    from threadpoolctl import threadpool_limits
+
+    return threadpool_limits(limits=1)
+
+
+def _rows(idx: np.ndarray, limit: int = 8) -> str:
+    shown = ", ".join(str(int(i) + 1) for i in idx[:limit])
+    return shown + (f" … ({idx.size} in all)" if idx.size > limit else "")
+
+
+def check_settings(kind: str, settings: Mapping[str, Any] | None, source: str = "settings") -> dict[str, Any]:
+    """Defaults of *kind* updated by *settings*, each checked against its type and bounds."""
+    spec = SETTINGS[kind]
+    out = {k: v[3] for k, v in spec.items()}
+    for k, v in (settings or {}).items():
+        if k not in spec:
+            raise FitError(f"{source}: {kind} has no setting {k!r}; known: {', '.join(spec)}")
+        typ, lo, hi, _ = spec[k]
+        ok = isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and lo <= v <= hi
+        if not ok or (typ is int and float(v) != int(v)):
+            raise FitError(f"{source}: {kind} setting {k} = {v!r}: give a {'whole ' if typ is int else ''}number "
+                           f"from {lo:g} to {hi:g}")
+        out[k] = typ(v)
+    return out
+
+
+# ---- the common interface ----------------------------------------------------------------------------
+class Learner:
+    """Base of the non-stepwise learners: data checks, guards, support, curves and persistence."""
+
+    kind = ""
+
+    def __init__(self, response: str, parameters: Sequence[str], transform: str = "log",
+                 settings: Mapping[str, Any] | None = None, seed: int = 0):
+        if transform not in TRANSFORMS:
+            raise FitError(f"unknown transform {transform!r}; choose {', '.join(TRANSFORMS)}")
+        self.response = str(response)
+        self.parameters = [str(p) for p in parameters]
+        self.transform = transform
+        self.settings = check_settings(self.kind, settings)
+        self.seed = int(seed)
+        self.notes: list[str] = []
+        self.selection: dict | None = None
+
+    # -- fitting --
+    def fit(self, data: pd.DataFrame) -> "Learner":
+        missing = [c for c in self.parameters + [self.response] if c not in data.columns]
+        if missing:
+            raise FitError(f"unknown column(s) {', '.join(map(repr, missing))}; columns: "
+                           f"{', '.join(map(str, data.columns))}")
+        if not self.parameters:
+            raise FitError("no parameter columns to learn from")
+        limits.current().check("refit_rows", len(data), f"{len(data):,} training rows",
+                               "fit on a sample of the rows")
+        y = pd.to_numeric(data[self.response], errors="coerce").to_numpy(float)
+        bad = np.flatnonzero(~np.isfinite(y))
+        if bad.size:
+            raise FitError(f"column {self.response!r}: rows {_rows(bad)} are missing, not numbers or infinite; "
+                           f"fix or drop those rows")
+        if y.size < 5:
+            raise FitError(f"only {y.size} rows; a {self.kind} model needs at least 5")
+        self.categorical = [p for p in self.parameters if is_categorical(data[p])]
+        X = self._points(data, check_levels=False)
+        z = transform_response(y, self.transform, self.response)
+        self.train_ = pd.concat([X, pd.Series(y, name=self.response, index=X.index)], axis=1).reset_index(drop=True)
+        self.bounds_ = response_bounds(z)
+        self.median_ = float(np.median(z))
+        self.support_ = Support.of(X, self.categorical)
+        with _one_thread():
+            self._fit(X.reset_index(drop=True), z)
+        return self
+
+    def _points(self, X: pd.DataFrame, check_levels: bool = True) -> pd.DataFrame:
+        """The parameter columns, numeric ones as floats; a clear error for anything unusable."""
+        if not isinstance(X, pd.DataFrame):
+            raise FitError("points must be a table (DataFrame) with the model's parameter columns")
+        missing = [p for p in self.parameters if p not in X.columns]
+        if missing:
+            raise FitError(f"the points lack column(s) {', '.join(map(repr, missing))} that the model uses")
+        out = {}
+        for p in self.parameters:
+            col = X[p]
+            if col.isna().any():
+                raise FitError(f"column {p!r}: rows {_rows(np.flatnonzero(col.isna().to_numpy()))} are empty")
+            if p in self.categorical:
+                out[p] = col.astype(str).to_numpy(dtype=object)
+                continue
+            num = pd.to_numeric(col, errors="coerce")
+            bad = np.flatnonzero(~np.isfinite(num.to_numpy(float)))
+            if bad.size:
+                raise FitError(f"column {p!r}: rows {_rows(bad)} are not finite numbers (e.g. {col.iloc[bad[0]]!r})")
+            out[p] = num.to_numpy(float)
+        return pd.DataFrame(out, index=X.index)
+
+    def _fit(self, X: pd.DataFrame, z: np.ndarray) -> None:
+        raise NotImplementedError
+
+    def _raw(self, X: pd.DataFrame) -> np.ndarray:
+        raise NotImplementedError
+
+    # -- predicting --
+    def linear_predictor(self, X: pd.DataFrame) -> np.ndarray:
+        """Prediction on the transformed scale, before the guard."""
+        self._fitted()
+        with _one_thread():
+            return np.asarray(self._raw(self._points(X)), dtype=float)
+
+    def predict_details(self, X: pd.DataFrame) -> pd.DataFrame:
+        """``predicted`` (original scale, guarded), ``bounded`` and ``extrapolation`` per point."""
+        self._fitted()
+        P = self._points(X)
+        with _one_thread():
+            raw = self._raw(P)
+        z, flags = guard(raw, self.bounds_, self.median_)
+        return pd.DataFrame({"predicted": inverse_transform(z, self.transform), "bounded": flags,
+                             "extrapolation": self.support_.reasons(P)}, index=X.index)
+
+    def predict(self, X: pd.DataFrame) -> np.ndarray:
+        return self.predict_details(X)["predicted"].to_numpy()
+
+    def _fitted(self) -> None:
+        if not hasattr(self, "train_"):
+            raise FitError(f"the {self.kind} model is not fitted yet; call fit first")
+
+    # -- response curves --
+    def curve(self, param: str, values: Sequence[Any], base_point: Mapping[str, Any] | None = None) -> pd.DataFrame:
+        """Prediction along *param*: at *base_point* (the other parameters held there), or without one
+        the model's own average curve (partial dependence over the training rows, with
+        :func:`sklearn.inspection.partial_dependence`; EBM: its shape function)."""
+        self._fitted()
+        if param not in self.parameters:
+            raise GpudseError(f"the model does not use {param!r}; its parameters: {', '.join(self.parameters)}")
+        values = list(values)
+        if base_point is not None:
+            return point_curve(self, self.parameters, param, values, base_point)
+        z = self._average_curve(param, values)
+        zg, flags = guard(z, self.bounds_, self.median_)
+        frame = self._points(pd.DataFrame({p: [self.train_[p].iloc[0]] * len(values) for p in self.parameters}
+                                          | {param: values}))
+        return pd.DataFrame({param: values, "predicted": inverse_transform(zg, self.transform), "bounded": flags,
+                             "extrapolation": self.support_.reasons(frame)})
+
+    def _average_curve(self, param: str, values: list) -> np.ndarray:
+        return partial_dependence(self, self.train_[self.parameters], param, values)
+
+    # -- persistence --
+    def to_dict(self) -> dict:
+        self._fitted()
+        k = min(CHECK_ROWS, len(self.train_))
+        check = self.linear_predictor(self.train_.iloc[:k])
+        training = {c: (self.train_[c].tolist()) for c in self.parameters + [self.response]}
+        d = {"schema": LEARNER_SCHEMA, "kind": self.kind, "response": self.response, "transform": self.transform,
+             "parameters": self.parameters, "categorical": self.categorical, "settings": dict(self.settings),
+             "seed": self.seed, "n": len(self.train_), "bound_margin": BOUND_MARGIN, "training": training,
+             "check": [float(v) for v in check], "refit_note": "trees and EBMs are refitted from these rows on load"}
+        if self.selection is not None:
+            d["selection"] = self.selection
+        return d
+
+    @classmethod
+    def from_dict(cls, d: Any, source: str = "model") -> "Learner":
+        """Validate a saved learner, refit it from its rows and compare with the saved predictions."""
+        if not isinstance(d, dict) or d.get("schema") != LEARNER_SCHEMA:
+            raise FitError(f"{source}: not a gpudse learner file (schema {LEARNER_SCHEMA!r})")
+        kind = d.get("kind")
+        klass = KINDS.get(kind)
+        if klass is None or (cls is not Learner and klass is not cls):
+            raise FitError(f"{source}: unknown learner kind {kind!r}; known: {', '.join(KINDS)}")
+        try:
+            params = d["parameters"]
+            response = d["response"]
+            cat = d.get("categorical", [])
+            training = d["training"]
+            if (not isinstance(params, list) or not params or not all(isinstance(p, str) for p in params)
+                    or len(set(params)) != len(params) or not isinstance(response, str) or response in params):
+                raise FitError(f"{source}: 'parameters' must be distinct column names and 'response' another one")
+            if not isinstance(cat, list) or not set(cat) <= set(params):
+                raise FitError(f"{source}: 'categorical' must list some of the parameters")
+            if not isinstance(training, dict) or set(training) != set(params) | {response}:
+                raise FitError(f"{source}: 'training' must hold one list per parameter and the response")
+            n = len(training[response]) if isinstance(training[response], list) else -1
+            limits.current().check("refit_rows", n, f"{source}: {n:,} training rows to refit",
+                                   "refit the model on fewer rows")
+            frame = {}
+            for c in params + [response]:
+                col = training[c]
+                if not isinstance(col, list) or len(col) != n:
+                    raise FitError(f"{source}: training column {c!r} must be a list of {n} values")
+                want_text = c in cat
+                ok = all(isinstance(v, str) for v in col) if want_text else all(
+                    isinstance(v, (int, float)) and not isinstance(v, bool) for v in col)
+                if not ok:
+                    raise FitError(f"{source}: training column {c!r} must hold only "
+                                   f"{'text' if want_text else 'numbers'}")
+                frame[c] = pd.Series(col, dtype=object if want_text else float)
+            seed = d.get("seed", 0)
+            if not isinstance(seed, int) or isinstance(seed, bool) or not 0 <= seed < 2 ** 32:
+                raise FitError(f"{source}: 'seed' must be a whole number from 0 to 2**32 - 1")
+            model = klass(response, params, d.get("transform", "log"), check_settings(kind, d.get("settings"), source),
+                          seed)
+            model.fit(pd.DataFrame(frame))
+            check = d.get("check", [])
+            if isinstance(check, list) and check and all(isinstance(v, (int, float)) for v in check):
+                k = min(len(check), len(model.train_))
+                diff = float(np.max(np.abs(model.linear_predictor(model.train_.iloc[:k]) - np.asarray(check[:k]))))
+                if not diff <= 1e-6 * max(1.0, float(np.max(np.abs(check[:k])))):
+                    model.notes.append(f"{source}: the refitted model differs from the saved one by up to {diff:.3g} "
+                                       f"on the transformed scale (another library version?); refit and save again")
+            sel = d.get("selection")
+            model.selection = sel if isinstance(sel, dict) else None
+            return model
+        except (KeyError, TypeError) as e:
+            raise FitError(f"{source}: malformed learner file ({type(e).__name__}: {e})") from None
+
+    def __repr__(self) -> str:
+        n = len(self.train_) if hasattr(self, "train_") else 0
+        return f"{type(self).__name__}(response={self.response!r}, transform={self.transform!r}, n={n})"
+
+
+def point_curve(model: Any, parameters: Sequence[str], param: str, values: list,
+                base_point: Mapping[str, Any]) -> pd.DataFrame:
+    """Predictions along *param* with the other parameters at *base_point* (any model kind)."""
+    missing = [p for p in parameters if p != param and p not in base_point]
+    if missing:
+        raise GpudseError(f"the base point lacks {', '.join(map(repr, missing))}")
+    frame = pd.DataFrame({p: [base_point[p]] * len(values) for p in parameters if p != param})
+    frame[param] = values
+    return pd.concat([frame[[param]], details(model, frame)], axis=1)
+
+
+class _AsEstimator(RegressorMixin, BaseEstimator):
+    """A fitted model seen by scikit-learn as a fitted regressor on raw parameter columns (so that
+    :func:`sklearn.inspection.partial_dependence` can average its transformed-scale predictions)."""
+
+    def __init__(self, model: Any = None):
+        self.model = model
+        self.fitted_ = True
+
+    def fit(self, X: Any, y: Any = None) -> "_AsEstimator":  # the protocol asks for it; never refits
+        return self
+
+    def predict(self, X: Any) -> np.ndarray:
+        return self.model.linear_predictor(pd.DataFrame(X))
+
+
+def partial_dependence(model: Any, X: pd.DataFrame, param: str, values: list) -> np.ndarray:
+    """Average transformed-scale prediction over the rows of *X* with *param* set to each value
+    (scikit-learn's brute-force partial dependence)."""
+    from sklearn.inspection import partial_dependence as sk_pd
+
+    res = sk_pd(_AsEstimator(model), X, [param], custom_values={param: np.asarray(values, dtype=X[param].dtype)},
+                kind="average", method="brute")
+    grid = list(res["grid_values"][0])
+    avg = np.asarray(res["average"][0], dtype=float)
+    index = {v: i for i, v in enumerate(grid)}
+    return np.array([avg[index[v]] for v in np.asarray(values, dtype=X[param].dtype)])
+
+
+# ---- trees -------------------------------------------------------------------------------------------
+def _tree_pipeline(kind: str, settings: Mapping[str, Any], categorical: Sequence[str], parameters: Sequence[str],
+                   seed: int):
+    """The scikit-learn estimator, with one-hot columns of the training levels (unseen: all zero)."""
+    from sklearn.compose import ColumnTransformer
+    from sklearn.ensemble import HistGradientBoostingRegressor, RandomForestRegressor
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import OneHotEncoder
+
+    if kind == "forest":
+        est = RandomForestRegressor(random_state=seed, n_jobs=1, **settings)
+    else:
+        est = HistGradientBoostingRegressor(random_state=seed, early_stopping=False, **settings)
+    if not categorical:
+        return est
+    onehot = OneHotEncoder(handle_unknown="ignore", sparse_output=False)
+    enc = ColumnTransformer([("levels", onehot, list(categorical))], remainder="passthrough")
+    return make_pipeline(enc, est)
+
+
+class TreeLearner(Learner):
+    """Random forest (``forest``) or histogram gradient boosting (``boosting``)."""
+
+    def _fit(self, X: pd.DataFrame, z: np.ndarray) -> None:
+        self.estimator_ = _tree_pipeline(self.kind, self.settings, self.categorical, self.parameters, self.seed)
+        self.estimator_.fit(X if self.categorical else X.to_numpy(float), z)
+
+    def _raw(self, X: pd.DataFrame) -> np.ndarray:
+        return self.estimator_.predict(X if self.categorical else X.to_numpy(float))
+
+
+class ForestLearner(TreeLearner):
+    kind = "forest"
+
+
+class BoostingLearner(TreeLearner):
+    kind = "boosting"
+
+
+class HybridLearner(Learner):
+    """The stepwise model (robust default) plus gradient boosting on its transformed-scale residuals."""
+
+    kind = "hybrid"
+
+    def _fit(self, X: pd.DataFrame, z: np.ndarray) -> None:
+        data = X.assign(**{self.response: self.train_[self.response].to_numpy()})
+        self.stepwise_ = stepwise_fit(data, self.response, transform=self.transform)
+        resid = z - self.stepwise_.linear_predictor(X)
+        self.estimator_ = _tree_pipeline("boosting", self.settings, self.categorical, self.parameters, self.seed)
+        self.estimator_.fit(X if self.categorical else X.to_numpy(float), resid)
+
+    def _raw(self, X: pd.DataFrame) -> np.ndarray:
+        # the spline part has no column for a level it never saw: it takes the most common training
+        # level there (the point is flagged as extrapolation); the boosting part sees all-zero dummies
+        S = X.copy()
+        for p in self.categorical:
+            known = self.support_.levels[p]
+            unseen = ~S[p].isin(known)
+            if unseen.any():
+                S.loc[unseen, p] = self.train_[p].mode().iloc[0]
+        base = self.stepwise_.linear_predictor(S)
+        return base + self.estimator_.predict(X if self.categorical else X.to_numpy(float))
+
+
+# ---- EBM ---------------------------------------------------------------------------------------------
+class EBMLearner(Learner):
+    """InterpretML's ExplainableBoostingRegressor: intercept + shape functions + pair surfaces."""
+
+    kind = "ebm"
+
+    def _fit(self, X: pd.DataFrame, z: np.ndarray) -> None:
+        import warnings
+
+        from interpret.glassbox import ExplainableBoostingRegressor
+
+        types = ["nominal" if p in self.categorical else "continuous" for p in self.parameters]
+        self.estimator_ = ExplainableBoostingRegressor(feature_names=list(self.parameters), feature_types=types,
+                                                       random_state=self.seed, n_jobs=1, **self.settings)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            self.estimator_.fit(X, z)
+
+    def _raw(self, X: pd.DataFrame) -> np.ndarray:
+        return self.estimator_.predict(X)
+
+    def additive_terms(self, levels: Mapping[str, Sequence[Any]]
+                       ) -> tuple[float, list[tuple[tuple[str, ...], np.ndarray]]]:
+        """The model as intercept + one table per term over the given *levels* of each parameter,
+        on the transformed scale: a main term's table has one entry per level of its parameter, a
+        pair's is a matrix (levels of the first × levels of the second). Summing the intercept and
+        each term's entry at a point gives :meth:`linear_predictor` there (before the guard)."""
+        self._fitted()
+        missing = [p for p in self.parameters if p not in levels or len(levels[p]) == 0]
+        if missing:
+            raise GpudseError(f"levels are missing for {', '.join(map(repr, missing))}")
+        ebm = self.estimator_
+        out = []
+        for t, feats in enumerate(ebm.term_features_):
+            names = tuple(self.parameters[i] for i in feats)
+            grids = [list(levels[p]) for p in names]
+            mesh = np.meshgrid(*[np.arange(len(g)) for g in grids], indexing="ij")
+            size = mesh[0].size
+            frame = pd.DataFrame({p: [levels[p][0]] * size for p in self.parameters})
+            for p, g, m in zip(names, grids, mesh, strict=True):
+                frame[p] = [g[i] for i in m.ravel()]
+            scores = ebm.eval_terms(self._points(frame))[:, t]
+            out.append((names, np.asarray(scores, dtype=float).reshape(mesh[0].shape)))
+        return float(np.asarray(ebm.intercept_).ravel()[0]), out
+
+    def _average_curve(self, param: str, values: list) -> np.ndarray:
+        """EBM's shape function of *param* (plus the intercept); pair surfaces are not included."""
+        levels = {p: [self.train_[p].iloc[0]] for p in self.parameters} | {param: values}
+        intercept, terms = self.additive_terms(levels)
+        z = np.full(len(values), intercept)
+        for names, table in terms:
+            if names == (param,):
+                z += table
+        return z
+
+
+KINDS: dict[str, type[Learner]] = {"forest": ForestLearner, "boosting": BoostingLearner, "hybrid": HybridLearner,
+                                   "ebm": EBMLearner}
+
+
+def fit_learner(kind: str, data: pd.DataFrame, response: str, params: Sequence[str] | None = None,
+                transform: str = "log", seed: int = 0, settings: Mapping[str, Any] | None = None) -> Learner:
+    """Fit one learner of *kind* on a results table (every column but the response by default)."""
+    if kind not in KINDS:
+        raise GpudseError(f"unknown learner {kind!r}; choose {', '.join(KINDS)}")
+    if response not in data.columns:
+        raise FitError(f"response column {response!r} is not in the data; columns: {', '.join(map(str, data.columns))}")
+    params = list(params) if params else [c for c in data.columns if c != response]
+    return KINDS[kind](response, params, transform, settings, seed).fit(data)
+
+
+# ---- the stepwise model through the same interface (adapters for helper H1's interfaces) -------------
+def stepwise_settings(name: str, max_order: int | None = None) -> dict[str, Any] | None:
+    """Estimator settings of the stepwise variants: ``stepwise`` is the estimator's (robust)
+    default, ``paper`` Stargazer as written; *max_order* (2 or 3) overrides the highest interaction
+    order, ``None`` keeps the preset's. ``None`` when this version cannot fit the variant (three-way
+    terms need helper H1's ``max_order``)."""
+    from . import stepwise as sw
+    from .stepwise import StepwiseRegression
+
+    kw: dict[str, Any] = dict(getattr(sw, "PAPER_SETTINGS", {})) if name == "paper" else {}
+    kw.pop("transform", None)
+    kw.pop("response_transform", None)
+    if max_order is None:
+        return kw
+    if "max_order" in StepwiseRegression().get_params():
+        kw["max_order"] = max_order
+    elif max_order != 2:
+        return None
+    return kw
+
+
+def details(model: Any, X: pd.DataFrame, bounds: tuple[float, float] | None = None) -> pd.DataFrame:
+    """``predict_details`` of any model. A stepwise model without its own guard (before H1's
+    change) is guarded here with *bounds* (the training response range, when known)."""
+    if hasattr(model, "predict_details"):
+        return model.predict_details(X)
+    z, flags = guard(model.linear_predictor(X), bounds)
+    return pd.DataFrame({"predicted": inverse_transform(z, model.transform), "bounded": flags,
+                         "extrapolation": np.full(len(X), "", dtype=object)}, index=X.index)
+
+
+def curve(model: Any, param: str, values: Sequence[Any], base_point: Mapping[str, Any] | None = None) -> pd.DataFrame:
+    """Response curve of any model kind (see :meth:`Learner.curve`); a stepwise model's average
+    curve is its partial dependence over the rows it was fitted on, which it does not keep, so it
+    needs a *base_point*."""
+    if isinstance(model, Learner):
+        return model.curve(param, values, base_point)
+    if base_point is None:
+        raise GpudseError("a stepwise model's curve needs a base point (the other parameters' values)")
+    return point_curve(model, list(model.parameters), param, list(values), base_point)
+
+
+def stepwise_fit(data: pd.DataFrame, response: str, variant: str = "stepwise", max_order: int | None = None,
+                 transform: str = "log", **kw: Any) -> StepwiseModel:
+    """Fit a stepwise variant; columns constant in *data* are left out (likely in a small draw)."""
+    settings = stepwise_settings(variant, max_order)
+    if settings is None:
+        raise FitError("three-way interactions need a stepwise model with max_order (not in this version)")
+    cols = [c for c in data.columns if c != response and data[c].nunique() > 1]
+    if "forced" in kw:
+        kw["forced"] = [t for t in kw["forced"] if all(p in cols for p in t.split(":"))]
+    return fit_stepwise(data[cols + [response]], response, transform=transform, **{**settings, **kw})

@@ -1,0 +1,283 @@
+"""Learners (forest, boosting, hybrid, EBM), the registry and --model auto (issue 13, part 3)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from gpudse_core import limits
+from gpudse_core.cli import main
+from gpudse_core.errors import GpudseError
+from gpudse_core.model.auto import choose, cross_validate, select_model
+from gpudse_core.model.learners import (BOUND_MARGIN, KINDS, curve, fit_learner, guard, response_bounds,
+                                        stepwise_settings)
+from gpudse_core.model.registry import fit_model, load_model, model_to_dict, save_model, split_name
+from gpudse_core.model.stepwise import StepwiseModel, fit_stepwise
+from gpudse_core.safeload import load_json
+
+
+@pytest.fixture(scope="module")
+def smooth():
+    """A smooth multiplicative response (log-additive, with one pair): 200 rows, 1 % noise."""
+    rng = np.random.default_rng(3)
+    n = 260
+    d = pd.DataFrame({"blk": rng.choice([1, 2, 4, 8, 16], n), "simd": rng.choice([8, 16, 32], n),
+                      "q": rng.uniform(0, 1, n)})
+    d["t"] = 1e3 * (1 + 4 / d.blk) * (32 / d.simd) ** 0.8 * np.exp(0.5 * d.q) * np.exp(rng.normal(0, 0.01, n))
+    return d.iloc[:200].reset_index(drop=True), d.iloc[200:].reset_index(drop=True)
+
+
+def test_guard_and_bounds():
+    assert response_bounds(np.array([0.0, 10.0])) == pytest.approx((-10 * BOUND_MARGIN, 10 + 10 * BOUND_MARGIN))
+    z, flags = guard([np.inf, -np.inf, np.nan, 5.0, 0.5], (0.0, 1.0), fallback=0.25)
+    assert list(z) == [1.0, 0.0, 0.25, 1.0, 0.5] and list(flags) == [True, True, True, True, False]
+    z, flags = guard([np.inf, 3.0], None)  # no bounds known: only non-finite values are replaced
+    assert np.isfinite(z).all() and list(flags) == [True, False] and z[1] == 3.0
+
+
+@pytest.mark.parametrize("kind", sorted(KINDS))
+def test_learner_accuracy_bounds_and_persistence(kind, smooth, tmp_path):
+    train, test = smooth
+    m = fit_learner(kind, train, "t", seed=1)
+    assert (m.kind, m.response, m.transform, m.parameters) == (kind, "t", "log", ["blk", "simd", "q"])
+    det = m.predict_details(test)
+    assert list(det.columns) == ["predicted", "bounded", "extrapolation"]
+    err = np.abs(det.predicted - test.t) / test.t
+    assert err.median() < 0.05  # all of them learn this response
+    # far outside the training range: flagged, bounded to the band, never non-finite
+    far = pd.DataFrame({"blk": [1, 1024], "simd": [8, 1], "q": [0.5, 50.0]})
+    fd = m.predict_details(far)
+    lo, hi = m.bounds_
+    assert np.isfinite(fd.predicted).all() and (np.log(fd.predicted) <= hi + 1e-12).all()
+    assert (np.log(fd.predicted) >= lo - 1e-12).all()
+    assert "blk=1024 outside the training range 1..16" in fd.extrapolation.iloc[1]
+    assert fd.extrapolation.iloc[0] == ""
+    # JSON only (read back through the bounded reader), refitted on load to the same predictions
+    path = tmp_path / f"{kind}.json"
+    save_model(m, path)
+    doc = load_json(path.read_bytes(), str(path))
+    assert doc["kind"] == kind and len(doc["training"]["t"]) == 200
+    back = load_model(path)
+    assert type(back) is type(m) and back.notes == []
+    np.testing.assert_allclose(back.predict(test), det.predicted.to_numpy(), rtol=1e-10)
+
+
+def test_refit_that_differs_is_reported(smooth):
+    train, _ = smooth
+    d = model_to_dict(fit_learner("forest", train, "t"))
+    d["check"] = [v + 0.5 for v in d["check"]]
+    assert "differs from the saved one by up to 0.5" in load_model(d, "m.json").notes[0]
+
+
+@pytest.mark.parametrize("change, pattern", [
+    (lambda d: d.update(schema="gpudse.other/9"), "schema"),
+    (lambda d: d.update(kind="svm"), "unknown learner kind 'svm'"),
+    (lambda d: d["settings"].update(n_estimators=10 ** 9), "n_estimators = 1000000000: give a whole number"),
+    (lambda d: d["settings"].update(n_jobs=-1), "forest has no setting 'n_jobs'"),
+    (lambda d: d["training"]["blk"].__setitem__(3, "x"), "training column 'blk' must hold only numbers"),
+    (lambda d: d["training"]["t"].pop(), "must be a list of 199 values"),
+    (lambda d: d["training"].pop("q"), "one list per parameter"),
+    (lambda d: d.update(parameters="blk"), "distinct column names"),
+    (lambda d: d.update(seed=-1), "'seed' must be a whole number"),
+    (lambda d: d.update(transform="exp"), "unknown transform"),
+])
+def test_tampered_learner_files(smooth, change, pattern):
+    d = json.loads(json.dumps(model_to_dict(fit_learner("forest", smooth[0], "t", settings={"n_estimators": 10}))))
+    change(d)
+    with pytest.raises(GpudseError, match=pattern):
+        load_model(d, "m.json")
+
+
+def test_refit_size_is_limited(smooth):
+    d = model_to_dict(fit_learner("forest", smooth[0], "t", settings={"n_estimators": 10}))
+    with limits.override(refit_rows=100), pytest.raises(limits.LimitError, match="refit_rows"):
+        load_model(d, "m.json")
+
+
+def test_bad_training_data(smooth):
+    train, _ = smooth
+    with pytest.raises(GpudseError, match=r"column 't': rows 4"):
+        fit_learner("boosting", train.assign(t=train.t.where(train.index != 3, np.nan)), "t")
+    with pytest.raises(GpudseError, match="log transform needs positive values"):
+        fit_learner("forest", train.assign(t=train.t - 1e9), "t")
+    m = fit_learner("forest", train, "t", settings={"n_estimators": 5})
+    with pytest.raises(GpudseError, match="lack column"):
+        m.predict(pd.DataFrame({"blk": [1]}))
+    with pytest.raises(GpudseError, match="column 'simd': rows 1 are not finite numbers"):
+        m.predict(pd.DataFrame({"blk": [1], "simd": ["wide"], "q": [0.1]}))
+    with pytest.raises(GpudseError, match="unknown learner"):
+        fit_learner("svm", train, "t")
+
+
+def test_ebm_additive_terms_rebuild_the_prediction(smooth):
+    train, test = smooth
+    m = fit_learner("ebm", train, "t")
+    levels = {"blk": [1, 2, 4, 8, 16], "simd": [8, 16, 32], "q": sorted(test.q.unique())}
+    intercept, terms = m.additive_terms(levels)
+    names = [t for t, _ in terms]
+    assert {("blk",), ("simd",), ("q",)} <= set(names) and any(len(t) == 2 for t in names)
+    z = np.full(len(test), intercept)
+    for t, table in terms:
+        idx = tuple(np.searchsorted(levels[p], test[p].to_numpy()) for p in t)
+        assert table.shape == tuple(len(levels[p]) for p in t)
+        z += table[idx]
+    np.testing.assert_allclose(z, m.linear_predictor(test), rtol=1e-9, atol=1e-9)
+    # the shape function is the curve without a base point: intercept + the main term
+    c = m.curve("blk", [1, 2, 4, 8, 16])
+    blk = dict(terms)[("blk",)]
+    np.testing.assert_allclose(np.log(c.predicted), intercept + blk)
+    with pytest.raises(GpudseError, match="levels are missing"):
+        m.additive_terms({"blk": [1]})
+
+
+def test_curves(smooth):
+    train, test = smooth
+    m = fit_learner("forest", train, "t", settings={"n_estimators": 30})
+    values = [1, 2, 4, 8, 16]
+    base = test.iloc[0].to_dict()
+    c = m.curve("blk", values, base)
+    pts = pd.DataFrame([{**base, "blk": v} for v in values])
+    np.testing.assert_allclose(c.predicted, m.predict(pts))
+    # average curve: scikit-learn's partial dependence = the mean over the training rows
+    avg = m.curve("blk", values)
+    brute = [np.mean(m.linear_predictor(train.assign(blk=v))) for v in values]
+    np.testing.assert_allclose(np.log(avg.predicted), brute, rtol=1e-12)
+    assert avg.predicted.iloc[0] > 2 * avg.predicted.iloc[-1]  # blk = 1 is slow in the data
+    # any model kind through the module function; a stepwise model needs a base point
+    sw = fit_stepwise(train, "t", transform="log")
+    sc = curve(sw, "blk", values, base)
+    np.testing.assert_allclose(sc.predicted, sw.predict(pts))
+    with pytest.raises(GpudseError, match="needs a base point"):
+        curve(sw, "blk", values)
+    with pytest.raises(GpudseError, match="does not use 'zz'"):
+        m.curve("zz", [1])
+
+
+def test_registry_names_and_stepwise_files(smooth, tmp_path):
+    assert split_name("stepwise+3way") == ("stepwise", 3) and split_name("paper+2way") == ("paper", 2)
+    assert split_name("ebm") == ("ebm", None) and split_name("stepwise") == ("stepwise", None)
+    for bad in ("ebm+3way", "lasso", "forest+2way"):
+        with pytest.raises(GpudseError, match="unknown model"):
+            split_name(bad)
+    train, test = smooth
+    paper = fit_model("paper", train, "t", transform="log")
+    robust = fit_model("stepwise", train, "t", transform="log")
+    assert isinstance(paper, StepwiseModel) and isinstance(robust, StepwiseModel)
+    path = tmp_path / "m.json"
+    save_model(robust, path)
+    back = load_model(path)
+    np.testing.assert_allclose(back.predict(test), robust.predict(test))
+    from gpudse_core.model import load_model as from_package  # the registry, as the workspace codec calls it
+
+    forest = fit_learner("forest", train, "t", settings={"n_estimators": 5})
+    again = from_package(model_to_dict(forest), source="stored model")
+    np.testing.assert_allclose(again.predict(test), forest.predict(test))
+    with pytest.raises(GpudseError, match="^stored model: schema 'x' is not a gpudse model"):
+        from_package({"schema": "x"}, source="stored model")
+    path.write_text('{"schema": "gpudse.model/1", "response": 1}')
+    with pytest.raises(GpudseError, match="malformed"):
+        load_model(path)
+    path.write_text('{"schema": "x"}')
+    with pytest.raises(GpudseError, match="is not a gpudse model"):
+        load_model(path)
+    with pytest.raises(GpudseError, match="no such model file"):
+        load_model(tmp_path / "none.json")
+
+
+# ---- automatic choice ------------------------------------------------------------------------
+def test_auto_picks_the_additive_model_for_additive_data():
+    """log(t) is exactly linear in the parameters: the spline model wins cross-validation."""
+    rng = np.random.default_rng(5)
+    n = 150
+    d = pd.DataFrame({"a": rng.uniform(0, 1, n), "b": rng.uniform(0, 1, n), "c": rng.uniform(0, 1, n)})
+    d["t"] = np.exp(1 + 2 * d.a - d.b + 0.5 * d.c + rng.normal(0, 0.01, n))
+    m = select_model(d, "t", folds=3, candidates=("paper", "stepwise", "forest", "boosting"))
+    table = pd.DataFrame(m.selection["table"]).set_index("candidate")
+    assert m.selection["chosen"] in ("paper", "stepwise") and isinstance(m, StepwiseModel)
+    assert table.loc[m.selection["chosen"], "mean"] < 0.5 * table.loc["forest", "mean"]
+    assert m.n == n  # refitted on every row
+    assert "picked" in m.selection["reason"] and m.selection["folds"] == 3
+
+
+def test_auto_picks_a_tree_for_a_three_way_step():
+    """t jumps 8x only where three flags are all on: no additive or pairwise model has that shape."""
+    rng = np.random.default_rng(6)
+    n = 240
+    d = pd.DataFrame({f"f{i}": rng.integers(0, 2, n) for i in range(4)})
+    d["t"] = np.exp(np.log(8) * (d.f0 & d.f1 & d.f2) + 0.3 * d.f3 + rng.normal(0, 0.01, n))
+    m = select_model(d, "t", folds=4, candidates=("paper", "stepwise+2way", "ebm", "forest", "boosting"))
+    assert m.selection["chosen"] in ("forest", "boosting") and m.kind == m.selection["chosen"]
+    table = pd.DataFrame(m.selection["table"])
+    assert table[table["mean"] <= 1.02 * table["mean"].min()].iloc[0]["candidate"] == m.selection["chosen"]
+    assert table.set_index("candidate").loc[m.selection["chosen"], "mean"] < 0.5 * table["mean"].iloc[0]
+
+
+def test_cross_validation_table_and_choice(smooth):
+    train, _ = smooth
+    seen = []
+    t = cross_validate(train, "t", ["blk", "simd", "q"], folds=3,
+                       candidates=("stepwise+2way", "stepwise+3way", "forest"),
+                       progress=lambda d, n, m: seen.append((d, n)))
+    assert list(t.columns) == ["candidate", "mean", "median", "p98", "max", "nonfinite", "bounded", "seconds", "note"]
+    assert seen[-1] == (9, 9)
+    if stepwise_settings("stepwise", 3) is None:  # three-way terms come with helper H1's max_order
+        assert "not available" in t.set_index("candidate").loc["stepwise+3way", "note"]
+    chosen, reason = choose(t, 3)
+    ok = t[t.note == ""]
+    assert chosen == ok[ok["mean"] <= 1.02 * ok["mean"].min()].iloc[0]["candidate"] and chosen in reason
+    bad = t.assign(note="fold 1: broken")
+    with pytest.raises(GpudseError, match="no candidate model could be fitted"):
+        choose(bad, 3)
+    with pytest.raises(GpudseError, match="at least 2 folds"):
+        cross_validate(train, "t", ["blk"], folds=1)
+    with pytest.raises(GpudseError, match="too few for 5-fold"):
+        cross_validate(train.iloc[:8], "t", ["blk"], folds=5)
+    with pytest.raises(GpudseError, match="auto cannot be one of its own"):
+        cross_validate(train, "t", ["blk"], candidates=("auto",))
+
+
+def test_choice_rule():
+    """The lowest cross-validated error wins; within 2 % of it, the earliest (simplest) candidate."""
+    def table(means):
+        return pd.DataFrame({"candidate": list(means), "mean": list(means.values()), "note": ""})
+
+    assert choose(table({"stepwise": 0.050, "forest": 0.030, "boosting": 0.020}), 5)[0] == "boosting"
+    chosen, reason = choose(table({"stepwise": 0.050, "forest": 0.0107, "boosting": 0.0106}), 5)
+    assert chosen == "forest" and "within 2 % of the lowest (boosting 1.06 %)" in reason
+    assert "best interpretable model, stepwise, has 5.00 %" in reason
+    chosen, reason = choose(table({"stepwise": 0.0101, "forest": 0.0100}), 5)
+    assert chosen == "stepwise" and "tie" in reason
+    chosen, reason = choose(table({"stepwise": 0.0103, "forest": 0.0100}), 5, tie=0.0)
+    assert chosen == "forest" and "next: stepwise 1.03 %" in reason
+
+
+def test_cli_fit_auto_and_predict_any_kind(smooth, tmp_path, capsys):
+    train, test = smooth
+    data, pts = tmp_path / "r.csv", tmp_path / "p.csv"
+    train.iloc[:120].to_csv(data, index=False)
+    test.drop(columns="t").to_csv(pts, index=False)
+    out = tmp_path / "auto.json"
+    assert main(["fit", str(data), "--response", "t", "--transform", "log", "--model", "auto", "--folds", "3",
+                 "-o", str(out), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    sel = doc["selection"]
+    assert [r["candidate"] for r in sel["table"]] == ["stepwise+2way", "paper", "stepwise+3way", "paper+3way", "ebm",
+                                                      "forest", "boosting", "hybrid"]
+    expect = {"stepwise+2way": "stepwise", "paper": "stepwise", "stepwise+3way": "stepwise", "paper+3way": "stepwise"}
+    assert doc["kind"] == expect.get(sel["chosen"], sel["chosen"])
+    assert main(["predict", str(out), str(pts), "-o", str(tmp_path / "pred.csv")]) == 0
+    pred = pd.read_csv(tmp_path / "pred.csv", keep_default_na=False)
+    assert list(pred.columns[-3:]) == ["predicted", "bounded", "extrapolation"] and len(pred) == len(test)
+    assert (np.abs(pred.predicted - test.t) / test.t).median() < 0.1
+    for kind in ("forest", "paper"):
+        assert main(["fit", str(data), "--response", "t", "--transform", "log", "--model", kind,
+                     "-o", str(tmp_path / f"{kind}.json")]) == 0
+        text = capsys.readouterr().out
+        assert ("forest model of t" in text) if kind == "forest" else ("final model" in text)
+        assert main(["predict", str(tmp_path / f"{kind}.json"), str(pts), "-o", str(tmp_path / "p2.csv")]) == 0
+    capsys.readouterr()
+    assert main(["fit", str(data), "--response", "nope", "--model", "ebm", "-o", str(tmp_path / "x.json")]) == 2
+    assert "gpudse: error: response column 'nope'" in capsys.readouterr().err

@@ -32,55 +32,63 @@ EXAMPLE_SCAN = {"k": 20, "maximize": False, "cost": "levels"}
 
 
 # ---- what each job computes ---------------------------------------------------------------------
-def level_cost(space: Any):
-    """The Explore page's default cost: the sum over numeric parameters of each value's position
-    among its parameter's values (0 … 1), a stand-in for a hardware budget."""
-    import numpy as np
-
-    numeric = [p for p in space.parameters if p.kind == "numeric"]
-    levels = {p.name: np.sort(np.asarray(p.values, dtype=float)) for p in numeric}
-
-    def cost(frame: Any) -> Any:
-        total = np.zeros(len(frame))
-        for p in numeric:
-            pos = np.searchsorted(levels[p.name], frame[p.name].to_numpy(dtype=float))
-            total += pos / max(1, p.size - 1)
-        return total
-
-    return cost
+def level_costs(space: Any) -> dict[str, list[float]]:
+    """The Explore page's default cost, per value: for each numeric parameter, each value's position
+    among its values (0 … 1); a design's cost is their sum, a stand-in for a hardware budget."""
+    out = {}
+    for p in space.parameters:
+        if p.kind == "numeric":
+            order = sorted(range(p.size), key=lambda i: float(p.values[i]))
+            pos = [0.0] * p.size
+            for rank, i in enumerate(order):
+                pos[i] = rank / max(1, p.size - 1)
+            out[p.name] = pos
+    return out
 
 
-def cost_function(space: Any, name: str):
-    """``levels`` (see :func:`level_cost`) or a numeric parameter's own value."""
+def pareto_cost(space: Any, name: str) -> Any:
+    """``levels`` (see :func:`level_costs`) or a numeric parameter's own value (an expression)."""
     if name == "levels":
-        return level_cost(space)
+        return level_costs(space)
     if name not in space.parameter_names:
         raise GpudseError(f"cost {name!r}: not a parameter of the design space {space.name!r}")
-    return lambda frame: frame[name].to_numpy(dtype=float)
+    return name
 
 
 def scan_work(model: Any, space: Any, request: dict, ctx: JobContext | None = None) -> dict:
-    """Predict every design of the space: the *k* best, the Pareto front against the cost, and a
-    random cloud of designs for the chart. Stopped early, it keeps the designs predicted so far."""
-    from gpudse_core.explore.scan import predict_space
+    """The *k* best designs of the whole space and its Pareto front against the cost, exactly
+    (:func:`gpudse_core.explore.best.find_best`), with a random cloud of designs for the chart.
+    Stopped early, it keeps what the scan found so far (labelled partial)."""
+    import numpy as np
+
+    from gpudse_core.explore.best import find_best
     from gpudse_core.space.sampling import sample
 
-    cost = cost_function(space, request["cost"])
-    done = {"n": 0}
+    cost = pareto_cost(space, request["cost"])
 
     def progress(d: int, total: int) -> bool:
-        done["n"] = d
-        return ctx is None or ctx.progress(d, total, f"{d:,} of {total:,} designs predicted")
+        return ctx is None or ctx.progress(d, total, f"{d:,} of {total:,} cells scanned")
 
     if ctx is not None:
-        ctx.progress(0, space.size, "predicting every design")
-    scan = predict_space(model, space, cost=cost, k=int(request["k"]), maximize=bool(request["maximize"]),
-                         keep_all_below=0, progress=progress)
+        ctx.progress(0, None, "planning the scan")
+    res = find_best(model, space, top=int(request["k"]), maximize=bool(request["maximize"]), pareto=cost,
+                    progress=progress, stop=None if ctx is None else ctx.stopped, workers=1)
     n = min(CLOUD_POINTS, space.feasible_size or space.size)
     pts = sample(space, n=n, seed=0).table()
-    cloud = pts.assign(predicted=model.predict(pts), cost=cost(pts))[["predicted", "cost"]]
-    value = {"scan": scan, "cloud": cloud, "request": dict(request)}
-    if ctx is not None and ctx.stopped():
+    if isinstance(cost, dict):
+        c = np.zeros(len(pts))
+        for name, values in cost.items():
+            p = space.parameter(name)
+            index = {v: i for i, v in enumerate(p.values)}
+            c += np.asarray(values)[[index[v] for v in pts[name]]]
+    else:
+        c = pts[cost].to_numpy(dtype=float)
+    cloud = pts.assign(predicted=model.predict(pts), cost=c)[["predicted", "cost"]]
+    value = {"best": res.best, "pareto": res.pareto, "space_size": int(res.space_size),
+             "feasible": None if res.feasible is None else int(res.feasible), "evaluated": int(res.evaluated),
+             "method": res.method, "complete": bool(res.complete), "notes": list(res.notes),
+             "cloud": cloud, "request": dict(request)}
+    if ctx is not None and (ctx.stopped() or not res.complete):
         raise Stopped(partial=value)
     return value
 
@@ -142,6 +150,24 @@ def start_true_error(ws: Any, kernel: str):
 def start_raycast(ws: Any, size: int, spheres: int, boxes: int, seed: int):
     return ws.start_job("raycast", lambda ctx: raycast_work(size, spheres, boxes, seed, ctx), stage="heatmap",
                         inputs=[], origin="built-in ray caster")
+
+
+def start_fit(ws: Any, kind: str, response: str, params: list[str], transform: str, folds: int = 5):
+    """A learner (or the model auto chooses) fitted on the current results, as the model stage."""
+    from gpudse_core.model.registry import fit_model
+
+    (results,) = ws.require("results")
+    table = results.value.table[list(params) + [response]]
+
+    def work(ctx: JobContext) -> Any:
+        ctx.progress(0, None, f"fitting {kind}")
+        model = fit_model(kind, table, response, list(params), transform=transform, folds=folds,
+                          progress=lambda d, t, m: ctx.progress(d, t, m))
+        if ctx.stopped():
+            raise Stopped(partial=None)
+        return model
+
+    return ws.start_job("fit", work, stage="model", inputs=[results], origin=f"{kind}, {transform} response")
 
 
 def start_validation_job(ws: Any, request: dict):

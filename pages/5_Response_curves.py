@@ -9,6 +9,8 @@ import streamlit as st
 import ui
 from gpudse_core import GpudseError
 from gpudse_core.explore.scan import interaction_grid, response_curve
+from gpudse_core.model.learners import curve as learner_curve
+from gpudse_core.model.registry import model_kind
 from gpudse_core.report import figures
 
 w = ui.page("Response curves")
@@ -16,30 +18,35 @@ st.title("Response curves")
 space_sv, model_sv = ui.need("space", "model")
 space, model = space_sv.value, model_sv.value
 data = w.input_of(model_sv, "results").value.table
-used = [p for p in space.parameter_names if p in getattr(model, "bases", {})]
+stepwise = hasattr(model, "bases")
+used = [p for p in space.parameter_names if p in (model.bases if stepwise else getattr(model, "parameters", ()))]
 if not used:
     st.info(f"The model ({model_sv.origin}) uses no parameter of the design space, so its prediction is the same "
             "everywhere: there is no curve to draw.", icon=":material/info:")
     st.stop()
-st.caption(f"Model of {model.response} ({' + '.join(model.terms)}). Parameters the model does not use have no "
-           f"effect on its predictions.")
+st.caption(f"Model of {model.response} ({' + '.join(model.terms) if stepwise else model_kind(model)}). Parameters "
+           f"the model does not use have no effect on its predictions.")
 st.markdown("**Hold the other parameters at**")
 base = ui.base_point(space, "rc")
 c1, c2 = st.columns(2)
 x = c1.selectbox("Curve along", used)
 unit = space.parameter(x).unit
+param = space.parameter(x)
+label = f"{param.display}" + (f" ({unit})" if unit else "")
 try:
-    curve = response_curve(model, data, x, base, space, points=120)
+    if stepwise:
+        curve = response_curve(model, data, x, base, space, points=120)
+        fig = figures.response_curve(curve, x, label, model.response, data, parameter=param, unit=None)
+    else:  # a learner: its prediction at the legal values (no confidence band)
+        curve = learner_curve(model, x, list(param.values), base)
+        fig = figures.response_curves({model_kind(model): curve}, x, label, model.response, parameter=param)
 except GpudseError as e:
     st.error(str(e))
     st.stop()
-param = space.parameter(x)
-label = f"{param.display}" + (f" ({unit})" if unit else "")
-fig = figures.response_curve(curve, x, label, model.response, data, parameter=param, unit=None)
 apps_sv = w.get("app_models")
 by_app = apps_sv.value if apps_sv.ok and apps_sv.value else {}
 app_col = w.input_of(model_sv, "results").value.app_column
-if by_app and app_col and st.checkbox("One curve per application instead (Stargazer Fig. 7)", value=False):
+if stepwise and by_app and app_col and st.checkbox("One curve per application instead (Stargazer Fig. 7)", value=False):
     curves = {}
     for name, m in by_app.items():
         if x in m.bases:

@@ -78,11 +78,15 @@ with tab_val:
             ui.chart(figures.error_by_size(res))
 
 with tab_diag:
-    try:
-        resid = residual_table(model, data)
-    except GpudseError as e:
-        st.error(str(e))
-        resid = None
+    resid = None
+    if not hasattr(model, "bases"):  # a learner: no coefficients, so no residual statistics of Lee & Brooks
+        ui.chart(figures.predicted_vs_observed(model, data))
+        st.caption("Residual plots, Q-Q and ANOVA are for the stepwise model; fit one on the Stepwise fit page.")
+    else:
+        try:
+            resid = residual_table(model, data)
+        except GpudseError as e:
+            st.error(str(e))
     if resid is not None:
         c1, c2 = st.columns(2)
         ui.chart(figures.predicted_vs_observed(model, data), c1, narrow=True)

@@ -28,21 +28,23 @@ cost_name = c3.selectbox("Cost for the Pareto front", ["levels"] + numeric, form
     "levels": "sum of levels (a budget)"}.get(c, space.parameter(c).display if c in numeric else c))
 request = {"k": int(k), "maximize": goal.startswith("highest"), "cost": cost_name}
 
-running = ui_jobs.job_panel(w, "scan", "Predicting every design")
+running = ui_jobs.job_panel(w, "scan", "The scan of the design space")
 sv = w.get("scan")
+if sv.value is not None and "best" not in sv.value:  # stored by an earlier version of this page
+    sv = w.get("no-scan")
 
 
 def compute(req: dict = request) -> None:
     ui_jobs.start_scan(w, req)
 
 
-label = f"Predict all {ui.fmt_count(space.size)} design points"
+label = f"Find the best of all {ui.fmt_count(space.size)} designs"
 if sv.value is None or (running and not sv.ok):  # nothing yet, or an out-of-date scan being replaced
     if not running and st.button(label, type="primary", disabled=not w.writable) and ui.guarded(compute):
         st.rerun()
 elif ui.analysis_banner(sv, lambda: compute(dict(sv.value.get("request", request))), key="fix_scan"):
     value = sv.value
-    scan, req = value["scan"], value.get("request", {})
+    req = value.get("request", {})
     if req != request and not running:
         c1, c2 = st.columns([4, 1], vertical_alignment="center")
         c1.info(f"Shown: the scan for {ui_jobs.describe_scan(req)}. The settings above ask for "
@@ -50,15 +52,21 @@ elif ui.analysis_banner(sv, lambda: compute(dict(sv.value.get("request", request
         if c2.button("Recompute for these settings", disabled=not w.writable) and ui.guarded(compute):
             st.rerun()
     goal_word = "highest" if req.get("maximize") else "lowest"
-    st.markdown(f"**The {len(scan.best)} {goal_word} predicted {model.response} of "
-                f"{ui.fmt_count(scan.points)} designs** (model version {model_sv.version})")
-    best = scan.best[["predicted"] + [c for c in scan.best.columns if c != "predicted"]]
+    designs = value["feasible"] if value.get("feasible") is not None else value["space_size"]
+    best = value["best"]
+    st.markdown(f"**The {len(best)} {goal_word} predicted {model.response} of {ui.fmt_count(designs)} designs** "
+                f"(model version {model_sv.version}; exact, {value['method']} scan of "
+                f"{ui.fmt_count(value['evaluated'])} cells)")
+    for note in value.get("notes", []):
+        st.caption(f":material/info: {note}")
+    best = best[["predicted"] + [c for c in best.columns if c != "predicted"]]
     ui.table(best, units=ui.units(space) | {"predicted": ui.response_unit(model.response)})
-    if len(scan.pareto):
+    front = value.get("pareto")
+    if front is not None and len(front):
         cost_label = ("sum of parameter levels" if req.get("cost") == "levels"
                       else space.parameter(req["cost"]).display if req.get("cost") in space.parameter_names
                       else str(req.get("cost")))
-        ui.chart(figures.pareto(scan.pareto, cost_label, model.response, value.get("cloud")))
+        ui.chart(figures.pareto(front, cost_label, model.response, value.get("cloud")))
         st.caption(ui.help_for("pareto"))
 
 st.subheader("One parameter at a time")

@@ -114,7 +114,8 @@ def test_first_visit_opens_a_copy_of_the_example_with_every_page_filled(app):
     assert any("Relative error (%)" in m for m in texts(app, "markdown")) and len(app.dataframe) == 1
     assert metrics(app)["Points"] == "933,120"  # the true error over the whole space, against matMul
     goto(app, "Explore")
-    assert any("The 20 lowest predicted cycles of 933,120 designs" in m for m in texts(app, "markdown"))
+    assert any("The 20 lowest predicted cycles of 933,120 designs" in m and "exact" in m
+               for m in texts(app, "markdown"))
     assert len(app.dataframe[0].value) == 20
 
 
@@ -470,3 +471,25 @@ def test_bad_uploads_through_every_uploader_change_nothing(app):
         surfaces.add(up.surface)
         count += 1
     assert count >= 20 and surfaces == set(UPLOADERS)
+
+
+def test_a_learner_as_the_model_under_every_page(app):
+    """Issue 13's learners through the pages: fitted as a job, every page works with it (no terms,
+    no equation), and what was computed with the stepwise model is out of date."""
+    w = ws(app)
+    goto(app, "Stepwise fit")
+    next(s for s in app.selectbox if s.label == "Model").set_value("forest").run()
+    button(app, "Fit").click().run()
+    ok(app, "fit a forest")
+    wait_jobs(app)
+    model = w.get("model")
+    assert model.ok and type(model.value).__name__ == "ForestLearner" and model.origin.startswith("forest")
+    assert metrics(app)["Model"] == "Random forest"
+    seen = visit_all(app)
+    for title in ("Accuracy", "Explore"):
+        assert any("model changed" in b for b in seen[title]), (title, seen[title])
+    goto(app, "Response curves")
+    assert any(getattr(c, "type", "") == "plotly_chart" for c in app.get("plotly_chart"))
+    import ui
+
+    assert "forest" in ui.report_html(w)  # the report names the learner (no terms or equation)

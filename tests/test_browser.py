@@ -39,7 +39,7 @@ PAGES = {"Home": "", "Design space": "Design_space", "Sampling": "Sampling", "Si
          "Explore": "Explore", "Ray tracing": "Ray_tracing", "Analytical models": "Analytical_models"}
 HEADINGS = {"Home": "gpudse — GPU design space exploration", "Design space": "Design space",
             "Sampling": "Sample design points", "Simulations": "Simulations",
-            "Stepwise fit": "Stepwise fit (Stargazer Algorithm 1)", "Response curves": "Response curves",
+            "Stepwise fit": "Fit a model", "Response curves": "Response curves",
             "Accuracy": "Accuracy", "Explore": "Explore the design space",
             "Ray tracing": "Ray tracing: representative pixels (Zatel)", "Analytical models": "Analytical models"}
 MODEL_PAGES = ("Stepwise fit", "Response curves", "Accuracy", "Explore")

@@ -53,8 +53,8 @@ def workspace_report(ws: Any, *, include_stale: bool = False) -> str:
         if name == "validation":
             figs += [figures.error_cdf(value), figures.error_trend(value)]
             tables[title] = value.summary()
-        elif name == "scan" and isinstance(value, dict) and "scan" in value:
-            tables[title] = value["scan"].best
+        elif name == "scan" and isinstance(value, dict) and "best" in value:
+            tables[title] = value["best"]
         elif name == "true_error" and isinstance(value, dict):
             tables[title] = pd.DataFrame([{k: value[k] for k in ("kernel", "points", "mean", "median", "p98", "max")}])
     if rc.left_out:

@@ -15,6 +15,7 @@ import streamlit as st
 
 import ui
 import ui_jobs
+import ui_replay
 from gpudse_core import GpudseError
 from gpudse_core.model.inference import anova, coefficient_table
 from gpudse_core.model.registry import model_kind, model_to_dict
@@ -175,6 +176,10 @@ if not hasattr(model, "trace"):  # a learner (forest, boosting, hybrid, EBM), po
 if not go_fit:
     trace_box.dataframe(ui.trace_table(model.trace, [p for p in params_all if p in results.columns]),
                         width="stretch")
+with st.expander("Replay the fit row by row (Stargazer Table 1)", expanded=False, icon=":material/slideshow:"):
+    st.caption("Each row of the trace in turn, with the rule that accepted or rejected its term, for watching "
+               "the model grow in a lecture.")
+    ui_replay.replay(model, [p for p in params_all if p in results.columns], f"replay_{model_sv.digest[:12]}")
 m = st.columns(4)
 m[0].metric("R²", ui.fmt_r2(model.r2))
 m[1].metric("Adjusted R²", ui.fmt_r2(model.adj_r2))

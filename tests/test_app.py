@@ -493,3 +493,52 @@ def test_a_learner_as_the_model_under_every_page(app):
     import ui
 
     assert "forest" in ui.report_html(w)  # the report names the learner (no terms or equation)
+
+
+# ---- the replay of a fit (issue 14 part 5a) ------------------------------------------------------------
+def test_replay_explains_each_row_with_its_rule_and_numbers():
+    import ui_replay
+
+    from gpudse_core import load_preset, sample
+    from gpudse_core.model.stepwise import PAPER_SETTINGS, fit_stepwise
+    from gpudse_core.sim.simulator import simulate
+
+    space = load_preset("stargazer")
+    pts = sample(space, 300, seed=1).table()
+    data = pts.join(simulate(pts, "matMul"))[list(space.parameter_names) + ["cycles"]]
+    paper = fit_stepwise(data, "cycles", transform="log", **PAPER_SETTINGS)
+    rows = paper.trace
+    texts_ = [ui_replay.explain(r, rows[i - 1] if i else None, paper.settings) for i, r in enumerate(rows)]
+    assert texts_[0].startswith(f"Of the 10 parameters, **{rows[0]['chosen']}** explains most on its own")
+    for i, (row, text) in enumerate(zip(rows, texts_)):
+        if row["kind"] in ("main", "interaction"):
+            sym = "θ" if row["kind"] == "main" else "φ"
+            assert f"{sym} = 0.01" in text and ("accepted" in text) == row["accepted"]
+            assert f"{row['gain']:+.5f}" in text and ui_replay.ui.fmt_r2(rows[i - 1]["r2"]) in text
+    rejected = next(t for r, t in zip(rows, texts_) if not r["accepted"] and r["chosen"])
+    assert "not more than" in rejected and "the model stays as it was" in rejected
+    robust = fit_stepwise(data, "cycles", transform="log")
+    text = ui_replay.explain(robust.trace[1], robust.trace[0], robust.settings)
+    assert "F-test p-value" in text and "below θ = 0.001" in text
+    fig = ui_replay.candidates_chart(robust.trace[1], robust.trace[0], robust.settings)
+    assert len(fig.data[0].y) == len(robust.trace[1]["candidates"]) and fig.layout.shapes  # the threshold line
+
+
+def test_replay_steps_through_the_trace_on_the_fit_page(app):
+    goto(app, "Stepwise fit")
+    n = len(ws(app).get("model").value.trace)
+    assert any(m.startswith(f"**Row 1 of {n}**") for m in texts(app, "markdown"))
+    button(app, "Step").click().run()
+    ok(app, "step")
+    assert any(m.startswith(f"**Row 2 of {n}**") for m in texts(app, "markdown"))
+    button(app, "Whole trace").click().run()
+    assert any(m.startswith(f"**Row {n} of {n}**") for m in texts(app, "markdown")) and button(app, "Step").disabled
+    for i, row in enumerate(ws(app).get("model").value.trace):  # every row of the example, the revisit pass too
+        text = ui_replay_explain(row, ws(app).get("model").value, i)
+        assert "θ = 0.001" in text or "φ = 0.001" in text or "φ₃ = 0.001" in text or row["kind"] == "initial", text
+
+
+def ui_replay_explain(row, model, i):
+    import ui_replay
+
+    return ui_replay.explain(row, model.trace[i - 1] if i else None, model.settings)

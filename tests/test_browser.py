@@ -26,7 +26,6 @@ import urllib.request
 from urllib.parse import urlparse
 
 import pytest
-
 from conftest import ROOT
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"

@@ -11,7 +11,6 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
 import streamlit as st
 
 from gpudse_core import DesignSpace, load_preset, sample
@@ -58,18 +57,15 @@ def preset(name: str) -> DesignSpace:
 
 
 def parse_upload(up) -> dict | None:
-    """A small JSON/YAML upload as plain data (safe loaders only); errors are shown, None returned."""
-    import yaml
+    """A small JSON/YAML upload as plain data, read by the core's bounded reader (size, depth, aliases,
+    digits, duplicate keys); a problem is shown with st.error and None returned."""
+    from gpudse_core.errors import GpudseError
+    from gpudse_core.safeload import load_document
 
-    data = up.getvalue()
-    if len(data) > 1_000_000:
-        st.error(f"{up.name}: {len(data):,} bytes is too large for a graph file (1 MB at most)")
-        return None
     try:
-        text = data.decode("utf-8-sig")
-        return json.loads(text) if up.name.lower().endswith(".json") else yaml.safe_load(text)
-    except (UnicodeDecodeError, json.JSONDecodeError, yaml.YAMLError) as e:
-        st.error(f"{up.name}: cannot be read ({str(e).splitlines()[0]}); upload UTF-8 JSON or YAML")
+        return load_document(up.getvalue(), up.name)
+    except GpudseError as e:
+        st.error(f"{e}; upload UTF-8 JSON or YAML")
         return None
 
 
@@ -217,21 +213,14 @@ def project_zip() -> bytes:
 
 
 def load_project_zip(data: bytes, name: str) -> None:
-    """Replace the session's work with a saved project (validated before anything changes)."""
-    import pandas as pd
-
+    """Replace the session's work with a saved project. The core validates every part into a new
+    Project first (raising GpudseError with nothing changed); only then is the session swapped."""
     from gpudse_core.report.project import load_project
-    from gpudse_core.space.sampling import SampleSet
 
     proj = load_project(data, name)
     set_space(proj.space, f"project {name}")
-    if proj.samples is not None:
-        meta = proj.samples.get("meta", {})
-        pts = pd.DataFrame(proj.samples.get("points", []))
-        idx = pts.pop("design_index").to_numpy() if "design_index" in pts else np.arange(len(pts))
-        st.session_state.samples = SampleSet(meta.get("space", proj.space.name), meta.get("method", "uniform"),
-                                             meta.get("seed"), meta.get("request", {}), pts, idx,
-                                             space_size=proj.space.size)
+    if proj.sample_set is not None:
+        st.session_state.samples = proj.sample_set
         st.session_state.samples_of = fingerprint(proj.space)
     if proj.results is not None:
         set_results(proj.results, proj.results_response or "cycles", f"project {name}")

@@ -1,45 +1,162 @@
-"""Reading results tables (CSV, Parquet, JSON) with messages that name the file and the problem.
+"""Reading results and points tables (CSV, Parquet, JSON): one bounded reader (issue 11).
 
-One reader for the CLI and the dashboard; the campaign store's upload validation builds on it.
+The CLI (:func:`read_table`, a path), the dashboard's uploads (:func:`read_table_bytes`, via
+:func:`gpudse_core.sim.upload.read_upload`) and project zips use the same code, which
+
+* refuses a file over its byte limit before reading it (``limits.table_bytes`` for the CLI,
+  ``limits.upload_bytes`` for uploads, ``limits.json_table_bytes`` for JSON);
+* counts columns, rows and cells (``limits.table_columns``, ``table_rows``, ``table_cells``) from
+  the CSV header and line count or the Parquet footer *before* parsing, and again while reading
+  Parquet batch by batch (the footer is not trusted);
+* refuses a column name given twice (pandas would keep ``blk`` and a second column ``blk.1``, which
+  then passes for a response), nested values (lists, objects) in cells, and Parquet's pickled
+  extension types (never deserialised) — Parquet schema metadata is dropped, not interpreted;
+* reads JSON through :mod:`gpudse_core.safeload` (no ``NaN`` literals, bounded depth and nodes,
+  duplicate keys refused), as records or ``{"points": [...]}`` / ``{"rows": [...]}``;
+* raises :class:`TableError` naming the file, the row or column, and what to do.
 """
 
 from __future__ import annotations
 
-import json
+import io
+import re
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
+from . import limits
 from .errors import GpudseError
 
-MAX_TABLE_BYTES = 512 * 1024 * 1024
+FORMATS = {".csv": "CSV", ".parquet": "Parquet", ".json": "JSON"}
+_INDEX_COLUMN = re.compile(r"^__index_level_\d+__$")
+
+
+class TableError(GpudseError):
+    """A table cannot be read, or its shape is unusable (duplicated columns, nested cells, no rows)."""
 
 
 def read_table(path: str | Path) -> pd.DataFrame:
-    """A results or points table from ``.csv``, ``.parquet`` or ``.json`` (records or {"points": [...]})."""
+    """A results or points table from ``.csv``, ``.parquet`` or ``.json`` (records or {"points": [...]});
+    any other suffix is read as CSV."""
     p = Path(path)
     if not p.is_file():
-        raise GpudseError(f"{p}: no such file")
-    if p.stat().st_size > MAX_TABLE_BYTES:
-        raise GpudseError(f"{p}: {p.stat().st_size:,} bytes is more than the {MAX_TABLE_BYTES:,}-byte limit")
+        raise TableError(f"{p}: no such file")
+    lim = limits.current().table_bytes
+    with open(p, "rb") as fh:  # never more than the limit in memory, whatever the file claims
+        data = fh.read(lim + 1)
+    limits.check("table_bytes", len(data), f"{p}: more than {lim:,} bytes", "split the table")
     suffix = p.suffix.lower()
+    return read_table_bytes(data, str(p), fmt=FORMATS.get(suffix, "CSV"), bytes_limit="table_bytes")
+
+
+def table_format(name: str) -> str | None:
+    """``CSV``, ``Parquet`` or ``JSON`` from a file name's suffix, or None."""
+    return FORMATS.get(Path(name).suffix.lower())
+
+
+def read_table_bytes(data: bytes, name: str, fmt: str | None = None, bytes_limit: str = "upload_bytes") -> pd.DataFrame:
+    """Parse *data* (named *name* in messages) as a table; *fmt* defaults to the name's suffix."""
+    fmt = fmt or table_format(name)
+    if fmt is None:
+        raise TableError(f"{name}: unknown file type; use .csv, .parquet or .json")
+    lim = limits.current()
+    lim.check(bytes_limit, len(data), f"{name}: {len(data):,} bytes")
     try:
-        if suffix == ".parquet":
-            df = pd.read_parquet(p)
-        elif suffix == ".json":
-            doc = json.loads(p.read_text(encoding="utf-8"))
-            rows = doc.get("points", doc.get("rows")) if isinstance(doc, dict) else doc
-            if not isinstance(rows, list):
-                raise GpudseError(f"{p}: expected a list of records (or {{\"points\": [...]}})")
-            df = pd.DataFrame.from_records(rows)
+        if fmt == "Parquet":
+            df = _parquet(data, name, lim)
+        elif fmt == "JSON":
+            df = _json(data, name, lim)
         else:
-            df = pd.read_csv(p)
+            df = _csv(data, name, lim)
     except GpudseError:
         raise
-    except (ValueError, UnicodeDecodeError, OSError, pd.errors.ParserError) as e:
-        kind = {"parquet": "Parquet", "json": "JSON"}.get(suffix.lstrip("."), "CSV")
-        raise GpudseError(f"{p}: cannot be read as {kind} ({str(e).splitlines()[0]})") from None
-    if df.empty:
-        raise GpudseError(f"{p}: the table has no rows")
-    df.columns = [str(c).strip() for c in df.columns]
+    except MemoryError:
+        raise TableError(f"{name}: too large to read into memory here; split the table") from None
+    except (ValueError, TypeError, UnicodeDecodeError, OSError, pd.errors.ParserError, RecursionError,
+            OverflowError) as e:  # pyarrow's ArrowInvalid is a ValueError
+        text = str(e).splitlines()[0] if str(e) else type(e).__name__
+        raise TableError(f"{name}: cannot be read as {fmt} ({text[:300]})") from None
+    if df.shape[1] == 0 or df.empty:
+        raise TableError(f"{name}: the table has no rows")
+    df.columns = _column_names(list(df.columns), name)
     return df
+
+
+def _column_names(raw: list[Any], name: str) -> list[str]:
+    cols = [str(c).strip() for c in raw]
+    seen: set[str] = set()
+    dups = [c for c in cols if c in seen or seen.add(c)]
+    if dups:
+        shown = ", ".join(repr(c) for c in dict.fromkeys(dups))
+        raise TableError(f"{name}: column(s) {shown} appear more than once; give every column a distinct name "
+                         f"(a repeated column would be read as another response)")
+    return cols
+
+
+def _check_shape(name: str, rows: int, cols: int, lim: limits.Limits, approx: bool = False) -> None:
+    what = "about " if approx else ""
+    lim.check("table_columns", cols, f"{name}: {cols:,} columns")
+    lim.check("table_rows", rows, f"{name}: {what}{rows:,} rows", "split the table")
+    lim.check("table_cells", rows * cols, f"{name}: {what}{rows:,} rows × {cols:,} columns", "split the table")
+
+
+def _csv(data: bytes, name: str, lim: limits.Limits) -> pd.DataFrame:
+    end = data.find(b"\n")
+    first = data if end < 0 else data[:end]
+    # upper bounds from the raw bytes (quoted commas or newlines only make them larger)
+    _check_shape(name, data.count(b"\n"), first.count(b",") + 1, lim, approx=True)
+    header = pd.read_csv(io.BytesIO(data), header=None, nrows=1, dtype=str, keep_default_na=False,
+                         encoding="utf-8-sig")
+    _column_names(header.iloc[0].tolist() if len(header) else [], name)  # duplicates, before pandas renames them
+    return pd.read_csv(io.BytesIO(data), encoding="utf-8-sig", nrows=lim.table_rows + 1)
+
+
+def _parquet(data: bytes, name: str, lim: limits.Limits) -> pd.DataFrame:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    pf = pq.ParquetFile(io.BytesIO(data))
+    md = pf.metadata
+    _check_shape(name, md.num_rows, md.num_columns, lim)
+    declared = sum(md.row_group(i).total_byte_size for i in range(md.num_row_groups))
+    lim.check("table_bytes", declared, f"{name}: {declared:,} bytes once decompressed", "split the table")
+    schema = pf.schema_arrow
+    _column_names(schema.names, name)
+    for f in schema:
+        t = f.type
+        if pa.types.is_nested(t) or isinstance(t, pa.ExtensionType) or pa.types.is_binary(t) or \
+                pa.types.is_large_binary(t):
+            raise TableError(f"{name}: column {f.name!r} holds {t} values; a table has one number or word per cell")
+    batches, rows = [], 0
+    for batch in pf.iter_batches(batch_size=1 << 16):  # counted as they are decompressed
+        rows += batch.num_rows
+        _check_shape(name, rows, batch.num_columns, lim)
+        batches.append(batch)
+    if rows != md.num_rows:
+        raise TableError(f"{name}: the footer says {md.num_rows:,} rows but the file holds {rows:,}; it is damaged")
+    table = pa.Table.from_batches(batches, schema=schema).replace_schema_metadata(None)
+    df = table.to_pandas()
+    return df.drop(columns=[c for c in df.columns if _INDEX_COLUMN.match(str(c))])
+
+
+def _json(data: bytes, name: str, lim: limits.Limits) -> pd.DataFrame:
+    from .safeload import load_json
+
+    doc = load_json(data, name, bytes_limit="json_table_bytes", nodes_limit="json_table_nodes")
+    rows = doc.get("points", doc.get("rows")) if isinstance(doc, dict) else doc
+    if not isinstance(rows, list):
+        raise TableError(f"{name}: expected a list of records (or {{\"points\": [...]}})")
+    columns: dict[str, None] = {}
+    for i, r in enumerate(rows, 1):
+        if not isinstance(r, dict):
+            raise TableError(f"{name}: record {i} is not an object of column: value pairs")
+        for k, v in r.items():
+            if isinstance(v, (dict, list)):
+                kind = "list" if isinstance(v, list) else "object"
+                raise TableError(f"{name}: record {i}, column {k!r}: holds a {kind}; a table has one number or word "
+                                 f"per cell")
+            columns.setdefault(k)
+    _check_shape(name, len(rows), len(columns), lim)
+    _column_names(list(columns), name)
+    return pd.DataFrame.from_records(rows, columns=list(columns))

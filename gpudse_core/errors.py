@@ -35,3 +35,22 @@ def where(source: str | None = None, line: int | None = None, field: str | None 
     if field:
         parts.append(field)
     return ": ".join(parts) + ": " if parts else ""
+
+
+_CONTROL = None
+
+
+def printable(text: str, limit: int | None = 4000) -> str:
+    """*text* safe to print on a terminal: control characters other than newline and tab (e.g. the
+    escape sequences a hostile file name or label could carry) shown as ``\\xNN``; cut to *limit*
+    characters with a note of how many were left out."""
+    global _CONTROL
+    import re
+
+    if _CONTROL is None:
+        _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+    text = _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 256 else f"\\u{ord(m.group()):04x}",
+                        str(text))
+    if limit is not None and len(text) > limit:
+        text = f"{text[:limit]}… ({len(text) - limit:,} more characters)"
+    return text

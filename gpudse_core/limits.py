@@ -44,6 +44,7 @@ class Limits:
     # ---- bytes read ------------------------------------------------------------------------
     upload_bytes: int = 50 * MiB  # one file uploaded to the dashboard
     table_bytes: int = 512 * MiB  # one results/points table read by the CLI
+    json_table_bytes: int = 32 * MiB  # a table given as JSON (Python objects, ~10x its size; use CSV/Parquet beyond)
     document_bytes: int = 8 * MiB  # one YAML/JSON/TOML document: space, model, backend, graph, project entry
     # ---- structure of documents ---------------------------------------------------------------
     document_nodes: int = 1_000_000  # scalars + collections in a YAML/JSON document, YAML aliases counted as expanded
@@ -61,16 +62,27 @@ class Limits:
     gpu_components: int = 10_000  # SMs or memory partitions of a GPU to downscale (--sms, --mem, a config)
     # ---- design spaces ------------------------------------------------------------------------------
     values_per_parameter: int = 100_000  # values one parameter may take (a range or pow2 expanded)
-    parameters: int = 1_000  # parameters in one space
-    enumeration_points: int = 50_000_000  # points enumerated at once (a constrained component, an exact scan)
+    space_values: int = 1_000_000  # values of all parameters of one space together
+    parameters: int = 1_000  # parameters in one space (explored, group members and fixed)
+    constraints: int = 1_000  # constraints in one space
+    enumeration_points: int = 50_000_000  # points enumerated at once (an exact scan of a space)
+    feasibility_points: int = 1 << 22  # combinations of one constrained component enumerated exactly at load
+    feasibility_probes: int = 1 << 16  # random probes (and search steps) for a component too large to enumerate
+    expression_chars: int = 2_000  # characters in one constraint expression
+    expression_nodes: int = 400  # syntax-tree nodes in one constraint expression
+    sample_points: int = 10_000_000  # design points drawn by one sampling request
     # ---- tables -------------------------------------------------------------------------------------
     table_rows: int = 10_000_000
     table_columns: int = 10_000
+    table_cells: int = 50_000_000  # rows × columns, checked from a CSV header / Parquet footer before reading
+    json_table_nodes: int = 5_000_000  # values in a JSON table (with json_table_bytes)
     # ---- simulators and their output ------------------------------------------------------------------
     log_bytes: int = 4 * GiB  # decompressed simulator log, parsed as a stream
     sim_output_bytes: int = 64 * MiB  # a run's stdout+stderr kept on disk; the rest is dropped (the tail kept)
     regex_length: int = 1_000  # a user regular expression (compiled with RE2: linear time)
     timeout_max_s: float = 30 * 86400.0  # the longest timeout a simulator description may ask for
+    # ---- analytical models -----------------------------------------------------------------------------
+    wfg_elements: int = 400  # nodes + arcs + dependences of one work flow graph (its reduction is cubic)
     # ---- models --------------------------------------------------------------------------------------
     model_columns: int = 100_000  # columns (coefficients) of a model file
     # ---- workspaces (issue 14) -------------------------------------------------------------------------
@@ -92,6 +104,8 @@ class Limits:
 
 
 def _fmt(v: float) -> str:
+    if abs(v) >= 1e15:  # an absurd count (e.g. a range of 1e300 values) in a readable width
+        return f"{float(v):.3g}"
     if isinstance(v, float) and not v.is_integer():
         return f"{v:,.3g}"
     return f"{int(v):,}"

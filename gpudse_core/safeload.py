@@ -10,6 +10,7 @@ Every space file, model file, backend description, work flow graph and project e
   counted as expanded, so a "billion laughs" document of a few hundred bytes is refused while it
   is still a small node graph; a self-referencing alias is refused;
 * bounds number literals to ``limits.number_digits`` digits;
+* refuses a key given twice in one mapping (YAML and JSON would silently keep the last);
 * turns every parser failure (including ``RecursionError`` and ``MemoryError``) into a
   :class:`DocumentError` naming the file, the line where known, and what to do.
 """
@@ -31,10 +32,10 @@ class DocumentError(GpudseError):
 _LONG_NUMBER = None
 
 
-def _check_size(text: str | bytes, source: str) -> str:
+def _check_size(text: str | bytes, source: str, limit: str = "document_bytes") -> str:
     lim = limits.current()
     n = len(text)
-    lim.check("document_bytes", n, f"{source}: document of {n:,} bytes", "split it or check it is the right file")
+    lim.check(limit, n, f"{source}: document of {n:,} bytes", "split it or check it is the right file")
     if isinstance(text, bytes):
         try:
             text = text.decode("utf-8-sig")
@@ -57,16 +58,17 @@ def _check_digits(text: str, source: str) -> None:
                             f"setting needs one (limit number_digits)")
 
 
-def _walk_limits(root: Any, source: str) -> None:
+def _walk_limits(root: Any, source: str, nodes_limit: str = "document_nodes") -> None:
     """Depth and node count of built plain data (lists, dicts, scalars), iteratively."""
     lim = limits.current()
+    max_nodes = getattr(lim, nodes_limit)
     count = 0
     stack = [(root, 1)]
     while stack:
         node, depth = stack.pop()
         count += 1
-        if count > lim.document_nodes:
-            lim.check("document_nodes", count, f"{source}: more nodes than allowed")
+        if count > max_nodes:
+            lim.check(nodes_limit, count, f"{source}: more nodes than allowed")
         if isinstance(node, dict):
             if depth > lim.document_depth:
                 lim.check("document_depth", depth, f"{source}: nesting depth")
@@ -79,7 +81,42 @@ def _walk_limits(root: Any, source: str) -> None:
 
 
 # ---- YAML -------------------------------------------------------------------------------------------
-def load_yaml(text: str | bytes, source: str = "document") -> Any:
+def strict_loader() -> type:
+    """The YAML loader class: PyYAML's safe loader (plain data only) refusing duplicate keys.
+    Subclass it to construct differently (e.g. to record line numbers) and pass it to :func:`load_yaml`."""
+    global _STRICT
+    if _STRICT is None:
+        import yaml
+
+        class StrictLoader(yaml.SafeLoader):
+            def construct_mapping(self, node: Any, deep: bool = False) -> dict:
+                if isinstance(node, yaml.MappingNode):
+                    seen: set = set()
+                    for key_node, _ in node.value:
+                        if key_node.tag == "tag:yaml.org,2002:merge":
+                            continue  # '<<: *base' merges; explicit keys may override merged ones
+                        key = self.construct_object(key_node, deep=True) if isinstance(key_node, yaml.ScalarNode) \
+                            else id(key_node)
+                        try:
+                            dup = key in seen
+                            seen.add(key)
+                        except TypeError:  # unhashable: the base constructor reports it
+                            continue
+                        if dup:
+                            raise yaml.constructor.ConstructorError(
+                                None, None, f"the key {key!r} appears twice in one mapping; keep one",
+                                key_node.start_mark)
+                return super().construct_mapping(node, deep=deep)
+
+        _STRICT = StrictLoader
+    return _STRICT
+
+
+_STRICT: type | None = None
+
+
+def load_yaml(text: str | bytes, source: str = "document", loader: type | None = None) -> Any:
+    """Parse YAML with :func:`strict_loader` (or *loader*, a subclass of it), bounded as the module says."""
     import yaml
 
     text = _check_size(text, source)
@@ -101,7 +138,7 @@ def load_yaml(text: str | bytes, source: str = "document") -> Any:
             if tokens > 4 * lim.document_nodes:
                 lim.check("document_nodes", tokens // 4, f"{source}: document")
         # 2. the node graph (aliases are shared nodes here, still small)
-        loader = yaml.SafeLoader(text)
+        loader = (loader or strict_loader())(text)
         try:
             node = loader.get_single_node()
             if node is None:
@@ -175,19 +212,31 @@ def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a JSON number; write a finite number or null")
 
 
-def load_json(text: str | bytes, source: str = "document") -> Any:
-    text = _check_size(text, source)
+def _no_duplicates(pairs: list) -> dict:
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        seen: set = set()
+        dup = next(k for k, _ in pairs if k in seen or seen.add(k))
+        raise ValueError(f"the key {dup!r} appears twice in one object; keep one")
+    return out
+
+
+def load_json(text: str | bytes, source: str = "document", *, bytes_limit: str = "document_bytes",
+              nodes_limit: str = "document_nodes") -> Any:
+    """Parse JSON, bounded as the module says; *bytes_limit*/*nodes_limit* name the limits that apply
+    (a results table given as JSON uses ``json_table_bytes``/``json_table_nodes``)."""
+    text = _check_size(text, source, bytes_limit)
     _check_digits(text, source)
     _json_depth_precheck(text, source)
     try:
-        doc = json.loads(text, parse_constant=_no_constant)
+        doc = json.loads(text, parse_constant=_no_constant, object_pairs_hook=_no_duplicates)
     except json.JSONDecodeError as e:
         raise DocumentError(f"{source}:{e.lineno}: malformed JSON ({e.msg})") from None
     except (RecursionError, MemoryError):
         raise DocumentError(f"{source}: too deeply nested or too large to read; check it is the right file") from None
     except ValueError as e:
         raise DocumentError(f"{source}: {str(e).splitlines()[0]}") from None
-    _walk_limits(doc, source)
+    _walk_limits(doc, source, nodes_limit)
     return doc
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -182,3 +183,53 @@ def test_fit_predict_errors(results_csv, tmp_path, capsys, args, fragment):
     assert main(args) == 2
     err = capsys.readouterr().err
     assert err.startswith("gpudse: error: ") and fragment in err and "Traceback" not in err
+
+
+# ---- the one error path (issue 11) ----------------------------------------------------------------------
+def test_error_messages_cannot_drive_the_terminal(tmp_path, capsys):
+    bad = tmp_path / "s.yaml"
+    bad.write_text('parameters:\n  - {name: "a\\e[2J\\e]0;owned\\a", values: [1]}\n', encoding="utf-8")
+    assert main(["space", "show", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert "\x1b" not in err and "\x07" not in err and "\\x1b[2J" in err
+
+
+def test_output_escapes_what_the_terminal_cannot_encode(tmp_path):
+    good = tmp_path / "s.yaml"
+    good.write_text('parameters:\n  - {name: a, label: "α → β", values: [1, 2]}\n', encoding="utf-8")
+    out = subprocess.run([sys.executable, "-m", "gpudse_core", "space", "show", str(good)], capture_output=True,
+                         cwd=ROOT, timeout=120, env={**os.environ, "PYTHONIOENCODING": "ascii"})
+    assert out.returncode == 0 and b"Traceback" not in out.stderr and b"\\u03b1" in out.stdout
+
+
+def test_a_closed_pipe_is_not_an_error(tmp_path):
+    big = tmp_path / "big.yaml"  # about 1 MB of --json output: more than a pipe holds
+    big.write_text("parameters:\n  - {name: a, values: '1::1::100000'}\n")
+    reader = subprocess.Popen([sys.executable, "-m", "gpudse_core", "space", "show", str(big), "--json"], cwd=ROOT,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert reader.stdout.read(10) == b'{\n  "name"'
+    reader.stdout.close()  # the reader goes away, as `| head` does
+    err = reader.stderr.read().decode()
+    assert reader.wait(timeout=120) == 141 and "Traceback" not in err and "error" not in err
+
+
+def test_programming_errors_keep_their_traceback(monkeypatch):
+    """Only user errors become 'gpudse: error:'; a bug must stay visible (the corpus test relies on it)."""
+    from gpudse_core.cli import space_cmds
+
+    def broken(args):
+        raise KeyError("a bug")
+
+    monkeypatch.setattr(space_cmds, "cmd_space_show", broken)
+    with pytest.raises(KeyError):
+        main(["space", "show", "stargazer"])
+
+
+def test_argument_types_refuse_non_finite_numbers(tmp_path, capsys):
+    for args in (["--fraction", "nan"], ["--fraction", "inf%"], ["-n", "9" * 5000]):
+        with pytest.raises(SystemExit) as e:
+            main(["sample", "stargazer", *args, "-o", str(tmp_path / "s.csv")])
+        assert e.value.code == 2
+        assert "Traceback" not in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["import", "x.csv", "--space", "stargazer", "--max-mb", "nan", "-o", str(tmp_path / "c.csv")])

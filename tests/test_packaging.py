@@ -6,7 +6,11 @@ import json
 import os
 import re
 import subprocess
+import sys
+import sysconfig
+import tomllib
 import venv
+from pathlib import Path
 
 import pytest
 
@@ -40,7 +44,8 @@ def test_ci_runs_exactly_the_readme_test_command():
 
 def test_requirements_cover_imports():
     reqs = {re.split(r"[<>=\[ ]", line.strip())[0].lower()
-            for line in (ROOT / "requirements.txt").read_text().splitlines() if line.strip() and line[0] != "#"}
+            for line in (ROOT / "requirements.txt").read_text().splitlines()
+            if line.strip() and line[0] not in "#-"}
     for needed in ("numpy", "scipy", "pandas", "pyarrow", "pyyaml", "streamlit", "plotly", "pytest", "hypothesis"):
         assert needed in reqs, needed
 
@@ -50,16 +55,40 @@ def test_core_never_imports_streamlit():
         assert not re.search(r"^\s*(import|from)\s+streamlit", path.read_text(), re.M), path
 
 
+def _site_dirs() -> list[str]:
+    """This interpreter's site-packages (a venv's own, or the system's)."""
+    paths = {sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]}
+    return [p for p in sorted(paths) if os.path.isdir(p)]
+
+
 @pytest.mark.slow
 def test_pip_install_gives_gpudse_command(tmp_path):
-    """A real `pip install .` into a fresh virtual environment; the command runs outside the checkout."""
+    """A real wheel of the checkout installed into a fresh virtual environment; the command runs outside the
+    checkout and imports the installed copy.
+
+    The wheel is built by *this* interpreter (whose environment has the build requirements from
+    requirements.txt) rather than inside the new environment: a new venv only has the setuptools that
+    ``ensurepip`` bundles (65/66 on Python 3.11, which cannot build a wheel without the ``wheel`` package —
+    "invalid command 'bdist_wheel'") and, with ``system_site_packages``, the *base* interpreter's packages,
+    which on a fresh machine are not the venv the tests run in (numpy missing). The new environment sees
+    this environment's packages for the dependencies through a ``.pth`` file of plain paths (so an editable
+    install here is not activated there), and the wheel goes in with ``--no-deps --no-index``: no network.
+    """
+    wheels = tmp_path / "wheels"
+    build = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
+                            "-w", str(wheels), str(ROOT)], capture_output=True, text=True, timeout=600)
+    assert build.returncode == 0, build.stderr[-2000:]
+    wheel = next(wheels.glob("gpudse-*.whl"))
     env_dir = tmp_path / "venv"
-    venv.EnvBuilder(with_pip=True, system_site_packages=True).create(env_dir)
+    venv.EnvBuilder(with_pip=True).create(env_dir)
     py = env_dir / "bin" / "python"
-    inst = subprocess.run([str(py), "-m", "pip", "install", "--no-deps", "--no-build-isolation", "-q", str(ROOT)],
+    site = subprocess.run([str(py), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+    (Path(site) / "outer_environment.pth").write_text("\n".join(_site_dirs()) + "\n")
+    inst = subprocess.run([str(py), "-m", "pip", "install", "--no-deps", "--no-index", "-q", str(wheel)],
                           capture_output=True, text=True, timeout=600)
     assert inst.returncode == 0, inst.stderr[-2000:]
-    clean_env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    clean_env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
     for argv in ([str(env_dir / "bin" / "gpudse")], [str(py), "-m", "gpudse_core"]):
         out = subprocess.run([*argv, "space", "show", "stargazer", "--json"], capture_output=True, text=True,
                              cwd=tmp_path, env=clean_env, timeout=120)
@@ -68,3 +97,16 @@ def test_pip_install_gives_gpudse_command(tmp_path):
     where = subprocess.run([str(py), "-c", "import gpudse_core; print(gpudse_core.__file__)"], capture_output=True,
                            text=True, cwd=tmp_path, env=clean_env)
     assert str(env_dir) in where.stdout  # the installed copy, not the checkout
+    data = subprocess.run([str(py), "-c", "import gpudse_core.space.presets as p; print(p.__file__)"],
+                          capture_output=True, text=True, cwd=tmp_path, env=clean_env)
+    assert str(env_dir) in data.stdout, data.stderr
+
+
+def test_requirements_install_the_package_itself_editable():
+    """README's `pip install -r requirements.txt` leaves the `gpudse` command installed, and a developer's
+    edits take effect without reinstalling."""
+    lines = [line.strip() for line in (ROOT / "requirements.txt").read_text().splitlines()]
+    assert "-e ." in lines
+    build = tomllib.loads((ROOT / "pyproject.toml").read_text())["build-system"]["requires"]
+    assert any(r.startswith("setuptools>=") and tuple(map(int, r.split(">=")[1].split("."))) >= (70, 1)
+               for r in build)  # bdist_wheel is part of setuptools from 70.1: no separate `wheel` needed

@@ -201,11 +201,12 @@ def test_outputs(tmp_path, stargazer):
     assert doc["meta"]["seed"] == 9 and doc["meta"]["request"]["n"] == 25 and len(doc["points"]) == 25
 
 
-def test_rejection_path_for_components_too_large_to_enumerate(monkeypatch):
-    import gpudse_core.space.design as space_mod
+def test_rejection_path_for_components_too_large_to_enumerate():
+    from gpudse_core import limits
 
-    monkeypatch.setattr(space_mod, "ENUMERATION_LIMIT", 10)
-    s = grid([8, 8, 5], ["p0 + p1 < 6"])
+    with limits.override(feasibility_points=10):
+        s = grid([8, 8, 5], ["p0 + p1 < 6"])
+        s.check()
     assert s.feasible_size is None  # estimated, so sampling rejects infeasible draws
     exact = sum(a + b < 6 for a, b in itertools.product(range(8), repeat=2)) * 5
     res = sample(s, 60, seed=1)

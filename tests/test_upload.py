@@ -18,7 +18,7 @@ SPACE = load_preset("stargazer")
 
 def results(n=20, seed=1):
     pts = sample(SPACE, n, seed=seed).points
-    return pts.assign(cycles=np.arange(1, n + 1) * 1000.0, ipc=2.0)
+    return pts.assign(cycles=np.arange(1, n + 1) * 1000.0, ipc=2.0 + np.arange(n) / 100)
 
 
 def test_clean_results_pass_through():
@@ -108,7 +108,8 @@ def test_every_row_is_kept_or_reported(edits):
         rep = validate_results(df, SPACE, responses=["cycles"], duplicates="keep")
     except GpudseError:
         return
-    reported = {r for p in rep.problems if p.kind in ("not a value", "bad response") for r in p.rows}
+    kinds = ("not a value", "bad response", "infinite response")
+    reported = {r for p in rep.problems if p.kind in kinds for r in p.rows}
     assert rep.rows_kept + len(reported) == 20
 
 

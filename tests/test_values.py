@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, strategies as st
 
-from gpudse_core.errors import SpaceError
+from gpudse_core.errors import GpudseError, SpaceError
 from gpudse_core.space.values import format_values, format_values_text, parse_values
 
 
@@ -60,7 +60,7 @@ def test_decimal_ranges_are_exact():
     ],
 )
 def test_parse_errors_say_what_is_wrong(spec, fragment):
-    with pytest.raises(SpaceError, match=fragment):
+    with pytest.raises(GpudseError, match=fragment):  # SpaceError, or LimitError for a limit
         parse_values(spec, "space.yaml:3: parameters[0] (x): ")
 
 

@@ -26,21 +26,23 @@ It calls the same functions as the dashboard pages. User errors print one line
     gpudse equal-area [--bandwidth GBPS] [--regs-per-thread R] [--json]
     gpudse wfg GRAPH.json|.yaml [--json]
     gpudse workspace list|show ID|new [--space S]|rename ID NAME|delete ID --yes|export ID -o F|adopt ID CAMPAIGN
+    gpudse glossary [TERM] [--search TEXT] [--json]
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from typing import Sequence
 
 from .. import __version__
-from ..errors import GpudseError
-from . import model_cmds, ray_cmds, sim_cmds, space_cmds, workspace_cmds
+from ..errors import GpudseError, printable
+from . import glossary_cmds, model_cmds, ray_cmds, sim_cmds, space_cmds, workspace_cmds
 
 # Start-up: building the parser and printing --help import only argparse and these command modules,
 # which import NumPy, pandas or scikit-learn inside the command that needs them (issue 12).
-COMMAND_MODULES = (space_cmds, model_cmds, sim_cmds, ray_cmds, workspace_cmds)
+COMMAND_MODULES = (space_cmds, model_cmds, sim_cmds, ray_cmds, workspace_cmds, glossary_cmds)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -52,17 +54,43 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _safe_streams() -> None:
+    """Never fail to print: characters the terminal's encoding lacks are escaped, not an error."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.reconfigure(errors="backslashreplace")  # type: ignore[union-attr]
+        except (AttributeError, ValueError, OSError):  # replaced by a test harness, or closed
+            pass
+
+
+def _error(message: str) -> int:
+    print(f"gpudse: error: {printable(message)}", file=sys.stderr)
+    return 2
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command. A problem with the user's input or request (a :class:`GpudseError`, an
+    unreadable or unwritable file, memory exhausted by an input) prints ``gpudse: error: …`` and
+    returns 2; anything else is a bug in gpudse and keeps its traceback."""
+    _safe_streams()
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parser.parse_args(argv)  # argparse reports its own errors ("gpudse: error: …", status 2)
     try:
         return int(args.func(args) or 0)
     except GpudseError as e:
-        print(f"gpudse: error: {e}", file=sys.stderr)
-        return 2
+        return _error(str(e))
+    except MemoryError:
+        return _error("ran out of memory reading or processing the input; it is larger than this machine can "
+                      "handle — see 'Limits and hostile input' in the README")
+    except BrokenPipeError:  # the reader of our output went away (e.g. `gpudse space show x | head`)
+        try:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        except OSError:
+            pass
+        return 141
     except OSError as e:
-        print(f"gpudse: error: {e.filename or ''}: {e.strerror or e}", file=sys.stderr)
-        return 2
+        where = f"{e.filename}: " if e.filename else ""
+        return _error(f"{where}{e.strerror or e}")
     except KeyboardInterrupt:
         print("gpudse: interrupted", file=sys.stderr)
         return 130

@@ -38,7 +38,7 @@ def knots_arg(text: str) -> int | dict:
         try:
             k = int(value)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"{part!r}: give a number of knots, e.g. 4 or simd=3") from None
+            raise argparse.ArgumentTypeError(f"{part[:40]!r}: give a number of knots, e.g. 4 or simd=3") from None
         if name:
             per[name.strip()] = k
         else:
@@ -69,23 +69,47 @@ def positive_int(text: str) -> int:
     try:
         v = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        raise argparse.ArgumentTypeError(f"{text[:40]!r} is not a whole number") from None
     if v < 0:
-        raise argparse.ArgumentTypeError(f"{text!r} is negative")
+        raise argparse.ArgumentTypeError(f"{text[:40]!r} is negative")
     return v
 
 
 def fraction(text: str) -> float:
+    """``0.001`` or ``0.1%``: a finite number (the range (0, 1] is checked where it is used)."""
+    import math
+
     try:
         v = float(text.rstrip("%")) / (100 if text.endswith("%") else 1)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number (e.g. 0.001 or 0.1%)") from None
+        raise argparse.ArgumentTypeError(f"{text[:40]!r} is not a number (e.g. 0.001 or 0.1%)") from None
+    if not math.isfinite(v):
+        raise argparse.ArgumentTypeError(f"{text[:40]!r} is not a finite number (e.g. 0.001 or 0.1%)")
     return v
 
 
+def positive_number(text: str) -> float:
+    """A finite number above zero (e.g. a size in MB)."""
+    import math
+
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text[:40]!r} is not a number") from None
+    if not (math.isfinite(v) and v > 0):
+        raise argparse.ArgumentTypeError(f"{text[:40]!r}: give a finite number above zero")
+    return v
+
+
+MAX_SIZE = 1 << 16
+
+
 def size_arg(text: str) -> tuple[int, int]:
+    """``WIDTHxHEIGHT`` with each side a whole number from 1 to 65,536."""
     try:
         w, h = (int(x) for x in text.lower().split("x"))
     except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r}: write a size as WIDTHxHEIGHT, e.g. 32x2") from None
+        raise argparse.ArgumentTypeError(f"{text[:40]!r}: write a size as WIDTHxHEIGHT, e.g. 32x2") from None
+    if not (1 <= w <= MAX_SIZE and 1 <= h <= MAX_SIZE):
+        raise argparse.ArgumentTypeError(f"{text[:40]!r}: each side must be a whole number from 1 to {MAX_SIZE:,}")
     return w, h

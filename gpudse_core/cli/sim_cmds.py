@@ -9,7 +9,7 @@ from pathlib import Path
 
 from .. import choices
 from ..errors import GpudseError
-from .common import positive_int, writable, write_table
+from .common import positive_int, positive_number, writable, write_table
 
 
 def cmd_simulate(args: argparse.Namespace) -> int:
@@ -73,7 +73,9 @@ def cmd_import(args: argparse.Namespace) -> int:
     path = Path(args.results)
     if not path.is_file():
         raise GpudseError(f"{path}: no such file")
-    df = read_upload(path.read_bytes(), path.name, max_bytes=int(args.max_mb * 1024 * 1024))
+    max_bytes = int(args.max_mb * 1024 * 1024)
+    with open(path, "rb") as fh:  # never more than the limit in memory
+        df = read_upload(fh.read(max_bytes + 1), path.name, max_bytes=max_bytes)
     space = load_space(args.space)
     responses = [r.strip() for r in args.responses.split(",") if r.strip()] if args.responses else None
     rep = validate_results(df, space, responses, snap=args.snap, duplicates=args.duplicates)
@@ -154,7 +156,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     im.add_argument("--snap", choices=("reject", "nearest"), default="reject",
                     help="values outside a parameter's set: reject the row or snap to the nearest value")
     im.add_argument("--duplicates", choices=("keep", "average", "reject"), default="keep")
-    im.add_argument("--max-mb", type=float, default=50.0, help="upload size limit in MB")
+    im.add_argument("--max-mb", type=positive_number, default=50.0, help="upload size limit in MB")
     im.add_argument("--store", metavar="campaign.db", help="also record the results as a finished campaign")
     im.add_argument("--campaign", default="import")
     im.add_argument("-o", "--output", required=True, metavar="clean.csv")

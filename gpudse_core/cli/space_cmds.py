@@ -7,6 +7,7 @@ import json
 import sys
 
 from .. import choices
+from ..errors import printable
 from .common import fraction, positive_int, writable
 
 
@@ -29,16 +30,17 @@ def space_text(space) -> str:
     lines.append(f"size: {space.size:,} design points ({len(space.dimensions)} dimensions, "
                  f"{len(space.parameters)} parameters)")
     if space.constraints:
-        fs = space.feasible_size
-        feas = f"{fs:,}" if fs is not None else f"about {space.feasible_size_estimate:,.0f} (estimated)"
-        lines.append(f"feasible: {feas} design points")
+        lines.append(f"feasible: {space.feasible_size_text()} design points")
         lines.append("constraints:")
         lines += [f"  {c.expr}" + (f"   # {c.description}" if c.description else "") for c in space.constraints]
+        if space.notes:
+            lines.append("notes:")
+            lines += [f"  - {n}" for n in space.notes]
     if space.fixed:
         lines.append("fixed baseline:")
         for f in space.fixed:
             lines.append(f"  {f.display} = {f.value}{(' ' + f.unit) if f.unit else ''}")
-    return "\n".join(lines)
+    return printable("\n".join(lines), limit=None)  # labels and descriptions are the file's text
 
 
 def cmd_presets(args: argparse.Namespace) -> int:
@@ -76,7 +78,7 @@ def cmd_sample(args: argparse.Namespace) -> int:
     from ..space.sampling import sample
 
     space = load_space(args.space)
-    out = writable(args.output)
+    out = writable(args.output, (".csv", ".parquet", ".json"))
     result = sample(space, args.n, fraction=args.fraction, per_dim_fraction=args.per_dim_fraction,
                     per_dim_mode=args.per_dim_mode, seed=args.seed, method=args.method)
     result.save(out, with_index=args.with_index)

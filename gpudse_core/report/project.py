@@ -1,10 +1,23 @@
 """Projects (a zip a user can save and load) and standalone HTML reports of an analysis.
 
 A project zip holds ``manifest.json``, ``space.yaml``, ``samples.json``, ``results.csv``, ``model.json`` and
-``settings.json`` (each optional except the manifest and space). Loading is defensive: only those entry
-names are accepted (no directories, absolute paths or ``..``), sizes are capped before anything is
-decompressed (zip bombs), and every part goes through the same validating readers as single files
-(safe YAML, JSON, CSV; never pickle).
+``settings.json`` (each optional except the manifest and space).
+
+Loading (:func:`load_project`) is defensive and atomic (issue 11):
+
+* only those entry names, each once, no directories, absolute paths or ``..``; at most
+  ``limits.archive_entries`` entries; encrypted entries and compression methods other than
+  stored/deflate are refused;
+* every entry is decompressed as a stream and its bytes *counted* (``limits.document_bytes`` for the
+  JSON/YAML entries, ``limits.archive_entry_bytes`` for ``results.csv``, ``limits.archive_total_bytes``
+  in all): the sizes a zip declares are not trusted; a damaged entry (bad CRC, truncated data) is
+  reported as such;
+* every part goes through the same validating readers as single files (safeload for JSON/YAML, the
+  bounded table reader for CSV; never pickle), and is checked against the project's space: samples
+  are points of the space (:func:`~gpudse_core.space.sampling.sample_set_from_dict`), results carry
+  its parameter columns and a numeric response, the model's parameters are the space's;
+* the result is a new :class:`Project`, returned only when every part is valid, so a caller swaps
+  its state only after a successful load and a bad zip changes nothing.
 
 The report is one HTML file with the analysis's tables and interactive Plotly charts, with plotly.js
 inlined so it opens without a server or network — for a design review.
@@ -16,19 +29,25 @@ import html
 import io
 import json
 import zipfile
+import zlib
 from dataclasses import dataclass, field
 from typing import Any
 
 import pandas as pd
 
+from .. import limits
 from ..errors import GpudseError
 from ..space.design import DesignSpace, parse_space_text
+from ..space.sampling import SampleSet, sample_set_from_dict
 from ..model.stepwise import StepwiseModel
 
 SCHEMA = "gpudse.project/1"
 ENTRIES = {"manifest.json", "space.yaml", "samples.json", "results.csv", "model.json", "settings.json"}
-MAX_ENTRY_BYTES = 200 * 1024 * 1024
-MAX_TOTAL_BYTES = 400 * 1024 * 1024
+CHUNK = 1 << 20
+
+
+class ProjectError(GpudseError):
+    """A project zip cannot be loaded; nothing was changed."""
 
 
 @dataclass
@@ -39,15 +58,19 @@ class Project:
     results_response: str | None = None
     model: StepwiseModel | None = None
     settings: dict = field(default_factory=dict)
+    sample_set: SampleSet | None = None  # the samples validated against the space (set by load_project)
 
 
 def save_project(project: Project) -> bytes:
     buf = io.BytesIO()
+    samples = project.samples
+    if samples is None and project.sample_set is not None:
+        samples = json.loads(project.sample_set.to_json())
     with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
         zf.writestr("manifest.json", json.dumps({"schema": SCHEMA, "response": project.results_response}))
         zf.writestr("space.yaml", project.space.to_yaml())
-        if project.samples is not None:
-            zf.writestr("samples.json", json.dumps(project.samples, default=str))
+        if samples is not None:
+            zf.writestr("samples.json", json.dumps(samples, default=str))
         if project.results is not None:
             zf.writestr("results.csv", project.results.to_csv(index=False))
         if project.model is not None:
@@ -56,82 +79,169 @@ def save_project(project: Project) -> bytes:
     return buf.getvalue()
 
 
-def load_project(data: bytes, name: str = "project.zip") -> Project:
+def _entries(data: bytes, name: str) -> dict[str, bytes]:
+    """Every entry's bytes, decompressed as a stream and counted (sizes in headers are not trusted)."""
+    lim = limits.current()
+    lim.check("upload_bytes", len(data), f"{name}: {len(data):,} bytes")
     try:
         zf = zipfile.ZipFile(io.BytesIO(data))
-    except zipfile.BadZipFile:
-        raise GpudseError(f"{name}: not a zip file; load a project saved by gpudse") from None
-    infos = zf.infolist()
+        infos = zf.infolist()
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, ValueError, EOFError, OSError, NotImplementedError):
+        raise ProjectError(f"{name}: not a zip file (or a damaged one); load a project saved by gpudse") from None
+    lim.check("archive_entries", len(infos), f"{name}: {len(infos):,} entries", "a project has at most 6")
+    seen: set[str] = set()
     for info in infos:
         n = info.filename
+        shown = repr(n) if len(n) <= 80 else repr(n[:77] + "...")
         if n.startswith(("/", "\\")) or ".." in n.replace("\\", "/").split("/") or ":" in n:
-            raise GpudseError(f"{name}: entry {n!r} has an unsafe path (absolute or '..'); refusing to load")
+            raise ProjectError(f"{name}: entry {shown} has an unsafe path (absolute or '..'); refusing to load")
         if n not in ENTRIES:
-            raise GpudseError(f"{name}: unexpected entry {n!r}; a project holds only {', '.join(sorted(ENTRIES))}")
-        if info.file_size > MAX_ENTRY_BYTES:
-            raise GpudseError(f"{name}: {n} would unpack to {info.file_size:,} bytes (limit {MAX_ENTRY_BYTES:,})")
-    if sum(i.file_size for i in infos) > MAX_TOTAL_BYTES:
-        raise GpudseError(f"{name}: the project would unpack to more than {MAX_TOTAL_BYTES:,} bytes")
-    names = {i.filename for i in infos}
-    for required in ("manifest.json", "space.yaml"):
-        if required not in names:
-            raise GpudseError(f"{name}: {required} is missing; this is not a gpudse project")
-
-    def text(entry: str) -> str:
+            raise ProjectError(f"{name}: unexpected entry {shown}; a project holds only {', '.join(sorted(ENTRIES))}")
+        if n in seen:
+            raise ProjectError(f"{name}: entry {n} appears twice; a project holds each part once")
+        seen.add(n)
+        if info.flag_bits & 0x1:
+            raise ProjectError(f"{name}: {n} is encrypted; gpudse projects are never encrypted — save it again")
+        if info.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):
+            raise ProjectError(f"{name}: {n} uses compression method {info.compress_type}; gpudse reads stored or "
+                               f"deflated entries — save the project again with gpudse")
+    out: dict[str, bytes] = {}
+    total = 0
+    for info in infos:
+        n = info.filename
+        entry_limit = "archive_entry_bytes" if n == "results.csv" else "document_bytes"
+        cap = getattr(lim, entry_limit)
+        lim.check(entry_limit, info.file_size, f"{name}: {n} declares {info.file_size:,} bytes unpacked")
+        parts, size = [], 0
         try:
-            return zf.read(entry).decode("utf-8")
-        except UnicodeDecodeError:
-            raise GpudseError(f"{name}: {entry} is not UTF-8 text") from None
+            with zf.open(info) as fh:
+                while chunk := fh.read(min(CHUNK, cap + 1 - size)):
+                    size += len(chunk)
+                    total += len(chunk)
+                    lim.check(entry_limit, size, f"{name}: {n} unpacks to more than {cap:,} bytes")
+                    lim.check("archive_total_bytes", total, f"{name}: the project unpacks to more than "
+                                                            f"{lim.archive_total_bytes:,} bytes")
+                    parts.append(chunk)
+                if size == cap + 1 or fh.read(1):  # more after the cap (never stored beyond it)
+                    lim.check(entry_limit, cap + 1, f"{name}: {n} unpacks to more than {cap:,} bytes")
+        except GpudseError:
+            raise
+        except (zipfile.BadZipFile, zlib.error, EOFError, OSError, ValueError, RuntimeError,
+                NotImplementedError) as e:
+            raise ProjectError(f"{name}: {n} is damaged ({str(e).splitlines()[0] if str(e) else type(e).__name__}); "
+                               f"the zip is corrupt — save the project again") from None
+        out[n] = b"".join(parts)
+    return out
+
+
+def load_project(data: bytes, name: str = "project.zip") -> Project:
+    """A validated :class:`Project` from zip bytes (see the module docstring); raises :class:`GpudseError`
+    before anything is returned, so the caller's state is never half-replaced."""
+    from ..dataio import read_table_bytes
+    from ..safeload import load_json
+
+    entries = _entries(data, name)
+    for required in ("manifest.json", "space.yaml"):
+        if required not in entries:
+            raise ProjectError(f"{name}: {required} is missing; this is not a gpudse project")
 
     def js(entry: str) -> Any:
-        try:
-            return json.loads(text(entry))
-        except json.JSONDecodeError as e:
-            raise GpudseError(f"{name}: {entry} is malformed JSON ({e.msg}, line {e.lineno})") from None
+        return load_json(entries[entry], f"{name}/{entry}")
 
     manifest = js("manifest.json")
     if not isinstance(manifest, dict) or manifest.get("schema") != SCHEMA:
-        raise GpudseError(f"{name}: manifest schema {manifest.get('schema') if isinstance(manifest, dict) else None!r} "
-                          f"is not {SCHEMA!r}")
-    space = parse_space_text(text("space.yaml"), source=f"{name}/space.yaml")
-    samples = js("samples.json") if "samples.json" in names else None
+        got = manifest.get("schema") if isinstance(manifest, dict) else None
+        raise ProjectError(f"{name}: manifest schema {str(got)[:40]!r} is not {SCHEMA!r}")
+    response = manifest.get("response")
+    if response is not None and not isinstance(response, str):
+        raise ProjectError(f"{name}/manifest.json: 'response' must be a column name or null")
+    space = parse_space_text(entries["space.yaml"], source=f"{name}/space.yaml")
+    samples = sample_set = None
+    if "samples.json" in entries:
+        samples = js("samples.json")
+        sample_set = sample_set_from_dict(samples, space, f"{name}/samples.json")
     results = None
-    if "results.csv" in names:
-        try:
-            results = pd.read_csv(io.StringIO(text("results.csv")))
-        except (ValueError, pd.errors.ParserError) as e:
-            raise GpudseError(f"{name}: results.csv cannot be read ({str(e).splitlines()[0]})") from None
-    model = StepwiseModel.from_dict(js("model.json"), source=f"{name}/model.json") if "model.json" in names else None
-    settings = js("settings.json") if "settings.json" in names else {}
-    return Project(space, samples, results, manifest.get("response"), model, settings if isinstance(settings, dict)
-                   else {})
+    if "results.csv" in entries:
+        source = f"{name}/results.csv"
+        results = read_table_bytes(entries["results.csv"], source, fmt="CSV", bytes_limit="archive_entry_bytes")
+        missing = [p for p in space.parameter_names if p not in results.columns]
+        if missing:
+            raise ProjectError(f"{source}: lacks the space's parameter column(s) {', '.join(missing[:10])}")
+        if response is not None:
+            if response not in results.columns:
+                raise ProjectError(f"{source}: the manifest's response {response[:60]!r} is not a column")
+            if pd.to_numeric(results[response], errors="coerce").notna().sum() == 0:
+                raise ProjectError(f"{source}: the response {response[:60]!r} holds no numbers")
+    model = None
+    if "model.json" in entries:
+        model = StepwiseModel.from_dict(js("model.json"), source=f"{name}/model.json")
+        unknown = [p for p in model.parameters if p not in space.parameter_names]
+        if unknown:
+            raise ProjectError(f"{name}/model.json: fitted on parameter(s) {', '.join(unknown[:10])} that the "
+                               f"project's space does not have")
+    settings = js("settings.json") if "settings.json" in entries else {}
+    if not isinstance(settings, dict):
+        raise ProjectError(f"{name}/settings.json: must be an object of settings")
+    return Project(space, samples, results, response, model, settings, sample_set)
+
+
+REPORT_CSS = (
+    "body{font-family:system-ui,-apple-system,'Segoe UI',Roboto,Helvetica,Arial,sans-serif;font-size:16px;"
+    "line-height:1.45;max-width:1180px;margin:2em auto;padding:0 1em;color:#1F2933}"
+    "h1{font-size:1.9em;margin-bottom:.2em}h2{font-size:1.35em;margin-top:1.6em;border-bottom:2px solid #E4E7EB}"
+    "table{border-collapse:collapse;margin:1em 0;font-variant-numeric:tabular-nums}"
+    "td,th{border-bottom:1px solid #E4E7EB;padding:4px 12px;text-align:right;white-space:nowrap}"
+    "td:first-child,th:first-child{text-align:left}th{background:#F5F7FA}"
+    "pre{background:#F5F7FA;padding:1em;white-space:pre-wrap;font-size:.9em}"
+    ".figure{margin:1.2em 0}.muted{color:#5F6B7A}"
+)
+
+
+def _report_table(df: pd.DataFrame, units: dict[str, str] | None = None, kinds: dict[str, str] | None = None) -> str:
+    """A table for the report: every cell through the number formatter (no "NaN", no 7.229e+04)."""
+    from . import fmt
+
+    shown = fmt.format_table(df, units, kinds)
+    return shown.to_html(index=False, border=0, escape=True, na_rep=fmt.MISSING)
 
 
 def html_report(project: Project, figures: list[Any], tables: dict[str, pd.DataFrame] | None = None,
-                title: str = "gpudse analysis") -> str:
-    """A standalone HTML page: summary, equation, tables, and the given Plotly figures (interactive)."""
-    parts = [f"<h1>{html.escape(title)}</h1>"]
+                title: str = "gpudse analysis", table_kinds: dict[str, dict[str, str]] | None = None) -> str:
+    """A standalone HTML page: summary, equation, tables, and the given Plotly figures (interactive).
+
+    Charts carry the gpudse style (template and colours inside each figure, so they look as on the pages);
+    plotly.js is inlined once, so the file opens offline. Numbers go through :mod:`.fmt`; *table_kinds*
+    may say how a table's columns are shown (e.g. ``{"mean": "fraction"}``, see ``fmt.column_kind``).
+    """
+    from .. import __version__
+    from . import fmt, style
+
+    parts = [f"<h1>{html.escape(title)}</h1>", f"<p class='muted'>gpudse {html.escape(__version__)}</p>"]
     s = project.space
+    units = fmt.space_units(s)
     parts.append(f"<p>Design space <b>{html.escape(s.name)}</b>: {len(s.parameters)} parameters, "
-                 f"{s.size:,} design points.</p>")
+                 f"{html.escape(fmt.fmt_count(s.size, 'design points'))}.</p>")
     rows = "".join(f"<tr><td>{html.escape(p.display)}</td><td>{html.escape(p.unit)}</td>"
-                   f"<td>{html.escape(', '.join(map(str, p.values)))}</td></tr>" for p in s.parameters)
+                   f"<td>{html.escape(', '.join(fmt.fmt_value(v) for v in p.values))}</td></tr>"
+                   for p in s.parameters)
     parts.append(f"<table><tr><th>parameter</th><th>unit</th><th>values</th></tr>{rows}</table>")
     if project.results is not None:
-        parts.append(f"<p>{len(project.results):,} simulated design points; response "
-                     f"<b>{html.escape(str(project.results_response))}</b>.</p>")
+        parts.append(f"<p>{html.escape(fmt.fmt_count(len(project.results), 'simulated design points'))}; "
+                     f"response <b>{html.escape(str(project.results_response))}</b>.</p>")
     m = project.model
     if m is not None:
         parts.append(f"<h2>Model</h2><p>Terms in selection order: {html.escape(' + '.join(m.terms))}; "
-                     f"R² {m.r2:.4f}, adjusted R² {m.adj_r2:.4f}, {m.n} observations.</p>")
-        parts.append(f"<pre style='white-space: pre-wrap'>{html.escape(m.equation(digits=5))}</pre>")
+                     f"R² {fmt.fmt_r2(m.r2)}, adjusted R² {fmt.fmt_r2(m.adj_r2)}, "
+                     f"{html.escape(fmt.fmt_count(m.n, 'observations'))}.</p>")
+        parts.append(f"<pre>{html.escape(m.equation(digits=5))}</pre>")
     for name, df in (tables or {}).items():
-        parts.append(f"<h2>{html.escape(name)}</h2>" + df.to_html(index=False, float_format=lambda v: f"{v:.4g}",
-                                                                   border=0))
+        parts.append(f"<h2>{html.escape(name)}</h2>" + _report_table(df, units, (table_kinds or {}).get(name)))
+    config = {"displaylogo": False, "responsive": True}
     for i, fig in enumerate(figures):
-        parts.append(fig.to_html(full_html=False, include_plotlyjs="inline" if i == 0 else False))
-    style = ("body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;color:#222}"
-             "table{border-collapse:collapse;margin:1em 0}td,th{border-bottom:1px solid #ddd;padding:4px 10px;"
-             "text-align:left}pre{background:#f6f6f6;padding:1em}")
-    return (f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
-            f"<style>{style}</style></head><body>{''.join(parts)}</body></html>")
+        # a figure drawn elsewhere (or under Streamlit's template) gets the gpudse style too; legends as built
+        style.apply(fig, one_entry_per_group=False)
+        parts.append("<div class='figure'>" + fig.to_html(full_html=False, include_plotlyjs="inline" if i == 0
+                                                         else False, config=config) + "</div>")
+    return (f"<!doctype html><html lang='en'><head><meta charset='utf-8'>"
+            f"<meta name='viewport' content='width=device-width, initial-scale=1'><title>{html.escape(title)}</title>"
+            f"<style>{REPORT_CSS}</style></head><body>{''.join(parts)}</body></html>")

@@ -9,22 +9,27 @@ problems, each naming the column and the (1-based) data rows and what was done:
 * a value not in a parameter's value set — the row is rejected, or (``snap="nearest"``) moved to the
   nearest value of a numeric parameter;
 * duplicate design points — kept, averaged (responses), or rejected (all copies);
-* non-numeric or missing responses — the row is dropped.
+* non-numeric, missing or infinite responses — the row is dropped;
+* a response that is constant over the rows kept — flagged (a regression cannot use it);
+* columns gpudse adds itself (``design_index``, ``predicted``, …, see ``choices.RESERVED_NAMES``)
+  are never taken for responses, even when named as one: dropped with a note.
+
+Reading goes through :func:`gpudse_core.dataio.read_table_bytes` (bounded; duplicated column names
+refused), so an upload and a file given to the CLI are read the same way.
 """
 
 from __future__ import annotations
 
-import io
-import json
 from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 
+from ..choices import RESERVED_NAMES
+from ..dataio import TableError, read_table_bytes, table_format
 from ..errors import GpudseError
 from ..space.design import DesignSpace
 
-DEFAULT_MAX_BYTES = 50 * 1024 * 1024
 SNAP = ("reject", "nearest")
 DUPLICATES = ("keep", "average", "reject")
 
@@ -53,32 +58,21 @@ class UploadReport:
         return len(self.table)
 
 
-def read_upload(data: bytes, name: str, max_bytes: int = DEFAULT_MAX_BYTES) -> pd.DataFrame:
-    """An uploaded results file as a DataFrame (CSV, Parquet or JSON by its name; never pickle)."""
-    if len(data) > max_bytes:
-        raise GpudseError(f"{name}: {len(data):,} bytes is more than the upload limit of {max_bytes:,} bytes")
-    low = name.lower()
-    try:
-        if low.endswith(".parquet"):
-            df = pd.read_parquet(io.BytesIO(data))
-        elif low.endswith(".json"):
-            doc = json.loads(data.decode("utf-8-sig"))
-            rows = doc.get("points", doc.get("rows")) if isinstance(doc, dict) else doc
-            if not isinstance(rows, list):
-                raise GpudseError(f"{name}: expected a list of records")
-            df = pd.DataFrame.from_records(rows)
-        elif low.endswith(".csv"):
-            df = pd.read_csv(io.BytesIO(data))
-        else:
-            raise GpudseError(f"{name}: unknown file type; upload .csv, .parquet or .json")
-    except GpudseError:
-        raise
-    except (ValueError, UnicodeDecodeError, OSError, pd.errors.ParserError) as e:
-        raise GpudseError(f"{name}: cannot be read ({str(e).splitlines()[0]})") from None
-    if df.empty:
-        raise GpudseError(f"{name}: the table has no rows")
-    df.columns = [str(c).strip() for c in df.columns]
-    return df
+def read_upload(data: bytes, name: str, max_bytes: int | None = None) -> pd.DataFrame:
+    """An uploaded results file as a DataFrame (CSV, Parquet or JSON by its name; never pickle).
+
+    The size limit is ``limits.upload_bytes`` unless *max_bytes* is given (the CLI's ``--max-mb``).
+    """
+    if table_format(name) is None:
+        raise TableError(f"{name}: unknown file type; upload .csv, .parquet or .json")
+    if max_bytes is not None and len(data) > max_bytes:
+        raise TableError(f"{name}: {len(data):,} bytes is more than the upload limit of {max_bytes:,} bytes")
+    if max_bytes is not None:
+        from .. import limits
+
+        with limits.override(upload_bytes=max(int(max_bytes), 1)):
+            return read_table_bytes(data, name)
+    return read_table_bytes(data, name)
 
 
 def validate_results(df: pd.DataFrame, space: DesignSpace, responses: list[str] | None = None,
@@ -97,12 +91,23 @@ def validate_results(df: pd.DataFrame, space: DesignSpace, responses: list[str] 
     rows_in = len(df)
     df = df.reset_index(drop=True)
     others = [c for c in df.columns if c not in params]
+    reserved = [c for c in others if c in RESERVED_NAMES]
     if responses is None:
-        responses = [c for c in others if pd.to_numeric(df[c], errors="coerce").notna().any()]
+        responses = [c for c in others
+                     if c not in RESERVED_NAMES and pd.to_numeric(df[c], errors="coerce").notna().any()]
+    else:
+        bad = [r for r in responses if r in params]
+        if bad:
+            raise GpudseError(f"column(s) {', '.join(bad)} cannot be a response: they are parameters of the space")
+        responses = [r for r in responses if r not in RESERVED_NAMES]  # reported below with the reserved columns
     unknown_resp = [r for r in responses if r not in df.columns]
     if unknown_resp:
         raise GpudseError(f"response column(s) {', '.join(unknown_resp)} are not in the results")
-    unknown = [c for c in others if c not in responses]
+    if reserved:
+        problems.append(Problem("reserved columns", ", ".join(reserved), [],
+                                f"column(s) {', '.join(reserved)} are gpudse's own (an index, a prediction or a "
+                                f"campaign field), not responses; dropped"))
+    unknown = [c for c in others if c not in responses and c not in reserved]
     if unknown:
         problems.append(Problem("unknown columns", ", ".join(unknown), [],
                                 f"column(s) {', '.join(unknown)} are neither parameters nor responses; dropped"))
@@ -132,17 +137,25 @@ def validate_results(df: pd.DataFrame, space: DesignSpace, responses: list[str] 
         else:
             keep[bad] = False
             example = col.iloc[int(bad[0])]
+            example = repr(example[:40]) if isinstance(example, str) else str(example)[:40]
+            shown = ", ".join(map(str, p.values[:10])) + (", …" if p.size > 10 else "")
             problems.append(Problem("not a value", p.name, (bad + 1).tolist(),
-                                    f"{p.name}: {bad.size} value(s) such as {example!r} are not among {list(p.values)}; "
+                                    f"{p.name}: {bad.size} value(s) such as {example} are not among [{shown}]; "
                                     f"rows rejected (choose 'snap to nearest' to keep numeric ones)"))
     for r in responses:
         vals = pd.to_numeric(df[r], errors="coerce")
-        bad = np.flatnonzero(~np.isfinite(vals.to_numpy(float)))
+        arr = vals.to_numpy(float)
+        inf = np.flatnonzero(np.isinf(arr))
+        nan = np.flatnonzero(np.isnan(arr))
         out[r] = vals
-        if bad.size:
-            keep[bad] = False
-            problems.append(Problem("bad response", r, (bad + 1).tolist(),
-                                    f"{r}: {bad.size} value(s) are missing or not numbers; rows dropped"))
+        if nan.size:
+            keep[nan] = False
+            problems.append(Problem("bad response", r, (nan + 1).tolist(),
+                                    f"{r}: {nan.size} value(s) are missing or not numbers; rows dropped"))
+        if inf.size:
+            keep[inf] = False
+            problems.append(Problem("infinite response", r, (inf + 1).tolist(),
+                                    f"{r}: {inf.size} value(s) are infinite (or beyond ±1.8e308); rows dropped"))
     out = out[keep]
     for p in space.parameters:  # canonical types (e.g. "8" -> 8) so duplicates are found
         out[p.name] = [p.values[p.position(v)] for v in out[p.name].tolist()]
@@ -163,4 +176,10 @@ def validate_results(df: pd.DataFrame, space: DesignSpace, responses: list[str] 
     out = out.reset_index(drop=True)
     if out.empty:
         raise GpudseError("no usable rows remain: " + "; ".join(str(p) for p in problems))
+    if len(out) > 1:
+        for r in responses:
+            if out[r].nunique() == 1:
+                problems.append(Problem("constant response", r, [],
+                                        f"{r}: every row kept has the value {out[r].iloc[0]:g}; a constant response "
+                                        f"cannot be modelled — check the simulator's output or the column"))
     return UploadReport(out, responses, problems, rows_in)

@@ -37,14 +37,14 @@ The worked example of Fig. 1 gives Latency_comp = 1, CYC_compute = 16, NBC_avg =
 
 from __future__ import annotations
 
-import json
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-import yaml
 
+from .. import limits
 from ..errors import GpudseError
 
 NODE_TYPES = {"C": "compute", "M": "memory", "S": "scratchpad", "B": "barrier"}
@@ -79,49 +79,85 @@ class WFGResult:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
 
 
-def load_wfg(path: str | Path) -> dict:
-    p = Path(path)
-    if not p.is_file():
-        raise WFGError(f"{p}: no such file")
-    text = p.read_text(encoding="utf-8")
+def parse_wfg(data: bytes | str, source: str) -> dict:
+    """A WFG document from YAML or JSON text (by *source*'s suffix), read by the bounded reader
+    (:mod:`gpudse_core.safeload`) and checked for shape and size before any analysis."""
+    from ..safeload import DocumentError, load_document
+
     try:
-        doc = json.loads(text) if p.suffix.lower() == ".json" else yaml.safe_load(text)
-    except (json.JSONDecodeError, yaml.YAMLError) as e:
-        raise WFGError(f"{p}: malformed {'JSON' if p.suffix.lower() == '.json' else 'YAML'} ({e})") from None
+        doc = load_document(data, source)
+    except DocumentError as e:
+        raise WFGError(str(e)) from None
     if not isinstance(doc, dict):
-        raise WFGError(f"{p}: expected a mapping with 'hardware' and 'kernel'")
+        raise WFGError(f"{source}: expected a mapping with 'hardware' and 'kernel'")
+    kernel = doc.get("kernel")
+    if isinstance(kernel, dict):
+        _check_size(kernel, source)
     return doc
 
 
-def _num(d: dict, key: str, where: str, positive: bool = True, default: Any = None) -> float:
+def load_wfg(path: str | Path) -> dict:
+    from ..space.presets import read_document_file
+
+    p = Path(path)
+    if not p.is_file():
+        raise WFGError(f"{p}: no such file")
+    return parse_wfg(read_document_file(p), str(p))
+
+
+def _check_size(kernel: dict, where: str = "kernel") -> None:
+    n = sum(len(kernel[k]) for k in ("nodes", "arcs", "dependences") if isinstance(kernel.get(k), list))
+    limits.check("wfg_elements", n, f"{where}: a graph of {n:,} nodes, arcs and dependences",
+                 "a kernel's work flow graph has tens of nodes; its reduction takes time cubic in the size")
+
+
+def _num(d: dict, key: str, where: str, positive: bool = True, default: Any = None,
+         minimum: float | None = None) -> float:
     if key not in d:
         if default is not None:
             return float(default)
         raise WFGError(f"{where}: '{key}' is missing")
     v = d[key]
     if isinstance(v, bool) or not isinstance(v, (int, float)):
-        raise WFGError(f"{where}: '{key}' must be a number (got {v!r})")
+        raise WFGError(f"{where}: '{key}' must be a number (got {str(v)[:40]!r})")
+    try:
+        finite = math.isfinite(v)
+    except OverflowError:
+        finite = False
+    if not finite:
+        raise WFGError(f"{where}: '{key}' must be a finite number (got {str(v)[:40]})")
     if positive and not v > 0:
         raise WFGError(f"{where}: '{key}' must be positive (got {v})")
     if not positive and v < 0:
         raise WFGError(f"{where}: '{key}' cannot be negative (got {v})")
+    if minimum is not None and v < minimum:
+        raise WFGError(f"{where}: '{key}' is a count of at least {minimum:g} (got {v})")
     return float(v)
 
 
 def analyze(doc: dict) -> WFGResult:
     """Evaluate eqs. 1–6 and reduce the graph; *doc* has ``hardware`` and ``kernel`` (see module doc)."""
+    try:
+        return _analyze(doc)
+    except (ZeroDivisionError, OverflowError):
+        raise WFGError("the model's numbers overflow or vanish (a division by zero); check the magnitudes of the "
+                       "hardware figures, instruction counts, bytes and iterations") from None
+
+
+def _analyze(doc: dict) -> WFGResult:
     hw = doc.get("hardware")
     kernel = doc.get("kernel")
     if not isinstance(hw, dict):
         raise WFGError("'hardware' is missing: give " + ", ".join(f"{k} ({u})" for k, u in HARDWARE_FIELDS.items()))
     if not isinstance(kernel, dict):
         raise WFGError("'kernel' is missing: give its nodes, arcs and dependences")
-    vals = {k: _num(hw, k, "hardware") for k in HARDWARE_FIELDS}
-    blocks = _num(hw, "active_blocks", "hardware", default=1)
-    wlp_local = _num(kernel, "wlp_local", "kernel", default=vals["wlp_max"])
-    wlp_avg = _num(kernel, "wlp_avg", "kernel", default=wlp_local)
-    ilp_local = _num(kernel, "ilp_local", "kernel", default=1)
-    ilp_avg = _num(kernel, "ilp_avg", "kernel", default=ilp_local)
+    vals = {k: _num(hw, k, "hardware", minimum=1 if k in ("warp_size", "simd_width", "wlp_max") else None)
+            for k in HARDWARE_FIELDS}
+    blocks = _num(hw, "active_blocks", "hardware", default=1, minimum=1)
+    wlp_local = _num(kernel, "wlp_local", "kernel", default=vals["wlp_max"], minimum=1)
+    wlp_avg = _num(kernel, "wlp_avg", "kernel", default=wlp_local, minimum=1)
+    ilp_local = _num(kernel, "ilp_local", "kernel", default=1, minimum=1)
+    ilp_avg = _num(kernel, "ilp_avg", "kernel", default=ilp_local, minimum=1)
     steps: list[str] = []
     wlp = (wlp_local + (blocks - 1) * wlp_avg) / blocks                                           # (1)
     ilp = (ilp_local + (blocks - 1) * ilp_avg) / blocks                                           # (2)
@@ -161,6 +197,10 @@ def analyze(doc: dict) -> WFGResult:
     adjustments = g.apply_dependences(max(exposed, 0.0), steps)
     total = g.reduce(steps, "latency")[0]
     steps.append(f"warp latency (entry → exit) = {total:g} cycles")
+    figures = [wlp, ilp, lat_comp, cyc_compute, num_mem, num_sync, num_bytes, cyc_mem, lat_bw, nbc, exposed, total]
+    if not all(math.isfinite(x) for x in figures):
+        raise WFGError("the model's numbers overflow (a result is infinite or undefined); check the magnitudes of the "
+                       "hardware figures, instruction counts, bytes and iterations")
     return WFGResult(wlp, ilp, lat_comp, cyc_compute, num_mem, num_sync, num_bytes, cyc_mem, lat_bw, nbc, exposed,
                      total, arc_weights, adjustments, steps)
 
@@ -179,17 +219,20 @@ class _Graph:
         nodes = kernel.get("nodes")
         if not isinstance(nodes, list) or not nodes:
             raise WFGError("kernel: 'nodes' must be a non-empty list")
+        _check_size(kernel)
         g.nodes = {"entry": {"id": "entry", "type": "entry"}, "exit": {"id": "exit", "type": "exit"}}
         for i, n in enumerate(nodes):
             where = f"kernel.nodes[{i}]"
             if not isinstance(n, dict) or "id" not in n:
                 raise WFGError(f"{where}: each node needs an 'id' and a 'type' (C, M, S or B)")
+            if isinstance(n["id"], (dict, list)) or len(str(n["id"])) > 100:
+                raise WFGError(f"{where}: a node 'id' is a short name such as C1")
             nid = str(n["id"])
             if nid in g.nodes:
                 raise WFGError(f"{where}: node id {nid!r} is used twice")
             t = str(n.get("type", "")).upper()[:1]
-            if t not in NODE_TYPES:
-                raise WFGError(f"{where} ({nid}): type {n.get('type')!r} is not C, M, S or B")
+            if t not in NODE_TYPES or not isinstance(n.get("type"), str):
+                raise WFGError(f"{where} ({nid}): type {str(n.get('type'))[:20]!r} is not C, M, S or B")
             node = {"id": nid, "type": t}
             if t in ("C", "S"):
                 node["insts"] = _num(n, "insts", f"{where} ({nid})", default=1)
@@ -207,7 +250,7 @@ class _Graph:
                 a = {"from": a[0], "to": a[1]}
             if not isinstance(a, dict) or "from" not in a or "to" not in a:
                 raise WFGError(f"{where}: an arc is [from, to] or {{from, to, probability, iterations}}")
-            src, dst = str(a["from"]), str(a["to"])
+            src, dst = str(a["from"])[:100], str(a["to"])[:100]
             for end in (src, dst):
                 if end not in g.nodes:
                     raise WFGError(f"{where}: unknown node {end!r}")

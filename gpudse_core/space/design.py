@@ -12,10 +12,26 @@ Table 2, ``i::j::k`` ranges).
   most significant, so index order equals ``itertools.product`` order. The cartesian product is never
   materialised: :meth:`DesignSpace.iter_chunks` streams it.
 * Feasibility constraints are expressions over parameter (and fixed) names, compiled by
-  :mod:`gpudse_core.expr` (never ``eval``). :meth:`DesignSpace.analysis` splits the constrained
-  dimensions into independent components; a component of up to ``ENUMERATION_LIMIT`` raw points is
-  enumerated exactly (giving the exact feasible size and allowing rejection-free uniform sampling),
-  a larger one is probed at random. A constraint set with no feasible point is an error at load time.
+  :mod:`gpudse_core.space.expr` (never ``eval``). A constraint that is an ``and`` of conditions is
+  analysed condition by condition (its *conjuncts*). :meth:`DesignSpace.analysis` splits the
+  constrained dimensions into independent components and, for each (issue 11: never call a
+  satisfiable space unsatisfiable on the strength of a failed random probe):
+
+  1. proves a conjunct that can never hold by interval arithmetic over the parameters' ranges
+     (:func:`~gpudse_core.space.expr.always`) — an error at load time;
+  2. enumerates the component exactly when it has at most ``limits.feasibility_points``
+     combinations, or else joins its dimensions one at a time, filtering each conjunct as soon as
+     its dimensions are all present, while the partial table stays within that limit — exact
+     feasible size, rejection-free uniform sampling, and a proof when nothing is feasible;
+  3. otherwise probes ``limits.feasibility_probes`` random combinations (an estimate of the
+     feasible share), and when none is feasible searches for a feasible point by coordinate descent
+     on the constraints' violation. The space then loads with a note saying that no feasible point
+     was found in N probes, that the feasible share is below 3/N (95 % bound), and whether a
+     feasible point exists; its feasible size is unknown and uniform sampling refuses it.
+
+  A constraint that is undefined at some points (division by zero, ``log`` of a non-positive number,
+  NaN; see :mod:`~gpudse_core.space.expr`) makes those points infeasible, and the analysis records a
+  note naming the constraint, how many points, and an example (:attr:`DesignSpace.notes`).
 """
 
 from __future__ import annotations
@@ -26,6 +42,7 @@ import keyword
 import math
 import re
 from dataclasses import dataclass, field
+from fractions import Fraction
 from functools import cached_property
 from pathlib import Path
 from typing import Any, Iterator, Mapping, Sequence
@@ -34,13 +51,17 @@ import numpy as np
 import pandas as pd
 import yaml
 
+from .. import limits
+from ..choices import RESERVED_NAMES
 from ..errors import SpaceError, where
-from .expr import FUNCTIONS, NUM, TEXT, Expression, compile_expression
-from .values import Value, format_values, parse_values, to_number
+from ..safeload import load_json, load_yaml, strict_loader
+from .expr import FALSE, FUNCTIONS, NUM, TEXT, Expression, always, compile_expression
+from .values import Value, format_values, magnitude_problem, parse_values, to_number
 
-ENUMERATION_LIMIT = 1 << 22  # raw points of one constrained component enumerated exactly
-PROBE_POINTS = 1 << 16  # random points probed when a component is too large to enumerate
 INT64_LIMIT = (1 << 63) - 1
+CHUNK_ROWS = 1 << 20  # rows of digits evaluated at once during feasibility analysis
+TABLE_BYTES = 256 << 20  # memory for one component's table of feasible digit rows (int32)
+SEARCH_STARTS = 16  # parallel starts of the coordinate-descent search for a feasible point
 SCHEMA = "gpudse.space/1"
 
 _NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -62,6 +83,10 @@ def _check_name(name: Any, ctx: str, what: str = "name") -> str:
         )
     if name in _RESERVED:
         raise SpaceError(f"{ctx}{what} {name!r} is a reserved word; choose another name (e.g. '{name}_')")
+    if name in RESERVED_NAMES:
+        raise SpaceError(f"{ctx}{what} {name!r} is reserved: gpudse uses it itself (a simulator placeholder such as "
+                         f"{{config}}, or a column it adds such as design_index); choose another name "
+                         f"(e.g. '{name}_value')")
     return name
 
 
@@ -95,6 +120,7 @@ class Parameter:
         vals = tuple(self.values)
         if not vals:
             raise SpaceError(f"{ctx}the value list is empty; give at least one value, e.g. values: [1, 2, 4]")
+        limits.check("values_per_parameter", len(vals), f"{ctx}{len(vals):,} values")
         if self.kind == "numeric":
             conv = []
             for v in vals:
@@ -104,8 +130,9 @@ class Parameter:
                         f"{ctx}value {v!r} is not a number; correct it, or set kind: categorical "
                         f"if the values are labels"
                     )
-                if isinstance(n, float) and math.isinf(n):
-                    raise SpaceError(f"{ctx}value {v!r} is infinite; use finite numbers")
+                bad = magnitude_problem(n)
+                if bad:
+                    raise SpaceError(f"{ctx}value {str(v)[:40]!r} {bad}; use finite numbers")
                 conv.append(n)
             vals = tuple(conv)
         else:
@@ -150,7 +177,10 @@ class Parameter:
         """Position of *value* in the value list, or None (numbers compare by value: 8 == 8.0)."""
         if self.kind == "numeric":
             n = to_number(value) if not isinstance(value, (np.integer, np.floating)) else float(value)
-            return None if n is None else self._lookup.get(float(n))
+            try:
+                return None if n is None else self._lookup.get(float(n))
+            except OverflowError:  # an integer beyond float64: not one of the values
+                return None
         return self._lookup.get(str(value))
 
     def to_dict(self) -> dict:
@@ -228,8 +258,16 @@ class Fixed:
 
     def __post_init__(self) -> None:
         _check_name(self.name, "fixed: ")
-        if self.value is None or isinstance(self.value, (list, dict)):
+        if self.value is None or not isinstance(self.value, (str, int, float)):
             raise SpaceError(f"fixed {self.name!r}: 'value' must be one number or word")
+        n = to_number(self.value)
+        if n is not None:
+            bad = magnitude_problem(n)
+            if bad:
+                raise SpaceError(f"fixed {self.name!r}: value {str(self.value)[:40]!r} {bad}")
+            object.__setattr__(self, "value", n)  # "30" and 30 alike: constraints compute with it
+        elif isinstance(self.value, bool):
+            object.__setattr__(self, "value", str(self.value).lower())
 
     @property
     def display(self) -> str:
@@ -258,16 +296,24 @@ class Constraint:
 class Component:
     """Constrained dimensions that share constraints, with their feasible digit tuples.
 
-    ``table`` holds every feasible combination (rows of digits for ``dims``) when the component was
-    small enough to enumerate; otherwise it is None and ``feasible_fraction`` is a random-probe
-    estimate.
+    ``table`` holds every feasible combination (rows of digits for ``dims``) when the component
+    could be enumerated (``method`` ``"enumerated"`` or ``"joined"``); otherwise it is None and
+    ``feasible_fraction`` is the share of ``probes`` random combinations that were feasible
+    (``"probed"``), or None when none was (``"searched"``: ``witness`` is a feasible point found
+    by search, if any, and the share is below :attr:`fraction_upper`).
     """
 
     dims: tuple[int, ...]
-    constraints: tuple[int, ...]
+    conjuncts: tuple[int, ...]  # indices into DesignSpace.conjuncts
     raw_size: int
     table: np.ndarray | None
-    feasible_fraction: float
+    feasible_fraction: float | None
+    method: str = "enumerated"
+    probes: int = 0
+    witness: dict | None = None
+    constraints: tuple[int, ...] = ()  # the constraints (file order) these conjuncts come from
+    search_steps: int = 0  # evaluations the search for a witness made (0: not searched, budget spent)
+    enumerable: bool = False  # small enough to enumerate, but the space's analysis budget was spent
 
     @property
     def exact(self) -> bool:
@@ -277,6 +323,11 @@ class Component:
     def feasible_size(self) -> int | None:
         return None if self.table is None else int(self.table.shape[0])
 
+    @property
+    def fraction_upper(self) -> float | None:
+        """With no feasible probe: a 95 % upper bound on the feasible share (3/N, "rule of three")."""
+        return 3.0 / self.probes if self.feasible_fraction is None and self.probes else None
+
 
 @dataclass(frozen=True)
 class FeasibilityAnalysis:
@@ -284,10 +335,44 @@ class FeasibilityAnalysis:
 
     free_dims: tuple[int, ...]
     components: tuple[Component, ...]
+    notes: tuple[str, ...] = ()
 
     @property
     def exact(self) -> bool:
         return all(c.exact for c in self.components)
+
+
+class _Budget:
+    """What the feasibility analysis of one space may spend, over all its components together: rows
+    evaluated by enumeration (8 × feasibility_points), memory for tables of feasible rows
+    (TABLE_BYTES), random probes (64 × feasibility_probes, at least 4,096 per component) and search
+    steps (16 × feasibility_probes). A component beyond it is probed instead of enumerated, with
+    fewer probes, or not searched: a less exact answer, never a wrong one, and bounded time however
+    many constraints a file holds."""
+
+    def __init__(self) -> None:
+        lim = limits.current()
+        self.work = 8 * lim.feasibility_points
+        self.table_bytes = TABLE_BYTES
+        self.probes = 64 * lim.feasibility_probes
+        self.search = 16 * lim.feasibility_probes
+
+
+class _Undefined:
+    """Counts, per conjunct, the points where it is undefined, with a first example (for notes)."""
+
+    def __init__(self) -> None:
+        self.count: dict[int, int] = {}
+        self.checked: dict[int, int] = {}
+        self.example: dict[int, tuple[tuple[int, ...], np.ndarray]] = {}
+
+    def add(self, k: int, bad: np.ndarray, dims: tuple[int, ...], digits: np.ndarray) -> None:
+        n = int(bad.sum())
+        self.checked[k] = self.checked.get(k, 0) + bad.shape[0]
+        if n:
+            self.count[k] = self.count.get(k, 0) + n
+            if k not in self.example:
+                self.example[k] = (dims, digits[int(np.argmax(bad))].copy())
 
 
 @dataclass(frozen=True)
@@ -307,6 +392,12 @@ class DesignSpace:
         object.__setattr__(self, "constraints", tuple(self.constraints))
         if not self.dimensions:
             raise SpaceError(f"{where(self.source)}the space has no parameters; add at least one under 'parameters'")
+        n_values = sum(p.size for d in self.dimensions for p in d.parameters)
+        limits.check("space_values", n_values, f"{where(self.source)}{n_values:,} values in all parameters together")
+        n_params = sum(len(d.parameters) for d in self.dimensions) + len(self.fixed)
+        limits.check("parameters", n_params, f"{where(self.source)}{n_params:,} parameters (explored and fixed)")
+        limits.check("constraints", len(self.constraints), f"{where(self.source)}{len(self.constraints):,} constraints",
+                     "combine them or check the file")
         seen: dict[str, str] = {}
         names = [(d.name, "group") for d in self.dimensions if isinstance(d, Group)]
         names += [(p.name, "parameter") for p in self.parameters] + [(f.name, "fixed value") for f in self.fixed]
@@ -359,6 +450,27 @@ class DesignSpace:
             label = f"{where(self.source)}constraints[{i}]"
             out.append(compile_expression(c.expr, types, label))
         return tuple(out)
+
+    @cached_property
+    def conjuncts(self) -> tuple[tuple[int, Expression], ...]:
+        """Every constraint split at its top-level ``and``: ``(constraint index, condition)`` pairs."""
+        return tuple((ci, part) for ci, e in enumerate(self._expressions) for part in e.conjuncts())
+
+    def _conjunct_dims(self, k: int) -> tuple[int, ...]:
+        return tuple(sorted({self._dim_of[n] for n in self.conjuncts[k][1].names if n in self._dim_of}))
+
+    @cached_property
+    def _ranges(self) -> dict[str, tuple[float, float]]:
+        r = {p.name: (float(min(p.values)), float(max(p.values))) for p in self.parameters if p.kind == "numeric"}
+        r.update({f.name: (float(f.value), float(f.value)) for f in self.fixed
+                  if isinstance(f.value, (int, float)) and not isinstance(f.value, bool)})
+        return r
+
+    def _conjunct_label(self, k: int) -> str:
+        ci, e = self.conjuncts[k]
+        whole = self.constraints[ci].expr
+        part = "" if e.text == self._expressions[ci].text else f" (its part {e.text!r})"
+        return f"constraints[{ci}] {whole!r}{part}"
 
     # ---- index arithmetic ------------------------------------------------------------------
     @property
@@ -440,10 +552,9 @@ class DesignSpace:
                     raise SpaceError(f"the point has no value for parameter {p.name!r}")
                 k = p.position(point[p.name])
                 if k is None:
-                    raise SpaceError(
-                        f"value {point[p.name]!r} of {p.name!r} is not one of its values "
-                        f"({', '.join(map(str, p.values))})"
-                    )
+                    shown = ", ".join(map(str, p.values[:10])) + (", …" if p.size > 10 else "")
+                    raise SpaceError(f"value {str(point[p.name])[:40]!r} of {p.name!r} is not one of its values "
+                                     f"({shown})")
                 if pos is not None and k != pos:
                     raise SpaceError(
                         f"group {d.name!r}: the point mixes positions of the group's members; "
@@ -463,25 +574,28 @@ class DesignSpace:
                 cols[p.name] = p.array[d[:, j]]
         return pd.DataFrame(cols)
 
-    def columns(self, digits: np.ndarray) -> dict[str, Any]:
-        """Name → value array for constraint evaluation (fixed values as scalars)."""
+    def columns(self, digits: np.ndarray, dims: Sequence[int] | None = None) -> dict[str, Any]:
+        """Name → value array for constraint evaluation (fixed values as scalars). With *dims*, the
+        digit columns are those dimensions only (others are absent)."""
         cols: dict[str, Any] = {f.name: f.value for f in self.fixed}
-        for j, dim in enumerate(self.dimensions):
-            for p in dim.parameters:
+        for j, i in enumerate(range(len(self.dimensions)) if dims is None else dims):
+            for p in self.dimensions[i].parameters:
                 cols[p.name] = p.array[digits[:, j]]
         return cols
 
-    def feasible_mask(self, digits: np.ndarray, constraints: Sequence[int] | None = None) -> np.ndarray:
-        """Which digit rows satisfy the constraints (all of them, or those numbered in *constraints*)."""
-        d = np.asarray(digits, dtype=np.int64).reshape(-1, len(self.radices))
+    def feasible_mask(self, digits: np.ndarray, conjuncts: Sequence[int] | None = None,
+                      dims: Sequence[int] | None = None) -> np.ndarray:
+        """Which digit rows satisfy the constraints (all, or the conjuncts numbered in *conjuncts*);
+        with *dims*, *digits* has one column per dimension in *dims* only. Undefined points fail."""
+        width = len(self.radices) if dims is None else len(dims)
+        d = np.asarray(digits, dtype=np.int64).reshape(-1, width)
         mask = np.ones(d.shape[0], dtype=bool)
-        exprs = self._expressions
-        chosen = range(len(exprs)) if constraints is None else constraints
+        chosen = range(len(self.conjuncts)) if conjuncts is None else conjuncts
         if not len(chosen):
             return mask
-        cols = self.columns(d)
-        for i in chosen:
-            mask &= exprs[i].mask(cols, d.shape[0])
+        cols = self.columns(d, dims)
+        for k in chosen:
+            mask &= self.conjuncts[k][1].mask(cols, d.shape[0])
         return mask
 
     def is_feasible(self, point: Mapping[str, Any]) -> bool:
@@ -512,11 +626,12 @@ class DesignSpace:
     # ---- feasibility -----------------------------------------------------------------------
     @cached_property
     def analysis(self) -> FeasibilityAnalysis:
-        """Split constrained dimensions into components and enumerate the small ones exactly.
+        """Split constrained dimensions into components and settle each (see the module docstring).
 
-        Raises :class:`SpaceError` when a set of constraints admits no design point.
+        Raises :class:`SpaceError` when the constraints provably admit no design point.
         """
-        exprs = self._expressions
+        conj = self.conjuncts
+        src = where(self.source)
         parent = list(range(len(self.dimensions)))
 
         def find(i: int) -> int:
@@ -525,65 +640,268 @@ class DesignSpace:
                 i = parent[i]
             return i
 
-        constant: list[int] = []
-        for ci, e in enumerate(exprs):
-            dims = sorted({self._dim_of[n] for n in e.names if n in self._dim_of})
+        fixed_cols = {f.name: f.value for f in self.fixed}
+        for k, (ci, e) in enumerate(conj):
+            dims = self._conjunct_dims(k)
             if not dims:
-                constant.append(ci)
+                ok, bad = e.mask_undefined(fixed_cols, 1)
+                if bad[0]:
+                    raise SpaceError(f"{src}{self._conjunct_label(k)} is undefined for the fixed values (a division "
+                                     f"by zero, log of a non-positive number, or NaN); correct it")
+                if not ok[0]:
+                    raise SpaceError(
+                        f"{src}{self._conjunct_label(k)} is false for the fixed values, so no design point is "
+                        f"feasible; correct the constraint or the fixed values")
+                continue
+            if always(e, self._ranges) == FALSE:
+                ranges = ", ".join(f"{n} {self._ranges[n][0]:g}..{self._ranges[n][1]:g}" for n in sorted(e.names)
+                                   if n in self._ranges)
+                raise SpaceError(
+                    f"{src}{self._conjunct_label(k)} can never hold: it is false (or undefined) everywhere in the "
+                    f"ranges of its parameters ({ranges or 'their values'}); relax it or widen a value list")
             for a, b in zip(dims, dims[1:]):
                 parent[find(b)] = find(a)
-        for ci in constant:
-            cols = {f.name: f.value for f in self.fixed}
-            if not exprs[ci].mask(cols, 1)[0]:
-                raise SpaceError(
-                    f"{where(self.source)}constraints[{ci}] {self.constraints[ci].expr!r} is false for the fixed "
-                    f"values, so no design point is feasible; correct the constraint or the fixed values"
-                )
         groups: dict[int, list[int]] = {}
-        for ci, e in enumerate(exprs):
-            dims = sorted({self._dim_of[n] for n in e.names if n in self._dim_of})
+        for k in range(len(conj)):
+            dims = self._conjunct_dims(k)
             if dims:
-                groups.setdefault(find(dims[0]), []).append(ci)
-        comps = []
+                groups.setdefault(find(dims[0]), []).append(k)
+        comps, notes = [], []
+        budget = _Budget()
         constrained: set[int] = set()
-        for root, cons in sorted(groups.items()):
+        for root, ks in sorted(groups.items()):
             dims = tuple(i for i in range(len(self.dimensions)) if find(i) == root)
             constrained.update(dims)
-            comps.append(self._component(dims, tuple(cons)))
+            comp, undefined = self._component(dims, tuple(ks), budget)
+            comps.append(comp)
+            notes += self._notes(comp, undefined)
         free = tuple(i for i in range(len(self.dimensions)) if i not in constrained)
-        return FeasibilityAnalysis(free, tuple(comps))
+        return FeasibilityAnalysis(free, tuple(comps), tuple(notes))
 
-    def _component(self, dims: tuple[int, ...], cons: tuple[int, ...]) -> Component:
-        sub_radices = [self.radices[i] for i in dims]
-        raw = math.prod(sub_radices)
-        text = "; ".join(repr(self.constraints[c].expr) for c in cons)
+    @property
+    def notes(self) -> tuple[str, ...]:
+        """What the feasibility analysis wants the user to know (undefined points, estimates)."""
+        return self.analysis.notes
+
+    def _component_text(self, dims: Sequence[int], ks: Sequence[int]) -> tuple[str, str]:
+        cis = sorted({self.conjuncts[k][0] for k in ks})
+        text = "; ".join(repr(self.constraints[c].expr) for c in cis)
         names = ", ".join(self.dimensions[i].name for i in dims)
-        if raw <= ENUMERATION_LIMIT:
+        return text, names
+
+    def _point_text(self, dims: Sequence[int], digits: Sequence[int]) -> str:
+        return ", ".join(f"{p.name}={p.values[int(k)]}" for i, k in zip(dims, digits)
+                         for p in self.dimensions[i].parameters)
+
+    def _row_cap(self, width: int) -> int:
+        return max(1, min(limits.current().feasibility_points, TABLE_BYTES // (4 * max(width, 1))))
+
+    def _evaluate(self, dims: tuple[int, ...], ks: Sequence[int], sub: np.ndarray,
+                  undefined: _Undefined | None) -> np.ndarray:
+        """Feasibility of digit rows *sub* (columns = *dims*) under conjuncts *ks*, counting undefined
+        points per conjunct where the earlier parts of the same constraint hold (Python's ``and``)."""
+        n = sub.shape[0]
+        cols = self.columns(sub, dims)
+        mask = np.ones(n, dtype=bool)
+        guard: dict[int, np.ndarray] = {}
+        for k in ks:
+            ci, e = self.conjuncts[k]
+            ok, bad = e.mask_undefined(cols, n)
+            g = guard.get(ci)
+            if undefined is not None:
+                undefined.add(k, bad if g is None else bad & g, dims, sub)
+            guard[ci] = ok if g is None else g & ok
+            mask &= ok
+        return mask
+
+    def _component(self, dims: tuple[int, ...], ks: tuple[int, ...], budget: _Budget) -> tuple[Component, _Undefined]:
+        radices = [self.radices[i] for i in dims]
+        raw = math.prod(radices)
+        cap = min(self._row_cap(len(dims)), budget.table_bytes // (4 * len(dims)))
+        cis = tuple(sorted({self.conjuncts[k][0] for k in ks}))
+        undefined = _Undefined()
+        if raw <= cap and raw <= budget.work:
+            budget.work -= raw
             tables = []
-            for s in range(0, raw, 1 << 20):
-                n = min(1 << 20, raw - s)
-                sub = decode_mixed_radix(np.arange(s, s + n, dtype=np.int64), sub_radices)
-                full = np.zeros((n, len(self.radices)), dtype=np.int64)
-                full[:, dims] = sub
-                tables.append(sub[self.feasible_mask(full, cons)])
-            table = np.concatenate(tables).astype(np.int32 if max(sub_radices) < 2**31 else np.int64)
+            step = max(1, min(CHUNK_ROWS, (64 << 20) // (8 * len(dims))))
+            for s in range(0, raw, step):
+                n = min(step, raw - s)
+                sub = decode_mixed_radix(np.arange(s, s + n, dtype=np.int64), radices)
+                tables.append(sub[self._evaluate(dims, ks, sub, undefined)].astype(np.int32))
+            table = np.concatenate(tables)
+            budget.table_bytes -= table.nbytes
             if table.shape[0] == 0:
-                raise SpaceError(
-                    f"{where(self.source)}the constraints {text} admit no combination of {names} "
-                    f"(all {raw:,} were checked); relax a constraint or widen a value list"
-                )
-            return Component(dims, cons, raw, table, table.shape[0] / raw)
+                raise self._none_feasible(dims, ks, undefined, f"all {raw:,} were checked")
+            return Component(dims, ks, raw, table, table.shape[0] / raw, "enumerated", constraints=cis), undefined
+        joined = self._join(dims, ks, cap, undefined, budget)
+        if joined is not None:
+            budget.table_bytes -= joined.nbytes
+            if joined.shape[0] == 0:
+                raise self._none_feasible(dims, ks, undefined, "proved by enumerating them constraint by constraint")
+            return Component(dims, ks, raw, joined, joined.shape[0] / raw, "joined", constraints=cis), undefined
+        probes = min(limits.current().feasibility_probes, max(4096, budget.probes))
+        budget.probes -= probes
         rng = np.random.default_rng(0)
-        sub = np.column_stack([rng.integers(0, m, PROBE_POINTS) for m in sub_radices])
-        full = np.zeros((PROBE_POINTS, len(self.radices)), dtype=np.int64)
-        full[:, dims] = sub
-        hits = int(self.feasible_mask(full, cons).sum())
-        if hits == 0:
-            raise SpaceError(
-                f"{where(self.source)}the constraints {text} admit none of {PROBE_POINTS:,} random "
-                f"combinations of {names} ({raw:,} in all); they look unsatisfiable: relax a constraint"
-            )
-        return Component(dims, cons, raw, None, hits / PROBE_POINTS)
+        undefined = _Undefined()
+        sub = np.column_stack([rng.integers(0, m, probes) for m in radices])
+        hits = int(self._evaluate(dims, ks, sub, undefined).sum())
+        enumerable = raw <= self._row_cap(len(dims))
+        if hits:
+            return Component(dims, ks, raw, None, hits / probes, "probed", probes, constraints=cis,
+                             enumerable=enumerable), undefined
+        before = budget.search
+        witness = self._search(dims, ks, rng, budget)
+        return Component(dims, ks, raw, None, None, "searched", probes, witness, cis, before - budget.search,
+                         enumerable), undefined
+
+    def _join(self, dims: tuple[int, ...], ks: tuple[int, ...], cap: int, undefined: _Undefined,
+              budget: _Budget) -> np.ndarray | None:
+        """Feasible rows built one dimension at a time, each conjunct filtering as soon as its
+        dimensions are present; None when a partial table would exceed *cap* rows or the work
+        (rows generated) 16 × *cap*. An empty result is a proof that nothing is feasible."""
+        cdims = {k: set(self._conjunct_dims(k)) for k in ks}
+        order: list[int] = []
+        pending = list(ks)
+        rows = np.zeros((1, 0), dtype=np.int32)
+        work, allowed = 0, min(16 * cap, budget.work)
+        remaining = list(dims)
+        while remaining:
+            placed = set(order)
+
+            def gain(d: int) -> tuple:
+                done = sum(1 for k in pending if cdims[k] <= placed | {d})
+                return (-done, self.radices[d])
+
+            d = min(remaining, key=gain)
+            remaining.remove(d)
+            newly = [k for k in pending if cdims[k] <= placed | {d}]
+            pending = [k for k in pending if k not in newly]
+            r = self.radices[d]
+            if not newly and rows.shape[0] * r > cap:
+                return None
+            order.append(d)
+            step = max(1, CHUNK_ROWS // r)
+            parts, kept = [], 0
+            for s in range(0, rows.shape[0], step):
+                block = rows[s:s + step]
+                new = np.column_stack([np.repeat(block, r, axis=0),
+                                       np.tile(np.arange(r, dtype=np.int32), block.shape[0])])
+                work += new.shape[0]
+                budget.work -= new.shape[0]
+                if work > allowed:
+                    return None
+                if newly:
+                    new = new[self._evaluate(tuple(order), newly, new, undefined)]
+                kept += new.shape[0]
+                if kept > cap:
+                    return None
+                parts.append(new)
+            rows = np.concatenate(parts) if parts else np.zeros((0, len(order)), dtype=np.int32)
+            if rows.shape[0] == 0:
+                return rows
+        return rows[:, [order.index(i) for i in dims]]
+
+    def _search(self, dims: tuple[int, ...], ks: tuple[int, ...], rng: np.random.Generator,
+                budget: _Budget) -> dict | None:
+        """A feasible point of the component by coordinate descent on the summed violation of its
+        conjuncts from a few random starts (at most 16 × feasibility_probes evaluations, and what is
+        left of the space's search budget); or None."""
+        radices = [self.radices[i] for i in dims]
+        allowed = min(16 * limits.current().feasibility_probes, budget.search)
+        if allowed <= 0:
+            return None
+        starts = SEARCH_STARTS
+
+        def violation(sub: np.ndarray) -> np.ndarray:
+            cols = self.columns(sub, dims)
+            v = np.zeros(sub.shape[0])
+            for k in ks:
+                v = v + self.conjuncts[k][1].violation(cols, sub.shape[0])
+            return v
+
+        cur = np.column_stack([rng.integers(0, m, starts) for m in radices]).astype(np.int64)
+        score = violation(cur)
+        work = starts
+        found = None
+        while found is None and work < allowed:
+            before = score.copy()
+            for j in rng.permutation(len(dims)):
+                m = radices[j]
+                cand = np.arange(m) if m <= 256 else np.unique(np.concatenate([rng.integers(0, m, 255), cur[:, j]]))
+                trial = np.repeat(cur, cand.shape[0], axis=0)
+                trial[:, j] = np.tile(cand, starts)
+                v = violation(trial).reshape(starts, cand.shape[0])
+                work += trial.shape[0]
+                v = v + rng.random(v.shape) * 1e-9  # random tie-break among equally good values
+                best = np.argmin(v, axis=1)
+                cur[:, j] = cand[best]
+                score = v[np.arange(starts), best]
+                hit = np.flatnonzero(score < 1e-6)
+                if hit.size and self.feasible_mask(cur[hit[:1]], ks, dims)[0]:
+                    found = cur[hit[0]]
+                    break
+                if work >= allowed:
+                    break
+            stuck = score >= before - 1e-12
+            if found is None and stuck.any():  # a local minimum: restart those starts at random
+                cur[stuck] = np.column_stack([rng.integers(0, m, int(stuck.sum())) for m in radices])
+                score[stuck] = violation(cur[stuck])
+                work += int(stuck.sum())
+        budget.search -= work
+        if found is None:
+            return None
+        return {p.name: p.values[int(k)] for i, k in zip(dims, found) for p in self.dimensions[i].parameters}
+
+    def _none_feasible(self, dims: tuple[int, ...], ks: Sequence[int], undefined: _Undefined, how: str) -> SpaceError:
+        src = where(self.source)
+        for k in ks:
+            if undefined.checked.get(k) and undefined.count.get(k) == undefined.checked[k]:
+                d, row = undefined.example[k]
+                return SpaceError(
+                    f"{src}{self._conjunct_label(k)} is undefined at every combination checked (e.g. "
+                    f"{self._point_text(d, row)}: a division by zero, log of a non-positive number, or NaN), so no "
+                    f"design point is feasible; correct it")
+        text, names = self._component_text(dims, ks)
+        return SpaceError(f"{src}the constraints {text} admit no combination of {names} ({how}); relax a constraint "
+                          f"or widen a value list")
+
+    def _notes(self, comp: Component, undefined: _Undefined) -> list[str]:
+        out = []
+        for k in comp.conjuncts:
+            n = undefined.count.get(k)
+            if not n:
+                continue
+            d, row = undefined.example[k]
+            label = self._conjunct_label(k)
+            eg = self._point_text(d, row)
+            if comp.method == "enumerated":
+                out.append(f"{label} is undefined (a division by zero, log of a non-positive number, or NaN) at "
+                           f"{n:,} of {undefined.checked[k]:,} combinations (e.g. {eg}); they count as infeasible")
+            elif comp.method == "joined":
+                out.append(f"{label} is undefined (a division by zero, log of a non-positive number, or NaN) at some "
+                           f"combinations (e.g. {eg}); they count as infeasible")
+            else:
+                out.append(f"{label} is undefined (a division by zero, log of a non-positive number, or NaN) at "
+                           f"{n:,} of {undefined.checked[k]:,} random combinations (e.g. {eg}); they count as "
+                           f"infeasible")
+        text, names = self._component_text(comp.dims, comp.conjuncts)
+        why = ("not enumerated: the space's analysis budget went to its other constraints" if comp.enumerable
+               else "too many to enumerate")
+        if comp.method == "probed":
+            out.append(f"the constraints {text} on {names} ({comp.raw_size:,} combinations, {why}): "
+                       f"feasible share estimated at {comp.feasible_fraction:.3g} from {comp.probes:,} random "
+                       f"combinations, so the feasible size is an estimate")
+        elif comp.method == "searched":
+            found = (f"a feasible point exists (e.g. {', '.join(f'{k}={v}' for k, v in comp.witness.items())})"
+                     if comp.witness else "a local search found no feasible point either, but that proves nothing"
+                     if comp.search_steps else "no search was made (the space's search budget went to its other "
+                     "constraints)")
+            out.append(f"the constraints {text} on {names} ({comp.raw_size:,} combinations, {why}): "
+                       f"no feasible point found in {comp.probes:,} random probes, so the feasible share is below "
+                       f"{comp.fraction_upper:.2g} (95 % bound); {found}. The feasible size is unknown and uniform "
+                       f"sampling cannot draw from these parameters: split the constraint into conditions on fewer "
+                       f"parameters, narrow the value lists, or raise the limit feasibility_points")
+        return out
 
     @property
     def feasible_size(self) -> int | None:
@@ -593,13 +911,68 @@ class DesignSpace:
             return None
         return math.prod(self.radices[i] for i in a.free_dims) * math.prod(c.feasible_size for c in a.components)
 
+    def _scaled(self, factors: Sequence[float]) -> tuple[float, float]:
+        """``size × Π factors`` as a float (``inf`` beyond float64) and its log10 (any magnitude)."""
+        lg = math.log10(self.size) + sum(math.log10(f) for f in factors)
+        try:
+            return float(self.size) * math.prod(factors), lg
+        except OverflowError:  # a space of more than ~1e308 points
+            return (10.0 ** lg if lg < 308 else math.inf), lg
+
+    def _component_shares(self, upper: bool) -> list[float] | None:
+        out = []
+        for c in self.analysis.components:
+            if c.table is not None:
+                out.append(c.feasible_size / c.raw_size)
+            elif c.feasible_fraction is not None:
+                out.append(c.feasible_fraction)
+            elif upper:
+                out.append(c.fraction_upper)
+            else:
+                return None
+        return out
+
     @property
     def feasible_size_estimate(self) -> float:
-        """Feasible size: exact when known, else the random-probe estimate."""
+        """Feasible size: exact when known, else the random-probe estimate (``inf`` beyond float64);
+        NaN when a component had no feasible probe (see :attr:`feasible_size_upper`)."""
         exact = self.feasible_size
         if exact is not None:
-            return float(exact)
-        return float(self.size) * math.prod(c.feasible_fraction for c in self.analysis.components)
+            try:
+                return float(exact)
+            except OverflowError:
+                return math.inf
+        shares = self._component_shares(upper=False)
+        return math.nan if shares is None else self._scaled(shares)[0]
+
+    def feasible_size_rational(self) -> Fraction | None:
+        """The feasible size (exact, or the probe estimate) as an exact rational of any magnitude;
+        None when a component had no feasible probe."""
+        exact = self.feasible_size
+        if exact is not None:
+            return Fraction(exact)
+        shares = self._component_shares(upper=False)
+        return None if shares is None else Fraction(self.size) * math.prod(Fraction(x) for x in shares)
+
+    @property
+    def feasible_size_upper(self) -> float | None:
+        """When some component had no feasible probe: a 95 % upper bound on the feasible size."""
+        if not any(c.table is None and c.feasible_fraction is None for c in self.analysis.components):
+            return None
+        return self._scaled(self._component_shares(upper=True))[0]
+
+    def feasible_size_text(self) -> str:
+        """The feasible size for people: exact, "about N (estimated)", or "unknown (below N)"."""
+        def num(lg: float) -> str:
+            return f"{round(10 ** lg):,}" if lg < 7 else f"{10 ** (lg % 1):.3g}e+{int(lg):02d}"
+
+        exact = self.feasible_size
+        if exact is not None:
+            return f"{exact:,}"
+        shares = self._component_shares(upper=False)
+        if shares is None:
+            return f"unknown (below {num(self._scaled(self._component_shares(upper=True))[1])}; see the notes)"
+        return f"about {num(self._scaled(shares)[1])} (estimated by random probing)"
 
     def check(self) -> "DesignSpace":
         """Compile the constraints and analyse feasibility now (raises on any problem); returns self."""
@@ -645,6 +1018,10 @@ class DesignSpace:
             "name": self.name,
             "size": self.size,
             "feasible_size": self.feasible_size,
+            "feasible_size_estimate": None if self.feasible_size is not None or math.isnan(self.feasible_size_estimate)
+            else self.feasible_size_estimate,
+            "feasible_size_upper": self.feasible_size_upper,
+            "notes": list(self.notes),
             "dimensions": [{"name": d.name, "count": d.size, "parameters": [p.name for p in d.parameters]}
                            for d in self.dimensions],
             "parameters": params,
@@ -664,69 +1041,96 @@ def decode_mixed_radix(idx: np.ndarray, radices: Sequence[int]) -> np.ndarray:
 
 
 # ---- reading files --------------------------------------------------------------------------
-class _LineLoader(yaml.SafeLoader):
-    """Safe YAML loader that records each mapping's line number under ``__line__``."""
+_LINE_LOADER: type | None = None
 
 
-def _construct_mapping(loader: yaml.SafeLoader, node: yaml.MappingNode, deep: bool = False) -> dict:
-    mapping = yaml.SafeLoader.construct_mapping(loader, node, deep=True)
-    keys = [loader.construct_object(k, deep=True) for k, _ in node.value]
-    dupes = {k for k in keys if keys.count(k) > 1}
-    if dupes:
-        raise yaml.constructor.ConstructorError(
-            None, None, f"the key {sorted(map(str, dupes))[0]!r} appears twice in one mapping", node.start_mark
-        )
-    mapping["__line__"] = node.start_mark.line + 1
-    return mapping
+def _line_loader() -> type:
+    """The strict safe YAML loader (:func:`gpudse_core.safeload.strict_loader`) recording each
+    mapping's line number under ``__line__`` for error messages."""
+    global _LINE_LOADER
+    if _LINE_LOADER is None:
+        class LineLoader(strict_loader()):  # type: ignore[misc]
+            def construct_mapping(self, node: Any, deep: bool = False) -> dict:
+                mapping = super().construct_mapping(node, deep=True)
+                mapping["__line__"] = node.start_mark.line + 1
+                return mapping
+
+        _LINE_LOADER = LineLoader
+    return _LINE_LOADER
 
 
-_LineLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+def parse_space_text(text: str | bytes, source: str = "<text>", fmt: str | None = None) -> DesignSpace:
+    """Parse a design space from YAML or JSON text; *source* names it in error messages.
 
+    The text goes through :mod:`gpudse_core.safeload` (size, depth, aliases counted as expanded,
+    number digits, duplicate keys) before any of it is interpreted.
+    """
+    from ..safeload import DocumentError
 
-def parse_space_text(text: str, source: str = "<text>", fmt: str | None = None) -> DesignSpace:
-    """Parse a design space from YAML or JSON text; *source* names it in error messages."""
     fmt = fmt or ("json" if source.lower().endswith(".json") else "yaml")
-    if fmt == "json":
-        try:
-            raw = json.loads(text)
-        except json.JSONDecodeError as e:
-            raise SpaceError(f"{source}:{e.lineno}: malformed JSON at column {e.colno}: {e.msg}") from None
-    else:
-        try:
-            raw = yaml.load(text, Loader=_LineLoader)  # noqa: S506 - SafeLoader subclass
-        except yaml.YAMLError as e:
-            mark = getattr(e, "problem_mark", None) or getattr(e, "context_mark", None)
-            loc = f"{source}:{mark.line + 1}" if mark else source
-            col = f" (column {mark.column + 1})" if mark else ""
-            problem = getattr(e, "problem", None) or str(e)
-            raise SpaceError(f"{loc}: malformed YAML{col}: {problem}; check indentation and quoting") from None
+    try:
+        raw = load_json(text, source) if fmt == "json" else load_yaml(text, source, loader=_line_loader())
+    except DocumentError as e:
+        raise SpaceError(str(e)) from None
     return space_from_dict(raw, source)
+
+
+def _scalar_fields(entry: dict, keys: Sequence[str], ctx: str) -> None:
+    """Refuse a list or mapping where one word or number belongs (e.g. a label given as a list)."""
+    for key in keys:
+        v = entry.get(key)
+        if v is not None and not isinstance(v, (str, int, float)):
+            raise SpaceError(f"{ctx}'{key}' must be one word, number or sentence (got a {_kind(v)})")
+
+
+def _kind(v: Any) -> str:
+    return {dict: "mapping", list: "list"}.get(type(v), type(v).__name__)
+
+
+def _show(name: Any) -> str:
+    return name if isinstance(name, str) and len(name) <= 40 else ""
 
 
 def space_from_dict(raw: Any, source: str = "<dict>") -> DesignSpace:
     """Build and check a :class:`DesignSpace` from the file structure (see the module docstring)."""
     if not isinstance(raw, dict):
-        raise SpaceError(f"{source}: the file must be a mapping with a 'parameters' list (got {type(raw).__name__})")
-    _unknown(raw, _TOP_FIELDS, where(source, raw.get("__line__")), "top-level field")
+        raise SpaceError(f"{source}: the file must be a mapping with a 'parameters' list (got a {_kind(raw)})")
+    top = where(source, raw.get("__line__"))
+    _unknown(raw, _TOP_FIELDS, top, "top-level field")
+    _scalar_fields(raw, ("name", "description", "source"), top)
     schema = raw.get("schema", SCHEMA)
     if schema != SCHEMA:
-        raise SpaceError(f"{source}: schema {schema!r} is not supported (this version reads {SCHEMA!r})")
+        raise SpaceError(f"{source}: schema {str(schema)[:60]!r} is not supported (this version reads {SCHEMA!r})")
     entries = raw.get("parameters")
     if not isinstance(entries, list) or not entries:
-        raise SpaceError(f"{where(source, raw.get('__line__'))}'parameters' must be a non-empty list of parameters")
+        raise SpaceError(f"{top}'parameters' must be a non-empty list of parameters")
+    for key, what in (("fixed", "fixed values (each with 'name' and 'value')"),
+                      ("constraints", "constraints such as 'a * 2 >= b'")):
+        if raw.get(key) is not None and not isinstance(raw[key], list):
+            raise SpaceError(f"{top}'{key}' must be a list of {what} (got a {_kind(raw[key])})")
+    n_params = len(entries) + len(raw.get("fixed") or []) + sum(
+        len(e["members"]) for e in entries if isinstance(e, dict) and isinstance(e.get("members"), list))
+    limits.check("parameters", n_params, f"{top}{n_params:,} parameters (explored and fixed)")
+    limits.check("constraints", len(raw.get("constraints") or []),
+                 f"{top}{len(raw.get('constraints') or []):,} constraints", "combine them or check the file")
     dims: list[Dimension] = []
+    n_values = 0
     for i, entry in enumerate(entries):
         ctx_field = f"parameters[{i}]"
         if isinstance(entry, dict) and "members" in entry:
             dims.append(_group(entry, source, ctx_field))
         else:
             dims.append(_parameter(entry, source, ctx_field))
+        n_values += sum(p.size for p in dims[-1].parameters)
+        limits.check("space_values", n_values, f"{where(source, None, ctx_field)}the parameters so far have "
+                     f"{n_values:,} values in all", "a design space has a few values per parameter")
     fixed = []
     for i, entry in enumerate(raw.get("fixed") or []):
         ctx = where(source, entry.get("__line__") if isinstance(entry, dict) else None, f"fixed[{i}]")
         if not isinstance(entry, dict):
             raise SpaceError(f"{ctx}each fixed entry needs 'name' and 'value'")
         _unknown(entry, _FIXED_FIELDS, ctx, "field")
+        _scalar_fields(entry, ("unit", "label", "description", "option"), ctx)
         if "value" not in entry:
             raise SpaceError(f"{ctx}'value' is missing")
         fixed.append(_wrap(ctx, lambda e=entry: Fixed(
@@ -735,13 +1139,17 @@ def space_from_dict(raw: Any, source: str = "<dict>") -> DesignSpace:
     constraints = []
     for i, entry in enumerate(raw.get("constraints") or []):
         line = entry.get("__line__") if isinstance(entry, dict) else None
+        ctx = where(source, line, f"constraints[{i}]")
         if isinstance(entry, dict):
-            _unknown(entry, {"expr", "description"}, where(source, line, f"constraints[{i}]"), "field")
-            constraints.append(Constraint(str(entry.get("expr", "")), str(entry.get("description", ""))))
+            _unknown(entry, {"expr", "description"}, ctx, "field")
+            _scalar_fields(entry, ("description",), ctx)
+            if not isinstance(entry.get("expr"), str):
+                raise SpaceError(f"{ctx}'expr' must be the constraint's text, e.g. expr: 'a * 2 >= b'")
+            constraints.append(Constraint(entry["expr"], str(entry.get("description", ""))))
         elif isinstance(entry, str):
             constraints.append(Constraint(entry))
         else:
-            raise SpaceError(f"{where(source, line, f'constraints[{i}]')}a constraint is text such as 'a * 2 >= b'")
+            raise SpaceError(f"{ctx}a constraint is text such as 'a * 2 >= b' (got a {_kind(entry)})")
     space = _wrap(where(source), lambda: DesignSpace(
         dimensions=tuple(dims), name=str(raw.get("name") or Path(source).stem or "space"),
         description=str(raw.get("description", "")), fixed=tuple(fixed), constraints=tuple(constraints),
@@ -760,17 +1168,19 @@ def _wrap(ctx: str, make: Any) -> Any:
 def _unknown(entry: dict, allowed: set[str], ctx: str, what: str) -> None:
     for key in entry:
         if key != "__line__" and key not in allowed:
-            hint = difflib.get_close_matches(str(key), sorted(allowed), n=1)
+            hint = difflib.get_close_matches(str(key)[:100], sorted(allowed), n=1)
             did = f" (did you mean {hint[0]!r}?)" if hint else ""
-            raise SpaceError(f"{ctx}unknown {what} {key!r}{did}; allowed: {', '.join(sorted(allowed))}")
+            shown = repr(key) if len(repr(key)) <= 60 else repr(key)[:57] + "..."
+            raise SpaceError(f"{ctx}unknown {what} {shown}{did}; allowed: {', '.join(sorted(allowed))}")
 
 
 def _parameter(entry: Any, source: str, fld: str) -> Parameter:
     if not isinstance(entry, dict):
         raise SpaceError(f"{where(source, None, fld)}each parameter is a mapping with 'name' and 'values'")
     name = entry.get("name")
-    ctx = where(source, entry.get("__line__"), f"{fld} ({name})" if name else fld)
+    ctx = where(source, entry.get("__line__"), f"{fld} ({_show(name)})" if _show(name) else fld)
     _unknown(entry, _PARAM_FIELDS, ctx, "field")
+    _scalar_fields(entry, ("unit", "label", "description", "kind", "option"), ctx)
     if "values" not in entry:
         raise SpaceError(f"{ctx}'values' is missing; give a list, 'i::j::k' or pow2: a..b")
     kind = entry.get("kind")
@@ -792,8 +1202,9 @@ def _parameter(entry: Any, source: str, fld: str) -> Parameter:
 
 def _group(entry: dict, source: str, fld: str) -> Group:
     name = entry.get("name")
-    ctx = where(source, entry.get("__line__"), f"{fld} (group {name})" if name else fld)
+    ctx = where(source, entry.get("__line__"), f"{fld} (group {_show(name)})" if _show(name) else fld)
     _unknown(entry, _GROUP_FIELDS, ctx, "field")
+    _scalar_fields(entry, ("label", "description"), ctx)
     members = entry.get("members")
     if not isinstance(members, list) or not members:
         raise SpaceError(f"{ctx}'members' must be a non-empty list of parameters")

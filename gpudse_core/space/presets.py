@@ -12,11 +12,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from .. import limits
 from ..choices import PRESETS
 from ..errors import SpaceError
 from .design import DesignSpace, parse_space_text
-
-MAX_SPACE_FILE_BYTES = 2 * 1024 * 1024
 
 
 def presets_dir() -> Path:
@@ -36,34 +35,28 @@ def preset_path(name: str) -> Path:
 
 def load_preset(name: str) -> DesignSpace:
     path = preset_path(name)
-    return parse_space_text(path.read_text(encoding="utf-8"), source=f"preset {name} ({path.name})")
+    return parse_space_text(path.read_bytes(), source=f"preset {name} ({path.name})")
+
+
+def read_document_file(path: Path) -> bytes:
+    """A document file's bytes, never more than ``limits.document_bytes`` + 1 of them (the reader
+    then refuses it with the limit's message), whatever size the file system reports."""
+    with open(path, "rb") as fh:
+        return fh.read(limits.current().document_bytes + 1)
 
 
 def load_space(spec: str | Path) -> DesignSpace:
     """Load a design space from a YAML/JSON file path or a preset name (``stargazer``, ``lee-brooks``, ``zatel``)."""
     path = Path(spec)
     if path.is_file():
-        size = path.stat().st_size
-        if size > MAX_SPACE_FILE_BYTES:
-            raise SpaceError(f"{path}: the file is {size:,} bytes; a design-space file is at most {MAX_SPACE_FILE_BYTES:,}")
-        try:
-            text = path.read_text(encoding="utf-8")
-        except UnicodeDecodeError:
-            raise SpaceError(f"{path}: not a text file (UTF-8 expected); give a YAML or JSON design space") from None
-        return parse_space_text(text, source=str(path))
+        return parse_space_text(read_document_file(path), source=str(path))
     if str(spec).lower().replace("_", "-") in PRESETS:
         return load_preset(str(spec))
     if path.suffix.lower() in (".yaml", ".yml", ".json") or "/" in str(spec):
         raise SpaceError(f"{spec}: no such file; give an existing YAML/JSON file or a preset ({', '.join(PRESETS)})")
-    raise SpaceError(f"{spec!r} is neither a file nor a preset; presets: {', '.join(PRESETS)}")
+    raise SpaceError(f"{str(spec)[:200]!r} is neither a file nor a preset; presets: {', '.join(PRESETS)}")
 
 
 def load_space_bytes(data: bytes, name: str) -> DesignSpace:
-    """Parse an uploaded design-space file (YAML or JSON by its name); size-capped, UTF-8 only."""
-    if len(data) > MAX_SPACE_FILE_BYTES:
-        raise SpaceError(f"{name}: the file is {len(data):,} bytes; a design-space file is at most {MAX_SPACE_FILE_BYTES:,}")
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        raise SpaceError(f"{name}: not a text file (UTF-8 expected); upload a YAML or JSON design space") from None
-    return parse_space_text(text, source=name)
+    """Parse an uploaded design-space file (YAML or JSON by its name), bounded like any document."""
+    return parse_space_text(data, source=name)

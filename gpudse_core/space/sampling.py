@@ -3,19 +3,23 @@
 The request is one of the three forms Stargazer §5.1 names:
 
 * ``n`` — a number of points;
-* ``fraction`` — a fraction of the whole (feasible) space: ``n = round(fraction × |feasible space|)``,
-  at least 1;
+* ``fraction`` — a fraction of the whole (feasible) space: ``n = round(fraction × |feasible space|)``;
+  a fraction that rounds to no point at all is refused, with the number of points it gives and the
+  smallest fraction that gives one (issue 11: 1e-300 must not silently become one point);
 * ``per_dim_fraction`` — a fraction of each dimension. The paper does not define it further; we read
   it, by default (``per_dim_mode="count"``), as a way of stating the *number* of points,
   ``n = Π ceil(f × |S_i|)``, those points then drawn uniformly from the whole space like the others.
   The other reading, a random sub-grid keeping ``ceil(f × |S_i|)`` values of each dimension and every
-  feasible point of their product, is ``per_dim_mode="subgrid"``.
+  feasible point of their product, is ``per_dim_mode="subgrid"``. Where ``f × |S_i| < 1`` the ceiling
+  keeps one value of that dimension, and the result carries a note saying so.
 
 Points are drawn without replacement, uniformly over the *feasible* points, reproducibly from
 ``seed`` (NumPy's PCG64). Uniform draws exploit the structure computed by
 :attr:`DesignSpace.analysis`: unconstrained dimensions are drawn independently, and each small
 constrained component is drawn as a row of its table of feasible combinations, so constraints cost
-no rejections; only components too large to enumerate use rejection. Small spaces (or requests for
+no rejections; only components too large to enumerate use rejection, drawing about ``1/share`` candidates per
+point wanted; a component whose feasible share is unknown (no random probe was feasible) is refused
+with the reason instead of rejecting forever. Small spaces (or requests for
 a large share of a space) draw distinct integer keys directly; otherwise i.i.d. draws are
 de-duplicated in draw order, which yields a uniformly random subset. The product of all values is
 never materialised.
@@ -37,15 +41,16 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .. import limits
 from ..choices import PER_DIM_MODES, SAMPLING_METHODS
-from ..errors import SamplingError
+from ..errors import GpudseError, SamplingError, where
 from ..jsonutil import json_default
 from .design import DesignSpace, decode_mixed_radix
 
-MAX_SAMPLE = 10_000_000  # points in one request
 DENSE_LIMIT = 1 << 26  # draw distinct keys directly when the key space is at most this ...
 DENSE_SHARE = 8  # ... and the request is at least 1/DENSE_SHARE of it
-STALL_ROUNDS = 200
+STALL_ROUNDS = 20  # rejection rounds in a row that find no new point before giving up
+ROUND_ROWS = 1 << 20  # candidate rows drawn per rejection round, at most
 METHODS = SAMPLING_METHODS
 
 
@@ -123,10 +128,20 @@ def sample_size(space: DesignSpace, n: int | None = None, fraction: float | None
     if isinstance(f, bool) or not isinstance(f, (int, float)) or not (0 < f <= 1) or math.isnan(f):
         raise SamplingError(f"the {what} must be a number in (0, 1] (got {f!r})")
     if fraction is not None:
-        feasible = space.feasible_size
-        total = Fraction(feasible) if feasible is not None else Fraction(space.feasible_size_estimate)
-        return max(1, round(Fraction(str(f)) * total))
-    return math.prod(max(1, math.ceil(Fraction(str(f)) * m)) for m in space.radices)
+        total = space.feasible_size_rational()
+        if total is None:
+            raise SamplingError(f"the feasible size of space {space.name!r} is unknown (see its notes), so a fraction "
+                                f"of it cannot be turned into a number of points; ask for a number of points instead")
+        what_total = f"{space.feasible_size_text()} {'feasible ' if space.constraints else ''}points"
+        count = round(Fraction(repr(float(f))) * total)
+        if count < 1:  # so total < 0.5 / f: every float below is finite
+            smallest = float(Fraction(1, 2) / total)
+            raise SamplingError(
+                f"a fraction of {f:g} of the space's {what_total} is {float(Fraction(repr(float(f))) * total):.3g} "
+                f"points, which rounds to none; ask for a fraction above {smallest:.3g} (one point) or for a number "
+                f"of points instead")
+        return count
+    return math.prod(max(1, math.ceil(Fraction(repr(float(f))) * m)) for m in space.radices)
 
 
 def sample(space: DesignSpace, n: int | None = None, *, fraction: float | None = None,
@@ -146,24 +161,29 @@ def sample(space: DesignSpace, n: int | None = None, *, fraction: float | None =
     notes: list[str] = []
     if per_dim_fraction is not None and per_dim_mode == "subgrid":
         request["per_dim_mode"] = "subgrid"
+        notes += _per_dim_note(space, per_dim_fraction)
         digits = _subgrid(space, per_dim_fraction, rng)
         replaced = 0
     else:
         count = sample_size(space, n, fraction, per_dim_fraction)
         request["count"] = count
-        if count > MAX_SAMPLE:
-            raise SamplingError(f"{count:,} points requested; one request is limited to {MAX_SAMPLE:,} — sample in parts")
+        limits.check("sample_points", count, f"{count:,} points requested", "sample in parts")
+        limits.check("table_cells", count * len(space.parameters),
+                     f"{count:,} points × {len(space.parameters)} parameters", "sample in parts")
+        if per_dim_fraction is not None:
+            notes += _per_dim_note(space, per_dim_fraction)
         if feasible is not None and count > feasible:
             what = "feasible points" if space.constraints else "points"
             raise SamplingError(
                 f"{count:,} points requested but the space has only {feasible:,} {what}; ask for at most {feasible:,}"
             )
         if feasible is None:
-            notes.append(f"feasible size estimated at {space.feasible_size_estimate:,.0f} by random probing")
+            notes.append(f"feasible size {space.feasible_size_text()}")
         if method == "uniform":
             digits, replaced = _uniform(space, count, rng), 0
         else:
             digits, replaced = _lhs(space, count, rng)
+    notes = list(space.notes) + notes
     return SampleSet(
         space_name=space.name, method=method, seed=seed, request=request, points=space.frame(digits),
         indices=space.encode(digits), replaced=replaced, feasible_size=feasible, space_size=space.size,
@@ -181,6 +201,15 @@ class _Block:
     radices: tuple[int, ...]
 
 
+def _per_dim_note(space: DesignSpace, f: float) -> list[str]:
+    small = [d.name for d in space.dimensions if Fraction(repr(float(f))) * d.size < 1]
+    if not small:
+        return []
+    shown = ", ".join(small[:8]) + (f" and {len(small) - 8} more" if len(small) > 8 else "")
+    return [f"a per-dimension fraction of {f:g} is less than one value of {shown}; one value of each is kept "
+            f"(ceil(F × |S_i|) ≥ 1)"]
+
+
 def _blocks(space: DesignSpace) -> list[_Block]:
     a = space.analysis
     out = [_Block((i,), space.radices[i], None, (), (space.radices[i],)) for i in a.free_dims]
@@ -188,9 +217,25 @@ def _blocks(space: DesignSpace) -> list[_Block]:
         radices = tuple(space.radices[i] for i in c.dims)
         if c.exact:
             out.append(_Block(c.dims, c.feasible_size, c.table, (), radices))
+        elif c.feasible_fraction is None:
+            names = ", ".join(space.dimensions[i].name for i in c.dims)
+            raise SamplingError(
+                f"{where(space.source)}cannot sample uniformly: no combination of {names} among {c.probes:,} random "
+                f"probes satisfies the constraints, so their feasible share is below {c.fraction_upper:.2g} and "
+                f"drawing by rejection would not finish; split the constraint into conditions on fewer parameters, "
+                f"narrow the value lists, or raise the limit feasibility_points so the combinations are enumerated")
         else:
-            out.append(_Block(c.dims, c.raw_size, None, c.constraints, radices))
+            out.append(_Block(c.dims, c.raw_size, None, c.conjuncts, radices))
     return out
+
+
+def _share(space: DesignSpace, blocks: list[_Block]) -> float:
+    """Estimated share of the rejection blocks' draws that are feasible (1 without rejection)."""
+    share = 1.0
+    for c in space.analysis.components:
+        if not c.exact and c.feasible_fraction:
+            share *= c.feasible_fraction
+    return share
 
 
 def _fill(space: DesignSpace, block: _Block, rows: np.ndarray, digits: np.ndarray) -> None:
@@ -212,7 +257,7 @@ def _draw(space: DesignSpace, blocks: list[_Block], m: int, rng: np.random.Gener
             digits[:, b.dims] = sub
         else:
             _fill(space, b, rng.integers(0, b.size, m), digits)
-    rejecting = [c for b in blocks for c in b.reject]
+    rejecting = [k for b in blocks for k in b.reject]
     if rejecting:
         digits = digits[space.feasible_mask(digits, rejecting)]
     return digits
@@ -233,10 +278,13 @@ def _uniform(space: DesignSpace, count: int, rng: np.random.Generator,
     if exact and total <= DENSE_LIMIT and (count + n_keep) * DENSE_SHARE >= total:
         return _dense(space, blocks, total, count, rng, keep)
     have = np.empty((0, len(space.radices)), dtype=np.int64) if keep is None else keep
-    stalls = 0
+    stalls = drawn = 0
+    share = _share(space, blocks)
     while have.shape[0] < n_keep + count:
         need = n_keep + count - have.shape[0]
-        new = _draw(space, blocks, int(need * 1.25) + 64, rng)
+        m = int(min(ROUND_ROWS, (64 << 20) // (8 * len(space.radices)) + 1, max(need * 1.25 + 64, need * 1.25 / share)))
+        drawn += m
+        new = _draw(space, blocks, m, rng)
         merged = np.concatenate([have, new])
         _, first = np.unique(_row_keys(merged), return_index=True)
         first.sort()
@@ -247,8 +295,9 @@ def _uniform(space: DesignSpace, count: int, rng: np.random.Generator,
         # with a rejection component the feasible size is only estimated and may be too small.
         if not exact and stalls >= STALL_ROUNDS:
             raise SamplingError(
-                f"found only {have.shape[0] - n_keep:,} distinct feasible points of the {count:,} requested; "
-                f"the constraints leave fewer feasible points than that — ask for fewer"
+                f"found only {have.shape[0] - n_keep:,} distinct feasible points of the {count:,} requested in "
+                f"{drawn:,} random draws; the constraints seem to leave fewer feasible points than that (feasible "
+                f"size {space.feasible_size_text()}) — ask for fewer"
             )
     return have[n_keep:]
 
@@ -312,11 +361,8 @@ def _subgrid(space: DesignSpace, f: float, rng: np.random.Generator) -> np.ndarr
               for m in space.radices]
     sizes = tuple(len(c) for c in chosen)
     grid = math.prod(sizes)
-    if grid > MAX_SAMPLE:
-        raise SamplingError(
-            f"the sub-grid would have {grid:,} points (limit {MAX_SAMPLE:,}); use a smaller fraction "
-            f"or per_dim_mode='count'"
-        )
+    limits.check("sample_points", grid, f"the sub-grid would have {grid:,} points",
+                 "use a smaller fraction or per_dim_mode='count'")
     pos = decode_mixed_radix(np.arange(grid, dtype=np.int64), sizes)
     digits = np.column_stack([chosen[j][pos[:, j]] for j in range(len(sizes))]).astype(np.int64)
     if space.constraints:
@@ -324,3 +370,58 @@ def _subgrid(space: DesignSpace, f: float, rng: np.random.Generator) -> np.ndarr
         if digits.shape[0] == 0:
             raise SamplingError("no point of the random sub-grid satisfies the constraints; use a larger fraction")
     return digits
+
+
+def sample_set_from_dict(doc: Any, space: DesignSpace, source: str = "samples.json") -> SampleSet:
+    """A :class:`SampleSet` from the document :meth:`SampleSet.to_json` writes, checked against *space*:
+    every point a point of the space (groups consistent), ``design_index`` (if given) its index,
+    no unknown columns, the request's fields of the right types. Raises :class:`SamplingError`."""
+    if not isinstance(doc, dict) or not isinstance(doc.get("points"), list):
+        got = "a list" if isinstance(doc, list) else f"a {type(doc).__name__}"
+        raise SamplingError(f"{source}: expected an object with 'meta' and a 'points' list (got {got}); "
+                            f"save the samples again with gpudse")
+    meta = doc.get("meta", {})
+    if not isinstance(meta, dict):
+        raise SamplingError(f"{source}: 'meta' must be an object")
+    rows = doc["points"]
+    limits.check("sample_points", len(rows), f"{source}: {len(rows):,} points")
+    params = set(space.parameter_names)
+    digits = np.empty((len(rows), len(space.radices)), dtype=np.int64)
+    given_index: list[Any] = []
+    for i, row in enumerate(rows):
+        if not isinstance(row, dict):
+            raise SamplingError(f"{source}: point {i + 1} is not an object of parameter: value pairs")
+        extra = [k for k in row if k not in params and k != "design_index"]
+        if extra:
+            raise SamplingError(f"{source}: point {i + 1} has column(s) {', '.join(map(repr, extra[:5]))} that are not "
+                                f"parameters of space {space.name!r}; are these samples of another space?")
+        try:
+            digits[i] = space.digits_of_point(row)
+        except GpudseError as e:
+            raise SamplingError(f"{source}: point {i + 1}: {e}") from None
+        if "design_index" in row:
+            given_index.append((i, row["design_index"]))
+    indices = space.encode(digits)
+    for i, v in given_index:
+        try:
+            ok = int(str(v)) == int(indices[i])
+        except ValueError:
+            ok = False
+        if not ok:
+            raise SamplingError(f"{source}: point {i + 1}: design_index {str(v)[:30]} is not the index of its point "
+                                f"({indices[i]}); are these samples of another space?")
+    method = meta.get("method", "uniform")
+    if method not in METHODS:
+        raise SamplingError(f"{source}: meta.method {str(method)[:30]!r} is not one of {', '.join(METHODS)}")
+    seed = meta.get("seed")
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
+        raise SamplingError(f"{source}: meta.seed must be a non-negative whole number or null")
+    request = meta.get("request", {})
+    replaced = meta.get("replaced", 0)
+    notes = meta.get("notes", [])
+    if not isinstance(request, dict) or isinstance(replaced, bool) or not isinstance(replaced, int) or \
+            not isinstance(notes, list):
+        raise SamplingError(f"{source}: meta.request must be an object, meta.replaced a number and meta.notes a list")
+    return SampleSet(space_name=str(meta.get("space", space.name)), method=method, seed=seed, request=request,
+                     points=space.frame(digits), indices=indices, replaced=replaced,
+                     feasible_size=space.feasible_size, space_size=space.size, notes=[str(n) for n in notes])

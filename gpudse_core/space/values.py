@@ -19,37 +19,66 @@ import re
 from fractions import Fraction
 from typing import Any
 
-from ..errors import SpaceError
+from .. import limits
+from ..errors import GpudseError, SpaceError
 
 Value = int | float | str
 
 _NUM_RE = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$")
+_INT_RE = re.compile(r"^[+-]?\d+$")
 _RANGE_RE = re.compile(r"^\s*([^:]+?)\s*::\s*([^:]+?)\s*::\s*([^:]+?)\s*$")
 _POW2_RE = re.compile(r"^\s*pow2\s*:\s*(.+?)\s*\.\.\s*(.+?)\s*$", re.IGNORECASE)
-MAX_VALUES = 1_000_000  # a single parameter with more values than this is certainly a typo
+INT_LIMIT = (1 << 63) - 1  # whole-number values are stored as int64
 
 
 def to_number(x: Any) -> int | float | None:
-    """Return *x* as an int or float if it is (or spells) a number, else None. Bools are not numbers."""
+    """Return *x* as an int or float if it is (or spells) a number, else None. Bools are not numbers.
+
+    A numeral too long for an exact integer becomes a float (``inf`` beyond float64's range), which
+    :class:`~gpudse_core.space.design.Parameter` refuses as too large; text is never turned into a
+    huge integer (Python refuses to convert more than 4300 digits, and the work is quadratic).
+    """
     if isinstance(x, bool):
         return None
     if isinstance(x, int):
         return x
     if isinstance(x, float):
         return None if math.isnan(x) else x
-    if isinstance(x, str) and _NUM_RE.match(x.strip()):
+    if isinstance(x, str):
         s = x.strip()
-        if re.match(r"^[+-]?\d+$", s):
+        if not _NUM_RE.match(s):
+            return None
+        if len(s) <= 40 and _INT_RE.match(s):
             return int(s)
-        f = float(s)
-        return int(f) if f.is_integer() and "e" not in s.lower() and "." not in s else f
+        return float(s)
     return None
+
+
+def magnitude_problem(v: int | float) -> str | None:
+    """Why a numeric value cannot be a parameter value (infinite, NaN, beyond int64), or None."""
+    if isinstance(v, float):
+        if math.isnan(v):
+            return "is not a number"
+        if math.isinf(v):
+            return "is infinite or beyond the range of floating-point numbers (about ±1.8e308)"
+    elif abs(v) > INT_LIMIT:
+        return f"is beyond the range of whole-number values (±{INT_LIMIT:,}); write it as a decimal (e.g. 1e19)"
+    return None
+
+
+def _check_count(count: int, what: str, ctx: str) -> None:
+    shown = f"{count:,}" if count < 10**15 else f"{float(count):.3g}"
+    limits.check("values_per_parameter", count, f"{ctx}{what} has {shown} values",
+                 "a parameter with that many values is almost certainly a typo in the step or the bounds")
 
 
 def _exact(text: str, what: str, ctx: str) -> Fraction:
     n = to_number(text)
     if n is None:
         raise SpaceError(f"{ctx}{what} {text!r} is not a number; write ranges as i::j::k with numbers, e.g. 9::3::36")
+    bad = magnitude_problem(float(n) if isinstance(n, int) and abs(n) > INT_LIMIT else n)
+    if bad:
+        raise SpaceError(f"{ctx}{what} {text!r} {bad}")
     return Fraction(str(n))
 
 
@@ -58,7 +87,11 @@ def _as_value(f: Fraction) -> int | float:
 
 
 def parse_range(text: str, ctx: str = "") -> tuple[int | float, ...]:
-    """Parse ``i::j::k`` (from i to k in steps of j, both ends included when k is on the grid)."""
+    """Parse ``i::j::k`` (from i to k in steps of j, both ends included when k is on the grid).
+
+    The number of values is computed exactly and checked against ``limits.values_per_parameter``
+    before any value is made.
+    """
     m = _RANGE_RE.match(text)
     if not m:
         raise SpaceError(f"{ctx}range {text!r} is not of the form i::j::k (from i to k in steps of j)")
@@ -67,21 +100,37 @@ def parse_range(text: str, ctx: str = "") -> tuple[int | float, ...]:
         raise SpaceError(f"{ctx}range {text!r} has step {_as_value(step)}; the step must be positive")
     if stop < start:
         raise SpaceError(f"{ctx}range {text!r} ends ({_as_value(stop)}) before it starts ({_as_value(start)})")
-    count = int((stop - start) / step) + 1
-    if count > MAX_VALUES:
-        raise SpaceError(f"{ctx}range {text!r} has {count:,} values (more than {MAX_VALUES:,}); check the step")
+    count = (stop - start) // step + 1
+    _check_count(count, f"range {text!r}", ctx)
     if start.denominator == 1 and step.denominator == 1:
-        return tuple(int(start + i * step) for i in range(count))
-    return tuple(float(start + i * step) for i in range(count))
+        a, b = int(start), int(step)
+        return tuple(range(a, a + b * count, b))
+    # over a common denominator: (a + i b) / d is the correctly rounded float of start + i × step
+    d = math.lcm(start.denominator, step.denominator)
+    a, b = start.numerator * (d // start.denominator), step.numerator * (d // step.denominator)
+    return tuple((a + i * b) / d for i in range(count))
+
+
+def _log2(f: Fraction) -> int:
+    return f.numerator.bit_length() - 1 if f.denominator == 1 else 1 - f.denominator.bit_length()
 
 
 def parse_pow2(lo: Any, hi: Any, ctx: str = "") -> tuple[int | float, ...]:
-    """Powers of two from *lo* to *hi* inclusive; both bounds must themselves be powers of two."""
+    """Powers of two from *lo* to *hi* inclusive; both bounds must themselves be powers of two.
+
+    The count (``log2(hi / lo) + 1``) is checked against ``limits.values_per_parameter`` and the
+    bounds against the range of numbers before anything is expanded.
+    """
     bounds = []
     for b in (lo, hi):
         n = to_number(b.strip() if isinstance(b, str) else b)
-        f = Fraction(str(n)) if n is not None else None
-        if f is None or f <= 0 or not _is_pow2(f):
+        if n is None:
+            raise SpaceError(f"{ctx}pow2 bound {b!r} is not a number; write e.g. pow2: 1..16 for 1, 2, 4, 8, 16")
+        bad = magnitude_problem(n)
+        if bad:
+            raise SpaceError(f"{ctx}pow2 bound {str(b)[:40]!r} {bad}")
+        f = Fraction(n)  # exact: a float bound is its binary value (2.0**1023 is a power of two)
+        if f <= 0 or not _is_pow2(f):
             raise SpaceError(
                 f"{ctx}pow2 bound {b!r} is not a power of two; write e.g. pow2: 1..16 for 1, 2, 4, 8, 16"
             )
@@ -89,12 +138,11 @@ def parse_pow2(lo: Any, hi: Any, ctx: str = "") -> tuple[int | float, ...]:
     lo_f, hi_f = bounds
     if hi_f < lo_f:
         raise SpaceError(f"{ctx}pow2 range {lo}..{hi} ends before it starts")
+    _check_count(_log2(hi_f) - _log2(lo_f) + 1, f"pow2 range {lo}..{hi}", ctx)
     out, v = [], lo_f
     while v <= hi_f:
         out.append(v)
         v *= 2
-    if len(out) > MAX_VALUES:
-        raise SpaceError(f"{ctx}pow2 range {lo}..{hi} has too many values")
     conv = int if lo_f.denominator == 1 else float
     return tuple(conv(f) for f in out)
 
@@ -136,11 +184,13 @@ def parse_values(spec: Any, ctx: str = "") -> tuple[Value, ...]:
             return parse_range(text, ctx)
         if text.startswith("[") and text.endswith("]"):
             text = text[1:-1]
+        _check_count(text.count(",") + 1, "the value list", ctx)
         items = [t.strip() for t in text.split(",")]
         if any(t == "" for t in items):
             raise SpaceError(f"{ctx}value list {spec!r} has an empty item; separate values with single commas")
         return tuple(_from_text(t) for t in items)
     if isinstance(spec, (list, tuple)):
+        _check_count(len(spec), "the value list", ctx)
         out = []
         for i, item in enumerate(spec):
             if isinstance(item, (list, dict, tuple)) or item is None:
@@ -163,23 +213,25 @@ def _from_text(t: Any) -> Value:
 
 
 def format_values(values: tuple[Value, ...] | list[Value]) -> Any:
-    """The most compact spec that :func:`parse_values` maps back to exactly *values*."""
+    """The most compact spec that :func:`parse_values` maps back to exactly *values* (checked by
+    parsing it back; linear in the number of values)."""
     vals = list(values)
-    nums = [to_number(v) if not isinstance(v, str) else None for v in vals]
-    if len(vals) >= 3 and all(n is not None for n in nums):
-        fr = [Fraction(str(v)) for v in vals]
-        if all(f > 0 and _is_pow2(f) for f in fr) and all(b == 2 * a for a, b in zip(fr, fr[1:])):
-            return {"pow2": f"{vals[0]}..{vals[-1]}"}
-        step = fr[1] - fr[0]
-        if step > 0 and all(b - a == step for a, b in zip(fr, fr[1:])):
-            spec = f"{_fmt(fr[0])}::{_fmt(step)}::{_fmt(fr[-1])}"
-            try:
-                if parse_range(spec) == tuple(vals) and all(
-                    type(a) is type(b) for a, b in zip(parse_range(spec), vals)
-                ):
-                    return spec
-            except SpaceError:
-                pass
+    if len(vals) < 3 or any(isinstance(v, (str, bool)) or to_number(v) is None for v in vals):
+        return vals
+    candidates = []
+    if all(v > 0 for v in vals) and all(b == 2 * a for a, b in zip(vals, vals[1:])) and _is_pow2(Fraction(vals[0])):
+        candidates.append(({"pow2": f"{vals[0]}..{vals[-1]}"}, lambda: parse_pow2(vals[0], vals[-1])))
+    first, step = Fraction(str(vals[0])), Fraction(str(vals[1])) - Fraction(str(vals[0]))
+    if step > 0:
+        spec = f"{_fmt(first)}::{_fmt(step)}::{_fmt(Fraction(str(vals[-1])))}"
+        candidates.append((spec, lambda: parse_range(spec)))
+    for spec, back in candidates:
+        try:
+            again = back()
+        except GpudseError:
+            continue
+        if again == tuple(vals) and all(type(a) is type(b) for a, b in zip(again, vals)):
+            return spec
     return vals
 
 

@@ -197,7 +197,7 @@ def test_unseen_combination_takes_the_lower_order_fit():
     assert "blk=16 with tc=32 not seen in training" in m.predict_details(point).extrapolation.iloc[0]
     levels = {p: np.asarray(m.support.params[p].levels) for p in m.bases}
     intercept, tables = m.additive_terms(levels)
-    (t, table), = [(t, tab) for t, tab in tables if set(t) == {"blk", "tc"}]
+    (table,) = [tab for t, tab in tables if set(t) == {"blk", "tc"}]
     seen = m.support.seen[next(k for k in m.support.seen if set(k) == {"blk", "tc"})].reshape(table.shape)
     assert seen.sum() == seen.size - 1
     # independent fill: the table on the seen cells by OLS on row and column indicators
@@ -225,7 +225,8 @@ def test_unseen_combination_takes_the_lower_order_fit():
 def test_pruning_scores_are_leave_one_out_refits():
     df = joint_data(200, seed=3)
     # a lax rule lets noise terms onto the path; restricted terms: no row alone in a cell (leverage < 1)
-    kw = dict(response="y", response_transform="log", interactions="restricted", theta=0.1, phi=0.1, phi3=0.1)
+    kw = {"response": "y", "response_transform": "log", "interactions": "restricted", "theta": 0.1, "phi": 0.1,
+          "phi3": 0.1}
     full = StepwiseRegression(prune=False, **kw).fit(df.assign(y=np.exp(df.y))).model_
     pruned = StepwiseRegression(**kw).fit(df.assign(y=np.exp(df.y))).model_
     step = pruned.trace[-1]

@@ -14,6 +14,23 @@ The search, exactly as Algorithm 1:
    own threshold ``phi3`` until none passes. Stargazer found three-way terms unneeded on GPGPU-Sim
    (§5.2); the built-in simulator's matMul depends on blk:simd:smp.
 
+The robust default adds (issue 13; each measured in README "Regression choices", each off in
+:data:`PAPER_SETTINGS`):
+
+4. ``revisit``: when Algorithm 1 stops, every pair of chosen parameters not in M (and every triple
+   containing an accepted pair) is offered again, by the same rules, until none passes.
+5. ``lookahead``: when the best main effect fails θ, each remaining P with each pair P:Q (Q
+   chosen) is scored as one block against θ; the best that passes enters as P, then P:Q. A
+   parameter acting only jointly (no main effect) no longer ends the search.
+6. ``interactions="adaptive"``: interaction terms are restricted, and after each accepted term
+   (and in the revisit pass) its doubly non-linear remainder, ``a:b (full)``, is a candidate by the
+   term's own rule: a step in two parameters at once needs it.
+7. ``prune``: the prefix of the selection path with the lowest leave-one-out error is kept
+   (:meth:`StepwiseRegression._prune`); the F-test asks whether a term is real, this whether the
+   rows estimate it well enough to predict better with it.
+8. ``response_transform="auto"``: steps 1–7 once per transform (log, sqrt, none), keeping the one
+   with the lowest leave-one-out error on the response scale (:meth:`StepwiseRegression._auto`).
+
 The score is the adjusted R² of the augmented model (``criterion="adjr2"``, the paper's). With
 ``compare="adj_r2"`` the gain is measured against the adjusted R² of M instead of its R² (the other
 reading of the paper's text). Alternatives: ``"aic"``/``"bic"`` (accept when the criterion drops
@@ -319,8 +336,12 @@ class StepwiseRegression(RegressorMixin, BaseEstimator):
     (``auto``, ``linear``, or a mapping parameter → ``log2``/``linear``), ``categorical_levels``
     (numeric parameters with at most this many distinct values get a categorical term),
     ``max_order`` (2: pairs, Algorithm 1; 3: also three-way terms), ``response_transform``
-    (``none``, ``log``, ``sqrt``) and ``bound_margin`` (predictions are bounded to the training
-    response range widened by this share of it on each side; ``None``: off).
+    (``none``, ``log``, ``sqrt``, or ``auto``: chosen by leave-one-out error), ``bound_margin``
+    (predictions are bounded to the training response range widened by this share of it on each
+    side; ``None``: off), ``revisit``, ``lookahead`` and ``prune`` (steps 4, 5 and 7 of the module
+    docstring), ``interactions`` (``restricted``, ``full`` or ``adaptive``) and ``unseen``
+    (``lower-order``: a term with a full part predicts an unseen level combination by its
+    lower-order fit, see :meth:`StepwiseModel.unseen_corrections`; ``model``: by the equation).
 
     ``fit(X, y)`` takes arrays or DataFrames; ``fit(frame)`` with ``response=`` takes the response
     column from the frame. Attributes after fitting: ``model_`` (:class:`StepwiseModel`),

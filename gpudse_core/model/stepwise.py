@@ -107,6 +107,7 @@ __all__ = [
 ]
 
 DOUBLY = "\x00full"  # marks a candidate key as the doubly non-linear remainder of an interaction term
+WITH = "\x00with"  # marks (P, Q, WITH): parameter P and its pair P:Q as one look-ahead block
 RANK_TOL = 1e-9
 AUTO_TRANSFORMS = ("log", "sqrt", "none")  # what response_transform="auto" chooses from
 REORTH = 0.1  # Gram–Schmidt: a second pass for columns reduced below this share of their norm
@@ -573,14 +574,40 @@ class StepwiseRegression(RegressorMixin, BaseEstimator):
             return key[:-1] if key[-1] == DOUBLY else key
 
         def label(key: tuple[str, ...]) -> str:
+            if key[-1] == WITH:
+                return f"{key[0]} + {key[0]}:{key[1]}"
             return term_name(key[:-1]) + " (full)" if key[-1] == DOUBLY else term_name(key)
 
         def block(term: tuple[str, ...]) -> tuple[np.ndarray, list]:
             if len(term) == 1:
                 return cols[term[0]], [(j,) for j in range(cols[term[0]].shape[1])]
+            if term[-1] == WITH:  # look-ahead: scored as one block, accepted as P, then P:Q
+                (main, main_lab), (pair, pair_lab) = block(term[:1]), block(term[:2])
+                return np.hstack([main, pair]), main_lab + pair_lab
             if term[-1] == DOUBLY:
                 return interaction_block([cols[p] for p in term[:-1]], [bases[p] for p in term[:-1]], "doubly")
             return interaction_block([cols[p] for p in term], [bases[p] for p in term], form)
+
+        def width(key: tuple[str, ...]) -> int:
+            """Columns of a candidate block, at most (for chunking)."""
+            if key[-1] == WITH:
+                return bases[key[0]].width * (1 + bases[key[1]].width)
+            return int(np.prod([bases[p].width for p in plain(key)]))
+
+        chunk_cols = max(1, CACHE_BYTES // (8 * n))
+
+        def chunked(keys: list[tuple[str, ...]]) -> Iterator[_Candidates]:
+            """Candidate sets of at most CACHE_BYTES of residualised columns each, built one at a time."""
+            part: list[tuple[str, ...]] = []
+            size = 0
+            for key in keys:
+                if part and size + width(key) > chunk_cols:
+                    yield candidates(part)
+                    part, size = [], 0
+                part.append(key)
+                size += width(key)
+            if part:
+                yield candidates(part)
 
         def doubly(t: tuple[str, ...]) -> bool:
             """Does the adaptive form offer the doubly non-linear remainder of interaction *t*?"""
@@ -745,28 +772,14 @@ class StepwiseRegression(RegressorMixin, BaseEstimator):
                 for t in fresh:
                     pool[frozenset(t)] = t
                 if fresh and cache:
-                    chunks.extend(build_chunks(fresh))
+                    chunks.extend(chunked(fresh))
 
-            def build_chunks(ts: list[tuple[str, ...]]) -> list[_Candidates]:
-                out, part, size = [], [], 0
-                for t in ts:
-                    w = int(np.prod([bases[p].width for p in plain(t)]))
-                    if part and size + w > chunk_cols:
-                        out.append(candidates(part))
-                        part, size = [], 0
-                    part.append(t)
-                    size += w
-                if part:
-                    out.append(candidates(part))
-                return out
-
-            chunk_cols = max(1, CACHE_BYTES // (8 * n))
             every = [t for order in range(2, self.max_order + 1) for t in combinations(chosen, order)]
             cache = sum(int(np.prod([bases[p].width for p in t])) for t in every) <= chunk_cols
             offer()
             while pool and not full():
                 scores, skipped, prepared = {}, {}, {}
-                for cset in (chunks if cache else build_chunks(list(pool.values()))):
+                for cset in (chunks if cache else chunked(list(pool.values()))):
                     live = [t for t in cset.terms if frozenset(t) in pool]
                     if live:
                         sc, sk, pr = evaluate(cset, live)
@@ -793,46 +806,19 @@ class StepwiseRegression(RegressorMixin, BaseEstimator):
             another (the block concurrency that matters only when the kernel is memory bound) has
             almost no main effect, and Algorithm 1 would stop before ever trying it. Returns
             (P, Q, scores, skipped, gain) of the best block that passes, or None."""
-            keys = [(p, q) for p in rem for q in chosen]
-            scores, skipped, widths = {}, {}, {}
-            chunk_cols = max(1, CACHE_BYTES // (8 * n))
-            part: list[tuple[str, str]] = []
-
-            def run(part: list[tuple[str, str]]) -> None:
-                blocks = [np.hstack([cols[p], block((p, q))[0]]) for p, q in part]
-                cset = _Candidates(st, part, blocks, [[]] * len(part))
-                cset.refresh()
-                for (p, q) in part:
-                    label = f"{p} + {p}:{q}"
-                    res, norms = cset.block((p, q))
-                    f = st.factor(res, norms)
-                    if f is None:
-                        skipped[label] = "adds no independent column (collinear with the model)"
-                        continue
-                    rank = st.rank + f.cols.size
-                    if n - rank < 1:
-                        skipped[label] = f"needs {rank} coefficients but only {n} rows"
-                        continue
-                    scores[label] = self._score(max(st.rss - f.gain, 0.0), st, rank, n, f.cols.size)
-                    widths[label] = (p, q)
-
-            size = 0
-            for key in keys:
-                w = cols[key[0]].shape[1] * (1 + cols[key[1]].shape[1])
-                if part and size + w > chunk_cols:
-                    run(part)
-                    part, size = [], 0
-                part.append(key)
-                size += w
-            if part:
-                run(part)
+            keys = {label(k): k for k in [(p, q, WITH) for p in rem for q in chosen]}
+            scores, skipped = {}, {}
+            for cset in chunked(list(keys.values())):
+                sc, sk, _ = evaluate(cset, cset.terms)
+                scores.update(sc)
+                skipped.update(sk)
             if not scores:
                 return None
-            label = best(scores)
-            ok, g = gain_ok(label, scores, self.theta)
+            name = best(scores)
+            ok, g = gain_ok(name, scores, self.theta)
             if not ok:
                 return None
-            return (*widths[label], scores, skipped, g)
+            return keys[name][0], keys[name][1], scores, skipped, g
 
         def force_pair(pi: str, q: str) -> Iterator[TraceStep]:
             """The pair that carried a look-ahead parameter in; then its three-way extensions."""

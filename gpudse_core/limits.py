@@ -78,7 +78,9 @@ class Limits:
     json_table_nodes: int = 5_000_000  # values in a JSON table (with json_table_bytes)
     # ---- simulators and their output ------------------------------------------------------------------
     log_bytes: int = 4 * GiB  # decompressed simulator log, parsed as a stream
-    sim_output_bytes: int = 64 * MiB  # a run's stdout+stderr kept on disk; the rest is dropped (the tail kept)
+    sim_output_bytes: int = 64 * MiB  # a run's stdout+stderr kept on disk: its head and tail (the middle dropped)
+    campaign_lease_s: float = 120.0  # a campaign lease whose holder (on another host) has not renewed it for
+    #                                  this long is stale: another process may take the campaign over
     regex_length: int = 1_000  # a user regular expression (compiled with RE2: linear time)
     timeout_max_s: float = 30 * 86400.0  # the longest timeout a simulator description may ask for
     # ---- analytical models -----------------------------------------------------------------------------
@@ -93,6 +95,10 @@ class Limits:
     workspace_analyses: int = 64  # named analyses in one workspace
     workspace_jobs: int = 4  # jobs running at once in one workspace (validation, scans, campaigns, ray casting)
     workspace_name_chars: int = 200  # a workspace's name
+    # ---- exploration (gpudse explore, the Explore page) ------------------------------------------------
+    explore_top: int = 10_000  # best designs one request may ask for (--top)
+    scan_points: int = 20_000_000_000  # points a scan may visit one by one (about 20 min at 15 M/s)
+    explore_candidates: int = 5_000_000  # designs kept as possible members of a top-k or a Pareto front
 
     def check(self, name: str, value: float, what: str, hint: str = "") -> None:
         """Raise :class:`LimitError` when *value* exceeds the limit *name*."""

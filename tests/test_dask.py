@@ -11,6 +11,7 @@ import threading
 import time
 from pathlib import Path
 
+import psutil
 import pytest
 
 pytest.importorskip("distributed")
@@ -21,7 +22,8 @@ from gpudse_core.sim.campaign import AnalyticalBackend, CommandBackend, points_s
 from gpudse_core.sim.store import CampaignStore  # noqa: E402
 
 from conftest import ROOT  # noqa: E402
-from test_campaign import backend_file  # noqa: E402
+from test_campaign import assert_every_execution_recorded, backend_file  # noqa: E402
+from test_campaign_faults import assert_no_orphans  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
@@ -85,18 +87,46 @@ def test_campaign_through_dask_scheduler_and_two_workers(cluster, tmp_path):
 
 
 def test_worker_killed_mid_campaign(cluster, tmp_path):
+    """SIGKILL a Dask worker while its simulator runs: the simulator dies with it (no orphan after 5 s), Dask
+    reruns the point elsewhere, and the store shows it — attempt 1 lost on that worker, attempt 2 done, each
+    in its own run directory; every point done once, every execution recorded."""
     address, workers = cluster
-    be = CommandBackend.from_file(backend_file(tmp_path, sleep=0.2))
-    pts = sample(load_preset("stargazer"), 30, seed=4).points
+    marker, started = tmp_path / "completed.txt", tmp_path / "started.txt"
+    be = CommandBackend.from_file(backend_file(tmp_path, sleep=1.0, marker=str(marker), started=str(started)))
+    pts = sample(load_preset("stargazer"), 12, seed=4).points
+    victim = psutil.Process(workers[0].pid)
+
+    def victim_simulators():  # those of the first worker that have started (written their line)
+        logged = {int(line.split()[2]) for line in started.read_text().splitlines()} if started.exists() else set()
+        return [p for p in victim.children(recursive=True) if p.pid in logged]
+
     with CampaignStore(tmp_path / "c.db") as st:
         st.open(be.spec(), pts)
         result = {}
         t = threading.Thread(target=lambda: result.setdefault("final", run_campaign(st, be, scheduler=address)))
         t.start()
-        time.sleep(2.0)
-        os.killpg(workers[0].pid, signal.SIGKILL)  # its tasks are rescheduled on the other worker
-        t.join(timeout=120)
+        deadline = time.time() + 120
+        while not victim_simulators() and time.time() < deadline:
+            time.sleep(0.05)
+        sims = victim_simulators()
+        assert sims, "the first worker never ran a simulator"
+        tree = victim.children(recursive=True)
+        os.killpg(workers[0].pid, signal.SIGKILL)  # mid-run: its simulator sleeps 1 s
+        assert_no_orphans(tree, None)  # its supervisor and simulator are gone within 5 s
+        t.join(timeout=300)
         assert not t.is_alive()
         final = result["final"]
-        assert final.done + final.failed == 30 and final.done >= 28
-        assert st.progress().done == final.done
+        assert final.done == 12 and final.failed == 0
+        att = st.attempts()
+    assert sorted(int(x) for x in marker.read_text().split()) == list(range(12))  # each finished once
+    assert_every_execution_recorded(started, {(r.idx, r.attempt): r.outcome for r in att.itertuples()})
+    killed = {int(line.split()[0]) for line in started.read_text().splitlines()
+              if int(line.split()[2]) in {p.pid for p in sims}}
+    assert killed
+    for idx in killed:
+        rows = att[att.idx == idx].sort_values("attempt")
+        assert rows.outcome.tolist() == ["lost", "done"] and rows.attempt.tolist() == [1, 2]
+        assert "w0" in rows.worker.iloc[0] and "w1" in rows.worker.iloc[1]
+        dirs = rows.run_dir.tolist()
+        assert dirs[0] != dirs[1] and all(Path(d).is_dir() for d in dirs)
+    assert (att.groupby("idx").attempt.max() == att.groupby("idx").size()).all()

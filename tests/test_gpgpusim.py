@@ -151,3 +151,53 @@ def test_log_totals_property(kernels):
     t = parse_log("x", text=text).totals()
     assert t["cycles"] == sum(c for c, _ in kernels) and t["insn"] == sum(n for _, n in kernels)
     assert t["kernels"] == len(kernels)
+
+
+# ---- bounded reading and truncated output (issue 11) --------------------------------------------------------
+def test_truncated_output_uses_cumulative_counters_and_only_later_matches():
+    """Output whose middle was dropped: kernels there cannot be summed, so cycles/insn come from the last
+    dump's cumulative counters, 'kernels' is not claimed, and user metrics count only after the gap."""
+    text = (KERNEL.format(name="k1", uid=1, cyc=1000, insn=5000, ipc=5, tot=1000, l2=0.5, e1=0.4, b1=0.2, e2=0.6,
+                          b2=0.4) + "rays = 7\n"
+            + "[gpudse: output dropped here: 123456 bytes of output dropped (limit sim_output_bytes = 8)]\n"
+            + "gpu_sim_cycle = 3000\ngpu_tot_sim_cycle = 9000\ngpu_tot_sim_insn = 18000\n"
+            + "L2_total_cache_miss_rate = 0.25\n")
+    log = parse_log("run.log", text=text, extra={"rays": r"rays = (\d+)"})
+    assert log.truncated and log.dropped == 123456
+    t = log.totals()
+    assert t["cycles"] == 9000 and t["insn"] == 18000 and t["ipc"] == 2.0 and "kernels" not in t
+    assert t["L2_total_cache_miss_rate"] == 0.25 and "rays" not in t
+    with pytest.raises(ParseError, match="truncated .*sim_output_bytes"):
+        log.require(["rays"])
+
+
+def test_many_kernels_are_summed_but_only_the_last_kept():
+    text = "".join(f"kernel_name = k{i}\ngpu_sim_cycle = 10\ngpu_sim_insn = 30\n" for i in range(2500))
+    log = parse_log("run.log", text=text)
+    assert len(log.kernels) == 1000 and log.kernels[-1].name == "k2499"
+    t = log.totals()
+    assert t["kernels"] == 2500 and t["cycles"] == 25000 and t["ipc"] == 3.0
+
+
+def test_non_finite_values_are_not_statistics():
+    log = parse_log("run.log", text="kernel_name = k\ngpu_sim_cycle = 1e999\ngpu_sim_insn = 5\n")
+    with pytest.raises(ParseError, match="no cycles"):
+        log.require(["cycles"])
+
+
+def test_config_files_are_read_up_to_the_document_limit(tmp_path):
+    from gpudse_core import limits
+
+    big = tmp_path / "huge.config"
+    big.write_text("-gpgpu_n_clusters 8\n" + "# padding\n" * 200_000)
+    with limits.override(document_bytes=1 << 20), pytest.raises(limits.LimitError, match="document_bytes"):
+        GpgpuSimConfig.load(big)
+    assert GpgpuSimConfig.load(big).get("gpgpu_n_clusters") == "8"
+
+
+def test_option_names_and_values_that_would_corrupt_the_file_are_refused():
+    cfg = GpgpuSimConfig.parse("-a 1\n")
+    for option, value in (("-a", "2\r3"), ("-a", "2\n3"), ("-a", "  "), ("-a b", "1"), ("-x#", "1"), ("-", "1")):
+        with pytest.raises(GpudseError):
+            cfg.set(option, value)
+    assert cfg.to_text() == "-a 1\n"

@@ -111,3 +111,14 @@ def test_fuzz_every_format_our_error_or_plain_data(text):
             load_document(text, "fuzz", fmt)
         except GpudseError:
             pass
+
+
+def test_every_limit_is_documented_in_readme():
+    """Issue 11: the limits' defaults are documented in README (a new limit without a row fails here)."""
+    import dataclasses
+
+    from conftest import ROOT
+
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    missing = [f.name for f in dataclasses.fields(limits.Limits) if f"`{f.name}`" not in text]
+    assert not missing, f"limits missing from README's limits table: {missing}"

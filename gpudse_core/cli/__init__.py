@@ -12,6 +12,8 @@ It calls the same functions as the dashboard pages. User errors print one line
                [--criterion adjr2|aic|bic|ftest] [--knots K] [--knot-placement even|quantile]
                [--interactions full|restricted] [--max-terms N] [--force TERM ...] -o model.json [--json]
     gpudse predict MODEL.json POINTS -o predictions.csv
+    gpudse explore MODEL.json SPACE [--top K] [--maximize] [--pareto COST] [--where EXPR]
+                   [--scheduler ADDRESS|local] [--workers W] [-o best.csv] [--json]
     gpudse validate DATA --response COL [--transform …] [--train-sizes 30,60,…] [--test-size 200]
                     [--repeats 5] [--models stepwise,fixed,regional,forest,boosting,hybrid] [--json]
     gpudse simulate SAMPLES --backend analytical|command [--kernel NAME] [--config SIM.toml]
@@ -38,11 +40,11 @@ from typing import Sequence
 
 from .. import __version__
 from ..errors import GpudseError, printable
-from . import glossary_cmds, model_cmds, ray_cmds, sim_cmds, space_cmds, workspace_cmds
+from . import explore_cmds, glossary_cmds, model_cmds, ray_cmds, sim_cmds, space_cmds, workspace_cmds
 
 # Start-up: building the parser and printing --help import only argparse and these command modules,
 # which import NumPy, pandas or scikit-learn inside the command that needs them (issue 12).
-COMMAND_MODULES = (space_cmds, model_cmds, sim_cmds, ray_cmds, workspace_cmds, glossary_cmds)
+COMMAND_MODULES = (space_cmds, model_cmds, sim_cmds, ray_cmds, explore_cmds, workspace_cmds, glossary_cmds)
 
 
 def build_parser() -> argparse.ArgumentParser:

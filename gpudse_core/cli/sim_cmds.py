@@ -13,18 +13,17 @@ from .common import positive_int, positive_number, writable, write_table
 
 
 def cmd_simulate(args: argparse.Namespace) -> int:
-    from ..sim.campaign import AnalyticalBackend, CommandBackend, points_spec, run_campaign
+    """Run (or resume) a campaign; exit 0 only when every point has a result (1: some are missing)."""
     from ..dataio import read_table
+    from ..sim.campaign import points_spec, run_campaign
     from ..sim.store import CampaignStore
 
     points = read_table(args.points)
     out = writable(args.output, (".csv", ".parquet", ".json"))
-    if args.backend == "command":
-        if not args.config:
-            raise GpudseError("--backend command needs --config SIM.toml (the simulator's description on this machine)")
-        backend = CommandBackend.from_file(args.config)
-    else:
-        backend = AnalyticalBackend(args.kernel, noise=args.noise, seed=args.seed or 0)
+    backend = _backend(args)
+    check = getattr(backend, "check_points", None)
+    if check is not None:
+        check(points.columns)  # before the store is touched
     store_path = Path(args.store) if args.store else out.with_suffix(".db")
     wsc = None
     if args.workspace:  # issue 14: the campaign goes into the workspace's database, live in the dashboard
@@ -36,19 +35,17 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         store_path, args.campaign = wsc.store_path, wsc.store_name
     with CampaignStore(store_path, name=args.campaign, max_attempts=args.retries + 1) as store:
         state = store.open({**backend.spec(), **points_spec(points)}, points)
+        if store.took_over:
+            print(f"took the campaign over from {store.took_over}", file=sys.stderr)
+        if args.retry_failed:
+            n = store.requeue_failed()
+            if n:
+                print(f"re-queued {n:,} failed point(s)", file=sys.stderr)
         before = store.progress()
         print(f"{state} campaign {args.campaign!r} in {store_path}: {before.done:,} of {before.total:,} points done",
               file=sys.stderr)
-
-        def bar(prog, rate: float) -> None:
-            width = 30
-            filled = int(width * prog.done / max(prog.total, 1))
-            print(f"\r  [{'#' * filled}{'.' * (width - filled)}] {prog.done:,}/{prog.total:,} done, "
-                  f"{prog.failed:,} failed, {prog.remaining:,} remaining, {rate:,.0f} points/s   ",
-                  end="", file=sys.stderr, flush=True)
-
         final = run_campaign(store, backend, workers=args.workers, scheduler=args.scheduler,
-                             progress=wsc.progress(bar) if wsc else bar, should_stop=wsc and wsc.should_stop)
+                             progress=wsc.progress(_bar) if wsc else _bar, should_stop=wsc and wsc.should_stop)
         if wsc:
             wsc.finish(final)
         print(file=sys.stderr)
@@ -57,12 +54,43 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         table = table[keep] if len(table) else points.iloc[0:0]
         write_table(table, out)
         print(f"wrote {len(table):,} results to {out}", file=sys.stderr)
-        if final.failed:
-            fails = store.failures()
-            print(f"gpudse: {final.failed} point(s) failed after {args.retries + 1} attempt(s); first: point "
-                  f"{fails.idx.iloc[0]}: {fails.error.iloc[0]}", file=sys.stderr)
-            return 1
-    return 0
+        return _report_missing(store, final, args.retries + 1, stopped=bool(wsc and wsc.should_stop()))
+
+
+def _backend(args: argparse.Namespace):
+    from ..sim.campaign import AnalyticalBackend, CommandBackend
+
+    if args.backend == "command":
+        if not args.config:
+            raise GpudseError("--backend command needs --config SIM.toml (the simulator's description on this machine)")
+        return CommandBackend.from_file(args.config)
+    return AnalyticalBackend(args.kernel, noise=args.noise, seed=args.seed or 0)
+
+
+def _bar(prog, rate: float) -> None:
+    width = 30
+    filled = int(width * prog.done / max(prog.total, 1))
+    print(f"\r  [{'#' * filled}{'.' * (width - filled)}] {prog.done:,}/{prog.total:,} done, "
+          f"{prog.failed:,} failed, {prog.remaining:,} remaining, {rate:,.0f} points/s   ",
+          end="", file=sys.stderr, flush=True)
+
+
+def _report_missing(store, final, attempts: int, stopped: bool = False) -> int:
+    """Say how many points have no result and why; 1 if any is missing (also after a Stop), else 0."""
+    missing = final.total - final.done
+    if not missing:
+        return 0
+    parts = ["stopped on request"] if stopped else []
+    if final.failed:
+        fails = store.failures()
+        parts.append(f"{final.failed:,} failed after {attempts} attempt(s) (first: point {fails.idx.iloc[0]}: "
+                     f"{fails.error.iloc[0]})")
+    if final.remaining:
+        parts.append(f"{final.remaining:,} not run")
+    print(f"gpudse: {missing:,} of {final.total:,} point(s) have no result: {'; '.join(parts)}. The store keeps what "
+          f"is done: run the same command again to resume (add --retry-failed to retry the failed points)",
+          file=sys.stderr)
+    return 1
 
 
 def cmd_import(args: argparse.Namespace) -> int:
@@ -146,6 +174,8 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     si.add_argument("--workspace", metavar="ID", help="record the campaign in this dashboard workspace "
                     "($GPUDSE_HOME): its progress shows live there, and its results can become the workspace's")
     si.add_argument("--retries", type=positive_int, default=2, help="retries of a failed run (default 2)")
+    si.add_argument("--retry-failed", action="store_true",
+                    help="give points that failed in an earlier run of this campaign new attempts")
     si.add_argument("-o", "--output", required=True, metavar="results.csv")
     si.set_defaults(func=cmd_simulate)
 

@@ -1,1 +1,9 @@
-"""Using a fitted model: response curves, whole-space scans, best designs and Pareto fronts."""
+"""Using a fitted model over a whole design space (issue 12 for the whole-space scans).
+
+* :mod:`.best` — :func:`~.best.find_best`: the exact best designs and Pareto front of a space (the
+  ``gpudse explore`` command and the Explore page);
+* :mod:`.structure`, :mod:`.terms` — the used parameters' sub-space and the model and cost as tables;
+* :mod:`.stream`, :mod:`.pool` — block-by-block evaluation and the exact candidate pools;
+* :mod:`.distributed` — the same scan on a Dask cluster;
+* :mod:`.scan` — response curves, interaction grids, one-at-a-time sensitivity.
+"""

@@ -21,8 +21,9 @@ from scipy import stats
 
 from ..errors import GpudseError
 from ..model.inference import design_matrix, ols_results
-from ..space.design import DesignSpace
 from ..model.stepwise import StepwiseModel, inverse_transform
+from ..space.design import DesignSpace
+from .pool import front_indices
 
 
 def _grid(model: StepwiseModel, param: str, space: DesignSpace | None, points: int) -> np.ndarray:
@@ -80,16 +81,8 @@ class SpaceScan:
 
 def pareto_front(df: pd.DataFrame, value: str, cost: str, maximize: bool = False) -> pd.DataFrame:
     """Rows not dominated on (value, cost): lower cost and lower value (or higher, with *maximize*)."""
-    v = -df[value].to_numpy() if maximize else df[value].to_numpy()
-    c = df[cost].to_numpy(dtype=float)
-    order = np.lexsort((v, c))  # by cost, then value
-    best = np.inf
-    keep = []
-    for i in order:
-        if v[i] < best:
-            keep.append(i)
-            best = v[i]
-    return df.iloc[keep].reset_index(drop=True)
+    v = -df[value].to_numpy(dtype=float) if maximize else df[value].to_numpy(dtype=float)
+    return df.iloc[front_indices(df[cost].to_numpy(dtype=float), v)].reset_index(drop=True)
 
 
 def predict_space(model: StepwiseModel, space: DesignSpace, *, cost: Callable[[pd.DataFrame], np.ndarray] | None

@@ -162,6 +162,10 @@ def connect(path: Path, create: bool = False, schema: bool = True) -> sqlite3.Co
     try:
         db.execute("PRAGMA journal_mode=WAL")
         db.execute("PRAGMA synchronous=NORMAL")
+        if create and db.execute("PRAGMA application_id").fetchone()[0] == 0:
+            from ..sim.store import APPLICATION_ID  # one stamp for every gpudse SQLite file (campaigns share it)
+
+            db.execute(f"PRAGMA application_id = {APPLICATION_ID}")  # user_version stays the store's schema
         db.executescript(SCHEMA)
     except sqlite3.DatabaseError as e:
         raise WorkspaceError(f"{path}: not a gpudse workspace ({e})") from None

@@ -1,0 +1,99 @@
+"""`gpudse explore`: the JSON contract, output files, --where/--pareto/--maximize, errors, start-up."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from gpudse_core import load_preset, sample
+from gpudse_core.cli import main
+from gpudse_core.explore.best import find_best
+from gpudse_core.model.stepwise import StepwiseModel, fit_stepwise
+from gpudse_core.sim.simulator import simulate
+
+from test_startup import HEAVY, _loaded
+
+SPACE = load_preset("stargazer")
+
+
+@pytest.fixture(scope="module")
+def model_file(tmp_path_factory):
+    pts = sample(SPACE, 300, seed=1).points
+    data = pts.assign(cycles=simulate(pts, "matMul").cycles)
+    path = tmp_path_factory.mktemp("m") / "model.json"
+    fit_stepwise(data, "cycles", transform="log").save(path)
+    return path
+
+
+def explore_json(capsys, *args) -> dict:
+    assert main(["explore", *map(str, args), "--json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_json_contract_best_first(model_file, capsys):
+    doc = explore_json(capsys, model_file, "stargazer", "--top", "7")
+    assert list(doc)[:4] == ["space_size", "evaluated", "method", "best"]
+    assert doc["space_size"] == 933_120 and doc["method"] == "exact" and doc["evaluated"] < 1000
+    assert len(doc["best"]) == 7
+    for row in doc["best"]:
+        assert list(row) == [*SPACE.parameter_names, "predicted"]
+    preds = [r["predicted"] for r in doc["best"]]
+    assert preds == sorted(preds)
+    model = StepwiseModel.load(model_file)
+    ref = find_best(model, SPACE, top=7)
+    assert preds == ref.best.predicted.tolist()
+    assert [r["blk"] for r in doc["best"]] == ref.best.blk.tolist()
+    # each design's prediction is what `gpudse predict` gives for it
+    np.testing.assert_array_equal(model.predict(pd.DataFrame(doc["best"])[list(SPACE.parameter_names)]), preds)
+
+
+def test_maximize_where_and_pareto(model_file, capsys):
+    doc = explore_json(capsys, model_file, "stargazer", "--top", "5", "--maximize", "--where", "simd * blk <= 32",
+                       "--pareto", "simd * blk")
+    preds = [r["predicted"] for r in doc["best"]]
+    assert preds == sorted(preds, reverse=True)
+    assert all(r["simd"] * r["blk"] <= 32 for r in doc["best"] + doc["pareto"])
+    front = doc["pareto"]
+    costs = [r["cost"] for r in front]
+    assert costs == sorted(costs) and [r["cost"] for r in front] == [r["simd"] * r["blk"] for r in front]
+    # maximising: along the front a higher cost buys a higher prediction
+    assert [r["predicted"] for r in front] == sorted(r["predicted"] for r in front)
+    assert doc["feasible"] == 933_120 * 6 // 15  # 6 of the 15 (simd, blk) pairs
+
+
+def test_output_files(model_file, tmp_path, capsys):
+    out = tmp_path / "best.csv"
+    assert main(["explore", str(model_file), "stargazer", "--top", "4", "--pareto", "blk", "-o", str(out)]) == 0
+    text = capsys.readouterr()
+    assert "method exact" in text.out and "Pareto front against blk" in text.out
+    best = pd.read_csv(out)
+    assert len(best) == 4 and {"predicted", "design_index"} <= set(best.columns)
+    assert [SPACE.index(r) for r in best[list(SPACE.parameter_names)].to_dict(orient="records")] == \
+        best.design_index.tolist()
+    front = pd.read_csv(tmp_path / "best_pareto.csv")
+    assert front.cost.is_monotonic_increasing and (front.cost == front.blk).all()
+
+
+@pytest.mark.parametrize("args, fragment", [
+    (["{model}", "zatel"], "which space 'zatel' does not have"),
+    (["{tmp}/none.json", "stargazer"], "no such model file"),
+    (["{model}", "stargazer", "--where", "simd >>> 2"], "--where"),
+    (["{model}", "stargazer", "--where", "simd > 64"], "no design of space 'stargazer' satisfies it"),
+    (["{model}", "stargazer", "--pareto", "nosuch"], "unknown name 'nosuch'"),
+    (["{model}", "stargazer", "--top", "0"], "--top 0 asks for no designs"),
+    (["{model}", "stargazer", "-o", "{tmp}/best.txt"], "unknown file type"),
+])
+def test_errors_exit_2_with_a_message(model_file, tmp_path, capsys, args, fragment):
+    argv = [a.format(model=model_file, tmp=tmp_path) for a in args]
+    assert main(["explore", *argv]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("gpudse: error: ") and fragment in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("argv", [("explore", "--help"), ("explore",), ("explore", "m.json")])
+def test_explore_help_and_argument_errors_import_nothing_heavy(argv):
+    heavy = _loaded(*argv) & set(HEAVY)
+    assert not heavy, f"gpudse {' '.join(argv)} imported {sorted(heavy)}"

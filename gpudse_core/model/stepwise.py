@@ -744,12 +744,9 @@ class StepwiseRegression(RegressorMixin, BaseEstimator):
                 yield from grow([t + (m,) for m in chosen if m not in t], f"interaction{len(t) + 1}", self.phi3,
                                 higher)
 
-        triples = higher
-
         def pairs(pi: str, partners: list[str]) -> Iterator[TraceStep]:
             # named new:old, as Table 1's simd:#blk
-            yield from grow([(pi, p) for p in partners], "interaction", self.phi,
-                            triples if self.max_order >= 3 or self.interactions == "adaptive" else None)
+            yield from grow([(pi, p) for p in partners], "interaction", self.phi, higher)
 
         def revisit() -> Iterator[TraceStep]:
             """After Algorithm 1 stops: every pair of chosen parameters not in the model (and, with
@@ -826,14 +823,14 @@ class StepwiseRegression(RegressorMixin, BaseEstimator):
             t = (pi, q)
             scores, skipped, prepared = evaluate(candidates([t]), [t])
             name = term_name(t)
-            if name not in prepared:
+            if name not in prepared or full():
                 return
             accept(name, prepared)
             step_no += 1
             r2, adj = current()
             yield emit(TraceStep(step_no, "interaction", metric(False), scores, skipped, name, True, scores[name],
                                  list(terms), r2, adj))
-            yield from triples(t)
+            yield from higher(t)
 
         n_forced = len(terms)
         remaining = [p for p in names if p not in chosen]

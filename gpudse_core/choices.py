@@ -16,8 +16,9 @@ SAMPLING_METHODS = ("uniform", "lhs")
 PER_DIM_MODES = ("count", "subgrid")
 
 TRANSFORMS = ("none", "log", "sqrt")
+FIT_TRANSFORMS = TRANSFORMS + ("auto",)  # stepwise fits: auto = chosen by leave-one-out error
 CRITERIA = ("adjr2", "aic", "bic", "ftest")
-INTERACTION_FORMS = ("full", "restricted")
+INTERACTION_FORMS = ("full", "restricted", "adaptive")  # adaptive: restricted + F-tested full parts
 KNOT_PLACEMENTS = ("even", "quantile", "distinct")  # distinct: quantiles of the distinct values (issue 13)
 SCALES = ("linear", "log2")  # the scale a numeric parameter is modelled on (a space file's `scale:` key)
 SCALE_MODES = ("auto", "linear")  # auto: space file's scale, else log2 for powers of two / geometric series

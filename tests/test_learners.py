@@ -281,3 +281,13 @@ def test_cli_fit_auto_and_predict_any_kind(smooth, tmp_path, capsys):
     capsys.readouterr()
     assert main(["fit", str(data), "--response", "nope", "--model", "ebm", "-o", str(tmp_path / "x.json")]) == 2
     assert "gpudse: error: response column 'nope'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("kind", ["forest", "boosting", "hybrid", "ebm"])
+def test_learners_predict_no_rows(kind, smooth):
+    """A scan's last chunk may be empty: every learner answers it with no predictions, not an error."""
+    train, _ = smooth
+    model = fit_model(kind, train, "t", None, transform="log", seed=0)
+    empty = train.drop(columns="t").head(0)
+    assert model.predict(empty).shape == (0,)
+    assert list(model.predict_details(empty).columns) == ["predicted", "bounded", "extrapolation"]

@@ -63,6 +63,8 @@ CASES = {
     "bad z_range": (lambda d: _set(d, ("z_range",), [5, 1]), "z_range"),
     "negative margin": (lambda d: _set(d, ("bound_margin",), -1), "bound_margin"),
     "text margin": (lambda d: _set(d, ("bound_margin",), "wide"), "bound_margin"),
+    "unknown unseen rule": (lambda d: _set(d, ("unseen",), "guess"), "unseen must be one of"),
+    "list as unseen rule": (lambda d: _set(d, ("unseen",), ["model"]), "unseen must be one of"),
     "bad support hex": (lambda d: _set(d, ("support", "seen", 0, "cells"), "zz"), "not hexadecimal"),
     "short support": (lambda d: _set(d, ("support", "seen", 0, "cells"), "00"), "bytes, expected"),
     "unknown support param": (lambda d: _set(d, ("support", "params", 0, "name"), "nope"), "does not use"),

@@ -13,10 +13,10 @@ from .common import positive_int, writable, write_table
 
 def cmd_explore(args: argparse.Namespace) -> int:
     from ..explore.best import find_best
-    from ..model.stepwise import StepwiseModel
+    from ..model.registry import load_model
     from ..space.presets import load_space
 
-    model = StepwiseModel.load(args.model)
+    model = load_model(args.model)  # any kind: additive models are scanned exactly, others streamed
     space = load_space(args.space)
     out = writable(args.output, (".csv", ".parquet", ".json")) if args.output else None
     if args.top == 0 and not args.pareto:

@@ -13,11 +13,13 @@ from .common import knots_arg, positive_int, scale_arg, writable, write_table
 
 def trace_line(step) -> str:
     """One Table 1 row: the best candidates with their scores, the choice, and the model after it."""
-    metric = {"r2": "R²", "adj_r2": "adj R²", "aic": "AIC", "bic": "BIC", "p_value": "p"}[step.metric]
+    metric = {"r2": "R²", "adj_r2": "adj R²", "aic": "AIC", "bic": "BIC", "p_value": "p",
+              "loo_error": "leave-one-out error"}.get(step.metric, step.metric)
     desc = step.metric in ("r2", "adj_r2")
     ranked = sorted(step.candidates.items(), key=lambda kv: -kv[1] if desc else kv[1])
     shown = "  ".join(f"{k} {v:.4g}" for k, v in ranked[:6]) + ("  …" if len(ranked) > 6 else "")
-    mark = "added" if step.accepted else "rejected"
+    mark = {"prune": "kept" if step.accepted else "kept (nothing dropped)",
+            "transform": "chosen"}.get(step.kind, "added" if step.accepted else "rejected")
     chosen = f"-> {step.chosen} {mark}" if step.chosen else "-> nothing to add"
     if step.gain is not None:
         chosen += f" (gain {step.gain:.4g})"
@@ -204,7 +206,9 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     fi.add_argument("data", metavar="DATA", help="results table: .csv, .parquet or .json")
     fi.add_argument("--response", required=True, metavar="COL", help="the column to model (e.g. cycles)")
     fi.add_argument("--params", metavar="a,b,...", help="parameter columns (default: every other column)")
-    fi.add_argument("--transform", choices=choices.TRANSFORMS, default="none")
+    fi.add_argument("--transform", choices=choices.FIT_TRANSFORMS, default=None,
+                    help="response transform; default auto (log, sqrt or none, whichever predicts the training "
+                         "rows best left out one at a time; with --preset stargazer: none)")
     fi.add_argument("--preset", choices=choices.FIT_PRESETS,
                     help="stargazer: the paper's exact settings (even knots on raw values, pairwise terms, θ = φ = "
                          "0.01); other flags still override them. Default: the robust settings (README)")

@@ -5,7 +5,13 @@ per-parameter bases (:mod:`.splines`, applied to RAW values), the model columns 
 of one basis column of one, two or three parameters — and the least-squares coefficients on the
 transformed response scale. Its predictions are guarded (issue 13, part 1):
 
-* :meth:`StepwiseModel.linear_predictor` — the transformed-scale prediction, unbounded;
+* :meth:`StepwiseModel.linear_predictor` — the transformed-scale prediction, unbounded; with
+  ``unseen="lower-order"`` (the robust default) an interaction term that has doubly non-linear
+  columns (a full tensor part, which can take any value in a combination of levels the training
+  rows never showed) gives, in such an unseen combination, its lower-order fit instead: the sum of
+  its (d − 1)-way margins fitted by least squares to the term's values on the seen combinations
+  (:meth:`StepwiseModel.unseen_corrections`). Points where that happens are flagged by
+  ``extrapolation`` as not seen in training;
 * :meth:`StepwiseModel.bound` — clips to the training response range widened on each side by
   ``bound_margin`` × its width (default 0.25; ``None`` turns bounding off, leaving only a clip
   to the range where the inverse transform is finite), and says which values were clipped;
@@ -38,6 +44,11 @@ from .support import Support
 MODEL_SCHEMA = "gpudse.model/2"
 READABLE_SCHEMAS = (MODEL_SCHEMA, "gpudse.model/1")  # /1: no support, no bound, linear scales only
 DEFAULT_BOUND_MARGIN = 0.25
+UNSEEN = ("model", "lower-order")
+# trace steps that add a term (the others: "prune" drops a tail of the path, "transform" records
+# the response transform chosen by response_transform="auto")
+TERM_STEPS = ("forced", "initial", "main", "lookahead", "interaction", "interaction3", "nonlinear", "revisit")  # how a term with a full tensor part predicts an unseen combination
+FILL_CELLS = 1 << 18  # largest term table (combinations of levels) the lower-order fill handles
 COEF_LIMIT = 1e300  # no sensible transformed-scale model has a coefficient near the float range
 # the transformed-scale values whose inverse is finite (exp overflows above 709.78)
 _FINITE_Z = {"log": (-745.0, 709.0), "sqrt": (0.0, 1e154), "none": (-1e300, 1e300)}
@@ -107,6 +118,8 @@ class StepwiseModel:
     z_range: tuple[float, float] | None = None  # training response range on the transformed scale
     bound_margin: float | None = DEFAULT_BOUND_MARGIN
     notes: list[str] = field(default_factory=list)
+    unseen: str = "model"
+    _fill: list | None = field(default=None, init=False, repr=False, compare=False)  # cache
 
     kind = "stepwise"
 
@@ -171,6 +184,60 @@ class StepwiseModel:
         with np.errstate(over="ignore", invalid="ignore"):
             for t, table in tables:
                 out += table[tuple(codes[p] for p in t)]
+            if self.unseen == "lower-order" and self.support is not None:
+                for t, corr in self.unseen_corrections():
+                    cells = [self.support.params[p].cells(X[p].to_numpy())[0] for p in t]
+                    ok = np.all([c >= 0 for c in cells], axis=0)
+                    out[ok] += corr[tuple(c[ok] for c in cells)]
+        return out
+
+    def unseen_corrections(self) -> list[tuple[tuple[str, ...], np.ndarray]]:
+        """Per interaction term with doubly non-linear columns whose support records unseen level
+        combinations: (its parameters, a table over their training levels that is 0 on the seen
+        combinations and, on the unseen ones, the term's lower-order fit minus its own value).
+
+        Why: a restricted term (at most one non-linear factor per column) is smooth enough that
+        its value in an unseen combination follows from the seen ones; a full tensor part can
+        interpolate a step in two parameters at once (ray tracing's texture cache × block count) but
+        in a combination it never saw it is unconstrained (up to 20 % off on the built-in RAY
+        kernel from 300 rows). The lower-order fit keeps every (d − 1)-way pattern of the term and
+        assumes no further interaction in that one combination, which is Algorithm 1's own
+        hierarchy (README "Regression choices"). Computed once per model and cached."""
+        if self._fill is None:
+            self._fill = self._corrections()
+        return self._fill
+
+    def _corrections(self) -> list[tuple[tuple[str, ...], np.ndarray]]:
+        sup = self.support
+        if sup is None:
+            return []
+        coef = np.asarray(self.coefficients, dtype=float)
+        groups: dict[frozenset, list[int]] = {}
+        for k, (t, lab) in enumerate(self.columns):
+            if len(t) > 1:
+                groups.setdefault(frozenset(t), []).append(k)
+        out = []
+        for key, ks in groups.items():
+            doubly = any(sum(i not in self.bases[p].linear_columns for p, i in zip(*self.columns[k])) >= 2
+                         for k in ks)
+            t = next((u for u in sup.seen if frozenset(u) == key), None)
+            if not doubly or t is None or any(sup.params[p].kind == "bins" for p in t):
+                continue
+            shape = tuple(sup.params[p].size for p in t)
+            seen = sup.seen[t].reshape(shape)
+            if seen.all() or not seen.any() or seen.size > FILL_CELLS:
+                continue
+            ev = {p: self.bases[p].evaluate(_support_levels(sup.params[p]), unseen="average") for p in t}
+            table = np.zeros(shape)
+            for k in ks:
+                cols, lab = self.columns[k]
+                term = np.asarray(coef[k + 1])
+                for pos, p in enumerate(t):
+                    v = ev[p][:, lab[cols.index(p)]]
+                    term = np.multiply.outer(term, v) if pos else term * v
+                table += term
+            corr = np.where(seen, 0.0, _lower_order_fit(table, seen) - table)
+            out.append((tuple(t), corr))
         return out
 
     # -- guarded prediction --
@@ -215,6 +282,12 @@ class StepwiseModel:
         """R² gained by each accepted term in selection order (the data of Stargazer Fig. 3)."""
         out, last = [], 0.0
         for step in self.trace:
+            if step.get("kind") == "prune":  # the terms after the kept prefix were dropped
+                kept = set(step.get("terms") or [])
+                out = [(t, g) for t, g in out if t in kept]
+                continue
+            if step.get("kind") not in TERM_STEPS:
+                continue
             if step.get("accepted") and step.get("chosen"):
                 out.append((step["chosen"], step["r2"] - last))
                 last = step["r2"]
@@ -255,6 +328,7 @@ class StepwiseModel:
             "column_labels": self.column_labels, "coefficients": [float(c) for c in self.coefficients],
             "n": self.n, "r2": self.r2, "adj_r2": self.adj_r2, "settings": self.settings, "notes": self.notes,
             "z_range": list(self.z_range) if self.z_range is not None else None, "bound_margin": self.bound_margin,
+            "unseen": self.unseen,
             "support": self.support.to_dict() if self.support is not None else None, "trace": self.trace,
         }
         return d
@@ -341,6 +415,9 @@ class StepwiseModel:
         if margin is not None and not (_finite(margin) and 0 <= margin <= 1e6):
             raise FitError(f"{source}: bound_margin must be a non-negative number or null (got {margin!r})")
         support = Support.from_dict(d["support"], bases) if d.get("support") is not None else None
+        unseen = d.get("unseen", "model")
+        if unseen not in UNSEEN:
+            raise FitError(f"{source}: unseen must be one of {', '.join(UNSEEN)} (got {unseen!r})")
         for key in ("settings",):
             if not isinstance(d.get(key, {}), dict):
                 raise FitError(f"{source}: {key} must be an object")
@@ -355,7 +432,8 @@ class StepwiseModel:
                     terms=list(terms), n=n, r2=float(r2) if r2 is not None else float("nan"),
                     adj_r2=float(adj) if adj is not None else float("nan"), settings=dict(d.get("settings", {})),
                     trace=list(d.get("trace", [])), support=support, z_range=z_range,
-                    bound_margin=None if margin is None else float(margin), notes=[str(x) for x in d.get("notes", [])])
+                    bound_margin=None if margin is None else float(margin), notes=[str(x) for x in d.get("notes", [])],
+                    unseen=unseen)
         model._check_finite(source)
         return model
 
@@ -411,6 +489,39 @@ def _max_bytes() -> int:
 
 def _finite(v: Any) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def _support_levels(ps: Any) -> np.ndarray:
+    """The training levels a parameter's support records (its cells), as basis inputs."""
+    return np.asarray(ps.levels, dtype=object if ps.kind == "text" else float)
+
+
+def _lower_order_fit(table: np.ndarray, seen: np.ndarray) -> np.ndarray:
+    """The least-squares fit of *table* on its *seen* cells by the sum of all its (d − 1)-way
+    margins (for a pair: a row and a column effect), evaluated on every cell. Margins no seen
+    cell determines get the minimum-norm value (LSQR from zero)."""
+    from itertools import combinations
+
+    import scipy.sparse
+    import scipy.sparse.linalg
+
+    shape = table.shape
+    idx = np.indices(shape).reshape(len(shape), -1)
+    blocks, offset = [], 0
+    rows = np.arange(idx.shape[1])
+    for sub in combinations(range(len(shape)), len(shape) - 1):
+        sub_shape = tuple(shape[i] for i in sub)
+        code = np.ravel_multi_index(tuple(idx[i] for i in sub), sub_shape) if sub else np.zeros(rows.size, int)
+        blocks.append(code + offset)
+        offset += int(np.prod(sub_shape)) if sub else 1
+    data_cols = np.concatenate(blocks)
+    data_rows = np.tile(rows, len(blocks))
+    A = scipy.sparse.csr_matrix((np.ones(data_cols.size), (data_rows, data_cols)), shape=(rows.size, offset))
+    s = seen.ravel()
+    target = table.ravel()[s]
+    centre = float(target.mean())
+    sol = scipy.sparse.linalg.lsqr(A[s], target - centre, atol=1e-12, btol=1e-12, iter_lim=10 * offset + 100)[0]
+    return (A @ sol + centre).reshape(shape)
 
 
 def _codes(col: pd.Series, name: str, numeric: bool) -> tuple[np.ndarray, np.ndarray]:

@@ -230,19 +230,23 @@ class Learner:
     def _raw(self, X: pd.DataFrame) -> np.ndarray:
         raise NotImplementedError
 
+    def _raw_any(self, X: pd.DataFrame) -> np.ndarray:
+        """``_raw`` that also takes no rows (scikit-learn's estimators refuse an empty array)."""
+        return np.empty(0) if len(X) == 0 else np.asarray(self._raw(X), dtype=float)
+
     # -- predicting --
     def linear_predictor(self, X: pd.DataFrame) -> np.ndarray:
         """Prediction on the transformed scale, before the guard."""
         self._fitted()
         with _one_thread():
-            return np.asarray(self._raw(self._points(X)), dtype=float)
+            return self._raw_any(self._points(X))
 
     def predict_details(self, X: pd.DataFrame) -> pd.DataFrame:
         """``predicted`` (original scale, guarded), ``bounded`` and ``extrapolation`` per point."""
         self._fitted()
         P = self._points(X)
         with _one_thread():
-            raw = self._raw(P)
+            raw = self._raw_any(P)
         z, flags = guard(raw, self.bounds_, self.median_)
         return pd.DataFrame({"predicted": inverse_transform(z, self.transform), "bounded": flags,
                              "extrapolation": self.support_.reasons(P)}, index=X.index)

@@ -65,8 +65,9 @@ with tab_val:
     elif ui.analysis_banner(sv, recompute, key="fix_validation"):
         res = sv.value
         table = res.summary()
-        st.markdown(f"**Relative error (%), pooled over {res.repeats} repeats of {ui.fmt_count(res.test_size)} test "
-                    "points (Lee & Brooks Table 6; Stargazer §7.3)**")
+        repeats = "the repeats finished before Stop" if sv.partial else f"{res.repeats} repeats"
+        st.markdown(f"**Relative error (%), pooled over {repeats} of {ui.fmt_count(res.test_size)} test points "
+                    "(Lee & Brooks Table 6; Stargazer §7.3)**")
         pct = {c: "fraction" for c in ("mean", "median", "p75", "p98", "max", "min", "q1", "q3") if c in table}
         ui.table(table.rename(columns={"train_size": "N"}), kinds=pct)
         for note in res.notes:

@@ -178,6 +178,15 @@ class Tab:
         self.settle()
         assert box.input_value() == value, (label, box.input_value())
 
+    def load_preset(self, name: str, size: str) -> None:
+        self.open("Design space")
+        self.text("Load a preset or a file").click()
+        self.settle()
+        self.choose("Preset", name)
+        self.button("Load preset").click()
+        self.text(size)
+        self.settle()
+
     def add(self, label: str, value: str) -> None:
         """Add an option to a multiselect (a combobox too): type it and pick it from the list."""
         box = self.page.get_by_role("combobox", name=label).first
@@ -240,7 +249,7 @@ def test_the_issue_walk_in_a_real_browser(server, browser, home):
     a.check("home")
     a.text("stargazer · 933,120 points")
     a.shot("home")
-    for title in PAGES:  # every page of the example: filled, nothing stale
+    for title, path in PAGES.items():  # every page of the example: filled, nothing stale
         a.open(title)
         if title == "Ray tracing":
             a.text("selected pixels", timeout=180_000)
@@ -248,33 +257,28 @@ def test_the_issue_walk_in_a_real_browser(server, browser, home):
             a.text("Relative error (%), pooled over 3 repeats")
         if title == "Explore":
             a.text("The 20 lowest predicted cycles of 933,120 designs")
+        if title == "Stepwise fit":  # the replay, as in a lecture: Play and watch the rows come
+            a.text("Replay the fit row by row").click()
+            a.button("Play").click()
+            a.text("Row 3 of", timeout=30_000)
+            a.shot("replay_playing")
+            a.button("Pause").click()
         a.settle()
         a.check(title)
         assert not any("changed" in t for t in a.alerts()), (title, a.alerts())
-        a.shot(f"example_{PAGES[title] or 'home'}")
+        a.shot(f"example_{path or 'home'}")
 
     # another design space: every page usable, banners where inputs are out of date
-    a.open("Design space")
-    a.text("Load a preset or a file").click()
-    a.settle()
-    a.choose("Preset", "lee-brooks")
-    a.button("Load preset").click()
-    a.text("937,500,000")
-    a.settle()
-    for title in PAGES:
+    a.load_preset("lee-brooks", "937,500,000")
+    for title, path in PAGES.items():
         a.open(title)
         a.check(f"lee-brooks {title}")
         if title in ("Sampling", "Simulations", *MODEL_PAGES):
             assert any("design space changed" in t for t in a.alerts()), (title, a.alerts())
-        a.shot(f"lee_brooks_{PAGES[title] or 'home'}")
+        a.shot(f"lee_brooks_{path or 'home'}")
 
     # back to stargazer, sample 200, simulate BFS, fit
-    a.open("Design space")
-    a.text("Load a preset or a file").click()
-    a.settle()
-    a.choose("Preset", "stargazer")
-    a.button("Load preset").click()
-    a.text("933,120")
+    a.load_preset("stargazer", "933,120")
     a.open("Sampling")
     page.get_by_role("spinbutton", name="N (points)").fill("200")
     a.button("Sample").click()
@@ -298,7 +302,7 @@ def test_the_issue_walk_in_a_real_browser(server, browser, home):
     w = workspace(home, ws_id)
     model = w.get("model")
     assert model.ok and "BFS" in w.input_of(model, "results").origin
-    for title in PAGES:
+    for title, path in PAGES.items():
         a.open(title)
         a.check(f"after the fit: {title}")
         if title == "Accuracy":
@@ -312,7 +316,7 @@ def test_the_issue_walk_in_a_real_browser(server, browser, home):
             a.button("Recompute with the new model").click()
             a.text("The 20 lowest predicted cycles of 933,120 designs", timeout=180_000)
             a.settle()
-        a.shot(f"bfs_{PAGES[title] or 'home'}")
+        a.shot(f"bfs_{path or 'home'}")
     scan = w.get("scan")
     assert scan.ok and scan.inputs["model"].version == model.version
 

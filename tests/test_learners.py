@@ -291,3 +291,16 @@ def test_learners_predict_no_rows(kind, smooth):
     empty = train.drop(columns="t").head(0)
     assert model.predict(empty).shape == (0,)
     assert list(model.predict_details(empty).columns) == ["predicted", "bounded", "extrapolation"]
+
+
+@pytest.mark.parametrize("transform", [None, "auto"])
+def test_default_transform_reaches_every_model_kind(transform, smooth):
+    """`gpudse fit --model forest|auto|paper` without --transform: the stepwise model chooses its own
+    scale, the others use log for a positive response (registry.learner_transform)."""
+    train, test = smooth
+    for kind in ("forest", "paper", "stepwise"):
+        m = fit_model(kind, train, "t", None, transform=transform, seed=0)
+        assert m.transform in ("log", "sqrt", "none")
+        if kind != "stepwise":
+            assert m.transform == "log"
+        assert np.isfinite(m.predict(test.drop(columns="t"))).all()

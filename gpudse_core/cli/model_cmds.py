@@ -114,7 +114,7 @@ def _fit_model(args: argparse.Namespace, data, params, out, echo) -> int:
                   f"adj R² {model.adj_r2:.4f}")
             print(model.equation(digits=5))
         else:
-            print(f"{kind} model of {args.response} ({args.transform} scale) on {len(data):,} rows")
+            print(f"{kind} model of {args.response} ({model.transform} scale) on {len(data):,} rows")
         for note in getattr(model, "notes", []):
             print(f"note: {note}", file=sys.stderr)
     print(f"wrote {out}", file=sys.stderr)
@@ -257,7 +257,8 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     va.add_argument("data", metavar="DATA", help="results table: .csv, .parquet or .json")
     va.add_argument("--response", required=True, metavar="COL")
     va.add_argument("--params", metavar="a,b,...", help="parameter columns (default: every other column)")
-    va.add_argument("--transform", choices=choices.TRANSFORMS, default="none")
+    va.add_argument("--transform", choices=choices.FIT_TRANSFORMS, default="auto",
+                    help="response transform; auto (default): the stepwise models choose log, sqrt or none by leave-one-out error, the other models use log for positive responses")
     va.add_argument("--train-sizes", default="30,60,90,120,150,180,210,240,270,300", metavar="N1,N2,...")
     va.add_argument("--test-size", type=positive_int, default=200)
     va.add_argument("--repeats", type=positive_int, default=5)

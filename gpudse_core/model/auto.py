@@ -26,9 +26,9 @@ import numpy as np
 import pandas as pd
 
 from ..choices import AUTO_CANDIDATES
-from .learners import details, response_bounds, stepwise_settings
+from .learners import details, stepwise_settings
 from .registry import fit_model, plain_json, split_name
-from .stepwise import FitError, transform_response
+from .stepwise import FitError
 
 MIN_FOLDS = 2
 TIE = 0.02  # cross-validated errors within 2 % (relative) of the lowest are a tie
@@ -89,8 +89,7 @@ def cross_validate(data: pd.DataFrame, response: str, params: Sequence[str], *, 
                 try:
                     model = fit_model(name, train, response, params, transform=transform, seed=seed,
                                       stepwise_kw=stepwise_kw if base == "stepwise" else None)
-                    bounds = response_bounds(transform_response(y[tr], transform, response))
-                    det = details(model, test, bounds)
+                    det = details(model, test)  # guarded by the model's own bounds (on its own scale)
                 except (FitError, ValueError, np.linalg.LinAlgError) as e:
                     note = f"fold {k + 1}: {e}"
                     done += folds - k

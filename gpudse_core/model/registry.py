@@ -20,6 +20,7 @@ import math
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
+import numpy as np
 import pandas as pd
 
 from .. import limits
@@ -63,8 +64,21 @@ def fit_model(name: str, data: pd.DataFrame, response: str, params: Sequence[str
         kw = dict(stepwise_kw or {})
         if callback is not None:
             kw["callback"] = callback
-        return stepwise_fit(data[params + [response]], response, base, order, transform, **kw)
-    return fit_learner(base, data, response, params, transform, seed)
+        # the robust stepwise model chooses its own transform ("auto"/None); the paper preset is compared
+        # on the learners' scale
+        tf = transform if base == "stepwise" else learner_transform(transform, data[response])
+        return stepwise_fit(data[params + [response]], response, base, order, tf, **kw)
+    return fit_learner(base, data, response, params, learner_transform(transform, data[response]), seed)
+
+
+def learner_transform(transform: str | None, y: Any) -> str:
+    """The response scale of a model without its own choice (trees, EBM, the paper preset): the
+    given one, or for ``auto``/``None`` log when every response is positive (relative errors are what
+    design-space exploration reports; runtimes span orders of magnitude), else none."""
+    if transform not in (None, "auto"):
+        return transform
+    v = pd.to_numeric(pd.Series(np.asarray(y).ravel()), errors="coerce").to_numpy(dtype=float)
+    return "log" if v.size and np.all(v > 0) else "none"
 
 
 def model_to_dict(model: Any) -> dict:

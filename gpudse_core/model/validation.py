@@ -6,7 +6,9 @@ fit, predict a disjoint test set (default 200 rows), repeat R times (default 5);
 true maximum (Stargazer Fig. 5), as Lee & Brooks Table 6 (min, 1st quartile, median, mean, 3rd
 quartile, max), and as empirical CDFs (Lee & Brooks Figs. 9, 12).
 
-Models compared in one run, each on the same draws and the same response transform:
+Models compared in one run, each on the same draws and the same response transform (with ``transform="auto"``
+the robust stepwise models choose theirs by leave-one-out error and the others use log, see
+:func:`gpudse_core.model.registry.learner_transform`):
 
 ``stepwise``     Stargazer Algorithm 1 (:mod:`gpudse_core.model.stepwise`), robust default settings.
 ``paper``        the same with Stargazer's settings as written.
@@ -301,18 +303,18 @@ def _predict_all(train, test, response, params, models, transform, seed, fixed_t
 
     out = {} if out is None else out
     X_params = params + ([app_column] if app_column and app_column not in params else [])
-    z = transform_response(train[response].to_numpy(float), transform, response)
-    bounds = response_bounds(z)
     support = Support.of(train[X_params], [p for p in X_params if is_categorical(train[p])])
 
-    def guarded(model_or_z: Any) -> pd.DataFrame:
-        """Details of a model, or of transformed-scale predictions, guarded with the draw's bounds."""
+    def guarded(model_or_z: Any, tf: str | None = None) -> pd.DataFrame:
+        """Details of a model (guarded by its own bounds), or of predictions on scale *tf* (S+R, S+A)
+        guarded with the draw's bounds on that scale."""
         if isinstance(model_or_z, np.ndarray):
+            bounds = response_bounds(transform_response(train[response].to_numpy(float), tf, response))
             zg, flags = guard(model_or_z, bounds)
-            det = pd.DataFrame({"predicted": inverse_transform(zg, transform), "bounded": flags,
+            det = pd.DataFrame({"predicted": inverse_transform(zg, tf), "bounded": flags,
                                 "extrapolation": ""}, index=test.index)
         else:
-            det = details(model_or_z, test, bounds)
+            det = details(model_or_z, test)
         if not (det["extrapolation"] != "").any():  # a model without its own support: the draw's
             det["extrapolation"] = support.reasons(test)
         return det
@@ -336,7 +338,7 @@ def _predict_all(train, test, response, params, models, transform, seed, fixed_t
         tick("fixed")
     if "regional" in models:
         out["regional"] = guarded(_regional(stepwise, train, test, [p for p in params if p in stepwise.bases] or params,
-                                            region))
+                                            region), stepwise.transform)
         tick("regional")
     if "application" in models:
         pred = stepwise.linear_predictor(test)
@@ -347,9 +349,9 @@ def _predict_all(train, test, response, params, models, transform, seed, fixed_t
             if len(part) < 10:
                 res.notes.append(f"N = {n}: application {app!r} has {len(part)} training rows; used the pooled model")
                 continue
-            m = _fit(part[params + [response]], response, transform, fit_kw)
+            m = _fit(part[params + [response]], response, stepwise.transform, fit_kw)  # the pooled model's scale
             pred[mask] = m.linear_predictor(test[mask])
-        out["application"] = guarded(pred)
+        out["application"] = guarded(pred, stepwise.transform)
         tick("application")
     for kind in ("forest", "boosting", "hybrid", "ebm"):
         if kind in models:

@@ -294,7 +294,8 @@ def describe_fit(settings: dict) -> str:
     """The model's origin line: Algorithm 1 and the settings a reader needs (θ, φ, knots, transform)."""
     from gpudse_core.model.stepwise import PAPER_SETTINGS
 
-    paper = all(settings.get(k) == v for k, v in PAPER_SETTINGS.items())
+    # the response transform is a choice of its own (said below), not part of "as written"
+    paper = all(settings.get(k) == v for k, v in PAPER_SETTINGS.items() if k != "response_transform")
     parts = [f"θ = {settings.get('theta')}", f"φ = {settings.get('phi')}", f"{settings.get('criterion')}",
              f"k = {settings.get('knots')} ({settings.get('knot_placement')})"]
     tr = settings.get("response_transform")

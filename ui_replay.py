@@ -20,18 +20,19 @@ import ui
 from gpudse_core.report import style
 
 SPEEDS = (0.5, 1.0, 2.0, 4.0)  # rows per second
-RULE = {"initial": ("θ", "theta"), "main": ("θ", "theta"), "interaction": ("φ", "phi"),
+RULE = {"initial": ("θ", "theta"), "main": ("θ", "theta"), "lookahead": ("θ", "theta"), "interaction": ("φ", "phi"),
         "interaction3": ("φ₃", "phi3")}
 WHAT = {"initial": "parameter", "main": "parameter", "interaction": "pairwise interaction",
         "interaction3": "three-way interaction", "forced": "forced term",
-        "revisit": "interaction of the revisit pass"}
+        "revisit": "interaction of the revisit pass", "lookahead": "parameter with one of its pairs (look-ahead)",
+        "nonlinear": "doubly non-linear part of an accepted interaction"}
 
 
 def threshold(row: dict, before: dict | None, settings: dict) -> tuple[str, float | None]:
     """The rule's symbol and value: θ for parameters, φ for pairs, φ₃ for triples (the revisit pass
     after Algorithm 1 tries pairs and triples by the same rules)."""
     kind = row["kind"]
-    if kind == "revisit":
+    if kind in ("revisit", "nonlinear"):  # by the interaction's own rule: φ for a pair, φ₃ for a triple
         kind = "interaction3" if str(row.get("chosen") or "").count(":") >= 2 else "interaction"
     sym, key = RULE.get(kind, ("", ""))
     return sym, (float(settings[key]) if settings.get(key) is not None else None)
@@ -45,6 +46,17 @@ def explain(row: dict, before: dict | None, settings: dict) -> str:
         return f"**{chosen}** is a forced term: it enters before the search, without a test."
     if chosen is None:
         return f"No {what} is left to try: the search ends."
+    if kind == "prune":  # robust default, beyond Algorithm 1 (StepwiseRegression._prune)
+        err = ui.fmt_pct(row["candidates"].get(chosen, float("nan")))
+        kept = len(row.get("terms") or [])
+        tail = (f"the terms after it are dropped and {kept} remain" if row["accepted"] else
+                "nothing is dropped: the model predicts better with each accepted term than without it")
+        return (f"A leave-one-out check of the selection path (beyond Algorithm 1): of its {n} prefixes, the one "
+                f"**{chosen}** predicts the left-out rows best (mean relative error {err}); {tail}.")
+    if kind == "transform":  # response_transform="auto" (StepwiseRegression._auto)
+        shown = ", ".join(f"{t} {ui.fmt_pct(v)}" for t, v in sorted(row["candidates"].items(), key=lambda kv: kv[1]))
+        return (f"The search ran once per response scale; by leave-one-out error ({shown}) the **{chosen}** scale "
+                f"predicts best and is kept.")
     score = row["candidates"].get(chosen)
     sym, limit = threshold(row, before, settings)
     bound = f"{sym} = {limit:g}" if limit is not None else "the threshold"
@@ -94,8 +106,9 @@ def candidates_chart(row: dict, before: dict | None, settings: dict) -> go.Figur
         items = [(k, -math.log10(max(v, 1e-300))) for k, v in items]
         label = "−log₁₀ p (higher: stronger evidence)"
     else:
-        label = {"r2": "R² with the candidate", "adj_r2": "adjusted R² with the candidate"}.get(metric, metric)
-    lower_better = metric in ("aic", "bic")
+        label = {"r2": "R² with the candidate", "adj_r2": "adjusted R² with the candidate",
+                 "loo_error": "leave-one-out mean relative error (lower: better)"}.get(metric, metric)
+    lower_better = metric in ("aic", "bic", "loo_error")
     items.sort(key=lambda kv: kv[1], reverse=not lower_better)
     colours = [(style.PALETTE[3] if row["accepted"] else style.PALETTE[2]) if k == row["chosen"]
                else style.rgba(style.GREY, 0.45) for k, _ in items]

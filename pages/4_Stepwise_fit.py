@@ -41,7 +41,7 @@ current = model_sv.value
 kind_now = model_kind(current) if current is not None else "stepwise"
 prev = current if current is not None and hasattr(current, "trace") else None
 defaults = {**StepwiseRegression().get_params(), **((prev.settings or {}) if prev is not None else {})}
-is_paper = all(defaults.get(k) == v for k, v in PAPER_SETTINGS.items())
+is_paper = all(defaults.get(k) == v for k, v in PAPER_SETTINGS.items() if k != "response_transform")
 KINDS = {"stepwise": "Stepwise (Stargazer Algorithm 1)", "auto": "Chosen by cross-validation (auto)",
          "ebm": "Explainable boosting machine (EBM)", "forest": "Random forest", "boosting": "Gradient boosting",
          "hybrid": "Stepwise + boosting on its residuals (hybrid)"}

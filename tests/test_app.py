@@ -535,7 +535,21 @@ def test_replay_steps_through_the_trace_on_the_fit_page(app):
     assert any(m.startswith(f"**Row {n} of {n}**") for m in texts(app, "markdown")) and button(app, "Step").disabled
     for i, row in enumerate(ws(app).get("model").value.trace):  # every row of the example, the revisit pass too
         text = ui_replay_explain(row, ws(app).get("model").value, i)
-        assert "θ = 0.001" in text or "φ = 0.001" in text or "φ₃ = 0.001" in text or row["kind"] == "initial", text
+        if row["kind"] in ("prune", "transform"):  # the robust default's leave-one-out steps, with their errors
+            assert "leave-one-out" in text and f"**{row['chosen']}**" in text and "%" in text, text
+        else:
+            assert "θ = 0.001" in text or "φ = 0.001" in text or "φ₃ = 0.001" in text or row["kind"] == "initial", text
+    assert "prune" in {r["kind"] for r in ws(app).get("model").value.trace}
+
+
+def test_replay_explains_the_automatic_response_scale():
+    import ui_replay
+
+    row = {"step": 9, "kind": "transform", "metric": "loo_error", "candidates": {"log": 0.031, "none": 0.012,
+                                                                                  "sqrt": 0.018},
+           "skipped": {}, "chosen": "none", "accepted": True, "gain": 0.012, "terms": ["a"], "r2": 0.9, "adj_r2": 0.9}
+    text = ui_replay.explain(row, None, {"criterion": "ftest"})
+    assert "**none** scale" in text and text.index("none 1.2 %") < text.index("sqrt 1.8 %") < text.index("log 3.1 %")
 
 
 def ui_replay_explain(row, model, i):

@@ -157,13 +157,19 @@ with right:
     st.caption("Colour clusters from hottest to coldest: " + ", ".join(
         f"c = {ui.fmt_num(r.coldness, sig=2)} ({ui.fmt_count(r.pixels, 'px')})" for r in clusters_df.itertuples())
                + ". " + ui.help_for("coldness"))
+    downscaled = None
+    if cfg is not None:
+        try:
+            downscaled = downscale_config(cfg, s["K"]).to_text()
+        except GpudseError as e:
+            st.error(f"The downscaled configuration could not be written: {e}", icon=":material/error:")
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
         for g in range(len(zp.selection.groups)):
             xy = zp.selection.coordinates(g)
             zf.writestr(f"group_{g}.coords", "\n".join(f"{x} {y}" for x, y in xy) + ("\n" if len(xy) else ""))
         zf.writestr("summary.json", json.dumps(s, indent=1))
-        if cfg is not None:
-            zf.writestr(f"downscaled_k{s['K']}.config", downscale_config(cfg, s["K"]).to_text())
-    st.download_button("Coordinate files, summary" + (" and downscaled config" if cfg is not None else "") + " (zip)",
+        if downscaled is not None:
+            zf.writestr(f"downscaled_k{s['K']}.config", downscaled)
+    st.download_button("Coordinate files, summary" + (" and downscaled config" if downscaled is not None else "") + " (zip)",
                        buf.getvalue(), file_name="zatel_selection.zip", mime="application/zip")

@@ -1,20 +1,23 @@
 """gpudse dashboard — entry point and home page. Run: streamlit run app.py
 
 The other pages live in ``pages/`` (Streamlit's multipage layout). Every page is thin: it reads
-widgets, calls ``gpudse_core`` and draws with Plotly. This page says what the tool does, where the
-user is in the workflow, and offers the built-in example the dashboard opens on.
+widgets, calls ``gpudse_core`` and draws with Plotly; pipeline data come from the session's workspace
+(``ui_state``). This page says what the tool does and where the workspace is in the workflow, and
+manages workspaces (this browser's list, rename, delete, copies, sharing), projects and reports.
 """
 
 from __future__ import annotations
 
+import datetime as dt
+
 import streamlit as st
 
 import ui
+import ui_state
 from gpudse_core import GpudseError
 
-ui.page("Home")
-
-st.title("gpudse — GPU design space exploration")
+ui.configure("Home")
+st.title("gpudse — GPU design space exploration")  # drawn before the workspace opens: the first paint
 st.markdown(
     """
 GPU simulators are five to six orders of magnitude slower than hardware, and a design space of ten
@@ -25,48 +28,128 @@ restricted cubic splines, F-tests, residual checks, error CDFs). For ray-tracing
 representative pixels from a per-pixel cost heatmap (**Zatel**).
 """
 )
+w = ui.page("Home")
 
 st.subheader("Where you are")
-cols = st.columns(len(ui.STAGES))
-for col, stage in zip(cols, ui.workflow()):
-    with col.container(border=True):
-        st.markdown(f"{stage.icon} **{stage.title}**")
-        st.caption(stage.status)
-        if stage.page:
-            st.page_link(stage.page, label="Open", icon=":material/arrow_forward:")
+overview = w.overview()
+steps = [("space", "Design space"), ("samples", "Sampling"), ("results", "Simulations"), ("model", "Stepwise fit"),
+         ("validation", "Accuracy"), ("scan", "Explore")]
+cols = st.columns(len(steps))
+for col, (stage, title) in zip(cols, steps):
+    status = overview.get(stage)
+    state = status.state if status is not None else "missing"
+    with col.container(border=True, height="stretch"):
+        st.markdown(f"{ui.STATE_ICON[state]} **{title}**")
+        if stage in ui.STAGE_TITLE:
+            st.caption(ui.stage_summary(w, stage))
+        elif state == "current":
+            st.caption("computed" + (" (partial)" if status.partial else ""))
+        else:
+            st.caption("not computed yet" if state == "missing" else "")
+        if status is not None and state == "stale":
+            st.caption(f"Out of date: {status.reason}.")
+        ui.link(title, label="Open", icon=":material/arrow_forward:")
 
-st.subheader("Built-in example")
-st.write(
-    "The dashboard opened on the Stargazer design space (Table 2: 10 parameters, 933,120 designs, "
-    f"Table 3 as the fixed baseline) with {ui.EXAMPLE_SAMPLES} points sampled uniformly at random "
-    f"(seed {ui.EXAMPLE_SEED}), as in the paper's experiments, simulated with the built-in analytical model of "
-    f"{ui.EXAMPLE_KERNEL} (1 % measurement noise) and fitted with Stargazer's stepwise regression. Every page "
-    "works on it; replace any step with your own."
-)
-if st.button("Reset to the built-in example", type="primary", icon=":material/restart_alt:"):
-    ui.load_example()
+st.subheader("Workspace")
+st.caption("Everything you do is saved as you go, with every earlier version, in this workspace. Its link "
+           "(this page's address) brings it back after a reload or a server restart. Sent to a colleague, "
+           "the link opens it **read-only**: the key that allows changes stays in this browser.")
+c1, c2 = st.columns(2)
+name = c1.text_input("Name", w.name, key=f"ws_name_{w.id}", disabled=not w.writable, max_chars=200)
+if w.writable and name.strip() and name != w.name and ui.guarded(lambda: w.rename(name), "Renamed."):
+    st.rerun()
+url = getattr(st.context, "url", None) or ""
+share = f"{url.split('?')[0]}?ws={w.id}" if url else f"?ws={w.id}"
+c2.text_input("Read-only link to share", share, key=f"share_{w.id}",
+              help="opens this workspace read-only; the person can make their own copy")
+b1, b2, b3 = st.columns(3)
+if b1.button("New: the built-in example", icon=":material/science:", width="stretch",
+             help="the Stargazer example with every page filled"):
+    ui_state.switch_to(ui_state.new_example())
+    st.rerun()
+if b2.button("New: an empty workspace", icon=":material/add:", width="stretch",
+             help="start from nothing: choose a design space first"):
+    ui_state.switch_to(ui_state.new_empty())
+    st.rerun()
+if b3.button("Copy this workspace", icon=":material/content_copy:", width="stretch",
+             help="your own copy of this workspace, with every version"):
+    ui_state.fork(w)
     st.rerun()
 
+try:
+    mine = ui_state.workspace_ids()
+except GpudseError as e:
+    mine = []
+    st.error(str(e))
+if mine:
+    from gpudse_core.workspace import single_user
+
+    st.markdown("**Workspaces on this server**" if single_user() else "**Your workspaces in this browser**")
+    rows = [{"name": i.name + (" (open)" if i.id == w.id else ""),
+             "changed": dt.datetime.fromtimestamp(i.updated).strftime("%Y-%m-%d %H:%M"),
+             "stages": ", ".join(f"{s} {state}" for s, state in i.stages.items() if s in ui.STAGE_TITLE),
+             "size": ui.fmt_num(i.bytes / 2**20, "MB", 3)} for i in mine]
+    st.dataframe(rows, hide_index=True, width="stretch")
+    c1, c2, c3 = st.columns([3, 1, 1], vertical_alignment="bottom")
+    pick = c1.selectbox("Workspace", [i.id for i in mine], format_func=lambda i: next(
+        m.name + (" (open)" if m.id == w.id else "") for m in mine if m.id == i), key="pick_ws")
+    if c2.button("Open", icon=":material/folder_open:", disabled=pick == w.id, width="stretch"):
+        ui_state.switch_to(ui_state.open_by_id(pick))
+        st.rerun()
+    if c3.button("Delete…", icon=":material/delete:", width="stretch"):
+        st.session_state.confirm_delete = pick
+    if st.session_state.get("confirm_delete") == pick:
+        target = next(m for m in mine if m.id == pick)
+        st.warning(f"Delete **{target.name}** for good, with every version, analysis and campaign in it? "
+                   "A link to it stops working.")
+        d1, d2, _ = st.columns([1, 1, 3])
+        if d1.button("Delete it", type="primary", key="confirm_delete_yes"):
+            def delete() -> None:
+                ws_del = ui_state.open_by_id(pick)
+                if not ws_del.writable:
+                    ws_del.close()
+                    raise GpudseError("this browser does not hold the key of that workspace")
+                ws_del.delete()
+            if ui.guarded(delete, "Deleted."):
+                ui_state.forget(pick)
+                st.session_state.confirm_delete = None
+                if pick == w.id:
+                    ui_state.switch_to(ui_state.new_example())
+                st.rerun()
+        if d2.button("Keep it", key="confirm_delete_no"):
+            st.session_state.confirm_delete = None
+            st.rerun()
+
 st.subheader("Projects and reports")
+left_out = {s: st_.reason for s, st_ in overview.items() if not st_.ok}
 c1, c2, c3 = st.columns(3)
 with c1:
-    st.download_button("Save the project (zip)", ui.project_zip(), file_name="gpudse-project.zip",
-                       mime="application/zip", icon=":material/download:",
-                       help="the space, samples, results, model and settings")
+    if overview["space"].ok:
+        from gpudse_core.workspace import export_project
+
+        st.download_button("Save the project (zip)", lambda: export_project(w).data, file_name="gpudse-project.zip",
+                           mime="application/zip", icon=":material/download:",
+                           help="the current space, samples, results and model, with their settings")
+        if left_out:
+            st.caption("Left out (not current): " + "; ".join(f"{k}: {v}" for k, v in left_out.items()))
+    else:
+        st.caption("Choose a design space first: a project starts with one.")
 with c2:
-    up = st.file_uploader("Load a project", type=["zip"], key="project_upload")
-    if up is not None and st.button("Load this project", icon=":material/upload:"):
+    up = ui.uploader("Load a project", ["zip"], key="project_upload",
+                     help="replaces this workspace's space, samples, results and model (earlier versions are kept)")
+    if up is not None and st.button("Load this project", icon=":material/upload:", disabled=not w.writable):
+        from gpudse_core.workspace import import_project
+
         try:
-            ui.load_project_zip(up.getvalue(), up.name)
+            import_project(w, ui.upload_bytes(up), up.name)
         except GpudseError as e:
-            st.error(f"{e}. Your current work is unchanged.")
+            ui.upload_error(up.name, e, "Your workspace is unchanged.")
         else:
             st.success(f"Loaded {up.name}.")
             st.rerun()
 with c3:
-    if st.button("Prepare an HTML report", icon=":material/description:",
-                 help="one file with the tables and interactive charts; opens without a server"):
-        st.session_state.report_html = ui.report_html()
-    if st.session_state.get("report_html"):
-        st.download_button("Download the report", st.session_state.report_html, file_name="gpudse-report.html",
-                           mime="text/html")
+    if overview["space"].ok:
+        st.download_button("Download an HTML report", lambda: ui.report_html(w), file_name="gpudse-report.html",
+                           mime="text/html", icon=":material/description:",
+                           help="one file with the tables and interactive charts of what is current (stale "
+                                "analyses are left out and listed); opens without a server")

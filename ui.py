@@ -1,24 +1,27 @@
-"""Dashboard helpers shared by app.py and pages/: per-session state and the workflow sidebar.
+"""Dashboard helpers shared by app.py and pages/: the page frame, banners for stale or missing inputs,
+number formatting and small widgets.
 
-UI only: every computation is a call into gpudse_core. Each browser session has its own
-``st.session_state``, so two people in one meeting never see each other's spaces or samples.
+UI only: every computation is a call into gpudse_core, and every piece of pipeline data comes from
+the session's workspace (:mod:`ui_state`), never from ``st.session_state``. A page asks for the
+stages it shows with :func:`need`; when one is stale or missing the page shows a banner with the
+reason and the one action that fixes it, as a button, and stops — it never shows an old number as
+current, and never a traceback.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 import streamlit as st
 
-from gpudse_core import DesignSpace, load_preset, sample
+import ui_state
+from gpudse_core import DesignSpace, GpudseError, load_preset
+from gpudse_core.report import fmt as _fmt
+from gpudse_core.report import glossary as _glossary
 
 ROOT = Path(__file__).resolve().parent
-EXAMPLE_PRESET = "stargazer"
-EXAMPLE_SAMPLES = 300  # Stargazer §6.2 uses 300 samples per application
-EXAMPLE_SEED = 1
 
 PAGES = {  # title: (file, icon), in workflow order; drawn by sidebar() (the automatic list is hidden)
     "Home": ("app.py", ":material/home:"),
@@ -32,138 +35,367 @@ PAGES = {  # title: (file, icon), in workflow order; drawn by sidebar() (the aut
     "Ray tracing": ("pages/8_Ray_tracing.py", ":material/light_mode:"),
     "Analytical models": ("pages/9_Analytical_models.py", ":material/functions:"),
 }
-STAGES = [  # (title, page file or None while the stage is not built yet)
-    ("Design space", "pages/1_Design_space.py"),
-    ("Sample", "pages/2_Sampling.py"),
-    ("Simulate / upload", "pages/3_Simulations.py"),
-    ("Stepwise fit", "pages/4_Stepwise_fit.py"),
-    ("Analyse", "pages/6_Accuracy.py"),
-    ("Explore", "pages/7_Explore.py"),
-]
+STAGE_PAGE = {"space": "Design space", "samples": "Sampling", "results": "Simulations", "model": "Stepwise fit",
+              "validation": "Accuracy", "true_error": "Accuracy", "scan": "Explore", "heatmap": "Ray tracing"}
+STAGE_TITLE = {"space": "Design space", "samples": "Samples", "results": "Results", "model": "Model"}
+STATE_ICON = {"current": ":material/check_circle:", "stale": ":material/warning:",
+              "missing": ":material/radio_button_unchecked:"}
 
 
-@dataclass(frozen=True)
-class Stage:
-    title: str
-    page: str | None
-    icon: str
-    status: str
+# ---- the page frame ------------------------------------------------------------------------------
+def configure(title: str) -> None:
+    st.set_page_config(page_title=f"{title} · gpudse", page_icon=str(ROOT / "assets" / "gpudse.png"), layout="wide")
 
 
+def page(title: str):
+    """Start every page the same way: config, the session's workspace, the sidebar."""
+    configure(title)
+    try:
+        w = ui_state.bind()
+    except ui_state.Gone as e:
+        _gone(str(e))
+    sidebar(w)
+    if not w.writable:
+        with st.container(border=True):
+            c1, c2 = st.columns([4, 1], vertical_alignment="center")
+            c1.markdown(f":material/visibility: **Shared with you read-only**: *{w.name}*. You can look at "
+                        "everything; to change anything, make your own copy (the original stays as it is).")
+            if c2.button("Make my own copy", type="primary", icon=":material/fork_right:", key="fork_top",
+                         width="stretch"):
+                ui_state.fork(w)
+                st.rerun()
+    ui_state.flush_cookies()
+    for kind, text in st.session_state.pop("_flash", []):
+        getattr(st, kind)(text)
+    return w
+
+
+def flash(kind: str, text: str) -> None:
+    """A message (st.warning, st.success …) shown at the top of the next run, after a st.rerun()."""
+    st.session_state.setdefault("_flash", []).append((kind, text))
+
+
+def _gone(message: str) -> None:
+    st.error(f"This link does not open a workspace here: {message}.")
+    if st.button("Start a new workspace with the built-in example", type="primary"):
+        st.query_params.clear()
+        ui_state.switch_to(ui_state.new_example())
+        st.rerun()
+    st.stop()
+
+
+def ws():
+    """The session's workspace."""
+    return ui_state.current()
+
+
+def editable() -> bool:
+    return ws().writable
+
+
+def link(title: str, label: str | None = None, icon: str | None = None, **kw: Any) -> None:
+    path, default_icon = PAGES[title]
+    st.page_link(path, label=label or title, icon=icon or default_icon, query_params={"ws": ws().id}, **kw)
+
+
+def go(title: str) -> None:
+    st.switch_page(PAGES[title][0], query_params={"ws": ws().id})
+
+
+def sidebar(w) -> None:
+    heads = w.overview()
+    with st.sidebar:
+        st.markdown("**gpudse**")
+        for title, (path, icon) in PAGES.items():
+            st.page_link(path, label=title, icon=icon, query_params={"ws": w.id})
+        st.divider()
+        st.caption(f"**Workspace** {w.name}" + ("" if w.writable else " · read-only"))
+        for stage in ("space", "samples", "results", "model"):
+            status = heads[stage]
+            st.caption(f"{STATE_ICON[status.state]} **{STAGE_TITLE[stage]}** {stage_summary(w, stage)}"
+                       + ("" if status.ok or status.state == "missing" else " · *out of date*"))
+
+
+def stage_summary(w, stage: str) -> str:
+    """One line about a stage's current version: what it holds (counts from the stored value)."""
+    sv = w.get(stage)
+    v = sv.value
+    if v is None:
+        return "none yet"
+    if stage == "space":
+        return f"{v.name} · {fmt_count(v.size, 'points')}"
+    if stage == "samples":
+        return f"{fmt_count(len(v), 'points')}, {v.method}" + (f", seed {v.seed}" if v.seed is not None else "")
+    if stage == "results":
+        return f"{fmt_count(len(v.table), 'rows')} of {v.response}" + (" (partial)" if sv.partial else "")
+    if stage == "model":
+        r2 = getattr(v, "r2", None)
+        return f"{fmt_count(len(getattr(v, 'terms', [])), 'terms')}" + (f", R² {fmt_r2(r2)}" if r2 is not None else "")
+    return ""
+
+
+# ---- numbers and charts: THE formatter and chart style of gpudse_core.report -----------------------
+def fmt_num(x: Any, unit: str | None = None, sig: int = 4) -> str:
+    return _fmt.fmt_number(x, unit, sig)
+
+
+def fmt_count(n: Any, unit: str | None = None) -> str:
+    return _fmt.fmt_count(n, unit)
+
+
+def fmt_pct(fraction: Any) -> str:
+    return _fmt.fmt_percent(fraction)
+
+
+def fmt_r2(x: Any) -> str:
+    return _fmt.fmt_r2(x)
+
+
+def fmt_duration(seconds: float) -> str:
+    return _fmt.fmt_duration(seconds)
+
+
+NARROW_TITLE = 34  # characters per title line in a half-width column at 1280 px
+
+
+def chart(fig, where=None, narrow: bool = False, **kw: Any) -> None:
+    """A figure of gpudse_core.report.figures as drawn (its own style: Streamlit's theme left out);
+    *narrow* (a chart in a column) wraps the title shorter so it is not clipped."""
+    from gpudse_core.report import style
+
+    text = fig.layout.title.text if fig.layout.title is not None else None
+    if narrow and text and len(text.replace("<br>", " ")) > NARROW_TITLE:
+        fig.layout.title.text = style.wrap(text.replace("<br>", " "), NARROW_TITLE)
+        style.apply(fig)  # room above the plot for the extra lines
+    (where or st).plotly_chart(fig, width="stretch", theme=None, **kw)
+
+
+def table(df, where=None, units: dict | None = None, kinds: dict | None = None, **kw: Any) -> None:
+    """A table of results for reading: every number through the formatter, units in the headers."""
+    (where or st).dataframe(_fmt.format_table(df, units, kinds), hide_index=True, width="stretch", **kw)
+
+
+def data_table(df, where=None, units: dict | None = None, **kw: Any) -> None:
+    """A table of data to sort and scroll (samples, results): numbers kept, shown with separators."""
+    config = {c: st.column_config.NumberColumn(_fmt.header(str(c), (units or {}).get(c)), format=f)
+              for c, f in _fmt.column_formats(df, units).items()}
+    (where or st).dataframe(df, width="stretch", column_config=config, **kw)
+
+
+def units(space) -> dict[str, str]:
+    return _fmt.space_units(space)
+
+
+def response_unit(response: str) -> str | None:
+    """The unit of a response column when its name says it (cycles), for the formatter."""
+    return "cycles" if "cycle" in str(response).lower() else None
+
+
+def help_for(term: str) -> str:
+    """The glossary's one-line help for a term of the papers (θ, φ, knots, coldness …)."""
+    return _glossary.help_text(term)
+
+
+# ---- banners: stale or missing inputs -------------------------------------------------------------
+def banner(status, fix: Callable[[], Any] | None = None, key: str = "fix", button: bool = True) -> None:
+    """The reason a stage cannot be shown and the one action that fixes it, as a button (no button
+    where the page itself is the fix)."""
+    box = st.info if status.state == "missing" else st.warning
+    box(status.message(), icon=":material/info:" if status.state == "missing" else ":material/warning:")
+    if not button:
+        return
+    action = fix or default_fix(status)
+    stage = status.fix or status.stage
+    writes = fix is not None or (status.state == "stale" and stage in ("samples", "model"))
+    if st.button(status.action, type="primary", key=key, disabled=writes and not editable(),
+                 icon=":material/build:"):
+        try:
+            action()
+        except GpudseError as e:
+            st.error(str(e))
+            return
+        st.rerun()
+
+
+def need(*stages: str, fixes: dict[str, Callable[[], Any]] | None = None) -> tuple:
+    """The current values of *stages*, or the banner of the first one that is not (and the page stops)."""
+    w = ws()
+    block = w.ready(*stages)
+    if block is None:
+        try:
+            return w.require(*stages)
+        except GpudseError as e:  # changed between the two reads: show it like any other stale input
+            block = getattr(e, "status", None)
+            if block is None:
+                st.error(str(e))
+                st.stop()
+    banner(block, (fixes or {}).get(block.stage))
+    st.stop()
+
+
+def default_fix(status) -> Callable[[], Any]:
+    """What the banner's button does: redo the stage in place when the earlier settings say how
+    (sample again, refit), else open the page that makes it."""
+    stage = status.fix or status.stage
+    if stage == "samples" and status.state == "stale":
+        return lambda: resample() or go("Sampling")
+    if stage == "model" and status.state == "stale":
+        return refit
+    return lambda: go(STAGE_PAGE.get(stage, "Home"))
+
+
+def resample() -> bool:
+    """Draw the samples again on the current space with the previous request; False when there is none."""
+    from gpudse_core import sample
+
+    w = ws()
+    prev = w.get("samples").value
+    if prev is None:
+        return False
+    (space,) = w.require("space")
+    req = prev.request or {}
+    kw = {k: req[k] for k in ("n", "fraction", "per_dim_fraction") if k in req} or {"n": len(prev)}
+    new = sample(space.value, **kw, per_dim_mode=req.get("per_dim_mode", "count"), seed=prev.seed,
+                 method=prev.method)
+    w.set_samples(new, f"{prev.method}, seed {prev.seed} (sampled again for the new design space)", inputs=[space])
+    return True
+
+
+def refit() -> None:
+    """Fit the model again on the current results with the settings of the model it replaces."""
+    w = ws()
+    prev = w.get("model").value
+    if prev is None or not hasattr(prev, "settings"):
+        go("Stepwise fit")
+    results = w.get("results").value
+    response = prev.response if results is not None and prev.response in results.table.columns else None
+    settings = prev.settings or {}
+    fit_model(settings, response=response, origin=describe_fit(settings) + " (refitted on new results)")
+
+
+def fit_model(settings: dict, params: Sequence[str] | None = None, origin: str = "", callback=None,
+              response: str | None = None):
+    """Fit Algorithm 1 on the current results with *settings* (estimator parameters) and store it."""
+    from gpudse_core.model.stepwise import StepwiseRegression
+
+    w = ws()
+    space, results = w.require("space", "results")
+    res = results.value
+    response = response or res.response
+    params = [p for p in (params or space.value.parameter_names) if p in res.table.columns]
+    known = StepwiseRegression().get_params()
+    kw = {k: v for k, v in settings.items() if k in known and k not in ("response", "params")}
+    est = StepwiseRegression(response=response, params=params, **kw)
+    est.fit(res.table[params + [response]], callback=callback)
+    return w.set_model(est.model_, origin or describe_fit(kw), inputs=[results])
+
+
+def describe_fit(settings: dict) -> str:
+    """The model's origin line: Algorithm 1 and the settings a reader needs (θ, φ, knots, transform)."""
+    from gpudse_core.model.stepwise import PAPER_SETTINGS
+
+    # the response transform is a choice of its own (said below), not part of "as written"
+    paper = all(settings.get(k) == v for k, v in PAPER_SETTINGS.items() if k != "response_transform")
+    parts = [f"θ = {settings.get('theta')}", f"φ = {settings.get('phi')}", f"{settings.get('criterion')}",
+             f"k = {settings.get('knots')} ({settings.get('knot_placement')})"]
+    tr = settings.get("response_transform")
+    if tr and tr != "none":
+        parts.append(f"{tr} response")
+    return ("stepwise, Stargazer as written: " if paper else "stepwise (Algorithm 1): ") + ", ".join(parts)
+
+
+def analysis_banner(sv, fix: Callable[[], Any] | None, key: str) -> bool:
+    """For an analysis the page shows: True when it is current (a partial one gets a note); else a
+    banner with the fixing action (Recompute), and False — the page then leaves the old value out."""
+    if sv.value is None:
+        return False
+    if sv.ok:
+        if sv.partial:
+            st.info(f"Partial result (stopped): {sv.note}.", icon=":material/hourglass_bottom:")
+        return True
+    banner(sv.status, fix, key=key)
+    return False
+
+
+def guarded(action: Callable[[], Any], success: str | None = None) -> bool:
+    """Run a workspace change; our errors (read-only, a conflicting edit) as st.error, not a traceback."""
+    try:
+        action()
+    except GpudseError as e:
+        st.error(str(e))
+        return False
+    if success:
+        st.toast(success)
+    return True
+
+
+def report_html(w) -> str:
+    """The workspace's HTML report (current parts only); a failure gives a page saying why."""
+    import html
+
+    from gpudse_core.report.workspace_report import workspace_report
+
+    try:
+        return workspace_report(w)
+    except GpudseError as e:
+        return f"<!doctype html><html><body><p>The report could not be made: {html.escape(str(e))}</p></body></html>"
+
+
+# ---- uploads ---------------------------------------------------------------------------------------
+def upload_cap_mb() -> int:
+    """The per-widget upload cap (MiB) from gpudse_core.limits (the server's maxUploadSize is the same)."""
+    from gpudse_core import limits
+
+    return max(1, limits.current().upload_bytes // limits.MiB)
+
+
+def uploader(label: str, types: Sequence[str], key: str, **kw: Any):
+    return st.file_uploader(label, type=list(types), key=key, max_upload_size=upload_cap_mb(), **kw)
+
+
+def upload_bytes(up) -> bytes:
+    """The upload's bytes, refused (our LimitError, naming the file) over the configured limit."""
+    from gpudse_core import limits
+
+    limits.check("upload_bytes", up.size, f"upload {up.name}", "upload a smaller file")
+    return up.getvalue()
+
+
+def upload_error(name: str, e: Exception, unchanged: str) -> None:
+    text = str(e)
+    if name not in text:
+        text = f"{name}: {text}"
+    st.error(f"{text}. {unchanged}", icon=":material/error:")
+
+
+def parse_upload(up) -> dict | None:
+    """A small JSON/YAML upload as plain data, read by the core's bounded reader (size, depth, aliases,
+    digits, duplicate keys); a problem is shown with st.error and None returned."""
+    from gpudse_core.safeload import load_document
+
+    try:
+        return load_document(upload_bytes(up), up.name)
+    except GpudseError as e:
+        upload_error(up.name, e, "Upload UTF-8 JSON or YAML.")
+        return None
+
+
+# ---- small widgets ---------------------------------------------------------------------------------
 @st.cache_resource(show_spinner=False)
 def preset(name: str) -> DesignSpace:
     """Presets are immutable: parse each once per server process."""
     return load_preset(name)
 
 
-def parse_upload(up) -> dict | None:
-    """A small JSON/YAML upload as plain data, read by the core's bounded reader (size, depth, aliases,
-    digits, duplicate keys); a problem is shown with st.error and None returned."""
-    from gpudse_core.errors import GpudseError
-    from gpudse_core.safeload import load_document
-
-    try:
-        return load_document(up.getvalue(), up.name)
-    except GpudseError as e:
-        st.error(f"{e}; upload UTF-8 JSON or YAML")
-        return None
-
-
-def fingerprint(space: DesignSpace) -> str:
-    return hashlib.sha256(space.to_json(indent=None).encode()).hexdigest()[:16]
-
-
-EXAMPLE_KERNEL = "matMul"
-
-
-def load_example() -> None:
-    """Stargazer's space, 300 uniform samples, the built-in simulator's matMul, a fitted model."""
-    from gpudse_core.sim.simulator import simulate
-    from gpudse_core.model.stepwise import fit_stepwise
-
-    space = preset(EXAMPLE_PRESET)
-    set_space(space, "built-in example: Stargazer Table 2")
-    samples = sample(space, EXAMPLE_SAMPLES, seed=EXAMPLE_SEED)
-    st.session_state.samples = samples
-    st.session_state.samples_of = fingerprint(space)
-    points = samples.table()
-    results = points.join(simulate(points, EXAMPLE_KERNEL, noise=0.01, seed=EXAMPLE_SEED))
-    set_results(results, "cycles", f"built-in simulator, {EXAMPLE_KERNEL}")
-    st.session_state.model = fit_stepwise(results[list(space.parameter_names) + ["cycles"]], "cycles",
-                                          transform="log")
-    st.session_state.model_data = results
-
-
-def init_state() -> None:
-    """Open on the built-in example: no simulator, server or upload needed to see every page."""
-    if "space" not in st.session_state:
-        load_example()
-
-
-def set_space(space: DesignSpace, origin: str) -> None:
-    st.session_state.space = space
-    st.session_state.space_origin = origin
-    st.session_state.space_version = st.session_state.get("space_version", 0) + 1
-
-
-def set_results(table, response: str, origin: str) -> None:
-    """The results table that feeds the regression pages (a new table drops the old model)."""
-    st.session_state.results = table
-    st.session_state.results_response = response
-    st.session_state.results_origin = origin
-    st.session_state.pop("model", None)
-
-
-def samples_match() -> bool:
-    s = st.session_state.get("samples")
-    return s is not None and st.session_state.get("samples_of") == fingerprint(st.session_state.space)
-
-
-def workflow() -> list[Stage]:
-    """Each stage with a status line: done, to do, or not in this version yet."""
-    space: DesignSpace = st.session_state.space
-    samples = st.session_state.get("samples")
-    sampled = samples is not None and samples_match()
-    results = st.session_state.get("results")
-    status = {
-        "Design space": (True, f"{space.name}: {space.size:,} points"),
-        "Sample": (sampled, f"{len(samples):,} points drawn" if sampled else "to do"),
-        "Simulate / upload": (results is not None, f"{len(results):,} results" if results is not None else "to do"),
-        "Stepwise fit": (st.session_state.get("model") is not None,
-                         f"R² {st.session_state.model.r2:.3f}, {len(st.session_state.model.terms)} terms"
-                         if st.session_state.get("model") is not None else "to do"),
-        "Analyse": (st.session_state.get("model") is not None, "ready" if st.session_state.get("model") else "to do"),
-        "Explore": (st.session_state.get("model") is not None, "ready" if st.session_state.get("model") else "to do"),
-    }
-    out = []
-    for title, page in STAGES:
-        done, text = status.get(title, (False, "not in this version yet"))
-        icon = ":material/check_circle:" if done else (":material/radio_button_unchecked:" if page
-                                                        else ":material/lock:")
-        out.append(Stage(title, page, icon, text))
-    return out
-
-
-def page(title: str) -> None:
-    """Start every page the same way: config, per-session state (idempotent), sidebar."""
-    st.set_page_config(page_title=f"{title} · gpudse", page_icon=":material/memory:", layout="wide")
-    init_state()
-    sidebar()
-
-
-def sidebar() -> None:
-    space: DesignSpace = st.session_state.space
-    samples = st.session_state.get("samples")
-    with st.sidebar:
-        st.markdown("**gpudse**")
-        for title, (path, icon) in PAGES.items():
-            st.page_link(path, label=title, icon=icon)
-        st.divider()
-        st.caption(f"**Space** {space.name} · {space.size:,} points")
-        if samples is not None:
-            stale = "" if samples_match() else " (from an earlier space)"
-            st.caption(f"**Samples** {len(samples):,} points, {samples.method}, seed {samples.seed}{stale}")
-        st.caption(st.session_state.get("space_origin", ""))
+def base_point(space: DesignSpace, key: str) -> dict:
+    """A slider per parameter (its middle value by default): the design other parameters are held at."""
+    cols = st.columns(min(5, max(1, len(space.parameters))))
+    point = {}
+    for i, p in enumerate(space.parameters):
+        point[p.name] = cols[i % len(cols)].select_slider(f"{p.display}" + (f" ({p.unit})" if p.unit else ""),
+                                                          options=list(p.values), value=p.values[len(p.values) // 2],
+                                                          key=f"{key}_{space.name}_{p.name}")
+    return point
 
 
 def trace_table(rows: list[dict], params: list[str]):
@@ -174,7 +406,8 @@ def trace_table(rows: list[dict], params: list[str]):
     recs = []
     for r in rows:
         rec = {"step": r["step"], "kind": r["kind"], "score": {"r2": "R²", "adj_r2": "adj R²", "aic": "AIC",
-                                                                "bic": "BIC", "p_value": "p"}.get(r["metric"])}
+                                                                "bic": "BIC", "p_value": "p"}.get(r["metric"],
+                                                                                                  r["metric"])}
         for p in params:
             v = r["candidates"].get(p)
             rec[p] = "" if v is None else f"{v:.3f}"  # text: the grid would draw a missing score as "None"
@@ -194,98 +427,4 @@ def trace_table(rows: list[dict], params: list[str]):
                                                       if rows[row.name]["accepted"] else "background-color: #ffcdd2")
         return styles
 
-    return df.style.apply(mark, axis=1).format({"R²": "{:.4f}"})
-
-
-def current_project():
-    from gpudse_core.report.project import Project
-
-    samples = st.session_state.get("samples")
-    return Project(st.session_state.space, json.loads(samples.to_json()) if samples is not None else None,
-                   st.session_state.get("results"), st.session_state.get("results_response"),
-                   st.session_state.get("model"), {"space_origin": st.session_state.get("space_origin", "")})
-
-
-def project_zip() -> bytes:
-    from gpudse_core.report.project import save_project
-
-    return save_project(current_project())
-
-
-def load_project_zip(data: bytes, name: str) -> None:
-    """Replace the session's work with a saved project. The core validates every part into a new
-    Project first (raising GpudseError with nothing changed); only then is the session swapped."""
-    from gpudse_core.report.project import load_project
-
-    proj = load_project(data, name)
-    set_space(proj.space, f"project {name}")
-    if proj.sample_set is not None:
-        st.session_state.samples = proj.sample_set
-        st.session_state.samples_of = fingerprint(proj.space)
-    if proj.results is not None:
-        set_results(proj.results, proj.results_response or "cycles", f"project {name}")
-        st.session_state.model_data = proj.results
-    if proj.model is not None:
-        st.session_state.model = proj.model
-
-
-def report_html() -> str:
-    from gpudse_core.report import figures
-    from gpudse_core.explore.scan import response_curve
-    from gpudse_core.report.project import html_report
-
-    proj = current_project()
-    figs, tables = [], {}
-    model = proj.model
-    data = st.session_state.get("model_data", proj.results)
-    if model is not None and data is not None:
-        figs.append(figures.contributions(model))
-        first = next(iter(model.bases))
-        base = {p.name: p.values[len(p.values) // 2] for p in proj.space.parameters}
-        figs.append(figures.response_curve(response_curve(model, data, first, base, proj.space), first, first,
-                                           model.response, data))
-        figs.append(figures.predicted_vs_observed(model, data))
-        from gpudse_core.model.inference import anova
-
-        tables["ANOVA (Lee & Brooks Table 5)"] = anova(model, data)
-    val = st.session_state.get("validation")
-    if val is not None:
-        figs += [figures.error_cdf(val), figures.error_trend(val)]
-        tables["Validation: relative errors (fractions)"] = val.summary()
-    scan = st.session_state.get("scan")
-    if scan is not None:
-        tables["Best designs"] = scan.best
-    return html_report(proj, figs, tables)
-
-
-def require_model():
-    """The session's fitted model, or a pointer to the Stepwise fit page (and the page stops)."""
-    model = st.session_state.get("model")
-    if model is None:
-        st.info("Fit a model first.")
-        st.page_link("pages/4_Stepwise_fit.py", label="Stepwise fit →", icon=":material/stacked_line_chart:")
-        st.stop()
-    return model
-
-
-def base_point(space: DesignSpace, key: str) -> dict:
-    """A slider per parameter (its middle value by default): the design other parameters are held at."""
-    cols = st.columns(min(5, max(1, len(space.parameters))))
-    point = {}
-    for i, p in enumerate(space.parameters):
-        point[p.name] = cols[i % len(cols)].select_slider(f"{p.display}" + (f" ({p.unit})" if p.unit else ""),
-                                                          options=list(p.values), value=p.values[len(p.values) // 2],
-                                                          key=f"{key}_{p.name}")
-    return point
-
-
-def application_column(results, space: DesignSpace) -> str | None:
-    """A text column naming the application of each row (e.g. app, kernel), if the results have one."""
-    for c in results.columns:
-        if c in space.parameter_names:
-            continue
-        col = results[c]
-        if col.dtype.kind in "OUS" and 1 < col.nunique() <= 30 and c.lower() in ("app", "application", "kernel",
-                                                                               "benchmark", "workload"):
-            return c
-    return None
+    return df.style.apply(mark, axis=1).format({"R²": fmt_r2})

@@ -105,13 +105,17 @@ class Limits:
         """Raise :class:`LimitError` when *value* exceeds the limit *name*."""
         lim = getattr(self, name)
         if value > lim:
-            raise LimitError(f"{what}: {_fmt(value)} is more than the limit of {_fmt(lim)} ({name}); "
+            raise LimitError(f"{what}: {fmt_amount(value)} is more than the limit of {fmt_amount(lim)} ({name}); "
                              + (hint + "; " if hint else "")
                              + f"a server can raise it in the [limits] table of the file named by ${CONFIG_ENV}")
 
 
-def _fmt(v: float) -> str:
-    if abs(v) >= 1e15:  # an absurd count (e.g. a range of 1e300 values) in a readable width
+def fmt_amount(v: float) -> str:
+    """A count or size in a limit message: thousands separators, or 3 digits and an exponent when
+    absurd (a range of 1e300 values; an integer beyond float range is shown by its digit count)."""
+    if isinstance(v, int) and abs(v) >= 10**308:
+        return f"about 10^{len(str(abs(v))) - 1}"
+    if abs(v) >= 1e15:
         return f"{float(v):.3g}"
     if isinstance(v, float) and not v.is_integer():
         return f"{v:,.3g}"

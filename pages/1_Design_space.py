@@ -7,46 +7,60 @@ import streamlit as st
 
 import ui
 from gpudse_core import PRESETS, GpudseError
-from gpudse_core.space.presets import load_space_bytes
 from gpudse_core.space.design import fixed_table, space_from_table, space_table
+from gpudse_core.space.presets import load_space_bytes
 
-ui.page("Design space")
+w = ui.page("Design space")
 
 st.title("Design space")
 
-space = st.session_state.space
+sv = w.get("space")
+space = sv.value
 
-with st.expander("Load a preset or a file", expanded=False):
+
+def put_space(new, origin: str) -> None:
+    w.set_space(new, origin, expect=sv.version)
+
+
+with st.expander("Load a preset or a file", expanded=space is None):
     c1, c2 = st.columns(2)
     with c1:
-        choice = st.selectbox("Preset", list(PRESETS), index=list(PRESETS).index(space.name)
-                              if space.name in PRESETS else 0)
-        if st.button("Load preset"):
-            ui.set_space(ui.preset(choice), f"preset {choice}")
+        names = list(PRESETS)
+        choice = st.selectbox("Preset", names, index=names.index(space.name) if space is not None
+                              and space.name in names else 0)
+        if st.button("Load preset", disabled=not w.writable) and ui.guarded(lambda: put_space(ui.preset(choice), f"preset {choice}")):
             st.rerun()
     with c2:
-        up = st.file_uploader("YAML or JSON design-space file", type=["yaml", "yml", "json"])
-        if up is not None and st.button("Load file"):
+        up = ui.uploader("YAML or JSON design-space file", ["yaml", "yml", "json"], key="space_upload")
+        if up is not None and st.button("Load file", disabled=not w.writable):
             try:
-                ui.set_space(load_space_bytes(up.getvalue(), up.name), f"uploaded file {up.name}")
-                st.rerun()
+                new = load_space_bytes(ui.upload_bytes(up), up.name)
+                put_space(new, f"uploaded file {up.name}")
             except GpudseError as e:
-                st.error(f"{e}. The current space is unchanged.")
+                ui.upload_error(up.name, e, "The current space is unchanged.")
+            else:
+                st.rerun()
+
+if space is None:
+    st.info("No design space yet: load a preset (Stargazer's Table 2, Lee & Brooks' Table 2, Zatel's GPUs) "
+            "or your own YAML/JSON file above.", icon=":material/info:")
+    st.stop()
 
 feasible = space.feasible_size
 m = st.columns(4)
-m[0].metric("Design points", f"{space.size:,}", help=f"exact: {space.size} ({space.size:.3e})")
-m[1].metric("Feasible points", f"{feasible:,}" if feasible is not None else f"≈{space.feasible_size_estimate:,.0f}",
+m[0].metric("Design points", ui.fmt_count(space.size), help=f"exact: {space.size:,}")
+m[1].metric("Feasible points", ui.fmt_count(feasible) if feasible is not None
+            else f"≈{ui.fmt_num(space.feasible_size_estimate)}",
             help="points satisfying every constraint" + ("" if feasible is not None else " (estimated by probing)"))
 m[2].metric("Dimensions", len(space.dimensions), help="a group of parameters varied together is one dimension")
 m[3].metric("Parameters", len(space.parameters))
-st.caption(f"{space.description}  \nSource: {st.session_state.get('space_origin', '')}")
+st.caption(f"{space.description}  \nSource: {sv.origin} (version {sv.version})")
 
 st.subheader("Parameters")
 st.caption("Values use the file syntax: `1, 2, 4` · `9::3::36` (from 9 to 36 in steps of 3) · `pow2: 1..16`. "
            "Rows with the same **group** vary together (Lee & Brooks Table 2). Names are identifiers used in "
            "constraints; **label** is how they are shown.")
-version = st.session_state.space_version
+version = f"{w.id}_{sv.version}"
 edited = st.data_editor(
     space_table(space), num_rows="dynamic", width="stretch", key=f"params_{version}",
     column_config={
@@ -66,17 +80,17 @@ with c2:
                                 key=f"fixed_{version}")
 name = st.text_input("Space name", space.name, key=f"name_{version}")
 
-if st.button("Apply changes", type="primary"):
+if st.button("Apply changes", type="primary", disabled=not w.writable):
     try:
         new = space_from_table(pd.DataFrame(edited), cons_text.splitlines(), pd.DataFrame(fixed_edit),
                                name=name, description=space.description, base=space)
     except GpudseError as e:
         st.error(f"{e}. Nothing was changed; correct the table and apply again.")
     else:
-        ui.set_space(new, "edited in the dashboard")
-        st.rerun()
+        if ui.guarded(lambda: put_space(new, "edited in the dashboard")):
+            st.rerun()
 
 st.subheader("Download")
 d1, d2 = st.columns(2)
-d1.download_button("Space as YAML", space.to_yaml(), file_name=f"{space.name}.yaml", mime="application/x-yaml")
-d2.download_button("Space as JSON", space.to_json(), file_name=f"{space.name}.json", mime="application/json")
+d1.download_button("Space as YAML", space.to_yaml, file_name=f"{space.name}.yaml", mime="application/x-yaml")
+d2.download_button("Space as JSON", space.to_json, file_name=f"{space.name}.json", mime="application/json")

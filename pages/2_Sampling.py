@@ -2,25 +2,25 @@
 
 from __future__ import annotations
 
-import plotly.graph_objects as go
 import streamlit as st
-from plotly.subplots import make_subplots
 
 import ui
 from gpudse_core import GpudseError, sample
+from gpudse_core.report import figures
 
-ui.page("Sampling")
+w = ui.page("Sampling")
 
 st.title("Sample design points")
-space = st.session_state.space
-st.caption(f"Space **{space.name}**: {space.size:,} design points. Points are drawn without replacement, "
-           "uniformly over the feasible points, reproducibly from the seed.")
+(space_sv,) = ui.need("space")
+space = space_sv.value
+st.caption(f"Space **{space.name}**: {ui.fmt_count(space.size, 'design points')}. Points are drawn without "
+           "replacement, uniformly over the feasible points, reproducibly from the seed.")
 
 HOW = {"Number of points": "n", "Fraction of the whole space": "fraction",
        "Fraction of each dimension": "per_dim_fraction"}
 with st.form("sample"):
     c1, c2, c3 = st.columns(3)
-    how = c1.radio("How many (Stargazer §5.1)", list(HOW))
+    how = c1.radio("How many (Stargazer §5.1)", list(HOW), help=ui.help_for("uar"))
     n = c2.number_input("N (points)", min_value=1, value=300, step=50)
     frac = c2.number_input("Fraction (0–1]", min_value=0.0, max_value=1.0, value=0.0003, step=0.0001,
                            format="%.6f", help="for the two fraction modes")
@@ -30,7 +30,7 @@ with st.form("sample"):
                              "dimension's values")
     method = c3.selectbox("Method", ["uniform", "lhs"], help="lhs: Latin hypercube over the discrete levels")
     seed = c3.number_input("Seed", min_value=0, value=1, step=1)
-    go_ = st.form_submit_button("Sample", type="primary")
+    go_ = st.form_submit_button("Sample", type="primary", disabled=not w.writable)
 
 if go_:
     kind = HOW[how]
@@ -38,23 +38,26 @@ if go_:
     try:
         with st.spinner("Sampling…"):
             result = sample(space, **kwargs, per_dim_mode=mode, seed=int(seed), method=method)
+        w.set_samples(result, f"{method}, seed {int(seed)}", inputs=[space_sv])
     except GpudseError as e:
         st.error(f"{e}. Your previous samples are kept.")
     else:
-        st.session_state.samples = result
-        st.session_state.samples_of = ui.fingerprint(space)
+        st.rerun()  # every part of the page (and the sidebar) from the new version
 
-result = st.session_state.get("samples")
-if result is None:
-    st.info("No samples yet: choose how many points and press Sample.")
+sv = w.get("samples")
+if sv.value is None or not sv.ok:
+    if sv.value is None:
+        st.info("No samples yet: choose how many points and press Sample.", icon=":material/info:")
+    else:
+        ui.banner(sv.status, key="fix_samples")
     st.stop()
-if not ui.samples_match():
-    st.warning("These samples were drawn from a previous version of the design space; sample again to match it.")
+result = sv.value
+st.caption(f"Drawn: {sv.origin} (version {sv.version}).")
 
 share = len(result) / (result.feasible_size or result.space_size or 1)
 m = st.columns(4)
-m[0].metric("Points", f"{len(result):,}")
-m[1].metric("Share of the space", f"{share:.4%}")
+m[0].metric("Points", ui.fmt_count(len(result)))
+m[1].metric("Share of the space", ui.fmt_pct(share))
 m[2].metric("Method", result.method)
 m[3].metric("Seed", str(result.seed))
 if result.replaced:
@@ -63,32 +66,15 @@ for note in result.notes:
     st.info(note)
 
 table = result.table(with_index=True)
-st.dataframe(table, width="stretch", height=300)
+ui.data_table(table, height=300)
 
-params = [p for p in space.parameters if p.name in result.points.columns]
-cols = 4
-rows = (len(params) + cols - 1) // cols
-fig = make_subplots(rows=rows, cols=cols, vertical_spacing=0.12 if rows > 1 else 0.2, subplot_titles=[
-    f"{p.display}" + (f" ({p.unit})" if p.unit else "") for p in params])
-for k, p in enumerate(params):
-    r, c = k // cols + 1, k % cols + 1
-    counts = result.points[p.name].value_counts().reindex(list(p.values), fill_value=0)
-    labels = [str(v) for v in p.values]
-    fig.add_trace(go.Bar(x=labels, y=counts.to_numpy(), name=p.display, showlegend=False, marker_color="#4c78a8",
-                         hovertemplate=f"{p.display}=%{{x}}<br>%{{y}} points<extra></extra>"), row=r, col=c)
-    expected = len(result) / p.size
-    fig.add_trace(go.Scatter(x=labels, y=[expected] * len(labels), mode="lines", line=dict(color="#e45756", dash="dash"),
-                             name="expected if uniform", showlegend=False,
-                             hovertemplate=f"expected {expected:.1f} points<extra></extra>"), row=r, col=c)
-    fig.update_xaxes(type="category", row=r, col=c)
-fig.update_yaxes(title_text="points", col=1)
-fig.update_layout(height=240 * rows + 60, margin=dict(t=60, b=10))
+fig = figures.sample_counts(result.points, space.parameters)
 st.subheader("Points per value")
 st.caption("Uniform sampling gives every value of a parameter about the same count (dashed line); "
            "with a few hundred points the bars scatter around it.")
-st.plotly_chart(fig, width="stretch")
+ui.chart(fig)
 
 d1, d2, d3 = st.columns(3)
-d1.download_button("Samples as CSV", result.table().to_csv(index=False), file_name="samples.csv", mime="text/csv")
-d2.download_button("Samples as Parquet", result.to_parquet_bytes(), file_name="samples.parquet")
-d3.download_button("Samples + request as JSON", result.to_json(), file_name="samples.json", mime="application/json")
+d1.download_button("Samples as CSV", lambda: result.table().to_csv(index=False), file_name="samples.csv", mime="text/csv")
+d2.download_button("Samples as Parquet", result.to_parquet_bytes, file_name="samples.parquet")
+d3.download_button("Samples + request as JSON", result.to_json, file_name="samples.json", mime="application/json")

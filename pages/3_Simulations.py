@@ -1,8 +1,11 @@
 """Simulations page: run the sampled design points through a simulator backend, or upload results.
 
 Thin: the campaign store, backends, runner and upload validation are gpudse_core's (store, campaign,
-upload). External simulators and Dask schedulers come only from the server's configuration
-(GPUDSE_BACKENDS folder of TOML/YAML files, GPUDSE_DASK_SCHEDULER), never from the browser.
+upload); campaigns run as workspace jobs (progress, Stop, re-attached after a reload) and their
+results become the workspace's results stage as soon as they end. A campaign started from the
+command line with ``gpudse simulate … --workspace ID`` shows here live. External simulators and
+Dask schedulers come only from the server's configuration (GPUDSE_BACKENDS folder of TOML/YAML
+files, GPUDSE_DASK_SCHEDULER), never from the browser.
 """
 
 from __future__ import annotations
@@ -10,35 +13,38 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
-import time
-import uuid
 from pathlib import Path
 
 import streamlit as st
 
 import ui
+import ui_jobs
 from gpudse_core import GpudseError
-from gpudse_core.sim.campaign import AnalyticalBackend, CommandBackend, points_spec, run_campaign
+from gpudse_core.sim.campaign import AnalyticalBackend, CommandBackend, points_spec
 from gpudse_core.sim.simulator import KERNELS, PARAMETERS
-from gpudse_core.sim.store import CampaignStore
 from gpudse_core.sim.upload import DUPLICATES, read_upload, validate_results
+from gpudse_core.workspace import start_campaign
 
-ui.page("Simulations")
+w = ui.page("Simulations")
 st.title("Simulations")
-space = st.session_state.space
-samples = st.session_state.get("samples")
+(space_sv,) = ui.need("space")
+space = space_sv.value
 
 tab_run, tab_upload = st.tabs(["Run a campaign", "Upload results"])
 
 with tab_run:
-    if samples is None or not ui.samples_match():
-        st.info("Sample design points of the current space first.")
-        st.page_link("pages/2_Sampling.py", label="Sampling →", icon=":material/scatter_plot:")
+    running = ui_jobs.job_panel(w, "campaign", "The campaign")
+    block = w.ready("samples")
+    campaigns = w.campaigns()
+    if block is not None:
+        ui.banner(block, key="fix_samples")
     else:
+        samples = w.get("samples").value
         points = samples.table()
-        st.caption(f"{len(points):,} sampled points of **{space.name}** ({samples.method}, seed {samples.seed}). "
-                   "Finished results are saved as they arrive; a stopped campaign resumes where it left off.")
+        st.caption(f"{ui.fmt_count(len(points), 'sampled points')} of **{space.name}** ({samples.method}, seed "
+                   f"{samples.seed}). Finished results are saved as they arrive and used as soon as the campaign "
+                   "ends; a stopped campaign resumes where it left off.")
+        last = next((c.spec for c in campaigns if c.spec and c.spec.get("backend") == "analytical"), None) or {}
         backends_dir = Path(os.environ.get("GPUDSE_BACKENDS", ui.ROOT / "backends"))
         external = sorted(p for p in backends_dir.glob("*") if p.suffix.lower() in (".toml", ".yaml", ".yml")) \
             if backends_dir.is_dir() else []
@@ -48,13 +54,17 @@ with tab_run:
         if kind.startswith("Built-in"):
             missing = [p for p in PARAMETERS if p not in points.columns]
             if missing:
-                st.error(f"The built-in simulator models Stargazer's space; this space lacks {', '.join(missing)}. "
-                         "Load the stargazer preset, or use an external simulator or an upload.")
+                st.info(f"The built-in simulator models Stargazer's space; this space lacks {', '.join(missing)}. "
+                        "Load the stargazer preset, or use an external simulator or an upload.",
+                        icon=":material/info:")
             else:
-                kernel = c2.selectbox("Application (Stargazer Table 4)", list(KERNELS),
-                                      index=list(KERNELS).index("matMul"))
+                names = list(KERNELS)
+                kernel = c2.selectbox("Application (Stargazer Table 4)", names,
+                                      index=names.index(last.get("kernel", "matMul")) if last.get("kernel") in names
+                                      else names.index("matMul"), key=f"kernel_{w.id}")
                 c2.caption(KERNELS[kernel].description)
-                noise = c2.slider("Measurement noise σ (log-normal)", 0.0, 0.2, 0.0, 0.01)
+                noise = c2.slider("Measurement noise σ (log-normal)", 0.0, 0.2, float(last.get("noise", 0.0)), 0.01,
+                                  key=f"noise_{w.id}")
                 backend = AnalyticalBackend(kernel, noise=noise, seed=int(samples.seed or 0))
         elif not external:
             st.info(f"No external simulator is configured on this server. An administrator describes one in a TOML "
@@ -70,91 +80,103 @@ with tab_run:
         runners = ["Local processes"] + ([f"Dask cluster at {scheduler}"] if scheduler else [])
         r1, r2 = st.columns(2)
         runner = r1.radio("Runner", runners, help="set GPUDSE_DASK_SCHEDULER on the server to offer a Dask cluster")
-        workers = r2.slider("Worker processes", 1, max(1, os.cpu_count() or 1), max(1, os.cpu_count() or 1),
-                            disabled=runner != "Local processes")
-        if "campaign_db" not in st.session_state:  # one store per browser session
-            st.session_state.campaign_db = str(Path(tempfile.gettempdir()) / f"gpudse-{uuid.uuid4().hex}.db")
+        cpus = max(1, os.cpu_count() or 1)
+        workers = r2.slider("Worker processes", 1, cpus, cpus, disabled=runner != "Local processes")
         if backend is not None:
             spec = {**backend.spec(), **points_spec(points)}
-            name = hashlib.sha256(json.dumps(spec, sort_keys=True, default=str).encode()).hexdigest()[:12]
-            b1, b2 = st.columns([1, 4])
-            start = b1.button("Start / resume", type="primary", icon=":material/play_arrow:")
-            b2.button("Stop", icon=":material/stop:", help="finished results are kept; Start resumes")
-            with CampaignStore(st.session_state.campaign_db, name=name) as store:
-                try:
-                    store.open(spec, points)
-                except GpudseError as e:
-                    st.error(str(e))
-                    st.stop()
-                bar = st.progress(0.0, text="")
-                prog = store.progress()
-                bar.progress(prog.done / max(prog.total, 1),
-                             text=f"{prog.done:,}/{prog.total:,} done, {prog.failed:,} failed")
-                if start:
-                    t0 = time.perf_counter()
+            digest = hashlib.sha256(json.dumps(spec, sort_keys=True, default=str).encode()).hexdigest()[:8]
+            name = f"{spec.get('kernel', backend.name)} {digest}"
+            done_before = next((c for c in campaigns if c.name == name), None)
+            label = "Resume" if done_before is not None and done_before.progress.remaining else "Start"
+            if done_before is not None and not done_before.progress.remaining:
+                st.caption(f"This campaign ({name}) has finished: {ui.fmt_count(done_before.progress.done, 'points')}"
+                           " done. Its results are listed below.")
+            elif st.button(label, type="primary", icon=":material/play_arrow:", disabled=running or not w.writable):
+                def start() -> None:
+                    local = runner == "Local processes"
+                    start_campaign(w, backend, name=name, workers=workers if local else None,
+                                   scheduler=None if local else scheduler, adopt=True)
+                if ui.guarded(start):
+                    st.rerun()
 
-                    def show(p, rate):
-                        bar.progress(p.done / max(p.total, 1), text=f"{p.done:,}/{p.total:,} done, {p.failed:,} failed, "
-                                                                   f"{p.remaining:,} remaining, {rate:,.0f} points/s")
-
-                    try:
-                        prog = run_campaign(store, backend, workers=workers if runner == "Local processes" else None,
-                                            scheduler=None if runner == "Local processes" else scheduler,
-                                            progress=show)
-                    except GpudseError as e:
-                        st.error(str(e))
-                    else:
-                        st.success(f"{prog.done:,} points done in {time.perf_counter() - t0:.1f} s"
-                                   + (f"; {prog.failed} failed" if prog.failed else ""))
-                table = store.table()
-                fails = store.failures()
-            m = st.columns(3)
-            m[0].metric("Done", f"{prog.done:,}")
-            m[1].metric("Failed", f"{prog.failed:,}")
-            m[2].metric("Remaining", f"{prog.remaining:,}")
-            if len(fails):
-                st.warning(f"{len(fails)} point(s) failed after their retries.")
-                st.dataframe(fails, width="stretch", height=160)
-            if len(table):
-                shown = table.drop(columns=["status", "attempts", "error"])
-                st.dataframe(shown, width="stretch", height=260)
-                if st.button("Use these results for the regression", icon=":material/check:"):
-                    ui.set_results(shown, "cycles", f"campaign {name} ({backend.name})")
-                    st.success(f"{len(shown):,} results ready for the stepwise fit (response: cycles).")
-                st.download_button("Results as CSV", shown.to_csv(index=False), file_name="results.csv",
-                                   mime="text/csv")
+    if campaigns:
+        st.markdown("**Campaigns in this workspace**")
+        results_origin = w.get("results").origin
+        for c in campaigns:
+            p = c.progress
+            state = c.job.state if c.job is not None else "recorded"
+            with st.container(border=True):
+                a, b = st.columns([4, 1], vertical_alignment="center")
+                kernel = (c.spec or {}).get("kernel")
+                a.markdown(f"**{c.name}** · {c.origin}" + (f" · {kernel}" if kernel else "") + f" · *{state}*")
+                a.progress(p.done / max(p.total, 1), text=f"{ui.fmt_count(p.done)} of {ui.fmt_count(p.total)} points "
+                           f"done, {ui.fmt_count(p.failed)} failed")
+                in_use = results_origin.startswith(f"campaign {c.name} (")
+                if in_use:
+                    b.caption(":material/check: results in use")
+                elif p.done and not c.running and b.button("Use these results", key=f"adopt_{c.name}",
+                                                          disabled=not w.writable) \
+                        and ui.guarded(lambda c=c: w.adopt_campaign(c.name), "The campaign's results are in use."):
+                    st.rerun()
 
 with tab_upload:
     st.caption(f"Results from GPGPU-Sim, Accel-Sim or any simulator: one row per design point of **{space.name}** "
-               "with its parameters and response columns. CSV, Parquet or JSON.")
-    up = st.file_uploader("Results file", type=["csv", "parquet", "json"])
+               f"with its parameters and response columns. CSV, Parquet or JSON, up to "
+               f"{ui.upload_cap_mb()} MB. They are used as soon as they are read.")
+    up = ui.uploader("Results file", ["csv", "parquet", "json"], key="results_upload")
     if up is not None:
         try:
-            df = read_upload(up.getvalue(), up.name)
+            data = ui.upload_bytes(up)
+            df = read_upload(data, up.name)
         except GpudseError as e:
-            st.error(str(e))
+            ui.upload_error(up.name, e, "Nothing was changed.")
         else:
             others = [c for c in df.columns if c not in space.parameter_names]
             c1, c2, c3 = st.columns(3)
-            responses = c1.multiselect("Response columns", others, default=[c for c in others if df[c].dtype.kind in "if"])
+            responses = c1.multiselect("Response columns", others,
+                                       default=[c for c in others if df[c].dtype.kind in "if"])
             snap = c2.radio("Values outside the space", ["reject", "nearest"],
                             format_func=lambda s: {"reject": "reject the row", "nearest": "snap to the nearest"}[s])
             dups = c3.radio("Duplicate points", list(DUPLICATES))
             try:
                 rep = validate_results(df, space, responses or None, snap=snap, duplicates=dups)
+                if not rep.rows_kept:
+                    raise GpudseError("no row is left after the checks below")
             except GpudseError as e:
-                st.error(f"{up.name}: {e}")
-            else:
-                st.write(f"Kept **{rep.rows_kept:,}** of {rep.rows_in:,} rows.")
+                ui.upload_error(up.name, e, "Nothing was changed.")
+                rep = None
+            if rep is not None:
+                model_response = c1.selectbox("Response to model", rep.responses, key="upload_response")
+                sig = (hashlib.sha256(data).hexdigest(), tuple(rep.responses), snap, dups, model_response,
+                       space_sv.version)
+                used = st.session_state.get("upload_used") == (w.id, sig)
+                if not used and w.writable and ui.guarded(
+                        lambda: w.set_results(rep.table, model_response, f"uploaded {up.name}", inputs=[space_sv])):
+                    st.session_state.upload_used = (w.id, sig)
+                    st.rerun()  # every part of the page (and the sidebar) from the new version
+                if used:
+                    st.success(f"{ui.fmt_count(rep.rows_kept, 'rows')} of {up.name} are the results in use "
+                               f"(response: {model_response}).", icon=":material/check:")
+                st.write(f"Kept **{ui.fmt_count(rep.rows_kept)}** of {ui.fmt_count(rep.rows_in)} rows.")
                 for p in rep.problems:
                     st.warning(f"{p.kind}: {p}")
-                st.dataframe(rep.table, width="stretch", height=240)
-                if st.button("Use these results for the regression", key="use_upload", icon=":material/check:"):
-                    ui.set_results(rep.table, rep.responses[0], f"uploaded {up.name}")
-                    st.success(f"{rep.rows_kept:,} results ready (response: {rep.responses[0]}).")
 
-res = st.session_state.get("results")
-if res is not None:
-    st.divider()
-    st.caption(f"Results for the regression: {len(res):,} rows from {st.session_state.get('results_origin', '')}, "
-               f"response {st.session_state.get('results_response')}.")
+st.divider()
+st.subheader("Results in use")
+sv = w.get("results")
+if sv.value is None:
+    st.info("No results yet: run a campaign or upload a file above.", icon=":material/info:")
+elif not sv.ok:
+    ui.banner(sv.status, key="fix_results", button=False)  # the fix is this page's run or upload
+else:
+    res = sv.value
+    st.caption(f"{ui.fmt_count(len(res.table), 'rows')} from {sv.origin} (version {sv.version}); response "
+               f"**{res.response}**" + (f", application column **{res.app_column}**" if res.app_column else "")
+               + (f". Partial: {sv.note}." if sv.partial else "."))
+    st.dataframe(res.table, width="stretch", height=260)
+    st.download_button("Results as CSV", lambda: res.table.to_csv(index=False), file_name="results.csv",
+                       mime="text/csv", icon=":material/download:")
+    model = w.status("model")
+    if model.state == "stale":
+        st.info(f"{model.message()}", icon=":material/info:")
+        ui.link("Stepwise fit", label="Stepwise fit →")

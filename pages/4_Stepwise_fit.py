@@ -1,100 +1,210 @@
 """Stepwise fit page: Stargazer Algorithm 1 with its trace built row by row (Table 1), then the per-term R²
-contributions (Fig. 3), the equation, Lee & Brooks' ANOVA (Table 5) and the model as JSON."""
+contributions (Fig. 3), the equation, Lee & Brooks' ANOVA (Table 5) and the model as JSON.
+
+The model is the workspace's model stage: a fit stores a new version computed from the current
+results; when the results change, the page says so and offers the refit instead of showing the old
+model as current."""
 
 from __future__ import annotations
 
+import json
+
+import numpy as np
+import pandas as pd
 import streamlit as st
 
 import ui
+import ui_jobs
+import ui_replay
 from gpudse_core import GpudseError
-from gpudse_core.report import figures
 from gpudse_core.model.inference import anova, coefficient_table
-from gpudse_core.model.stepwise import CRITERIA, INTERACTION_FORMS, TRANSFORMS, StepwiseRegression
+from gpudse_core.model.registry import model_kind, model_to_dict
+from gpudse_core.model.splines import PLACEMENTS
+from gpudse_core.model.stepwise import (
+    CRITERIA,
+    INTERACTION_FORMS,
+    PAPER_SETTINGS,
+    TRANSFORMS,
+    StepwiseRegression,
+)
+from gpudse_core.report import figures
 
-ui.page("Stepwise fit")
-st.title("Stepwise regression (Stargazer Algorithm 1)")
-results = st.session_state.get("results")
-if results is None:
-    st.info("Simulate or upload results first.")
-    st.page_link("pages/3_Simulations.py", label="Simulations →", icon=":material/memory:")
-    st.stop()
-space = st.session_state.space
+w = ui.page("Stepwise fit")
+st.title("Fit a model")
+space_sv, results_sv = ui.need("space", "results")
+space, res = space_sv.value, results_sv.value
+results = res.table
 numeric = [c for c in results.columns if results[c].dtype.kind in "if" and c not in space.parameter_names]
 params_all = [p for p in space.parameter_names if p in results.columns]
+model_sv = w.get("model")
+current = model_sv.value
+kind_now = model_kind(current) if current is not None else "stepwise"
+prev = current if current is not None and hasattr(current, "trace") else None
+defaults = {**StepwiseRegression().get_params(), **((prev.settings or {}) if prev is not None else {})}
+is_paper = all(defaults.get(k) == v for k, v in PAPER_SETTINGS.items() if k != "response_transform")
+KINDS = {"stepwise": "Stepwise (Stargazer Algorithm 1)", "auto": "Chosen by cross-validation (auto)",
+         "ebm": "Explainable boosting machine (EBM)", "forest": "Random forest", "boosting": "Gradient boosting",
+         "hybrid": "Stepwise + boosting on its residuals (hybrid)"}
+kind = st.selectbox("Model", list(KINDS), index=list(KINDS).index(kind_now) if kind_now in KINDS else 0,
+                    format_func=KINDS.get, help="Stepwise: the papers' interpretable model, traced step by step. "
+                    "The others are beyond the papers; auto picks one by K-fold cross-validation on the results.")
+running = ui_jobs.job_panel(w, "fit", "Fitting the model")
 
-with st.form("fit"):
-    c1, c2, c3, c4 = st.columns(4)
-    default_resp = st.session_state.get("results_response", numeric[0] if numeric else None)
-    response = c1.selectbox("Response", numeric, index=numeric.index(default_resp) if default_resp in numeric else 0)
-    transform = c1.selectbox("Transform", TRANSFORMS, index=TRANSFORMS.index("log"),
-                             help="log or sqrt stabilise the variance (Lee & Brooks); predictions are back-transformed")
-    criterion = c2.selectbox("Criterion", CRITERIA, help="adjr2: Stargazer's adjusted R²")
-    compare = c2.selectbox("Gain measured against", ["r2", "adj_r2"], format_func=lambda v: {
-        "r2": "current R² (Algorithm 1)", "adj_r2": "current adjusted R²"}[v])
-    theta = c3.number_input("θ (add a parameter)", value=0.01, step=0.001, format="%.4f")
-    phi = c3.number_input("φ (add an interaction)", value=0.01, step=0.001, format="%.4f")
-    knots = c4.slider("Knots per spline (k)", 3, 7, 4)
-    placement = c4.selectbox("Knot placement", ["even", "quantile"], help="even: Stargazer; quantile: Lee & Brooks")
-    interactions = c4.selectbox("Interactions", INTERACTION_FORMS, index=INTERACTION_FORMS.index("restricted"))
-    params = st.multiselect("Parameters", params_all, default=params_all)
-    app_col = ui.application_column(results, space)
-    per_app = bool(app_col) and st.checkbox(f"Also fit one model per {app_col} (a bar each in the contribution "
-                                            f"chart, Stargazer Fig. 3)", value=True)
-    go_fit = st.form_submit_button("Fit", type="primary")
 
+def pick(options, value):
+    options = list(options)
+    return options.index(value) if value in options else 0
+
+
+if kind != "stepwise":
+    with st.form("fit_learner"):
+        c1, c2, c3 = st.columns(3)
+        response = c1.selectbox("Response", numeric, index=pick(numeric, res.response))
+        transform = c2.selectbox("Transform", TRANSFORMS, index=pick(TRANSFORMS, "log"), help=ui.help_for("transform"))
+        folds = c3.slider("Folds (auto)", 2, 10, 5, disabled=kind != "auto")
+        params = st.multiselect("Parameters", params_all, default=params_all)
+        go_learner = st.form_submit_button("Fit", type="primary", disabled=running or not w.writable)
+    if go_learner and ui.guarded(lambda: ui_jobs.start_fit(w, kind, response, params, transform, folds)):
+        st.rerun()
+else:
+    go_learner = False
+    preset = st.radio("Settings", ["Robust defaults", "Stargazer as written"], index=1 if is_paper else 0,
+                      horizontal=True, help="Stargazer as written: natural cubic splines with evenly spaced knots on "
+                                            "the raw values, pairwise interactions, adjusted R² with θ = φ = 0.01 "
+                                            "(§5.2–5.4). Robust defaults: F-tests, knots at distinct values on a log2 "
+                                            "scale where the values are powers of two, three-way terms, a revisit "
+                                            "pass.")
+    base = {**StepwiseRegression().get_params(), **PAPER_SETTINGS} if preset.startswith("Stargazer") else (
+        defaults if not is_paper else StepwiseRegression().get_params())
+
+go_fit = False
 trace_box = st.empty()
-if go_fit:
-    est = StepwiseRegression(response=response, params=params, theta=theta, phi=phi, criterion=criterion,
-                             compare=compare, knots=knots, knot_placement=placement, interactions=interactions,
-                             response_transform=transform)
-    rows = []
-    try:
-        for step in est.iter_fit(results[params + [response]]):
+if kind == "stepwise":
+    with st.form("fit"):
+        c1, c2, c3, c4 = st.columns(4)
+        response = c1.selectbox("Response", numeric, index=pick(numeric, prev.response if prev is not None
+                                                                          and prev.response in numeric else res.response))
+        transform = c1.selectbox("Transform", TRANSFORMS, index=pick(TRANSFORMS, defaults.get("response_transform")),
+                                 help=ui.help_for("transform"))
+        criterion = c2.selectbox("Criterion", CRITERIA, index=pick(CRITERIA, base["criterion"]),
+                                 help=ui.help_for("criterion"))
+        compare = c2.selectbox("Gain measured against", ["r2", "adj_r2"], index=pick(["r2", "adj_r2"], base["compare"]),
+                               format_func=lambda v: {"r2": "R² (Algorithm 1)", "adj_r2": "adjusted R²"}[v])
+        theta = c3.number_input("θ (add a parameter)", value=float(base["theta"]), step=0.001, format="%.4f",
+                                help=ui.help_for("theta"))
+        phi = c3.number_input("φ (add an interaction)", value=float(base["phi"]), step=0.001, format="%.4f",
+                              help=ui.help_for("phi"))
+        knots = c4.slider("Knots per spline (k)", 3, 7, int(base["knots"]) if isinstance(base["knots"], int) else 4,
+                          help=ui.help_for("knots"))
+        placement = c4.selectbox("Knot placement", PLACEMENTS, index=pick(PLACEMENTS, base["knot_placement"]),
+                                 help="even: Stargazer; quantile: Lee & Brooks (rms); distinct: quantiles of the "
+                                      "distinct values")
+        interactions = c4.selectbox("Interactions", INTERACTION_FORMS, index=pick(INTERACTION_FORMS, base["interactions"]))
+        max_order = c2.selectbox("Largest interaction", [2, 3], index=pick([2, 3], base["max_order"]),
+                                 format_func=lambda v: {2: "pairs (Algorithm 1)", 3: "pairs and three-way"}[v])
+        params = st.multiselect("Parameters", params_all, default=params_all)
+        app_col = res.app_column
+        per_app = bool(app_col) and st.checkbox(f"Also fit one model per {app_col} (a bar each in the contribution "
+                                                f"chart, Stargazer Fig. 3)", value=True)
+        go_fit = st.form_submit_button("Fit", type="primary", disabled=running or not w.writable)
+
+    if go_fit:
+        settings = {**base, "theta": theta, "phi": phi, "criterion": criterion, "compare": compare, "knots": knots,
+                    "knot_placement": placement, "interactions": interactions, "response_transform": transform,
+                    "max_order": max_order}
+        rows = []
+
+        def show(step) -> None:
             rows.append(step.to_dict())
             trace_box.dataframe(ui.trace_table(rows, params), width="stretch")
-    except GpudseError as e:
-        st.error(f"{e}. The previous model is kept.")
-    else:
-        st.session_state.model = est.model_
-        st.session_state.model_data = results
-        st.session_state.models_by_app = None
-        if per_app:
-            by_app = {}
-            for app, part in results.groupby(app_col):
-                try:
-                    by_app[str(app)] = StepwiseRegression(**{**est.get_params(), "params": [
-                        p for p in params if part[p].nunique() > 1]}).fit(part[params + [response]]).model_
-                except GpudseError as e:
-                    st.warning(f"{app_col} {app}: {e}")
-            st.session_state.models_by_app = by_app
 
-model = st.session_state.get("model")
-if model is None:
-    st.info("Press Fit to run the stepwise search.")
+        try:
+            new = ui.fit_model(settings, params, callback=show, response=response)
+        except GpudseError as e:
+            st.error(f"{e}. The previous model is kept.")
+        else:
+            if per_app:
+                notes: list[str] = []
+                by_app = {}
+                for app, part in results.groupby(app_col):
+                    try:
+                        est = StepwiseRegression(**{**{k: v for k, v in settings.items()
+                                                       if k in StepwiseRegression().get_params()},
+                                                    "response": response,
+                                                    "params": [p for p in params if part[p].nunique() > 1]})
+                        by_app[str(app)] = est.fit(part[est.params + [response]]).model_
+                    except GpudseError as e:
+                        notes.append(f"{app_col} {app}: {e}")
+                for n in notes:
+                    ui.flash("warning", n)
+                if by_app:
+                    ui.guarded(lambda: w.put_analysis("app_models", by_app, inputs=[results_sv, new],
+                                                      origin=f"one model per {app_col}"))
+            st.rerun()  # every part of the page (and the sidebar) from the new version
+
+
+model_sv = w.get("model")
+if model_sv.value is None:
+    if not running:
+        st.info("No model yet: press Fit.", icon=":material/info:")
     st.stop()
+if not model_sv.ok:
+    if not running:
+        ui.banner(model_sv.status, key="fix_model")
+    st.stop()
+model = model_sv.value
+data = w.input_of(model_sv, "results").value.table
+st.caption(f"Model version {model_sv.version}: {model_sv.origin}.")
+
+if not hasattr(model, "trace"):  # a learner (forest, boosting, hybrid, EBM), possibly chosen by auto
+    pred = model.predict(data)
+    obs = data[model.response].to_numpy(dtype=float)
+    m = st.columns(3)
+    m[0].metric("Model", KINDS.get(model_kind(model), model_kind(model)))
+    m[1].metric("Training rows", ui.fmt_count(len(data)))
+    m[2].metric("Median relative error on them", ui.fmt_pct(float(np.median(np.abs(pred - obs) / np.abs(obs)))),
+                help="on the rows it was fitted on: optimistic; the Accuracy page measures it on held-out points")
+    sel = getattr(model, "selection", None)
+    if sel:
+        st.markdown(f"**Chosen by {sel.get('method', 'cross-validation')}: {sel.get('chosen')}** — {sel.get('reason')}")
+        ui.table(pd.DataFrame(sel.get("table", [])))
+    ui.chart(figures.predicted_vs_observed(model, data))
+    st.download_button("Model (JSON)", lambda: json.dumps(model_to_dict(model), default=str), file_name="model.json",
+                       mime="application/json", icon=":material/download:")
+    st.stop()
+
 if not go_fit:
-    trace_box.dataframe(ui.trace_table(model.trace, list(model.settings.get("params") or params_all)),
+    trace_box.dataframe(ui.trace_table(model.trace, [p for p in params_all if p in results.columns]),
                         width="stretch")
-data = st.session_state.get("model_data", results)
+with st.expander("Replay the fit row by row (Stargazer Table 1)", expanded=False, icon=":material/slideshow:"):
+    st.caption("Each row of the trace in turn, with the rule that accepted or rejected its term, for watching "
+               "the model grow in a lecture.")
+    ui_replay.replay(model, [p for p in params_all if p in results.columns], f"replay_{model_sv.digest[:12]}")
 m = st.columns(4)
-m[0].metric("R²", f"{model.r2:.4f}")
-m[1].metric("Adjusted R²", f"{model.adj_r2:.4f}")
+m[0].metric("R²", ui.fmt_r2(model.r2))
+m[1].metric("Adjusted R²", ui.fmt_r2(model.adj_r2))
 m[2].metric("Terms", len(model.terms))
 m[3].metric("Coefficients", len(model.coefficients))
+for note in getattr(model, "notes", []) or []:
+    st.caption(f":material/info: {note}")
 
-fig = figures.contributions(model, st.session_state.get("models_by_app") or None)
-c1, c2 = st.columns([1, 2])
-c1.plotly_chart(fig, width="stretch")
+apps_sv = w.get("app_models")
+by_app = apps_sv.value if apps_sv.ok else None
+c1, c2 = st.columns([2, 3])
+ui.chart(figures.contributions(model, by_app or None), c1, narrow=True)
 with c2:
-    st.markdown("**The fitted equation**")
+    st.markdown("**Terms in the order they were added**")
+    st.markdown(" + ".join(f"`{t}`" for t in model.terms))
+    st.caption(ui.help_for("contribution"))
+with st.expander("The fitted equation", expanded=False):
     st.code(model.equation(digits=5), language=None, wrap_lines=True)
 try:
     table = anova(model, data)
     st.markdown("**ANOVA: F-tests pooling every term that involves a predictor (Lee & Brooks Table 5, rms::anova)**")
-    st.dataframe(table.style.format({"partial_ss": "{:.4g}", "ms": "{:.4g}", "F": "{:.2f}", "P": "{:.4f}"}),
-                 width="stretch", hide_index=True)
+    ui.table(table)
     with st.expander("Coefficients with t-tests"):
-        st.dataframe(coefficient_table(model, data), width="stretch", hide_index=True)
+        ui.table(coefficient_table(model, data))
 except GpudseError as e:
     st.warning(f"Statistics unavailable: {e}")
-st.download_button("Model (JSON)", model.to_json(), file_name="model.json", mime="application/json")
+st.download_button("Model (JSON)", model.to_json, file_name="model.json", mime="application/json",
+                   icon=":material/download:")

@@ -1,56 +1,72 @@
 """Response curves page: the model's spline along one parameter with a confidence band and the training
-points (Stargazer Fig. 7), and a two-parameter interaction heatmap."""
+points (Stargazer Fig. 7), and a two-parameter interaction heatmap. Curves are drawn from the
+workspace's current model and the results it was fitted on."""
 
 from __future__ import annotations
 
-import plotly.graph_objects as go
 import streamlit as st
 
 import ui
 from gpudse_core import GpudseError
-from gpudse_core.report import figures
 from gpudse_core.explore.scan import interaction_grid, response_curve
+from gpudse_core.model.learners import curve as learner_curve
+from gpudse_core.model.registry import model_kind
+from gpudse_core.report import figures
 
-ui.page("Response curves")
+w = ui.page("Response curves")
 st.title("Response curves")
-model = ui.require_model()
-space = st.session_state.space
-data = st.session_state.get("model_data", st.session_state.get("results"))
-used = [p for p in space.parameter_names if p in model.bases]
-st.caption(f"Model of {model.response} ({' + '.join(model.terms)}). Parameters the model does not use have no "
-           f"effect on its predictions.")
+space_sv, model_sv = ui.need("space", "model")
+space, model = space_sv.value, model_sv.value
+data = w.input_of(model_sv, "results").value.table
+stepwise = hasattr(model, "bases")
+used = [p for p in space.parameter_names if p in (model.bases if stepwise else getattr(model, "parameters", ()))]
+if not used:
+    st.info(f"The model ({model_sv.origin}) uses no parameter of the design space, so its prediction is the same "
+            "everywhere: there is no curve to draw.", icon=":material/info:")
+    st.stop()
+st.caption(f"Model of {model.response} ({' + '.join(model.terms) if stepwise else model_kind(model)}). Parameters "
+           f"the model does not use have no effect on its predictions.")
 st.markdown("**Hold the other parameters at**")
 base = ui.base_point(space, "rc")
 c1, c2 = st.columns(2)
 x = c1.selectbox("Curve along", used)
 unit = space.parameter(x).unit
+param = space.parameter(x)
+label = f"{param.display}" + (f" ({unit})" if unit else "")
 try:
-    curve = response_curve(model, data, x, base, space, points=120)
+    if stepwise:
+        curve = response_curve(model, data, x, base, space, points=120)
+        fig = figures.response_curve(curve, x, label, model.response, data, parameter=param, unit=None)
+    else:  # a learner: its prediction at the legal values (no confidence band)
+        curve = learner_curve(model, x, list(param.values), base)
+        fig = figures.response_curves({model_kind(model): curve}, x, label, model.response, parameter=param)
 except GpudseError as e:
     st.error(str(e))
     st.stop()
-fig = figures.response_curve(curve, x, f"{space.parameter(x).display}" + (f" ({unit})" if unit else ""),
-                             model.response, data)
-by_app = st.session_state.get("models_by_app") or {}
-if by_app and st.checkbox("Overlay one curve per application", value=True):
-    from gpudse_core.explore.scan import response_curve as curve_of
-
+apps_sv = w.get("app_models")
+by_app = apps_sv.value if apps_sv.ok and apps_sv.value else {}
+app_col = w.input_of(model_sv, "results").value.app_column
+if stepwise and by_app and app_col and st.checkbox("One curve per application instead (Stargazer Fig. 7)", value=False):
+    curves = {}
     for name, m in by_app.items():
         if x in m.bases:
-            part = data[data[ui.application_column(data, space)] == name] if ui.application_column(data, space) else data
-            c = curve_of(m, part, x, base, space, points=120)
-            fig.add_scatter(x=c[x], y=c.predicted, mode="lines", name=f"{name}", line=dict(dash="dash"))
-st.plotly_chart(fig, width="stretch")
+            part = data[data[app_col].astype(str) == name]
+            try:
+                curves[name] = response_curve(m, part, x, base, space, points=120)
+            except GpudseError as e:
+                st.caption(f"{name}: {e}")
+    if curves:
+        fig = figures.response_curves(curves, x, label, model.response, parameter=param)
+ui.chart(fig)
+st.caption("Markers: the model at the parameter's legal values; the dashed line between them is the model where "
+           "no design exists. " + ui.help_for("response-curve"))
 
 st.subheader("Interaction of two parameters")
+if len(used) < 2:
+    st.info("The model uses one parameter only: there is no interaction to show.", icon=":material/info:")
+    st.stop()
 c1, c2 = st.columns(2)
 xa = c1.selectbox("x", used, index=0, key="ia_x")
-ya = c2.selectbox("y", [p for p in used if p != xa] or used, key="ia_y")
-if xa != ya:
-    xs, ys, z = interaction_grid(model, xa, ya, base, space, points=40)
-    heat = go.Figure(go.Heatmap(x=[str(v) for v in xs] if xs.dtype == object else xs,
-                                y=[str(v) for v in ys] if ys.dtype == object else ys, z=z, colorscale="Turbo",
-                                colorbar=dict(title=model.response)))
-    heat.update_layout(xaxis_title=space.parameter(xa).display, yaxis_title=space.parameter(ya).display, height=430,
-                       margin=dict(t=20))
-    st.plotly_chart(heat, width="stretch")
+ya = c2.selectbox("y", [p for p in used if p != xa], key="ia_y")
+xs, ys, z = interaction_grid(model, xa, ya, base, space, points=40)
+ui.chart(figures.interaction_heatmap(xs, ys, z, space.parameter(xa), space.parameter(ya), model.response))

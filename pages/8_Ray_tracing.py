@@ -15,76 +15,100 @@ import pandas as pd
 import streamlit as st
 
 import ui
+import ui_jobs
 from gpudse_core import GpudseError
-from gpudse_core.sim.gpgpusim import GpgpuSimConfig
-from gpudse_core.raytrace.caster import procedural_scene, render
 from gpudse_core.raytrace.heatmap import colourise, read_heatmap
 from gpudse_core.raytrace.zatel import DISTRIBUTIONS, counts_from_config, downscale_config, plan
+from gpudse_core.sim.gpgpusim import GpgpuSimConfig
 
-ui.page("Ray tracing")
+w = ui.page("Ray tracing")
 st.title("Ray tracing: representative pixels (Zatel)")
 st.caption("Split a frame over K downscaled GPUs and trace only representative pixels of each group, chosen from "
-           "a per-pixel cost heatmap (paper 002, Fig. 3).")
-
-
-@st.cache_data(show_spinner="Ray tracing the built-in scene…", max_entries=8)
-def caster_heatmap(size: int, spheres: int, boxes: int, seed: int):
-    r = render(size, size, procedural_scene(spheres, boxes, seed))
-    return r.heatmap().cost, np.clip(r.image, 0, 1)  # cost normalised to [0, 1]
+           "a per-pixel cost heatmap (paper 002, Fig. 3). The heatmap is kept in the workspace.")
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
-def run_plan(cost, rgb, counts, k_force, clusters, division, chunk, block, distribution, bounds, percent, seed):
+def run_plan(digest, _cost, _rgb, counts, k_force, clusters, division, chunk, block, distribution, bounds, percent,
+             seed):
+    """Cached per heatmap (its stored digest) and settings."""
     from gpudse_core.raytrace.heatmap import from_rgb, from_times
 
-    hm = from_rgb(rgb) if rgb is not None else from_times(cost)
+    hm = from_rgb(_rgb) if _rgb is not None else from_times(_cost)
     zp = plan(hm, dict(counts), k_force=k_force, clusters=clusters, division=division, chunk=chunk, block=block,
               distribution=distribution, bounds=bounds, percent=percent, seed=seed)
     return zp
 
 
+heat_sv = w.get("heatmap")
+stored = heat_sv.value if heat_sv.value is not None else None
 left, right = st.columns([1, 2])
 with left:
-    source = st.radio("Heatmap", ["Built-in ray caster", "Upload a heatmap"])
-    rgb = cost = None
+    sources = ["Built-in ray caster", "Upload a heatmap"]
+    uploaded_before = stored is not None and stored.get("request") is None
+    source = st.radio("Heatmap", sources, index=1 if uploaded_before else 0)
+    rgb = cost = image = None
+    running = ui_jobs.job_panel(w, "raycast", "Ray casting")
     if source == "Built-in ray caster":
-        size = st.select_slider("Resolution (pixels per side)", [128, 256, 384, 512], value=256)
-        spheres = st.slider("Spheres", 1, 60, 24)
-        boxes = st.slider("Boxes", 0, 20, 6)
-        scene_seed = st.number_input("Scene seed", 0, 10_000, 3)
-        cost, image = caster_heatmap(size, spheres, boxes, int(scene_seed))
+        req0 = (stored or {}).get("request") or {"size": 256, "spheres": 24, "boxes": 6, "seed": 3}
+        size = st.select_slider("Resolution (pixels per side)", [128, 256, 384, 512, 1024], value=req0["size"])
+        spheres = st.slider("Spheres", 1, 60, req0["spheres"])
+        boxes = st.slider("Boxes", 0, 20, req0["boxes"])
+        scene_seed = st.number_input("Scene seed", 0, 10_000, req0["seed"])
+        request = {"size": int(size), "spheres": int(spheres), "boxes": int(boxes), "seed": int(scene_seed)}
+        if stored is not None and stored.get("request") == request and not heat_sv.partial:
+            cost, image = stored["cost"], stored["image"]
+        elif not running and w.writable:
+            if ui.guarded(lambda: ui_jobs.start_raycast(w, **request)):
+                st.rerun()
+        elif not w.writable:
+            st.info("This shared workspace holds no ray-traced frame for these settings; make your own copy to "
+                    "trace one.", icon=":material/info:")
     else:
-        up = st.file_uploader("PPM (P3/P6), PNG, NPY or CSV heatmap", type=["ppm", "png", "npy", "csv"])
-        if up is not None:
+        up = ui.uploader("PPM (P3/P6), PNG, NPY or CSV heatmap", ["ppm", "png", "npy", "csv"], key="heatmap_upload")
+        if up is not None and w.writable:
+            import hashlib
+
             try:
-                hm = read_heatmap(up.name, up.getvalue())
+                data = ui.upload_bytes(up)
+                tag = f"upload {up.name} {hashlib.sha256(data).hexdigest()[:16]}"
+                if stored is None or stored.get("source") != tag:
+                    hm = read_heatmap(up.name, data)
+                    heat_sv = w.put_analysis("heatmap", {"source": tag, "request": None, "cost": hm.cost,
+                                                         "rgb": hm.rgb, "image": None}, inputs=[],
+                                             origin=f"uploaded {up.name}")
+                    st.rerun()
             except GpudseError as e:
-                st.error(str(e))
-            else:
-                rgb, cost = hm.rgb, hm.cost
-                image = None
+                ui.upload_error(up.name, e, "The heatmap in use is unchanged.")
+        if stored is not None and stored.get("request") is None:
+            rgb, cost = stored["rgb"], stored["cost"]
+            st.caption(f"In use: {heat_sv.origin}.")
     st.subheader("GPU and selection")
-    cfg_up = st.file_uploader("GPGPU-Sim config (optional: counts and a downscaled copy)", type=["config", "txt"])
+    cfg_up = ui.uploader("GPGPU-Sim config (optional: counts and a downscaled copy)", ["config", "txt"],
+                         key="gpgpusim_config")
     cfg = None
     if cfg_up is not None:
         try:
-            cfg = GpgpuSimConfig.parse(cfg_up.getvalue().decode("utf-8"))
+            text = ui.upload_bytes(cfg_up).decode("utf-8")
+            cfg = GpgpuSimConfig.parse(text)
             counts = counts_from_config(cfg)
             st.caption(f"{counts['sms']} SMs, {counts['mem']} memory partitions from {cfg_up.name}")
-        except (GpudseError, UnicodeDecodeError) as e:
-            st.error(f"{cfg_up.name}: {e}")
+        except UnicodeDecodeError:
+            ui.upload_error(cfg_up.name, GpudseError("not UTF-8 text"), "Upload the gpgpusim.config text file.")
+            cfg = None
+        except GpudseError as e:
+            ui.upload_error(cfg_up.name, e, "The counts below are used instead.")
             cfg = None
     if cfg is None:
         c1, c2 = st.columns(2)
         counts = {"sms": c1.number_input("SMs", 1, 1024, 8), "mem": c2.number_input("Memory partitions", 1, 256, 4)}
     force = st.checkbox("Force K")
     k_force = st.number_input("K", 1, 64, 2) if force else None
-    clusters = st.slider("Colour clusters k", 2, 12, 5)
-    division = st.radio("Division", ["fine", "coarse"], horizontal=True)
+    clusters = st.slider("Colour clusters k", 2, 12, 5, help=ui.help_for("coldness"))
+    division = st.radio("Division", ["fine", "coarse"], horizontal=True, help=ui.help_for("division"))
     c1, c2 = st.columns(2)
     chunk = (c1.select_slider("Chunk width", [8, 16, 32, 64], 32), c2.select_slider("Chunk height", [1, 2, 4, 8], 2))
     block = (c1.select_slider("Block width", [8, 16, 32, 64], 32), c2.select_slider("Block height", [1, 2, 4, 8], 2))
-    distribution = st.radio("Distribution", list(DISTRIBUTIONS), horizontal=True)
+    distribution = st.radio("Distribution", list(DISTRIBUTIONS), horizontal=True, help=ui.help_for("lintmp-exptmp"))
     mode = st.radio("How many pixels", ["Eq. 1 (mean coldness, bounded)", "Constant percentage"])
     if mode.startswith("Eq"):
         bounds = st.slider("Bounds on P", 0.0, 1.0, (0.3, 0.6), 0.05)
@@ -95,22 +119,24 @@ with left:
 
 with right:
     if cost is None:
-        st.info("Upload a heatmap or use the built-in ray caster.")
+        if not running:
+            st.info("Upload a heatmap or use the built-in ray caster.", icon=":material/info:")
         st.stop()
     try:
-        zp = run_plan(cost, rgb, tuple(sorted(counts.items())), k_force, clusters, division, chunk, block,
-                      distribution, tuple(bounds), percent, int(seed))
+        zp = run_plan(w.get("heatmap").digest, cost, rgb, tuple(sorted(counts.items())), k_force, clusters, division,
+                      chunk, block, distribution, tuple(bounds), percent, int(seed))
     except GpudseError as e:
         st.error(str(e))
         st.stop()
     s = zp.summary()
     m = st.columns(4)
-    m[0].metric("K (downscaling)", s["K"], help=", ".join(f"{n} {v} → {s['downscaled'][n]}"
+    m[0].metric("K (downscaling)", s["K"], help=ui.help_for("k") + " Here: " + ", ".join(f"{n} {v} → {s['downscaled'][n]}"
                                                           for n, v in s["components"].items()))
-    m[1].metric("Pixels traced", f"{s['traced_percent']:.1f} %")
-    m[2].metric("Predicted speedup (eq. 4)", f"{s['predicted_speedup']:.1f}×" if s["predicted_speedup"] else "–",
+    m[1].metric("Pixels traced", ui.fmt_pct(s["traced_percent"] / 100), help=ui.help_for("p-traced"))
+    m[2].metric("Speedup (eq. 4)", f"{ui.fmt_num(s['predicted_speedup'], sig=3)}×" if s["predicted_speedup"]
+                else "–",
                 help="181 · perc^-1.15, fitted for 10 % or more")
-    m[3].metric("Self-check error", f"{100 * s['self_check']['relative_error']:.2f} %",
+    m[3].metric("Self-check error", ui.fmt_pct(s["self_check"]["relative_error"]),
                 help="frame cost estimated from the selected pixels vs the heatmap's total")
     for note in s["notes"]:
         st.info(note)
@@ -126,17 +152,24 @@ with right:
         st.image((image * 255).astype(np.uint8), caption="the rendered scene", width=260)
     table = pd.DataFrame(s["groups"]).rename(columns={"mean_coldness": "mean coldness", "fraction_target": "P",
                                                       "fraction_traced": "traced"})
-    st.dataframe(table, width="stretch", hide_index=True)
+    ui.table(table, kinds={"P": "fraction", "traced": "fraction", "mean coldness": "number"})
     clusters_df = pd.DataFrame(s["clusters"])
     st.caption("Colour clusters from hottest to coldest: " + ", ".join(
-        f"c = {r.coldness:.2f} ({r.pixels:,} px)" for r in clusters_df.itertuples()))
+        f"c = {ui.fmt_num(r.coldness, sig=2)} ({ui.fmt_count(r.pixels, 'px')})" for r in clusters_df.itertuples())
+               + ". " + ui.help_for("coldness"))
+    downscaled = None
+    if cfg is not None:
+        try:
+            downscaled = downscale_config(cfg, s["K"]).to_text()
+        except GpudseError as e:
+            st.error(f"The downscaled configuration could not be written: {e}", icon=":material/error:")
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
         for g in range(len(zp.selection.groups)):
             xy = zp.selection.coordinates(g)
             zf.writestr(f"group_{g}.coords", "\n".join(f"{x} {y}" for x, y in xy) + ("\n" if len(xy) else ""))
         zf.writestr("summary.json", json.dumps(s, indent=1))
-        if cfg is not None:
-            zf.writestr(f"downscaled_k{s['K']}.config", downscale_config(cfg, s["K"]).to_text())
-    st.download_button("Coordinate files, summary" + (" and downscaled config" if cfg is not None else "") + " (zip)",
+        if downscaled is not None:
+            zf.writestr(f"downscaled_k{s['K']}.config", downscaled)
+    st.download_button("Coordinate files, summary" + (" and downscaled config" if downscaled is not None else "") + " (zip)",
                        buf.getvalue(), file_name="zatel_selection.zip", mime="application/zip")

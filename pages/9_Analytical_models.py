@@ -9,6 +9,7 @@ import streamlit as st
 
 import ui
 from gpudse_core import GpudseError
+from gpudse_core.report import style
 from gpudse_core.sim import analytical
 from gpudse_core.sim import simulator as simulator_module
 from gpudse_core.sim import wfg as wfg_module
@@ -16,7 +17,7 @@ from gpudse_core.sim.analytical import FIG18, LaunchOverheadParams, equal_area_s
 from gpudse_core.sim.simulator import KERNELS, PARAMETERS, simulate
 from gpudse_core.sim.wfg import FIGURE1, graph_view, load_wfg
 
-ui.page("Analytical models")
+w = ui.page("Analytical models")
 st.title("Analytical models")
 st.caption("The models behind the built-in simulator, from papers 001 (launch overhead, MWP/CWP with pipeline "
            "warp parallelism, the equal-area model) and 004 (the work flow graph).")
@@ -31,6 +32,9 @@ def sweep(bw: float, regs: float):
     return o.to_dict(), {k: v.tolist() for k, v in o.curves.items()}, o.n_threads_grid.tolist()
 
 
+LIMITED_BY = {"pe": "the PEs (η = 1)", "scratchpad": "the scratchpad", "bandwidth": "memory bandwidth",
+              "registers": "the register file", "threads": "the thread count"}
+
 with tab_ea:
     st.markdown("Performance = N_PE · f / CPI · η (eq. 34), η limited by effective threads (eqs. 35–38); the "
                 "scratchpad gets the area the SMs' fixed parts and the register files leave (eq. 39 with the fixed "
@@ -40,10 +44,11 @@ with tab_ea:
     regs = c2.select_slider("Registers per thread", options=list(range(10, 31, 2)), value=30)
     opt, curves, grid = sweep(float(bw), float(regs))
     m = st.columns(4)
-    m[0].metric("Optimum N_PE", opt["optimum_n_pe"])
-    m[1].metric("Threads at the optimum", f"{opt['n_threads']:,}")
-    m[2].metric("Performance", f"{opt['performance_gflops']:.1f} GFLOP/s")
-    m[3].metric("Limited by", opt["limited_by"], help=f"effective threads are capped by {opt['threads_limited_by']}")
+    m[0].metric("Optimum N_PE", opt["optimum_n_pe"], help=ui.help_for("n-pe"))
+    m[1].metric("Threads at the optimum", ui.fmt_count(opt["n_threads"]))
+    m[2].metric("Performance", ui.fmt_num(opt["performance_gflops"], "GFLOP/s"))
+    m[3].metric("Limited by", LIMITED_BY.get(opt["limited_by"], opt["limited_by"]),
+                help=f"effective threads are capped by {LIMITED_BY.get(opt['threads_limited_by'], opt['threads_limited_by'])}")
     fig = go.Figure()
     for n_pe, perf in curves.items():
         width = 4 if n_pe == opt["optimum_n_pe"] else 1.2
@@ -52,7 +57,7 @@ with tab_ea:
                              marker=dict(size=14, symbol="star", color="black"), name="optimum"))
     fig.update_layout(xaxis_title="concurrent threads", yaxis_title="performance (GFLOP/s)", height=420,
                       margin=dict(t=30))
-    st.plotly_chart(fig, width="stretch")
+    ui.chart(style.apply(fig))
     paper = {(b, r): n for b, r, n in FIG18}
     if (bw, regs) in paper:
         st.caption(f"Fig. 18 prints OPT N_PE = {paper[(bw, regs)]} for bw{bw}reg{regs}.")
@@ -66,39 +71,39 @@ with tab_launch:
     p = LaunchOverheadParams()
     cyc = launch_overhead(blocks, args, p)
     m = st.columns(2)
-    m[0].metric("Launch overhead", f"{cyc:,.0f} cycles")
-    m[1].metric("at 1.6 GHz", f"{cyc / (p.clock_ghz * 1e6):.4f} ms")
+    m[0].metric("Launch overhead", ui.fmt_num(cyc, "cycles"), help=ui.help_for("launch-overhead"))
+    m[1].metric("at 1.6 GHz", ui.fmt_num(cyc / (p.clock_ghz * 1e6), "ms"))
     xs = list(range(1, 1001, 10))
     fig = go.Figure(go.Scatter(x=xs, y=[launch_overhead(b, args, p) / (p.clock_ghz * 1e3) for b in xs], mode="lines"))
     fig.update_layout(xaxis_title="thread blocks", yaxis_title=f"overhead (µs) with {args} arguments", height=320,
                       margin=dict(t=20))
-    st.plotly_chart(fig, width="stretch")
+    ui.chart(style.apply(fig))
 
 with tab_wfg:
     st.markdown("A kernel's graph of computation (C), global memory (M), scratchpad (S) and barrier (B) nodes. "
                 "Eqs. 1–6 of paper 004 weight the arcs; loops and branches are reduced until one arc is left.")
     examples = {"004 Figure 1 (x = A[threadID] + y)": FIGURE1}
     choice = st.selectbox("Graph", list(examples) + ["Loop and divergent branch (data/wfg/loop_branch.yaml)",
-                                                    "Upload a JSON/YAML graph"])
+                                                    "Upload a JSON/YAML graph"], key="wfg_graph")
     doc = examples.get(choice)
     if choice.startswith("Loop"):
         doc = load_wfg(ui.ROOT / "data" / "wfg" / "loop_branch.yaml")
     elif choice.startswith("Upload"):
-        up = st.file_uploader("Work flow graph", type=["json", "yaml", "yml"])
+        up = ui.uploader("Work flow graph", ["json", "yaml", "yml"], key="wfg_upload")
         doc = ui.parse_upload(up) if up is not None else None
     if doc is not None:
         try:
             view = graph_view(doc)
         except GpudseError as e:
-            st.error(f"{e}")
+            ui.upload_error(up.name if choice.startswith("Upload") else choice, e, "Correct the graph and upload it again.")
         else:
             res = view["result"]
             m = st.columns(5)
-            m[0].metric("Latency_comp", f"{res.latency_comp:g} cycles")
-            m[1].metric("CYC_compute", f"{res.cyc_compute:g} cycles")
-            m[2].metric("NBC_avg", f"{res.nbc_avg:g} cycles")
-            m[3].metric("Latency_exposed", f"{res.latency_exposed:g} cycles")
-            m[4].metric("Warp latency", f"{res.warp_latency:g} cycles")
+            m[0].metric("Latency_comp", ui.fmt_num(res.latency_comp, "cycles"))
+            m[1].metric("CYC_compute", ui.fmt_num(res.cyc_compute, "cycles"))
+            m[2].metric("NBC_avg", ui.fmt_num(res.nbc_avg, "cycles"))
+            m[3].metric("Latency_exposed", ui.fmt_num(res.latency_exposed, "cycles"))
+            m[4].metric("Warp latency", ui.fmt_num(res.warp_latency, "cycles"), help=ui.help_for("wfg"))
             pos = {n["id"]: (n["x"], n["y"]) for n in view["nodes"]}
             fig = go.Figure()
             for a in view["arcs"]:
@@ -130,7 +135,7 @@ with tab_wfg:
                                      hovertext=[n["type"] for n in view["nodes"]], showlegend=False))
             fig.update_layout(height=120 + 90 * len({n["y"] for n in view["nodes"]}), margin=dict(t=10, l=10, r=10),
                               xaxis=dict(visible=False), yaxis=dict(visible=False))
-            st.plotly_chart(fig, width="stretch")
+            ui.chart(style.apply(fig))
             st.caption("Arcs: cycles after the bandwidth and dependence steps (red: loop back arcs, purple: data "
                        "dependences).")
             st.markdown("**Step through the model**")
@@ -153,15 +158,15 @@ with tab_sim:
                                                 key=f"sim_{name}")
     r = simulate(pd.DataFrame([point]), kernel).iloc[0]
     m = st.columns(4)
-    m[0].metric("Runtime", f"{r.cycles:,.0f} cycles")
-    m[1].metric("Tail-trimmed", f"{r.cycles_trimmed:,.0f} cycles")
-    m[2].metric("IPC", f"{r.ipc:.2f}")
-    m[3].metric("at 325 MHz", f"{r.cycles / 325e3:.3f} ms")
+    m[0].metric("Runtime", ui.fmt_num(r.cycles, "cycles"))
+    m[1].metric("Tail-trimmed", ui.fmt_num(r.cycles_trimmed, "cycles"), help=ui.help_for("tail-effect"))
+    m[2].metric("IPC", ui.fmt_num(r.ipc, sig=3))
+    m[3].metric("at 325 MHz", ui.fmt_num(r.cycles / 325e3, "ms"))
     parts = ["compute_cycles", "memory_cycles", "launch_cycles", "tail_cycles"]
     fig = go.Figure(go.Bar(x=[p.replace("_cycles", "") for p in parts], y=[r[p] for p in parts],
                            marker_color=["#4c78a8", "#e45756", "#f58518", "#9d755d"]))
     fig.update_layout(yaxis_title="cycles", height=320, margin=dict(t=20))
-    st.plotly_chart(fig, width="stretch")
+    ui.chart(style.apply(fig))
     st.caption("compute and memory add up to the busiest core's time over all launches; tail is the part of it "
                "after the other cores finish (weighted by the cores it employs in the trimmed time).")
 

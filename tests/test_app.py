@@ -1,173 +1,558 @@
-"""Dashboard pages driven headlessly with Streamlit's AppTest (the real-browser test is test_browser.py)."""
+"""Dashboard pages driven headlessly with Streamlit's AppTest (the real-browser test is test_browser.py).
+
+Every page reads the pipeline from the session's workspace. The central test switches the space,
+the samples, the results and the model under every page and checks each page after each change:
+no exception, and no value computed from an earlier input shown as current (a banner with the
+fixing action instead). GPUDSE_HOME is a temporary folder: the tests never touch ~/.gpudse.
+No timing assertions: jobs are awaited by polling the workspace with a generous deadline.
+"""
 
 from __future__ import annotations
+
+import os
+import time
 
 import pytest
 
 pytest.importorskip("streamlit")
-from streamlit.testing.v1 import AppTest  # noqa: E402
+from conftest import ROOT
+from streamlit.testing.v1 import AppTest
 
-from conftest import ROOT  # noqa: E402
+PAGES = {"Home": "app.py", "Design space": "pages/1_Design_space.py", "Sampling": "pages/2_Sampling.py",
+         "Simulations": "pages/3_Simulations.py", "Stepwise fit": "pages/4_Stepwise_fit.py",
+         "Response curves": "pages/5_Response_curves.py", "Accuracy": "pages/6_Accuracy.py",
+         "Explore": "pages/7_Explore.py", "Ray tracing": "pages/8_Ray_tracing.py",
+         "Analytical models": "pages/9_Analytical_models.py"}
+MODEL_PAGES = ("Stepwise fit", "Response curves", "Accuracy", "Explore")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def home(tmp_path_factory):
+    """One server home for the module: the example's template is built once, each test forks it."""
+    with pytest.MonkeyPatch.context() as mp:
+        path = tmp_path_factory.mktemp("gpudse_home")
+        mp.setenv("GPUDSE_HOME", str(path))
+        mp.delenv("GPUDSE_SINGLE_USER", raising=False)
+        yield path
+
+
+def new_app(ws_id: str | None = None) -> AppTest:
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=180)
+    if ws_id:
+        at.query_params["ws"] = ws_id
+    at.run()
+    ok(at, "Home")
+    return at
 
 
 @pytest.fixture
 def app():
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
-    at.run()
-    assert not at.exception
+    return new_app()
+
+
+def ok(at: AppTest, where: str) -> None:
+    assert not at.exception, f"{where}: {[e.value for e in at.exception]}"
+
+
+def goto(at: AppTest, title: str) -> AppTest:
+    at.switch_page(PAGES[title]).run()
+    ok(at, title)
     return at
 
 
-def metrics(at):
+def ws(at: AppTest):
+    return at.session_state["_gpudse_ws"]
+
+
+def texts(at: AppTest, kind: str) -> list[str]:
+    return [e.value for e in getattr(at, kind)]
+
+
+def banners(at: AppTest) -> list[str]:
+    return texts(at, "warning") + texts(at, "info")
+
+
+def button(at: AppTest, label: str, exact: bool = True):
+    found = [b for b in at.button if (b.label == label if exact else b.label.startswith(label))]
+    assert found, f"no button {label!r}; buttons: {[b.label for b in at.button]}"
+    return found[0]
+
+
+def metrics(at: AppTest) -> dict[str, str]:
     return {m.label: m.value for m in at.metric}
 
 
-def test_home_opens_on_the_builtin_example(app):
-    captions = [c.value for c in app.caption]
-    assert "stargazer: 933,120 points" in captions and "300 points drawn" in captions
-    assert app.session_state.space.size == 933120 and len(app.session_state.samples) == 300
+def wait_jobs(at: AppTest, timeout: float = 600) -> None:
+    """Wait for the workspace's jobs to end, then redraw (no timing assertion: a deadline only)."""
+    w = ws(at)
+    end = time.monotonic() + timeout
+    while w.jobs(active=True):
+        assert time.monotonic() < end, f"jobs still running: {w.jobs(active=True)}"
+        time.sleep(0.1)
+    at.run()
+    ok(at, "after the jobs")
 
 
-def test_design_space_page_shows_exact_size_and_loads_presets(app):
-    app.switch_page("pages/1_Design_space.py").run()
-    assert not app.exception
-    assert metrics(app)["Design points"] == "933,120"
+def sidebar_text(at: AppTest) -> str:
+    return " ".join(c.value for c in at.sidebar.caption)
+
+
+# ---- first visit ---------------------------------------------------------------------------------
+def test_first_visit_opens_a_copy_of_the_example_with_every_page_filled(app):
+    w = ws(app)
+    assert app.query_params["ws"] == w.id and w.writable and w.name == "Built-in example"
+    side = sidebar_text(app)
+    assert "stargazer · 933,120 points" in side and "300 points, uniform, seed 1" in side and "300 rows" in side
+    assert all(s.ok for s in w.overview().values()) and {"validation", "scan", "true_error"} <= set(w.analyses())
+    for title in PAGES:
+        goto(app, title)
+        if title == "Ray tracing":
+            wait_jobs(app)  # the first visit traces the built-in scene
+        assert not app.error, (title, texts(app, "error"))
+        assert not app.warning, (title, texts(app, "warning"))  # nothing stale on the example
+    goto(app, "Accuracy")
+    assert any("Relative error (%)" in m for m in texts(app, "markdown")) and len(app.dataframe) == 1
+    assert metrics(app)["Points"] == "933,120"  # the true error over the whole space, against matMul
+    goto(app, "Explore")
+    assert any("The 20 lowest predicted cycles of 933,120 designs" in m and "exact" in m
+               for m in texts(app, "markdown"))
+    assert len(app.dataframe[0].value) == 20
+
+
+def test_a_second_visitor_gets_a_separate_copy(app):
+    other = new_app()
+    assert ws(other).id != ws(app).id and ws(other).writable
+
+
+# ---- the central test: switch every stage under every page ---------------------------------------
+def visit_all(at: AppTest) -> dict[str, list[str]]:
+    """Every page after a change: no exception; returns each page's banners."""
+    seen = {}
+    for title in PAGES:
+        goto(at, title)
+        seen[title] = banners(at)
+    return seen
+
+
+def test_switching_space_samples_results_and_model_under_every_page(app):
+    w = ws(app)
+    # 1. another design space: every page stays usable, those computed from the old one say so
+    goto(app, "Design space")
     app.selectbox[0].set_value("lee-brooks").run()
-    [b for b in app.button if b.label == "Load preset"][0].click().run()
-    assert not app.exception
+    button(app, "Load preset").click().run()
+    ok(app, "load lee-brooks")
+    assert metrics(app)["Design points"] == "937,500,000"
+    seen = visit_all(app)
+    for title in ("Sampling", "Simulations", *MODEL_PAGES):
+        assert any("design space changed" in b for b in seen[title]), (title, seen[title])
+    goto(app, "Stepwise fit")
+    assert "R²" not in metrics(app) and button(app, "Sample the new design space")
+    goto(app, "Explore")
+    assert not app.dataframe  # no best designs of the old model
+    assert "out of date" in sidebar_text(app) and "lee-brooks" in sidebar_text(app)
+
+    # 2. back to the same space: what was computed from identical content is current again
+    goto(app, "Design space")
+    app.selectbox[0].set_value("stargazer").run()
+    button(app, "Load preset").click().run()
+    assert all(s.ok for s in w.overview().values())
+
+    # 3. new samples: the sidebar counts them, results and model are out of date
+    goto(app, "Sampling")
+    app.number_input[0].set_value(200)
+    button(app, "Sample").click().run()
+    ok(app, "sample 200")
+    assert metrics(app)["Points"] == "200" and "200 points" in sidebar_text(app)
+    seen = visit_all(app)
+    for title in MODEL_PAGES:
+        assert any("samples changed after these results" in b for b in seen[title]), (title, seen[title])
+    goto(app, "Accuracy")
+    assert not app.dataframe and "Relative error" not in " ".join(texts(app, "markdown"))
+
+    # 4. simulate BFS on the new samples: the results are used at once, the model is out of date
+    goto(app, "Simulations")
+    app.selectbox[0].set_value("BFS").run()
+    button(app, "Start").click().run()
+    ok(app, "start the campaign")
+    wait_jobs(app)
+    results = w.get("results")
+    assert results.ok and len(results.value.table) == 200 and "BFS" in results.origin
+    assert "200 rows" in sidebar_text(app)
+    seen = visit_all(app)
+    for title in MODEL_PAGES:
+        assert any("results changed after this model was fitted" in b for b in seen[title]), (title, seen[title])
+    goto(app, "Explore")
+    assert not app.dataframe and button(app, "Refit on the new results")
+
+    # 5. the banner's action refits in place; the scan of the old model is now the stale part
+    button(app, "Refit on the new results").click().run()
+    ok(app, "refit")
+    model = w.get("model")
+    assert model.ok and w.input_of(model, "results").version == results.version
+    assert any("model changed" in b for b in banners(app)) and not app.dataframe
+    button(app, "Recompute with the new model").click().run()
+    wait_jobs(app)
+    assert not banners(app) or not any("changed" in b for b in banners(app))
+    assert len(app.dataframe[0].value) == 20 and w.get("scan").inputs["model"].version == model.version
+
+    # 6. the fit page shows the new model and the results it was fitted on
+    goto(app, "Stepwise fit")
+    assert f"Model version {model.version}" in " ".join(texts(app, "caption"))
+    goto(app, "Accuracy")
+    assert any("model changed" in b for b in banners(app))  # the example's validation: out of date
+    # the true error is computed against the application the results came from (BFS, not AES)
+    assert any(b.label.endswith("points (BFS)") for b in app.button)
+
+    # 7. another model (other settings): analyses of the previous one are out of date again
+    goto(app, "Stepwise fit")
+    app.radio[0].set_value("Stargazer as written").run()
+    button(app, "Fit").click().run()
+    ok(app, "fit as written")
+    assert w.get("model").version == model.version + 1 and "as written" in w.get("model").origin
+    for title in ("Accuracy", "Explore"):
+        goto(app, title)
+        assert any("model changed" in b for b in banners(app)), (title, banners(app))
+        assert not app.dataframe  # neither old validation errors nor old best designs
+
+
+def test_switching_to_lee_brooks_leaves_every_page_usable_with_a_fresh_model(app):
+    """The issue's tracebacks (TypeError on curves, FitError on Explore, ValueError on Validate)
+    came from the old model meeting the new space; with the whole pipeline redone on lee-brooks
+    every page works on its own data."""
+    from gpudse_core import load_preset, sample
+    from gpudse_core.model.stepwise import fit_stepwise
+
+    w = ws(app)
+    space = load_preset("lee-brooks")
+    smp = sample(space, 120, seed=2)
+    pts = smp.table()
+    numeric = [p.name for p in space.parameters if p.kind == "numeric"]
+    y = 1000.0 + sum(pts[p].astype(float).rank() for p in numeric[:3])
+    with w.batch():
+        w.set_space(space, "preset lee-brooks")
+        w.set_samples(smp, "uniform, seed 2")
+        w.set_results(pts.assign(cycles=y), "cycles", "synthetic", inputs=("space", "samples"))
+        w.set_model(fit_stepwise(pts.assign(cycles=y), "cycles", transform="log"), "stepwise")
+    seen = visit_all(app)
+    for title in ("Stepwise fit", "Response curves"):
+        assert not any("changed" in b for b in seen[title]), (title, seen[title])
+    goto(app, "Accuracy")
+    assert any("True error" in t.label for t in app.tabs)  # available only with the built-in simulator
+    assert any("available when the results come from the built-in" in i for i in texts(app, "info"))
+
+
+# ---- sharing ---------------------------------------------------------------------------------------
+def test_a_link_without_the_key_opens_read_only_and_a_copy_is_writable(app):
+    owner = ws(app)
+    guest = new_app(owner.id)
+    g = ws(guest)
+    assert g.id == owner.id and not g.writable
+    assert any("Shared with you read-only" in m for m in texts(guest, "markdown"))
+    goto(guest, "Design space")
+    assert button(guest, "Load preset").disabled and button(guest, "Apply changes").disabled
+    goto(guest, "Accuracy")
+    assert button(guest, "Validate").disabled
+    assert len(guest.dataframe) == 1  # reading is allowed: the owner's validation
+    button(guest, "Make my own copy").click().run()
+    ok(guest, "fork")
+    mine = ws(guest)
+    assert mine.writable and mine.id != owner.id and guest.query_params["ws"] == mine.id
+    assert mine.get("model").digest == owner.get("model").digest and "my copy" in mine.name
+    goto(guest, "Design space")
+    assert not button(guest, "Load preset").disabled
+
+
+def test_an_unknown_link_says_so_and_offers_a_new_workspace():
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=180)
+    at.query_params["ws"] = "x" * 32
+    at.run()
+    ok(at, "unknown link")
+    assert any("does not open a workspace here" in e for e in texts(at, "error"))
+    button(at, "Start a new workspace with the built-in example").click().run()
+    ok(at, "new")
+    assert ws(at).writable and at.query_params["ws"] == ws(at).id
+
+
+def test_home_renames_lists_and_deletes_this_browsers_workspaces(app):
+    first = ws(app).id
+    button(app, "New: an empty workspace").click().run()
+    ok(app, "new empty")
+    second = ws(app)
+    assert second.id != first and all(s.state == "missing" for s in second.overview().values())
+    app.text_input(key=f"ws_name_{second.id}").set_value("matMul study").run()
+    assert ws(app).name == "matMul study"
+    names = list(app.dataframe[0].value["name"])
+    assert "matMul study (open)" in names and "Built-in example" in names
+    for title in PAGES:  # an empty workspace: every page says what to do first
+        goto(app, title)
+        if title in ("Sampling", "Simulations", *MODEL_PAGES):
+            assert any("design space" in b for b in banners(app)), (title, banners(app))
+    goto(app, "Home")
+    app.selectbox(key="pick_ws").set_value(first).run()
+    button(app, "Open").click().run()
+    assert ws(app).id == first
+    app.selectbox(key="pick_ws").set_value(second.id).run()
+    button(app, "Delete…").click().run()
+    button(app, "Delete it").click().run()
+    ok(app, "delete")
+    assert "matMul study" not in " ".join(app.dataframe[0].value["name"]) and ws(app).id == first
+    from gpudse_core.workspace import NotFound, open_workspace
+
+    with pytest.raises(NotFound):
+        open_workspace(second.id)
+
+
+# ---- long work -------------------------------------------------------------------------------------
+def test_validation_runs_as_a_job_with_stop_and_keeps_what_was_done(app):
+    from gpudse_core.workspace import jobs as jobs_mod
+
+    goto(app, "Accuracy")
+    w = ws(app)
+    before = w.get("validation").version
+    app.multiselect[0].set_value([30, 60, 90, 120, 150])
+    app.slider[0].set_value(10)
+    button(app, "Validate").click().run()
+    ok(app, "validate")
+    end = time.monotonic() + 300
+    while not w.jobs(active=True) or w.jobs(active=True)[0].done < 1:
+        assert time.monotonic() < end
+        time.sleep(0.05)
+    at_job = w.jobs(active=True)[0]
+    app.run()
+    assert any("**Validation** is running" in m for m in texts(app, "markdown"))
+    assert button(app, "Stop") and button(app, "Validate").disabled
+    button(app, "Stop").click().run()
+    ok(app, "stop")
+    wait_jobs(app)
+    info = w.job(at_job.id)
+    assert info.state == "stopped" and info.done < info.total
+    sv = w.get("validation")
+    assert sv.version > before and sv.partial and sv.ok
+    assert any("Partial result (stopped)" in i for i in texts(app, "info"))
+    assert len(app.dataframe) == 1  # what was done is shown, labelled partial
+    assert jobs_mod.FLUSH_S <= 0.5  # progress reaches the page at least twice a second
+
+
+def test_ray_casting_is_a_job_whose_heatmap_stays_in_the_workspace(app):
+    goto(app, "Ray tracing")
+    wait_jobs(app)
     m = metrics(app)
-    assert m["Design points"] == "937,500,000" and m["Dimensions"] == "12" and m["Parameters"] == "23"
+    assert m["K (downscaling)"] == "4"  # 8 SMs, 4 memory partitions
+    heat = ws(app).get("heatmap")
+    assert heat.ok and heat.value["request"]["size"] == 256
+    next(r for r in app.radio if r.label == "Division").set_value("coarse").run()
+    ok(app, "coarse")
+    assert ws(app).get("heatmap").version == heat.version  # settings of the plan do not trace again
 
 
+# ---- the pages' own behaviour ------------------------------------------------------------------------
 def test_bad_constraint_shows_error_and_keeps_space(app):
-    app.switch_page("pages/1_Design_space.py").run()
+    goto(app, "Design space")
     app.text_area[0].set_value("simd * 2 >= smem_kb").run()
-    [b for b in app.button if b.label == "Apply changes"][0].click().run()
-    assert not app.exception
-    assert any("unknown name 'smem_kb'" in e.value and "Nothing was changed" in e.value for e in app.error)
-    assert metrics(app)["Design points"] == "933,120"
-    assert app.session_state.space.name == "stargazer"
+    button(app, "Apply changes").click().run()
+    ok(app, "apply")
+    assert any("unknown name 'smem_kb'" in e and "Nothing was changed" in e for e in texts(app, "error"))
+    assert metrics(app)["Design points"] == "933,120" and ws(app).get("space").version == 1
 
 
 def test_valid_constraint_is_applied(app):
-    app.switch_page("pages/1_Design_space.py").run()
+    goto(app, "Design space")
     app.text_area[0].set_value("simd * blk <= 128").run()
-    [b for b in app.button if b.label == "Apply changes"][0].click().run()
-    assert not app.exception and not app.error
+    button(app, "Apply changes").click().run()
+    ok(app, "apply")
+    assert not app.error
     feasible = sum(1 for s in (8, 16, 32) for b in (1, 2, 4, 8, 16) if s * b <= 128) * 933120 // 15
     assert metrics(app)["Feasible points"] == f"{feasible:,}"
+    assert ws(app).get("space").version == 2 and ws(app).status("samples").state == "stale"
 
 
 def test_sampling_page_errors_keep_previous_samples(app):
-    app.switch_page("pages/2_Sampling.py").run()
+    goto(app, "Sampling")
     assert metrics(app)["Points"] == "300"
     app.number_input[0].set_value(2_000_000)
-    app.button[0].click().run()  # the form's submit button
-    assert not app.exception
-    assert any("only 933,120 points" in e.value and "previous samples are kept" in e.value for e in app.error)
-    assert metrics(app)["Points"] == "300"
+    button(app, "Sample").click().run()
+    ok(app, "sample")
+    assert any("only 933,120 points" in e and "previous samples are kept" in e for e in texts(app, "error"))
+    assert metrics(app)["Points"] == "300" and ws(app).get("samples").version == 1
 
 
 def test_sampling_page_fraction_mode(app):
-    app.switch_page("pages/2_Sampling.py").run()
+    goto(app, "Sampling")
     app.radio[0].set_value("Fraction of the whole space")
     app.number_input[1].set_value(0.001)
-    app.button[0].click().run()
-    assert not app.exception and not app.error
-    assert metrics(app)["Points"] == f"{round(0.001 * 933120):,}"
+    button(app, "Sample").click().run()
+    ok(app, "sample")
+    assert not app.error and metrics(app)["Points"] == f"{round(0.001 * 933120):,}"
 
 
 def test_analytical_models_page(app):
-    app.switch_page("pages/9_Analytical_models.py").run()
-    assert not app.exception and not app.error
+    goto(app, "Analytical models")
+    assert not app.error
     m = metrics(app)
     assert m["Optimum N_PE"] == "160"  # Fig. 18(a) at the default 104 GB/s, 30 registers
-    assert m["CYC_compute"] == "16 cycles" and m["Latency_exposed"] == "130 cycles"  # 004 Fig. 1
-    assert m["Launch overhead"] == f"{16 * 256 + 800 * 4 + 17600:,} cycles"
-    assert m["Runtime"].endswith("cycles")
+    assert m["CYC_compute"].startswith("16") and m["Latency_exposed"].startswith("130")  # 004 Fig. 1
+    assert m["Launch overhead"].replace(",", "").startswith(str(16 * 256 + 800 * 4 + 17600))
     app.select_slider[0].set_value(32).run()
     app.select_slider[1].set_value(10).run()
     assert metrics(app)["Optimum N_PE"] == "184"  # Fig. 18(f)
 
 
-def test_simulations_page_runs_the_builtin_example(app):
-    app.switch_page("pages/3_Simulations.py").run()
-    assert not app.exception and not app.error
-    assert metrics(app)["Done"] == "0"
-    [b for b in app.button if b.label == "Start / resume"][0].click().run(timeout=120)
-    assert not app.exception and not app.error
-    assert metrics(app)["Done"] == "300" and metrics(app)["Remaining"] == "0"
-    [b for b in app.button if b.label == "Use these results for the regression"][0].click().run()
-    assert len(app.session_state.results) == 300 and app.session_state.results_response == "cycles"
-
-
-def test_simulations_page_without_samples_of_this_space(app):
-    app.switch_page("pages/1_Design_space.py").run()
-    app.selectbox[0].set_value("lee-brooks").run()
-    [b for b in app.button if b.label == "Load preset"][0].click().run()
-    app.switch_page("pages/3_Simulations.py").run()
-    assert not app.exception
-    assert any("Sample design points of the current space first" in i.value for i in app.info)
-
-
-def test_ray_tracing_page(app):
-    app.switch_page("pages/8_Ray_tracing.py").run(timeout=120)
-    assert not app.exception and not app.error
-    m = metrics(app)
-    assert m["K (downscaling)"] == "4"  # 8 SMs, 4 memory partitions
-    assert m["Self-check error"].endswith("%") and m["Predicted speedup (eq. 4)"].endswith("×")
-    [r for r in app.radio if r.label == "Division"][0].set_value("coarse").run(timeout=120)
-    assert not app.exception and not app.error
-
-
-def test_stepwise_page_fits_with_live_trace(app):
-    app.switch_page("pages/4_Stepwise_fit.py").run(timeout=120)
-    assert not app.exception and not app.error
-    m = metrics(app)
-    assert float(m["R²"]) > 0.9  # the built-in example's model
-    app.button[0].click().run(timeout=120)  # the form's Fit button
-    assert not app.exception and not app.error
-    assert "blk" in app.session_state.model.terms
-
-
-def test_response_curves_accuracy_explore_pages(app):
-    app.switch_page("pages/5_Response_curves.py").run(timeout=120)
-    assert not app.exception and not app.error
-    app.switch_page("pages/6_Accuracy.py").run(timeout=120)
-    assert not app.exception and not app.error
-    app.button[0].click().run(timeout=300)  # Validate
-    assert not app.exception and not app.error
-    assert "stepwise" in app.session_state.validation.models
-    app.switch_page("pages/7_Explore.py").run(timeout=120)
-    assert not app.exception and not app.error
-    [b for b in app.button if b.label.startswith("Predict all")][0].click().run(timeout=300)
-    assert not app.exception and not app.error
-    assert app.session_state.scan.points == 933_120
-
-
-def test_html_report_from_the_home_page(app):
-    [b for b in app.button if b.label == "Prepare an HTML report"][0].click().run(timeout=120)
-    assert not app.exception and not app.error
-    html = app.session_state.report_html
-    assert html.startswith("<!doctype html>") and "Plotly.newPlot" in html
-    assert "ANOVA" in html and app.session_state.model.terms[0] in html
-
-
-def test_stepwise_trace_rows_and_per_application_models(app):
+def test_stepwise_page_fits_with_live_trace_and_per_application_models(app):
     import numpy as np
 
     from gpudse_core.sim.simulator import simulate
 
-    results = app.session_state.results
-    rng = np.random.default_rng(0)
-    apps = rng.choice(["matMul", "nw"], len(results))
-    cycles = np.where(apps == "matMul", simulate(results, "matMul").cycles, simulate(results, "nw").cycles)
-    app.session_state.results = results.assign(app=apps, cycles=cycles)
-    app.switch_page("pages/4_Stepwise_fit.py").run(timeout=120)
-    app.button[0].click().run(timeout=120)
-    assert not app.exception and not app.error
+    w = ws(app)
+    res = w.get("results").value.table
+    apps = np.random.default_rng(0).choice(["matMul", "nw"], len(res))
+    cycles = np.where(apps == "matMul", simulate(res, "matMul").cycles, simulate(res, "nw").cycles)
+    w.set_results(res.assign(app=apps, cycles=cycles), "cycles", "two applications", inputs=("space", "samples"))
+    goto(app, "Stepwise fit")
+    assert any("results changed" in b for b in banners(app))
+    button(app, "Fit").click().run()
+    ok(app, "fit")
     assert len(app.dataframe[0].value) >= 2  # the trace shows its rows
-    by_app = app.session_state.models_by_app
-    assert set(by_app) == {"matMul", "nw"} and by_app["nw"].terms[0] == "smp" and by_app["matMul"].terms[0] == "blk"
-    app.switch_page("pages/5_Response_curves.py").run(timeout=120)
-    assert not app.exception and not app.error
+    by_app = w.get("app_models")
+    assert by_app.ok and set(by_app.value) == {"matMul", "nw"}
+    assert by_app.value["nw"].terms[0] == "smp" and by_app.value["matMul"].terms[0] == "blk"
+    goto(app, "Response curves")
+    assert not app.error
+
+
+def test_html_report_holds_only_current_parts(app):
+    import ui
+
+    w = ws(app)
+    html = ui.report_html(w)
+    assert html.startswith("<!doctype html>") and "Plotly.newPlot" in html and "ANOVA" in html
+    assert "Validation" in html and "Best designs" in html
+    w.set_results(w.get("results").value.table.head(250), "cycles", "fewer rows", inputs=("space",))
+    html = ui.report_html(w)
+    assert "Left out of this report" in html and "ANOVA" not in html and "Best designs" not in html
+
+
+def test_upload_limit_is_the_servers_and_the_cores():
+    """The browser's cap (server.maxUploadSize, MiB) is the core's limits.upload_bytes."""
+    import tomllib
+
+    from gpudse_core import limits
+
+    cfg = tomllib.loads((ROOT / ".streamlit" / "config.toml").read_text())
+    assert cfg["server"]["maxUploadSize"] * limits.MiB == limits.Limits().upload_bytes
+    assert os.environ["GPUDSE_HOME"]  # the fixture's temporary home, never ~/.gpudse
+
+
+# ---- bad uploads (issue 11): 0 exception boxes, 0 partial loads --------------------------------------
+def test_bad_uploads_through_every_uploader_change_nothing(app):
+    from dashboard_uploads import UPLOADERS, bad_uploads
+
+    w = ws(app)
+    goto(app, "Ray tracing")
+    wait_jobs(app)  # the first visit's ray casting: nothing may run while revisions are compared
+    surfaces, count = set(), 0
+    for up in bad_uploads():
+        page, key, load = UPLOADERS[up.surface]
+        goto(app, page)
+        if up.surface == "heatmap":
+            next(r for r in app.radio if r.label == "Heatmap").set_value("Upload a heatmap").run()
+        if up.surface == "wfg":
+            app.selectbox(key="wfg_graph").set_value("Upload a JSON/YAML graph").run()
+        before = (w.revision, {s: v.version for s, v in w.heads().items()})
+        app.file_uploader(key=key).upload(up.filename, up.data).run()
+        if load:
+            button(app, load).click().run()
+        ok(app, repr(up))
+        assert not w.jobs(active=True), up
+        errors = texts(app, "error")
+        assert any(up.filename in e for e in errors), (up, errors, banners(app))
+        assert (w.revision, {s: v.version for s, v in w.heads().items()}) == before, up  # nothing changed
+        app.file_uploader(key=key).clear().run()
+        ok(app, f"clear {up!r}")
+        surfaces.add(up.surface)
+        count += 1
+    assert count >= 20 and surfaces == set(UPLOADERS)
+
+
+def test_a_learner_as_the_model_under_every_page(app):
+    """Issue 13's learners through the pages: fitted as a job, every page works with it (no terms,
+    no equation), and what was computed with the stepwise model is out of date."""
+    w = ws(app)
+    goto(app, "Stepwise fit")
+    next(s for s in app.selectbox if s.label == "Model").set_value("forest").run()
+    button(app, "Fit").click().run()
+    ok(app, "fit a forest")
+    wait_jobs(app)
+    model = w.get("model")
+    assert model.ok and type(model.value).__name__ == "ForestLearner" and model.origin.startswith("forest")
+    assert metrics(app)["Model"] == "Random forest"
+    seen = visit_all(app)
+    for title in ("Accuracy", "Explore"):
+        assert any("model changed" in b for b in seen[title]), (title, seen[title])
+    goto(app, "Response curves")
+    assert any(getattr(c, "type", "") == "plotly_chart" for c in app.get("plotly_chart"))
+    import ui
+
+    assert "forest" in ui.report_html(w)  # the report names the learner (no terms or equation)
+
+
+# ---- the replay of a fit (issue 14 part 5a) ------------------------------------------------------------
+def test_replay_explains_each_row_with_its_rule_and_numbers():
+    import ui_replay
+
+    from gpudse_core import load_preset, sample
+    from gpudse_core.model.stepwise import PAPER_SETTINGS, fit_stepwise
+    from gpudse_core.sim.simulator import simulate
+
+    space = load_preset("stargazer")
+    pts = sample(space, 300, seed=1).table()
+    data = pts.join(simulate(pts, "matMul"))[list(space.parameter_names) + ["cycles"]]
+    paper = fit_stepwise(data, "cycles", transform="log", **PAPER_SETTINGS)
+    rows = paper.trace
+    texts_ = [ui_replay.explain(r, rows[i - 1] if i else None, paper.settings) for i, r in enumerate(rows)]
+    assert texts_[0].startswith(f"Of the 10 parameters, **{rows[0]['chosen']}** explains most on its own")
+    for i, (row, text) in enumerate(zip(rows, texts_)):
+        if row["kind"] in ("main", "interaction"):
+            sym = "θ" if row["kind"] == "main" else "φ"
+            assert f"{sym} = 0.01" in text and ("accepted" in text) == row["accepted"]
+            assert f"{row['gain']:+.5f}" in text and ui_replay.ui.fmt_r2(rows[i - 1]["r2"]) in text
+    rejected = next(t for r, t in zip(rows, texts_) if not r["accepted"] and r["chosen"])
+    assert "not more than" in rejected and "the model stays as it was" in rejected
+    robust = fit_stepwise(data, "cycles", transform="log")
+    text = ui_replay.explain(robust.trace[1], robust.trace[0], robust.settings)
+    assert "F-test p-value" in text and "below θ = 0.001" in text
+    fig = ui_replay.candidates_chart(robust.trace[1], robust.trace[0], robust.settings)
+    assert len(fig.data[0].y) == len(robust.trace[1]["candidates"]) and fig.layout.shapes  # the threshold line
+
+
+def test_replay_steps_through_the_trace_on_the_fit_page(app):
+    goto(app, "Stepwise fit")
+    n = len(ws(app).get("model").value.trace)
+    assert any(m.startswith(f"**Row 1 of {n}**") for m in texts(app, "markdown"))
+    button(app, "Step").click().run()
+    ok(app, "step")
+    assert any(m.startswith(f"**Row 2 of {n}**") for m in texts(app, "markdown"))
+    button(app, "Whole trace").click().run()
+    assert any(m.startswith(f"**Row {n} of {n}**") for m in texts(app, "markdown")) and button(app, "Step").disabled
+    for i, row in enumerate(ws(app).get("model").value.trace):  # every row of the example, the revisit pass too
+        text = ui_replay_explain(row, ws(app).get("model").value, i)
+        if row["kind"] in ("prune", "transform"):  # the robust default's leave-one-out steps, with their errors
+            assert "leave-one-out" in text and f"**{row['chosen']}**" in text and "%" in text, text
+        else:
+            assert "θ = 0.001" in text or "φ = 0.001" in text or "φ₃ = 0.001" in text or row["kind"] == "initial", text
+    assert "prune" in {r["kind"] for r in ws(app).get("model").value.trace}
+
+
+def test_replay_explains_the_automatic_response_scale():
+    import ui_replay
+
+    row = {"step": 9, "kind": "transform", "metric": "loo_error", "candidates": {"log": 0.031, "none": 0.012,
+                                                                                  "sqrt": 0.018},
+           "skipped": {}, "chosen": "none", "accepted": True, "gain": 0.012, "terms": ["a"], "r2": 0.9, "adj_r2": 0.9}
+    text = ui_replay.explain(row, None, {"criterion": "ftest"})
+    assert "**none** scale" in text and text.index("none 1.2 %") < text.index("sqrt 1.8 %") < text.index("log 3.1 %")
+
+
+def ui_replay_explain(row, model, i):
+    import ui_replay
+
+    return ui_replay.explain(row, model.trace[i - 1] if i else None, model.settings)

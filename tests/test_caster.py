@@ -53,6 +53,30 @@ def test_render_produces_a_structured_heatmap():
     assert zp.downscale.k == 4 and zp.check["relative_error"] < 0.05
 
 
+def test_render_in_bands_reports_progress_and_stops():
+    """The Ray-tracing page's job: the frame traced band by band is the frame traced at once, the
+    callback sees every row once in order, and returning False stops with our error."""
+    from gpudse_core.raytrace import caster
+
+    whole = render(96, 80, seed=4)
+    seen = []
+    banded = render(96, 80, seed=4, progress=lambda done, total: seen.append((done, total)))
+    assert np.array_equal(whole.cost, banded.cost) and np.array_equal(whole.image, banded.image)
+    band = caster.BAND_RAYS // 96
+    assert seen == [(min(80, b + band), 80) for b in range(0, 80, band)]
+    old = caster.BAND_RAYS
+    caster.BAND_RAYS = 96 * 8  # ten bands of eight rows
+    try:
+        calls = []
+        with pytest.raises(caster.RenderStopped, match="after 16 of 80 rows"):
+            render(96, 80, seed=4, progress=lambda done, total: calls.append(done) or done < 16)
+        assert calls == [8, 16]
+        small = render(96, 80, seed=4, progress=lambda d, t: None)
+        assert np.array_equal(small.cost, whole.cost)
+    finally:
+        caster.BAND_RAYS = old
+
+
 def test_colourise_round_trips_through_the_hue():
     cost = np.linspace(0, 1, 271)
     back = 1 - rgb_coldness(colourise(cost))

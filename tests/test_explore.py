@@ -78,3 +78,21 @@ def test_space_mismatch(fitted):
     model, _ = fitted
     with pytest.raises(GpudseError, match="does not have"):
         predict_space(model, load_preset("zatel"))
+
+
+def test_sensitivity_and_interaction_grid_of_a_learner(fitted):
+    """A learner (issue 13) reads its parameters, not bases: the dashboard's Explore and Response
+    curves pages call these with any model kind; a learner's grid is the legal values."""
+    from gpudse_core.model.registry import fit_model
+
+    _, data = fitted
+    forest = fit_model("forest", data, "cycles", list(SPACE.parameter_names), transform="log")
+    s = sensitivity(forest, base_point(), SPACE)
+    blk = s[s.parameter == "blk"].set_index("value")
+    assert blk.loc[4, "change"] == pytest.approx(0.0) and blk.loc[1, "change"] > 0.5
+    frame = pd.DataFrame([{**base_point(), "blk": 1}])
+    assert blk.loc[1, "predicted"] == pytest.approx(forest.predict(frame)[0])
+    xs, ys, z = interaction_grid(forest, "blk", "simd", base_point(), SPACE)
+    assert list(xs) == [1, 2, 4, 8, 16] and list(ys) == list(SPACE.parameter("simd").values)
+    grid = pd.DataFrame([{**base_point(), "blk": x, "simd": y} for y in ys for x in xs])
+    np.testing.assert_allclose(z.ravel(), forest.predict(grid))

@@ -208,44 +208,38 @@ def test_streamed_size_is_counted_not_declared():
         load_project(data, "p.zip")
 
 
-class Session(dict):
-    """Stands in for st.session_state (attribute and item access)."""
+def test_bad_project_leaves_the_workspace_untouched(tmp_path):
+    """Every partial-state case of the corpus (and a few more): import_project raises our error and
+    the workspace's space, samples, results and model are exactly the versions they were."""
+    from gpudse_core.workspace import create_workspace, import_project
 
-    __getattr__ = dict.__getitem__
-    __setattr__ = dict.__setitem__
-
-
-@pytest.fixture
-def fake_ui(monkeypatch):
-    import ui
-
-    errors: list[str] = []
-    fake = types.SimpleNamespace(session_state=Session(), error=errors.append)
-    monkeypatch.setattr(ui, "st", fake)
-    return ui, fake.session_state, errors
-
-
-def test_bad_project_leaves_the_session_untouched(fake_ui):
-    """Every partial-state case of the corpus (and a few more): load_project_zip raises our error and
-    the session's space, samples, results and model are exactly what they were."""
-    ui, state, _ = fake_ui
+    w, _key = create_workspace("hostile", root=tmp_path)
     good = hc.project(samples_json=hc.samples_doc([{"simd": 8, "blk": 1}]))
-    ui.load_project_zip(good, "good.zip")
-    before = {k: state[k] for k in state}
-    assert before["space"].name == "h" and len(before["samples"]) == 1 and before["results"] is not None
+    import_project(w, good, "good.zip")
+    stages = ("space", "samples", "results", "model")
+
+    def state():
+        return {s: (w.get(s).version, w.get(s).ok) for s in stages}
+
+    before = state()
+    assert w.get("space").value.name == "h" and len(w.get("samples").value) == 1 and w.get("results").ok
     bad = [c for c in hc.cases() if c.surface == "project" and c.expect == "error"]
     assert sum(c.cls == "partial-state" for c in bad) >= 10
     for case in bad:
         with pytest.raises(GpudseError):
-            ui.load_project_zip(case.data, case.filename)
-        assert {k: state[k] for k in state} == before, case.name  # same objects, nothing added or removed
+            import_project(w, case.data, case.filename)
+        assert state() == before, case.name  # no new version of any stage
 
 
-def test_parse_upload_routes_through_safeload(fake_ui):
-    ui, _, errors = fake_ui
-    up = types.SimpleNamespace(name="g.yaml", getvalue=lambda: hc.laughs(9, 9).encode())
+def test_parse_upload_routes_through_safeload(monkeypatch):
+    import ui
+
+    errors: list[str] = []
+    monkeypatch.setattr(ui, "st", types.SimpleNamespace(error=lambda text, **kw: errors.append(text)))
+    up = types.SimpleNamespace(name="g.yaml", size=len(hc.laughs(9, 9)), getvalue=lambda: hc.laughs(9, 9).encode())
     assert ui.parse_upload(up) is None and "expands to more than" in errors[-1]
-    up = types.SimpleNamespace(name="g.json", getvalue=lambda: hc.wfg())
+    data = hc.wfg()
+    up = types.SimpleNamespace(name="g.json", size=len(data), getvalue=lambda: data)
     assert ui.parse_upload(up)["hardware"]["warp_size"] == 32
 
 

@@ -12,7 +12,7 @@ import math
 import numpy as np
 import pytest
 from bounded import bounded
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from gpudse_core import limits
@@ -44,6 +44,9 @@ value_spec = st.one_of(value_text, st.lists(st.one_of(st.integers(), st.floats()
 @bounded(mem_mb=4096, max_rss_mb=512, timeout=300)
 @FUZZ
 @given(value_spec)
+@example(
+    spec='-179769314.0::1e-300::0',
+).via('discovered failure')
 def test_values_fuzz_our_error_or_a_bounded_parameter(spec):
     try:
         vals = parse_values(spec, "ctx: ")

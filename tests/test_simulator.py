@@ -124,6 +124,11 @@ def test_whole_space_truth():
     m = fit_stepwise(pts.assign(cycles=simulate(pts, "CP").cycles), "cycles", transform="log")
     err = whole_space_errors(m, SPACE, "CP", chunk_size=200_000)
     assert err.size == 933_120 and np.median(err) < 0.1
+    seen = []
+    part = whole_space_errors(m, SPACE, "CP", chunk_size=200_000,
+                              progress=lambda done, total: seen.append((done, total)) or done < 400_000)
+    assert seen == [(200_000, 933_120), (400_000, 933_120)]  # stopped after the second chunk
+    np.testing.assert_array_equal(part, err[:400_000])
 
 
 @pytest.mark.parametrize(

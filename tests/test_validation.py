@@ -156,11 +156,28 @@ def test_tree_models_and_hybrid_run(gpu_data):
 
 
 def test_progress_and_cancel(gpu_data):
+    """Progress after every model of every draw (so a page's bar moves and Stop acts between fits);
+    a cancel keeps every fit finished before it, identical to the same fits of a full run."""
     seen = []
-    validate(gpu_data, "cycles", train_sizes=[30, 60], repeats=2, progress=lambda d, t, m: seen.append((d, t)))
-    assert seen == [(1, 4), (2, 4), (3, 4), (4, 4)]
-    with pytest.raises(Cancelled):
+    full = validate(gpu_data, "cycles", train_sizes=[30, 60], repeats=2, models=["stepwise", "fixed"],
+                    progress=lambda d, t, m: seen.append((d, t, m)))
+    assert [(d, t) for d, t, _ in seen] == [(i, 8) for i in range(1, 9)]
+    assert seen[0][2] == "repeat 1/2, N = 30: stepwise" and seen[3][2] == "repeat 1/2, N = 60: fixed"
+    with pytest.raises(Cancelled) as info:
         validate(gpu_data, "cycles", train_sizes=[30, 60], repeats=2, progress=lambda d, t, m: False)
+    first = info.value.partial  # a stop after the first fit keeps that fit
+    assert first.notes[-1].startswith("stopped after 1 of 8 fits") and list(first.errors) == ["stepwise"]
+    assert list(first.errors["stepwise"]) == [30] and list(first.summary().model) == ["stepwise"]
+    with pytest.raises(Cancelled) as info:  # stop at the third draw (repeat 2, N = 30), after its first model
+        validate(gpu_data, "cycles", train_sizes=[30, 60], repeats=2, models=["stepwise", "fixed"],
+                 progress=lambda d, t, m: d < 5)
+    part = info.value.partial
+    assert part is not None and part.notes[-1].startswith("stopped after 5 of 8 fits")
+    np.testing.assert_array_equal(part.errors["stepwise"][30], full.errors["stepwise"][30])  # both repeats
+    for m, n in (("stepwise", 60), ("fixed", 30), ("fixed", 60)):  # the first repeat only
+        assert part.errors[m][n].size == 200
+        np.testing.assert_array_equal(part.errors[m][n], full.errors[m][n][:200])
+    assert set(part.summary().train_size) == {30, 60}
 
 
 @pytest.mark.parametrize(

@@ -484,6 +484,9 @@ def test_the_built_in_example_and_the_cli_round_trip(home, tmp_path):
     gpudse("workspace", "export", ws.id, "--stage", "results", "-o", str(tmp_path / "r.csv"))
     assert len(pd.read_csv(tmp_path / "r.csv")) == 300
     gpudse("workspace", "export", ws.id, "-o", str(tmp_path / "p.zip"))
+    gpudse("workspace", "report", ws.id, "-o", str(tmp_path / "r.html"))  # the dashboard's report
+    html = (tmp_path / "r.html").read_text()
+    assert html.startswith("<!doctype html>") and "ANOVA" in html and "Left out" not in html
     copy = json.loads(gpudse("workspace", "new", "--project", str(tmp_path / "p.zip"), "--json").stdout)
     assert states(open_workspace(copy["id"])) == states(ws)
     gpudse("workspace", "rename", ws.id, "renamed")

@@ -224,7 +224,7 @@ def test_validation_job_stores_a_current_analysis(home, pipeline):
     job = start_validation(ws, train_sizes=[40, 80], test_size=60, repeats=2, models=["stepwise", "fixed"])
     assert job.wait(300)
     info = ws.job(job.id)
-    assert info.state == "finished" and info.done == info.total == 4
+    assert info.state == "finished" and info.done == info.total == 8  # 2 sizes x 2 repeats x 2 models
     sv = ws.get("validation")
     assert sv.ok and set(sv.inputs) == {"results", "model"} and sv.value.train_sizes == [40, 80]
     assert sv.value.transform == "log" and set(sv.value.summary().model) == {"stepwise", "fixed"}
@@ -311,3 +311,32 @@ def test_the_dashboard_stops_a_cli_campaign_and_adopts_the_partial_results(home,
     shown = json.loads(subprocess.run([sys.executable, "-m", "gpudse_core", "workspace", "show", ws.id, "--json"],
                                       cwd=ROOT, env=env, capture_output=True, text=True, timeout=120).stdout)
     assert shown["stages"]["results"]["partial"] and shown["campaigns"][0]["name"] == "slow"
+
+
+def test_a_dashboard_campaign_adopts_its_results_when_it_ends(home, pipeline):
+    """start_campaign(adopt=True): the results stage is the campaign's as soon as it ends, computed
+    from the samples it ran, and the model fitted on the old results turns stale at once; a campaign
+    stopped at once adopts what it finished (partial), or nothing when it finished no point."""
+    from gpudse_core.sim.campaign import AnalyticalBackend
+    from gpudse_core.workspace import start_campaign
+
+    ws, _ = _fill(pipeline)
+    assert ws.status("model").ok
+    job = start_campaign(ws, AnalyticalBackend("BFS", seed=3), name="bfs", workers=1, adopt=True)
+    assert job.wait(300)
+    assert ws.job(job.id).state == "finished"
+    sv = ws.get("results")
+    assert sv.ok and not sv.partial and sv.origin == "campaign bfs (analytical)"
+    assert set(sv.inputs) == {"space", "samples"} and len(sv.value.table) == len(pipeline["samples"])
+    assert ws.status("model").reason == "the results changed after this model was fitted"
+    ws.set_samples(sample(pipeline["space"], 30, seed=4), "thirty")
+    job = start_campaign(ws, AnalyticalBackend("BFS", seed=3), name="none", workers=1, adopt=True)
+    job.stop()
+    assert job.wait(300)
+    c = next(c for c in ws.campaigns() if c.name == "none")
+    now = ws.get("results")
+    if c.progress.done == 0:  # stopped before its first batch: nothing to adopt
+        assert now.version == sv.version
+    else:  # what it finished, labelled partial while points remain
+        assert now.origin == "campaign none (analytical)" and now.partial == (c.progress.remaining > 0)
+        assert len(now.value.table) == c.progress.done

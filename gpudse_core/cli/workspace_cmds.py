@@ -1,4 +1,4 @@
-"""``gpudse workspace list | show | new | rename | delete | export | adopt``: the dashboard's workspaces (issue 14).
+"""``gpudse workspace list | show | new | rename | delete | export | report | adopt``: the dashboard's workspaces (issue 14).
 
 The command line's user owns the workspace files under ``$GPUDSE_HOME`` (or ``--home``), so these
 commands list and change every workspace there; the dashboard needs a workspace's edit key instead.
@@ -146,6 +146,17 @@ def cmd_ws_export(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_ws_report(args: argparse.Namespace) -> int:
+    from ..report.workspace_report import workspace_report
+
+    out = writable(args.output, (".html", ".htm"))
+    with _open(args) as ws:
+        html = workspace_report(ws, include_stale=args.include_stale)
+    out.write_text(html, encoding="utf-8")
+    print(f"wrote {out}", file=sys.stderr)
+    return 0
+
+
 def cmd_ws_adopt(args: argparse.Namespace) -> int:
     with _open(args) as ws:
         sv = ws.adopt_campaign(args.campaign, response=args.response)
@@ -156,7 +167,7 @@ def cmd_ws_adopt(args: argparse.Namespace) -> int:
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:
     wp = sub.add_parser("workspace", help="the dashboard's saved workspaces: list, show, new, rename, delete, "
-                        "export, adopt")
+                        "export, report, adopt")
     wsub = wp.add_subparsers(dest="ws_command", required=True, metavar="ACTION")
 
     def action(name: str, help: str, func, with_id: bool = True) -> argparse.ArgumentParser:
@@ -188,6 +199,9 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--include-stale", action="store_true", help="project: keep stale stages (labelled in "
                    "settings.json) instead of leaving them out")
     p.add_argument("-o", "--output", required=True, metavar="project.zip|table.csv")
+    p = action("report", "write the HTML report of the current stages and analyses (the dashboard's)", cmd_ws_report)
+    p.add_argument("--include-stale", action="store_true", help="keep stale analyses, labelled out of date")
+    p.add_argument("-o", "--output", required=True, metavar="report.html")
     p = action("adopt", "make a finished (or stopped) campaign's results the workspace's results", cmd_ws_adopt)
     p.add_argument("campaign", metavar="CAMPAIGN", help="the name given to gpudse simulate --campaign")
     p.add_argument("--response", help="the response column (default: cycles, else the first numeric one)")

@@ -26,7 +26,15 @@ from ..space.design import DesignSpace
 from .pool import front_indices
 
 
+def _used(model: Any) -> list[str]:
+    """The parameters a model reads: a stepwise model's bases, a learner's parameters (issue 13)."""
+    return list(model.bases) if hasattr(model, "bases") else list(getattr(model, "parameters", ()))
+
+
 def _grid(model: StepwiseModel, param: str, space: DesignSpace | None, points: int) -> np.ndarray:
+    if not hasattr(model, "bases") and space is not None:  # a learner: its prediction at the legal values
+        vals = space.parameter(param).values
+        return np.array(vals, dtype=object if space.parameter(param).kind == "categorical" else float)
     b = model.bases.get(param)
     if b is None and space is None:
         raise GpudseError(f"the model does not use {param!r}; its parameters: {', '.join(model.bases)}")
@@ -65,7 +73,7 @@ def interaction_grid(model: StepwiseModel, x: str, y: str, base: Mapping[str, An
         raise GpudseError("choose two different parameters for an interaction grid")
     xs, ys = _grid(model, x, space, points), _grid(model, y, space, points)
     gx, gy = np.meshgrid(np.arange(len(xs)), np.arange(len(ys)))
-    frame = pd.DataFrame({p: [base[p]] * gx.size for p in model.bases if p not in (x, y)})
+    frame = pd.DataFrame({p: [base[p]] * gx.size for p in _used(model) if p not in (x, y)})
     frame[x] = xs[gx.ravel()]
     frame[y] = ys[gy.ravel()]
     return xs, ys, model.predict(frame).reshape(len(ys), len(xs))
@@ -123,7 +131,7 @@ def sensitivity(model: StepwiseModel, base: Mapping[str, Any], space: DesignSpac
     ref = float(model.predict(pd.DataFrame([dict(base)]))[0])
     for p in space.parameters:
         frame = pd.DataFrame([{**base, p.name: v} for v in p.values])
-        pred = model.predict(frame) if p.name in model.bases else np.full(len(frame), ref)
+        pred = model.predict(frame) if p.name in _used(model) else np.full(len(frame), ref)
         for v, y in zip(p.values, pred):
             rows.append({"parameter": p.name, "value": v, "predicted": float(y), "change": float(y / ref - 1)})
     return pd.DataFrame(rows)

@@ -41,8 +41,9 @@ outside the training draw's support (a level never seen in it, a value beyond it
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -58,7 +59,16 @@ DEFAULT_SIZES = tuple(range(30, 301, 30))
 
 
 class Cancelled(GpudseError):
-    """The progress callback asked to stop."""
+    """The progress callback asked to stop; ``partial`` is the result of the fits finished before
+    (each model's errors pooled over the repeats it finished), or None when none had finished."""
+
+    def __init__(self, message: str = "validation cancelled", partial: ValidationResult | None = None):
+        super().__init__(message)
+        self.partial = partial
+
+
+class _Stop(Exception):
+    pass
 
 
 def relative_errors(y_true: Any, y_pred: Any) -> np.ndarray:
@@ -201,7 +211,9 @@ def validate(data: pd.DataFrame, response: str, params: Sequence[str] | None = N
              progress: Callable[[int, int, str], Any] | None = None, **fit_kw: Any) -> ValidationResult:
     """Sample-train-test validation of several models on the same draws (see the module docstring).
 
-    *progress(done, total, message)* is called after each fit; returning ``False`` cancels.
+    *progress(done, total, message)* is called after each model of each draw (a unit is one model
+    fitted on one training draw and scored on its test set); returning ``False`` cancels with
+    :class:`Cancelled`, whose ``partial`` holds the fits finished so far.
     """
     unknown = [m for m in models if m not in MODELS]
     if unknown:
@@ -239,33 +251,57 @@ def validate(data: pd.DataFrame, response: str, params: Sequence[str] | None = N
     res.bounded = {m: {} for m in models}
     res.extrapolated = {m: {} for m in models}
     rng = np.random.default_rng(seed)
-    total = len(sizes) * repeats
+    total = len(sizes) * repeats * len(models)
     done = 0
-    for rep in range(repeats):
-        order = rng.permutation(len(data))
-        test = data.iloc[order[:test_size]].reset_index(drop=True)
-        pool = order[test_size:]
-        for n in sizes:
-            train = data.iloc[rng.choice(pool, size=n, replace=False)].reset_index(drop=True)
-            preds = _predict_all(train, test, response, list(params), models, transform, seed + rep, fixed_terms,
-                                 app_column, region, fit_kw, res, n)
-            for m, det in preds.items():
-                err = relative_errors(test[response].to_numpy(float), det["predicted"].to_numpy())
-                for store, new in ((res.errors, err), (res.bounded, det["bounded"].to_numpy(bool)),
-                                   (res.extrapolated, det["extrapolation"].to_numpy(dtype=str) != "")):
-                    store[m][n] = np.concatenate([store[m][n], new]) if n in store[m] else new
-            done += 1
-            if progress is not None and progress(done, total, f"repeat {rep + 1}/{repeats}, N = {n}") is False:
-                raise Cancelled("validation cancelled")
+
+    def tick(message: str) -> None:
+        nonlocal done
+        done += 1
+        if progress is not None and progress(done, total, message) is False:
+            raise _Stop
+
+    def score(preds: dict[str, pd.DataFrame], test: pd.DataFrame, n: int) -> None:
+        for m, det in preds.items():
+            err = relative_errors(test[response].to_numpy(float), det["predicted"].to_numpy())
+            for store, new in ((res.errors, err), (res.bounded, det["bounded"].to_numpy(bool)),
+                               (res.extrapolated, det["extrapolation"].to_numpy(dtype=str) != "")):
+                store[m][n] = np.concatenate([store[m][n], new]) if n in store[m] else new
+
+    try:
+        for rep in range(repeats):
+            order = rng.permutation(len(data))
+            test = data.iloc[order[:test_size]].reset_index(drop=True)
+            pool = order[test_size:]
+            for n in sizes:
+                train = data.iloc[rng.choice(pool, size=n, replace=False)].reset_index(drop=True)
+                preds: dict[str, pd.DataFrame] = {}  # filled model by model: what a stop leaves is kept
+                try:
+                    _predict_all(train, test, response, list(params), models, transform, seed + rep, fixed_terms,
+                                 app_column, region, fit_kw, res, n,
+                                 lambda m, rep=rep, n=n: tick(f"repeat {rep + 1}/{repeats}, N = {n}: {m}"), preds)
+                finally:
+                    score(preds, test, n)
+    except _Stop:
+        if not done or not any(res.errors[m] for m in models):
+            raise Cancelled("validation cancelled before the first fit finished") from None
+        res.notes.append(f"stopped after {done} of {total} fits (model × repeat × training size); a model's "
+                         f"errors pool the repeats it finished")
+        for store in (res.errors, res.bounded, res.extrapolated):
+            for m in [m for m, e in store.items() if not e]:
+                del store[m]
+        raise Cancelled("validation cancelled", partial=res) from None
     return res
 
 
 def _predict_all(train, test, response, params, models, transform, seed, fixed_terms, app_column, region, fit_kw,
-                 res: ValidationResult, n: int) -> dict[str, pd.DataFrame]:
-    """Fit every requested model on the training draw; ``predict_details`` of each on the test set."""
+                 res: ValidationResult, n: int, tick: Callable[[str], None] = lambda m: None,
+                 out: dict[str, pd.DataFrame] | None = None) -> dict[str, pd.DataFrame]:
+    """Fit every requested model on the training draw; ``predict_details`` of each on the test set,
+    added to *out* as they are made; ``tick(model)`` after each one (it may raise to stop between
+    models: *out* then holds the models finished)."""
     from .registry import fit_model
 
-    out: dict[str, pd.DataFrame] = {}
+    out = {} if out is None else out
     X_params = params + ([app_column] if app_column and app_column not in params else [])
     support = Support.of(train[X_params], [p for p in X_params if is_categorical(train[p])])
 
@@ -290,16 +326,20 @@ def _predict_all(train, test, response, params, models, transform, seed, fixed_t
         res.terms.setdefault(n, []).append(stepwise.terms)
     if "stepwise" in models:
         out["stepwise"] = guarded(stepwise)
+        tick("stepwise")
     if "paper" in models:
         out["paper"] = guarded(stepwise_fit(train[X_params + [response]], response, "paper", transform=transform))
+        tick("paper")
     if "fixed" in models:
         terms = list(fixed_terms) if fixed_terms else (
             ["simd", "blk", "simd:blk"] if {"simd", "blk"} <= set(params) else stepwise.terms[:3])
         fixed = _fit(train[X_params + [response]], response, transform, {**fit_kw, "forced": terms, "search": False})
         out["fixed"] = guarded(fixed)
+        tick("fixed")
     if "regional" in models:
         out["regional"] = guarded(_regional(stepwise, train, test, [p for p in params if p in stepwise.bases] or params,
                                             region), stepwise.transform)
+        tick("regional")
     if "application" in models:
         pred = stepwise.linear_predictor(test)
         for app, part in train.groupby(app_column):
@@ -312,13 +352,16 @@ def _predict_all(train, test, response, params, models, transform, seed, fixed_t
             m = _fit(part[params + [response]], response, stepwise.transform, fit_kw)  # the pooled model's scale
             pred[mask] = m.linear_predictor(test[mask])
         out["application"] = guarded(pred, stepwise.transform)
+        tick("application")
     for kind in ("forest", "boosting", "hybrid", "ebm"):
         if kind in models:
             out[kind] = guarded(fit_model(kind, train, response, X_params, transform=transform, seed=seed))
+            tick(kind)
     if "auto" in models:
         model = fit_model("auto", train, response, X_params, transform=transform, seed=seed, stepwise_kw=fit_kw)
         res.chosen.setdefault(n, []).append(model.selection["chosen"])
         out["auto"] = guarded(model)
+        tick("auto")
     return out
 
 

@@ -13,7 +13,9 @@ The BVH is a median split on the longest axis of the primitives' centroids (two 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -164,8 +166,20 @@ class Render:
         return from_times(self.cost, "built-in ray caster")
 
 
-def render(width: int = 256, height: int = 256, scene: Scene | None = None, seed: int = 0) -> Render:
-    """Ray trace the scene: primary rays, shadow rays to one light, one mirror bounce."""
+class RenderStopped(GpudseError):
+    """The progress callback of :func:`render` asked to stop (no partial frame is returned)."""
+
+
+BAND_RAYS = 1 << 14  # primary rays traced at once when progress is reported (one band of rows)
+
+
+def render(width: int = 256, height: int = 256, scene: Scene | None = None, seed: int = 0,
+           progress: Callable[[int, int], Any] | None = None) -> Render:
+    """Ray trace the scene: primary rays, shadow rays to one light, one mirror bounce.
+
+    With *progress(rows_done, height)* the frame is traced in bands of rows (each pixel's rays are
+    independent, so the frame is the same) and the callback is called after each band; returning
+    ``False`` stops with :class:`RenderStopped`."""
     if not (8 <= width <= 2048 and 8 <= height <= 2048):
         raise GpudseError("render size must be between 8 and 2048 pixels per side")
     scene = scene or procedural_scene(seed=seed)
@@ -178,7 +192,13 @@ def render(width: int = 256, height: int = 256, scene: Scene | None = None, seed
     d /= np.linalg.norm(d, axis=1, keepdims=True)
     o = np.tile(np.array([0.0, 1.6, -3.0]), (d.shape[0], 1))
     light = np.array([4.0, 9.0, -2.0])
-    colour, cost = _shade(scene, bvh, o, d, light, depth=1)
+    band = height if progress is None else max(1, min(height, BAND_RAYS // width))
+    colour, cost = np.empty((height * width, 3)), np.empty(height * width)
+    for y0 in range(0, height, band):
+        rows = slice(y0 * width, min(height, y0 + band) * width)
+        colour[rows], cost[rows] = _shade(scene, bvh, o[rows], d[rows], light, depth=1)
+        if progress is not None and progress(min(height, y0 + band), height) is False:
+            raise RenderStopped(f"ray casting stopped after {min(height, y0 + band)} of {height} rows")
     return Render(colour.reshape(height, width, 3), cost.reshape(height, width))
 
 

@@ -74,7 +74,9 @@ def save_project(project: Project) -> bytes:
         if project.results is not None:
             zf.writestr("results.csv", project.results.to_csv(index=False))
         if project.model is not None:
-            zf.writestr("model.json", project.model.to_json())
+            from ..model.registry import model_to_dict
+
+            zf.writestr("model.json", json.dumps(model_to_dict(project.model), indent=1))  # any model kind
         zf.writestr("settings.json", json.dumps(project.settings, default=str))
     return buf.getvalue()
 
@@ -174,7 +176,9 @@ def load_project(data: bytes, name: str = "project.zip") -> Project:
                 raise ProjectError(f"{source}: the response {response[:60]!r} holds no numbers")
     model = None
     if "model.json" in entries:
-        model = StepwiseModel.from_dict(js("model.json"), source=f"{name}/model.json")
+        from ..model.registry import load_model
+
+        model = load_model(js("model.json"), source=f"{name}/model.json")  # any model kind
         unknown = [p for p in model.parameters if p not in space.parameter_names]
         if unknown:
             raise ProjectError(f"{name}/model.json: fitted on parameter(s) {', '.join(unknown[:10])} that the "
@@ -229,7 +233,12 @@ def html_report(project: Project, figures: list[Any], tables: dict[str, pd.DataF
         parts.append(f"<p>{html.escape(fmt.fmt_count(len(project.results), 'simulated design points'))}; "
                      f"response <b>{html.escape(str(project.results_response))}</b>.</p>")
     m = project.model
-    if m is not None:
+    if m is not None and not hasattr(m, "terms"):  # a learner: no terms or equation to show
+        from ..model.registry import model_kind
+
+        parts.append(f"<h2>Model</h2><p>{html.escape(model_kind(m))}, fitted on "
+                     f"{html.escape(fmt.fmt_count(len(getattr(m, 'train_', ())), 'observations'))}.</p>")
+    elif m is not None:
         parts.append(f"<h2>Model</h2><p>Terms in selection order: {html.escape(' + '.join(m.terms))}; "
                      f"R² {fmt.fmt_r2(m.r2)}, adjusted R² {fmt.fmt_r2(m.adj_r2)}, "
                      f"{html.escape(fmt.fmt_count(m.n, 'observations'))}.</p>")

@@ -37,14 +37,15 @@ multiplicative log-normal noise (``noise`` = σ) imitates measurement noise.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from .analytical import LaunchOverheadParams, launch_overhead, warp_parallelism_cycles
 from ..errors import GpudseError
+from .analytical import LaunchOverheadParams, launch_overhead, warp_parallelism_cycles
 
 PARAMETERS = ("blk", "cc", "tc", "smp", "ccp", "simd", "mshr", "dramq", "intra", "inter")
 CORES = 30
@@ -215,11 +216,16 @@ def simulate(points: pd.DataFrame, kernel: str | KernelProfile, noise: float = 0
 
 
 def whole_space_errors(model: Any, space: Any, kernel: str | KernelProfile, response: str = "cycles",
-                       chunk_size: int = 1 << 18) -> np.ndarray:
+                       chunk_size: int = 1 << 18, progress: Callable[[int, int], Any] | None = None) -> np.ndarray:
     """Relative error of *model* at every point of *space* against the built-in simulator (the true
-    error over the entire space, not a test sample). Streams the space in chunks."""
+    error over the entire space, not a test sample). Streams the space in chunks; *progress(done,
+    total)* is called after each chunk, and returning ``False`` stops with the errors so far."""
     out = []
+    done = 0
     for _, frame in space.iter_chunks(chunk_size=chunk_size):
         truth = simulate(frame, kernel)[response].to_numpy()
         out.append(np.abs(model.predict(frame) - truth) / truth)
-    return np.concatenate(out)
+        done += len(frame)
+        if progress is not None and progress(done, space.size) is False:
+            break
+    return np.concatenate(out) if out else np.zeros(0)

@@ -67,7 +67,7 @@ def magnitude_problem(v: int | float) -> str | None:
 
 
 def _check_count(count: int, what: str, ctx: str) -> None:
-    shown = f"{count:,}" if count < 10**15 else f"{float(count):.3g}"
+    shown = limits.fmt_amount(count)
     limits.check("values_per_parameter", count, f"{ctx}{what} has {shown} values",
                  "a parameter with that many values is almost certainly a typo in the step or the bounds")
 

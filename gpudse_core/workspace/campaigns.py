@@ -119,10 +119,15 @@ def adopt_campaign(ws: Any, name: str, response: str | None = None, app_column: 
 
 
 def start_campaign(ws: Any, backend: Any, *, name: str | None = None, workers: int | None = None,
-                   scheduler: str | None = None) -> Any:
+                   scheduler: str | None = None, adopt: bool = False) -> Any:
     """Run the workspace's current samples through *backend* as a background job (resumable: a
-    campaign of the same points and backend picks up where it stopped). Returns the job."""
+    campaign of the same points and backend picks up where it stopped). Returns the job.
+
+    With *adopt* the campaign's results become the results stage as soon as it ends (finished or
+    stopped; a stopped one labelled partial), as the dashboard does: results are used as soon as
+    they are simulated, and what was fitted on the old ones turns stale at once."""
     from ..sim.campaign import points_spec, run_campaign
+    from .workspace import Workspace
 
     (samples,) = ws.require("samples")
     points = samples.value.table()
@@ -135,13 +140,17 @@ def start_campaign(ws: Any, backend: Any, *, name: str | None = None, workers: i
     except BaseException:
         store.close()
         raise
+    path, ws_id = ws.path, ws.id
 
     def work(ctx: JobContext) -> None:
         try:
-            run_campaign(store, backend, workers=workers, scheduler=scheduler, progress=_reporter(ctx),
-                         should_stop=ctx.stopped)
+            final = run_campaign(store, backend, workers=workers, scheduler=scheduler, progress=_reporter(ctx),
+                                 should_stop=ctx.stopped)
         finally:
             store.close()
+        if adopt and final.done:
+            with Workspace(path, ws_id, True) as own:
+                adopt_campaign(own, name)
 
     return start_job(ws, "campaign", work, campaign=name)
 

@@ -83,7 +83,7 @@ def import_project(ws: Workspace, data: bytes, name: str = "project.zip") -> dic
     from ..report.project import load_project
 
     proj = load_project(data, name)
-    samples = samples_from_dict(proj.samples, proj.space, name) if proj.samples is not None else None
+    samples = proj.sample_set  # validated against the space by load_project (points of it, feasible)
     origin = f"project {name}"
     out: dict[str, StageValue] = {}
     with ws.batch():

@@ -1,0 +1,63 @@
+"""The HTML report of a workspace: only what is current, with stale analyses left out and listed (issue 14).
+
+:func:`workspace_report` draws from :func:`gpudse_core.workspace.report_contents` — the current
+stages, the results version the model was fitted on, and the current analyses — and writes one
+standalone page with :func:`gpudse_core.report.project.html_report`. The dashboard's Home page and
+``gpudse workspace report`` call it, so both export the same thing.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+ANALYSIS_TITLES = {"validation": "Validation: relative errors (fractions), pooled over repeats",
+                   "scan": "Best designs (whole-space scan)", "true_error": "True error over the entire space"}
+
+
+def workspace_report(ws: Any, *, include_stale: bool = False) -> str:
+    """The report's HTML (see the module docstring). Raises the workspace's error when it has no
+    current design space."""
+    import pandas as pd
+
+    from ..workspace import report_contents
+    from . import figures
+    from .project import html_report
+
+    rc = report_contents(ws, include_stale=include_stale)
+    proj = rc.project
+    figs: list[Any] = []
+    tables: dict[str, pd.DataFrame] = {}
+    model, data = proj.model, rc.model_data
+    if model is not None and data is not None and hasattr(model, "terms"):
+        figs.append(figures.contributions(model))
+        used = [p for p in proj.space.parameter_names if p in getattr(model, "bases", {})]
+        if used:
+            from ..explore.scan import response_curve
+
+            base = {p.name: p.values[len(p.values) // 2] for p in proj.space.parameters}
+            first = used[0]
+            label = proj.space.parameter(first).display
+            figs.append(figures.response_curve(response_curve(model, data, first, base, proj.space), first, label,
+                                               model.response, data))
+        figs.append(figures.predicted_vs_observed(model, data))
+        from ..errors import GpudseError
+        from ..model.inference import anova
+
+        try:
+            tables["ANOVA (Lee & Brooks Table 5)"] = anova(model, data)
+        except GpudseError:
+            pass
+    for name, sv in sorted(rc.analyses.items()):
+        title = ANALYSIS_TITLES.get(name, name) + rc.label(name)[len(name):]  # "(partial: …)", "— out of date: …"
+        value = sv.value
+        if name == "validation":
+            figs += [figures.error_cdf(value), figures.error_trend(value)]
+            tables[title] = value.summary()
+        elif name == "scan" and isinstance(value, dict) and "best" in value:
+            tables[title] = value["best"]
+        elif name == "true_error" and isinstance(value, dict):
+            tables[title] = pd.DataFrame([{k: value[k] for k in ("kernel", "points", "mean", "median", "p98", "max")}])
+    if rc.left_out:
+        tables["Left out of this report"] = pd.DataFrame(
+            [{"part": k, "why": v} for k, v in sorted(rc.left_out.items())])
+    return html_report(proj, figs, tables, title=f"gpudse — {ws.name}")

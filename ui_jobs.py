@@ -1,0 +1,281 @@
+"""Long work on the dashboard: workspace jobs with a live progress bar, a running indicator and Stop (issue 14).
+
+Every long computation a page offers (validation, whole-space scans, the true error over the space,
+campaigns, ray casting) runs as a job of the page's workspace (:mod:`gpudse_core.workspace.jobs`):
+in a background thread, its progress recorded in the workspace's database from its first second,
+its result stored as an analysis computed from the stage versions it read. A page shows a running
+job with :func:`job_panel`, a fragment that polls the database twice a second, so a reloaded page (or
+a second browser on the same link) re-attaches to it; Stop ends it after the current unit and
+keeps what was done, labelled partial.
+
+The work functions here are also what builds the built-in example's analyses (``ui_state``), so the
+example's Accuracy and Explore pages show exactly what the buttons compute.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from typing import Any
+
+import streamlit as st
+
+from gpudse_core import GpudseError
+from gpudse_core.workspace import JobContext, Stopped, start_validation
+
+POLL_S = 0.5  # a running job's panel refreshes this often
+CLOUD_POINTS = 20_000  # designs drawn at random to show behind the Pareto front
+
+# the built-in example's analyses: the Accuracy form's and Explore page's defaults
+EXAMPLE_VALIDATION = {"train_sizes": [30, 60, 120], "test_size": 100, "repeats": 3, "models": ["stepwise", "fixed"]}
+EXAMPLE_SCAN = {"k": 20, "maximize": False, "cost": "levels"}
+
+
+# ---- what each job computes ---------------------------------------------------------------------
+def level_costs(space: Any) -> dict[str, list[float]]:
+    """The Explore page's default cost, per value: for each numeric parameter, each value's position
+    among its values (0 … 1); a design's cost is their sum, a stand-in for a hardware budget."""
+    out = {}
+    for p in space.parameters:
+        if p.kind == "numeric":
+            order = sorted(range(p.size), key=lambda i: float(p.values[i]))
+            pos = [0.0] * p.size
+            for rank, i in enumerate(order):
+                pos[i] = rank / max(1, p.size - 1)
+            out[p.name] = pos
+    return out
+
+
+def pareto_cost(space: Any, name: str) -> Any:
+    """``levels`` (see :func:`level_costs`) or a numeric parameter's own value (an expression)."""
+    if name == "levels":
+        return level_costs(space)
+    if name not in space.parameter_names:
+        raise GpudseError(f"cost {name!r}: not a parameter of the design space {space.name!r}")
+    return name
+
+
+def scan_work(model: Any, space: Any, request: dict, ctx: JobContext | None = None) -> dict:
+    """The *k* best designs of the whole space and its Pareto front against the cost, exactly
+    (:func:`gpudse_core.explore.best.find_best`), with a random cloud of designs for the chart.
+    Stopped early, it keeps what the scan found so far (labelled partial)."""
+    import numpy as np
+
+    from gpudse_core.explore.best import find_best
+    from gpudse_core.space.sampling import sample
+
+    cost = pareto_cost(space, request["cost"])
+
+    def progress(d: int, total: int) -> bool:
+        return ctx is None or ctx.progress(d, total, f"{d:,} of {total:,} cells scanned")
+
+    if ctx is not None:
+        ctx.progress(0, None, "planning the scan")
+    res = find_best(model, space, top=int(request["k"]), maximize=bool(request["maximize"]), pareto=cost,
+                    progress=progress, stop=None if ctx is None else ctx.stopped, workers=1)
+    n = min(CLOUD_POINTS, space.feasible_size or space.size)
+    pts = sample(space, n=n, seed=0).table()
+    if isinstance(cost, dict):
+        c = np.zeros(len(pts))
+        for name, values in cost.items():
+            p = space.parameter(name)
+            index = {v: i for i, v in enumerate(p.values)}
+            c += np.asarray(values)[[index[v] for v in pts[name]]]
+    else:
+        c = pts[cost].to_numpy(dtype=float)
+    cloud = pts.assign(predicted=model.predict(pts), cost=c)[["predicted", "cost"]]
+    value = {"best": res.best, "pareto": res.pareto, "space_size": int(res.space_size),
+             "feasible": None if res.feasible is None else int(res.feasible), "evaluated": int(res.evaluated),
+             "method": res.method, "complete": bool(res.complete), "notes": list(res.notes),
+             "cloud": cloud, "request": dict(request)}
+    if ctx is not None and (ctx.stopped() or not res.complete):
+        raise Stopped(partial=value)
+    return value
+
+
+def true_error_work(model: Any, space: Any, kernel: str, ctx: JobContext | None = None) -> dict:
+    """The model's relative error at every point of the space against the built-in simulator
+    (summarised: statistics and 1,001 quantiles for the CDF)."""
+    import numpy as np
+
+    from gpudse_core.sim.simulator import whole_space_errors
+
+    def progress(d: int, total: int) -> bool:
+        return ctx is None or ctx.progress(d, total, f"{d:,} of {total:,} designs simulated and predicted")
+
+    if ctx is not None:
+        ctx.progress(0, space.size, "simulating the whole space")
+    errs = whole_space_errors(model, space, kernel, progress=progress)
+    value = {"kernel": kernel, "points": int(errs.size), "space_points": int(space.size),
+             "mean": float(np.mean(errs)), "median": float(np.median(errs)), "p98": float(np.quantile(errs, 0.98)),
+             "max": float(np.max(errs)), "quantiles": np.quantile(errs, np.linspace(0, 1, 1001))}
+    if ctx is not None and ctx.stopped():
+        raise Stopped(partial=value)
+    return value
+
+
+def raycast_work(size: int, spheres: int, boxes: int, seed: int, ctx: JobContext | None = None) -> dict:
+    """Ray trace the built-in scene band by band: its per-pixel cost heatmap and the image."""
+    import numpy as np
+
+    from gpudse_core.raytrace.caster import procedural_scene, render
+
+    def progress(d: int, total: int) -> bool:
+        return ctx is None or ctx.progress(d, total, f"{d:,} of {total:,} rows traced")
+
+    if ctx is not None:
+        ctx.progress(0, size, "tracing rays")
+    r = render(size, size, procedural_scene(spheres, boxes, seed), progress=progress)
+    value = {"source": f"built-in ray caster, {size}×{size}, {spheres} spheres, {boxes} boxes, seed {seed}",
+             "request": {"size": size, "spheres": spheres, "boxes": boxes, "seed": seed},
+             "cost": r.heatmap().cost, "image": np.clip(r.image, 0, 1), "rgb": None}
+    if ctx is not None and ctx.stopped():
+        raise Stopped(partial=value)
+    return value
+
+
+# ---- starting jobs -------------------------------------------------------------------------------
+def start_scan(ws: Any, request: dict):
+    space, model = ws.require("space", "model")
+    return ws.start_job("scan", lambda ctx: scan_work(model.value, space.value, request, ctx), stage="scan",
+                        inputs=[model, space], origin=f"scan: {describe_scan(request)}")
+
+
+def start_true_error(ws: Any, kernel: str):
+    space, results, model = ws.require("space", "results", "model")
+    return ws.start_job("true_error", lambda ctx: true_error_work(model.value, space.value, kernel, ctx),
+                        stage="true_error", inputs=[results, model, space], origin=f"true error against {kernel}")
+
+
+def start_raycast(ws: Any, size: int, spheres: int, boxes: int, seed: int):
+    return ws.start_job("raycast", lambda ctx: raycast_work(size, spheres, boxes, seed, ctx), stage="heatmap",
+                        inputs=[], origin="built-in ray caster")
+
+
+def start_fit(ws: Any, kind: str, response: str, params: list[str], transform: str, folds: int = 5):
+    """A learner (or the model auto chooses) fitted on the current results, as the model stage."""
+    from gpudse_core.model.registry import fit_model
+
+    (results,) = ws.require("results")
+    table = results.value.table[list(params) + [response]]
+
+    def work(ctx: JobContext) -> Any:
+        ctx.progress(0, None, f"fitting {kind}")
+        model = fit_model(kind, table, response, list(params), transform=transform, folds=folds,
+                          progress=lambda d, t, m: ctx.progress(d, t, m))
+        if ctx.stopped():
+            raise Stopped(partial=None)
+        return model
+
+    return ws.start_job("fit", work, stage="model", inputs=[results], origin=f"{kind}, {transform} response")
+
+
+def start_validation_job(ws: Any, request: dict):
+    return start_validation(ws, **request)
+
+
+def describe_scan(request: dict) -> str:
+    goal = "highest" if request.get("maximize") else "lowest"
+    cost = "the sum of parameter levels" if request.get("cost") == "levels" else request.get("cost")
+    return f"{request.get('k')} {goal} predictions, Pareto front against {cost}"
+
+
+# ---- the example's analyses (computed in this process, no job) -----------------------------------
+def example_analyses(ws: Any) -> None:
+    """Compute the built-in example's validation, scan and true error into *ws* (synchronously)."""
+    from gpudse_core.model.validation import validate
+
+    space, results, model = ws.require("space", "results", "model")
+    res = results.value
+    params = [p for p in space.value.parameter_names if p in res.table.columns]
+    val = validate(res.table[params + [res.response]], res.response, params,
+                   transform=getattr(model.value, "transform", "none"), **EXAMPLE_VALIDATION)
+    scan = scan_work(model.value, space.value, EXAMPLE_SCAN)
+    kernel = results_kernel(ws, results)
+    true = true_error_work(model.value, space.value, kernel) if kernel else None
+    with ws.batch():
+        ws.put_analysis("validation", val, inputs=[results, model], origin="validation")
+        ws.put_analysis("scan", scan, inputs=[model, space], origin=f"scan: {describe_scan(EXAMPLE_SCAN)}")
+        if true is not None:
+            ws.put_analysis("true_error", true, inputs=[results, model, space], origin=f"true error against {kernel}")
+
+
+# ---- which kernel the results came from ----------------------------------------------------------
+def results_kernel(ws: Any, results: Any) -> str | None:
+    """The built-in simulator's kernel the results were simulated with, or None (uploads, external
+    simulators, several applications). Read from the campaign's record when the results came from
+    one, else from the origin the dashboard wrote ("built-in simulator, BFS, …")."""
+    from gpudse_core.sim.simulator import KERNELS
+
+    if results.value is None or results.value.app_column:
+        return None
+    origin = results.origin or ""
+    m = re.match(r"campaign (.+?) \(", origin)
+    if m:
+        try:
+            spec = next((c.spec or {} for c in ws.campaigns() if c.name == m.group(1)), {})
+        except GpudseError:
+            spec = {}
+        kernel = spec.get("kernel") if spec.get("backend") == "analytical" else None
+        return kernel if kernel in KERNELS else None
+    if "built-in simulator" not in origin:
+        return None
+    found = [k for k in KERNELS if re.search(rf"(?<![\w-]){re.escape(k)}(?![\w-])", origin)]
+    return found[0] if len(found) == 1 else None
+
+
+# ---- showing jobs ----------------------------------------------------------------------------------
+def active(ws: Any, kind: str):
+    """The running job of *kind* in the workspace (the newest), or None."""
+    return next((j for j in ws.jobs(active=True) if j.kind == kind), None)
+
+
+def last(ws: Any, kind: str):
+    return next((j for j in ws.jobs() if j.kind == kind), None)
+
+
+def progress_text(job: Any) -> str:
+    from ui import fmt_duration
+
+    total = f" of {job.total:,.0f}" if job.total else ""
+    msg = f" — {job.message}" if job.message else ""
+    return f"{job.done:,.0f}{total}{msg} · {fmt_duration(job.elapsed)}"
+
+
+@st.fragment(run_every=POLL_S)
+def _poll(job_id: str, label: str) -> None:
+    import ui
+
+    ws = ui.ws()
+    try:
+        job = ws.job(job_id)
+    except GpudseError:
+        st.rerun(scope="app")
+    if not job.active:
+        st.rerun(scope="app")  # the result is stored: the whole page redraws with it
+    with st.container(border=True):
+        c1, c2 = st.columns([5, 1], vertical_alignment="center")
+        with c1:
+            st.markdown(f":material/progress_activity: **{label}** is running"
+                        + (" — stopping…" if job.stop_requested else ""))
+            st.progress(job.fraction or 0.0, text=progress_text(job))
+        if c2.button("Stop", key=f"stop_{job_id}", icon=":material/stop:", disabled=not ws.writable
+                     or job.stop_requested, help="ends the work after the current unit and keeps what was done",
+                     width="stretch"):
+            ws.stop_job(job_id)  # the work ends after its current unit; the next poll shows it
+
+
+def job_panel(ws: Any, kind: str, label: str) -> bool:
+    """Show the running job of *kind* (progress bar, running indicator, Stop), polling until it
+    ends; True while one runs. Also says how the last one ended if it failed or was stopped."""
+    job = active(ws, kind)
+    if job is not None:
+        _poll(job.id, label)
+        return True
+    prev = last(ws, kind)
+    if prev is not None and prev.finished and time.time() - prev.finished < 600:
+        if prev.state == "failed":
+            st.error(f"{label} failed: {prev.error}")
+        elif prev.state == "interrupted":
+            st.warning(f"{label} was interrupted (its process ended); start it again.")
+    return False

@@ -1,0 +1,183 @@
+"""Replaying a stepwise fit row by row, for a lecture (issue 14 part 5a).
+
+A fit of 300 points takes milliseconds, so nobody can watch Stargazer's Table 1 grow. The replay
+shows the stored trace one row at a time (Play / Pause / Step, a speed control): each row says in
+words why its term was accepted or rejected — the θ, φ or φ₃ rule with the row's own numbers — and
+draws the candidates' scores it compared, the chosen one highlighted and the acceptance threshold
+marked. UI state only (which row is shown); the trace is the model's own.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Any
+
+import plotly.graph_objects as go
+import streamlit as st
+
+import ui
+from gpudse_core.report import style
+
+SPEEDS = (0.5, 1.0, 2.0, 4.0)  # rows per second
+RULE = {"initial": ("θ", "theta"), "main": ("θ", "theta"), "lookahead": ("θ", "theta"), "interaction": ("φ", "phi"),
+        "interaction3": ("φ₃", "phi3")}
+WHAT = {"initial": "parameter", "main": "parameter", "interaction": "pairwise interaction",
+        "interaction3": "three-way interaction", "forced": "forced term",
+        "revisit": "interaction of the revisit pass", "lookahead": "parameter with one of its pairs (look-ahead)",
+        "nonlinear": "doubly non-linear part of an accepted interaction"}
+
+
+def threshold(row: dict, before: dict | None, settings: dict) -> tuple[str, float | None]:
+    """The rule's symbol and value: θ for parameters, φ for pairs, φ₃ for triples (the revisit pass
+    after Algorithm 1 tries pairs and triples by the same rules)."""
+    kind = row["kind"]
+    if kind in ("revisit", "nonlinear"):  # by the interaction's own rule: φ for a pair, φ₃ for a triple
+        kind = "interaction3" if str(row.get("chosen") or "").count(":") >= 2 else "interaction"
+    sym, key = RULE.get(kind, ("", ""))
+    return sym, (float(settings[key]) if settings.get(key) is not None else None)
+
+
+def explain(row: dict, before: dict | None, settings: dict) -> str:
+    """The row's decision in words, with its numbers."""
+    kind, chosen, n = row["kind"], row["chosen"], len(row["candidates"])
+    what = WHAT.get(kind, kind)
+    if kind == "forced":
+        return f"**{chosen}** is a forced term: it enters before the search, without a test."
+    if chosen is None:
+        return f"No {what} is left to try: the search ends."
+    if kind == "prune":  # robust default, beyond Algorithm 1 (StepwiseRegression._prune)
+        err = ui.fmt_pct(row["candidates"].get(chosen, float("nan")))
+        kept = len(row.get("terms") or [])
+        tail = (f"the terms after it are dropped and {kept} remain" if row["accepted"] else
+                "nothing is dropped: the model predicts better with each accepted term than without it")
+        return (f"A leave-one-out check of the selection path (beyond Algorithm 1): of its {n} prefixes, the one "
+                f"**{chosen}** predicts the left-out rows best (mean relative error {err}); {tail}.")
+    if kind == "transform":  # response_transform="auto" (StepwiseRegression._auto)
+        shown = ", ".join(f"{t} {ui.fmt_pct(v)}" for t, v in sorted(row["candidates"].items(), key=lambda kv: kv[1]))
+        return (f"The search ran once per response scale; by leave-one-out error ({shown}) the **{chosen}** scale "
+                f"predicts best and is kept.")
+    score = row["candidates"].get(chosen)
+    sym, limit = threshold(row, before, settings)
+    bound = f"{sym} = {limit:g}" if limit is not None else "the threshold"
+    verdict = ":green[**accepted**]" if row["accepted"] else ":red[**rejected**]"
+    crit = settings.get("criterion", "")
+    r2_now = before["adj_r2" if settings.get("compare") == "adj_r2" else "r2"] if before else 0.0
+    against = "adjusted R²" if settings.get("compare") == "adj_r2" else "R²"
+    if kind == "initial":
+        return (f"Of the {n} parameters, **{chosen}** explains most on its own ({_score(row, score)}): it is the "
+                f"first term of the model, {verdict} without a threshold; R² is now {ui.fmt_r2(row['r2'])}.")
+    lead = (f"The only candidate {what} is **{chosen}** ({_score(row, score)})." if n == 1 else
+            f"Of the {n} candidate {what}s, **{chosen}** is the best ({_score(row, score)}).")
+    if crit == "ftest":
+        cmp = "below" if row["accepted"] else "not below"
+        rule = f"its F-test p-value {_p(score)} is {cmp} {bound}"
+    elif crit == "adjr2":
+        gain = row["gain"] if row["gain"] is not None else score - r2_now
+        cmp = "more than" if row["accepted"] else "not more than"
+        rule = f"its gain over the current {against} ({ui.fmt_r2(r2_now)}) is {gain:+.5f}, {cmp} {bound}"
+    else:
+        gain = row["gain"] or 0.0
+        cmp = "more than" if row["accepted"] else "not more than"
+        rule = f"it lowers {crit.upper()} by {gain:.4g}, {cmp} {bound}"
+    after = f"; R² is now {ui.fmt_r2(row['r2'])}" if row["accepted"] else "; the model stays as it was"
+    return f"{lead} {rule[0].upper()}{rule[1:]}: {verdict}{after}."
+
+
+def _p(p: float) -> str:
+    return f"{p:.2g}" if p >= 1e-4 else f"{p:.1e}"
+
+
+def _score(row: dict, value: float) -> str:
+    metric = row["metric"]
+    if metric == "p_value":
+        return f"p = {_p(value)}"
+    if metric in ("r2", "adj_r2"):
+        return f"{'adjusted R²' if metric == 'adj_r2' else 'R²'} {ui.fmt_r2(value)}"
+    return f"{metric.upper()} {value:.4g}"
+
+
+def candidates_chart(row: dict, before: dict | None, settings: dict) -> go.Figure:
+    """The candidates' scores of one row, best first: the chosen one green (accepted) or red
+    (rejected), the others grey; the threshold it had to pass, dashed."""
+    items = list(row["candidates"].items())
+    metric = row["metric"]
+    if metric == "p_value":  # smaller is better: draw −log10 p, higher is better
+        items = [(k, -math.log10(max(v, 1e-300))) for k, v in items]
+        label = "−log₁₀ p (higher: stronger evidence)"
+    else:
+        label = {"r2": "R² with the candidate", "adj_r2": "adjusted R² with the candidate",
+                 "loo_error": "leave-one-out mean relative error (lower: better)"}.get(metric, metric)
+    lower_better = metric in ("aic", "bic", "loo_error")
+    items.sort(key=lambda kv: kv[1], reverse=not lower_better)
+    colours = [(style.PALETTE[3] if row["accepted"] else style.PALETTE[2]) if k == row["chosen"]
+               else style.rgba(style.GREY, 0.45) for k, _ in items]
+    fig = go.Figure(go.Bar(x=[v for _, v in items], y=[k for k, _ in items], orientation="h", marker_color=colours,
+                           name="candidates", hovertemplate="%{y}: %{x:.4g}<extra></extra>"))
+    sym, limit = threshold(row, before, settings)
+    crit = settings.get("criterion", "")
+    line = None
+    if limit is not None and row["kind"] not in ("initial", "forced") and row["chosen"] is not None:
+        if crit == "ftest":
+            line = -math.log10(limit)
+        elif crit == "adjr2" and before is not None:
+            line = before["adj_r2" if settings.get("compare") == "adj_r2" else "r2"] + limit
+    if line is not None:
+        fig.add_vline(x=line, line=dict(color=style.TEXT, dash="dash", width=1.5),
+                      annotation_text=f"threshold ({sym} = {limit:g})", annotation_position="top")
+    fig.update_layout(xaxis_title=label, height=max(220, 30 * len(items) + 110), yaxis_autorange="reversed",
+                      showlegend=False)
+    return style.apply(fig, title_text=f"Row {row['step']}: the candidates compared")
+
+
+def replay(model: Any, params: list[str], key: str) -> None:
+    """The replay panel for *model*'s trace (*key*: unique per model version)."""
+    rows = list(model.trace)
+    if not rows:
+        return
+    settings = dict(model.settings or {})
+    ss = st.session_state
+    k_row, k_play, k_last = f"{key}_row", f"{key}_play", f"{key}_last"
+    ss.setdefault(k_row, 1)
+    def restart() -> None:
+        ss[k_row], ss[k_play] = 1, False
+
+    def toggle() -> None:
+        ss[k_play] = not ss.get(k_play, False)
+        if ss[k_play] and ss[k_row] >= len(rows):
+            ss[k_row] = 1
+        ss[k_last] = time.monotonic()
+
+    def step() -> None:
+        ss[k_row], ss[k_play] = min(len(rows), ss[k_row] + 1), False
+
+    def whole() -> None:
+        ss[k_row], ss[k_play] = len(rows), False
+
+    # callbacks change the row before anything is drawn, so every control shows the new state
+    c1, c2, c3, c4, c5 = st.columns([1, 1, 1, 1, 3], vertical_alignment="bottom")
+    c1.button("Restart", icon=":material/first_page:", key=f"{key}_restart", width="stretch", on_click=restart)
+    playing = ss.get(k_play, False)
+    c2.button("Pause" if playing else "Play", icon=":material/pause:" if playing else ":material/play_arrow:",
+              key=f"{key}_toggle", width="stretch", type="primary", on_click=toggle)
+    c3.button("Step", icon=":material/skip_next:", key=f"{key}_step", width="stretch",
+              disabled=ss[k_row] >= len(rows), on_click=step)
+    c4.button("Whole trace", icon=":material/last_page:", key=f"{key}_end", width="stretch", on_click=whole)
+    speed = c5.select_slider("Speed (rows per second)", SPEEDS, value=1.0, key=f"{key}_speed")
+
+    @st.fragment(run_every=1.0 / speed if playing else None)
+    def panel() -> None:
+        if ss.get(k_play) and time.monotonic() - ss.get(k_last, 0.0) >= 0.9 / speed:
+            ss[k_row] = min(len(rows), ss[k_row] + 1)
+            ss[k_last] = time.monotonic()
+            if ss[k_row] >= len(rows):
+                ss[k_play] = False
+                st.rerun(scope="app")  # the end: the controls show Play again, the polling stops
+        i = ss[k_row]
+        row, before = rows[i - 1], rows[i - 2] if i >= 2 else None
+        st.markdown(f"**Row {i} of {len(rows)}** ({row['kind']}). " + explain(row, before, settings))
+        a, b = st.columns([3, 2])
+        a.dataframe(ui.trace_table(rows[:i], params), width="stretch")
+        ui.chart(candidates_chart(row, before, settings), b, narrow=True)
+
+    panel()

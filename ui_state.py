@@ -1,0 +1,267 @@
+"""Which workspace a browser session works on, and whether it may change it (issue 14).
+
+The pipeline's data live in a :class:`gpudse_core.workspace.Workspace` (SQLite, versioned), never
+in ``st.session_state``: the session only holds an open handle on it. The page's address carries
+the workspace's id (``?ws=…``), so F5, a server restart or a copied link bring the same work back.
+The edit key never goes into the address: the browser keeps it in a cookie per workspace
+(``gpudse_k_<id>``, set by a one-line script, read back with ``st.context.cookies`` when the next
+session starts), so a link sent to a colleague opens read-only, with "Make my own copy".
+
+A first visit (no ``?ws``) opens the workspace this browser used last, or a new copy of the
+built-in example: a template workspace holding the example's stages and its analyses (validation,
+whole-space scan, true error) built once per ``$GPUDSE_HOME`` and code version, then forked, so
+every page is filled at once and a new visitor costs a file copy.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import threading
+from pathlib import Path
+
+import streamlit as st
+
+from gpudse_core import GpudseError
+from gpudse_core.workspace import NotFound, Workspace, create_workspace, fill_example, home, open_workspace
+
+HANDLE = "_gpudse_ws"  # session_state: the open Workspace
+KEYS = "_gpudse_keys"  # session_state: {workspace id: edit key} learnt in this session
+FORGOTTEN = "_gpudse_forgotten"  # session_state: ids whose key this session dropped (deleted)
+COOKIES = "_gpudse_cookie_ops"  # session_state: cookie writes not yet sent to the browser
+KEY_COOKIE = "gpudse_k_"  # + id: the edit key of one workspace
+LAST_COOKIE = "gpudse_last"  # the workspace this browser opened last (an id: grants nothing)
+COOKIE_AGE_S = 400 * 86400  # browsers cap cookie lifetimes at 400 days
+EXAMPLE_NAME = "Built-in example"
+TEMPLATE_FILE = "example-template.json"
+ROOT = Path(__file__).resolve().parent
+
+
+class Gone(GpudseError):
+    """The address names a workspace that does not exist here."""
+
+
+# ---- cookies ------------------------------------------------------------------------------------
+def cookies() -> dict[str, str]:
+    """The cookies the browser sent when this session started (none under AppTest)."""
+    try:
+        return dict(st.context.cookies)
+    except Exception:  # noqa: BLE001 - no browser request behind this session (AppTest, bare mode)
+        return {}
+
+
+def held_keys() -> dict[str, str]:
+    """{workspace id: edit key} this browser holds: its cookies plus what this session learnt."""
+    gone = st.session_state.get(FORGOTTEN, set())
+    keys = {k[len(KEY_COOKIE):]: v for k, v in cookies().items() if k.startswith(KEY_COOKIE) and v}
+    keys.update(st.session_state.get(KEYS, {}))
+    return {k: v for k, v in keys.items() if k not in gone}
+
+
+def remember(ws_id: str, key: str) -> None:
+    st.session_state.setdefault(KEYS, {})[ws_id] = key
+    st.session_state.get(FORGOTTEN, set()).discard(ws_id)
+    _cookie(KEY_COOKIE + ws_id, key)
+
+
+def forget(ws_id: str) -> None:
+    st.session_state.setdefault(KEYS, {}).pop(ws_id, None)
+    st.session_state.setdefault(FORGOTTEN, set()).add(ws_id)
+    _cookie(KEY_COOKIE + ws_id, None)
+
+
+def _cookie(name: str, value: str | None) -> None:
+    st.session_state.setdefault(COOKIES, {})[name] = value
+
+
+def flush_cookies() -> None:
+    """Send pending cookie writes to the browser (a script in an invisible element)."""
+    ops = st.session_state.get(COOKIES)
+    if not ops:
+        return
+    lines = []
+    for name, value in ops.items():
+        age = COOKIE_AGE_S if value is not None else 0
+        text = json.dumps(f"{name}={value or ''}")
+        lines.append(f"document.cookie = {text} + '; Max-Age={age}; Path=/; SameSite=Strict' + secure;")
+    script = ("<script>(function(){var secure = location.protocol === 'https:' ? '; Secure' : '';"
+              + "".join(lines) + "})();</script>")
+    with st.sidebar:
+        st.html(script, unsafe_allow_javascript=True, width=1)
+    st.session_state[COOKIES] = {}
+
+
+# ---- the session's workspace ------------------------------------------------------------------
+def current() -> Workspace:
+    """The session's workspace (bound by :func:`bind` at the top of every page)."""
+    return st.session_state[HANDLE]
+
+
+def bind() -> Workspace:
+    """Open the workspace the address names (or this browser's last one, or a new copy of the
+    example), keep it in the session and put its id in the address."""
+    ss = st.session_state
+    want = st.query_params.get("ws")
+    ws: Workspace | None = ss.get(HANDLE)
+    if ws is not None and want not in (None, ws.id):
+        _close(ws)
+        ws = None
+    if ws is not None:
+        try:
+            _ = ws.revision  # still there (another tab may have deleted it)
+        except GpudseError:
+            _close(ws)
+            ws = None
+            if want:
+                raise Gone("this workspace has been deleted") from None
+    if ws is None:
+        ws = _open(want) if want else _first_visit()
+        ss[HANDLE] = ws
+    if st.query_params.get("ws") != ws.id:
+        st.query_params["ws"] = ws.id
+    key = held_keys().get(ws.id)
+    if ws.writable and key and cookies().get(KEY_COOKIE + ws.id) != key:
+        _cookie(KEY_COOKIE + ws.id, key)  # again on every run until the browser is known to hold it
+    _cookie(LAST_COOKIE, ws.id)
+    if cookies().get(LAST_COOKIE) == ws.id:
+        st.session_state[COOKIES].pop(LAST_COOKIE, None)
+    return ws
+
+
+def _close(ws: Workspace) -> None:
+    with contextlib.suppress(Exception):  # already closed, or its file deleted
+        ws.close()
+    st.session_state.pop(HANDLE, None)
+
+
+def _open(ws_id: str) -> Workspace:
+    try:
+        return open_workspace(ws_id, held_keys().get(ws_id))
+    except NotFound as e:
+        raise Gone(str(e)) from None
+
+
+def _first_visit() -> Workspace:
+    last = cookies().get(LAST_COOKIE)
+    keys = held_keys()
+    if last and last in keys:
+        try:
+            ws = open_workspace(last, keys[last])
+            if ws.writable:
+                return ws
+            ws.close()
+        except GpudseError:
+            pass
+    return new_example()
+
+
+def switch_to(ws: Workspace, key: str | None = None) -> None:
+    """Make *ws* the session's workspace (after a fork, a new workspace, or Open on Home)."""
+    old = st.session_state.get(HANDLE)
+    if old is not None and old is not ws:
+        _close(old)
+    if key:
+        remember(ws.id, key)
+    st.session_state[HANDLE] = ws
+    st.query_params["ws"] = ws.id
+    _cookie(LAST_COOKIE, ws.id)
+
+
+def new_example(name: str = EXAMPLE_NAME) -> Workspace:
+    """A new workspace holding the built-in example with its analyses, this browser its owner."""
+    with st.spinner("Preparing the built-in example (the first time on this server takes a few seconds)…"):
+        tpl = example_template()
+        with open_workspace(tpl) as t:
+            ws, key = t.fork(name)
+    remember(ws.id, key)
+    return ws
+
+
+def new_empty(name: str = "Untitled workspace") -> Workspace:
+    ws, key = create_workspace(name)
+    remember(ws.id, key)
+    return ws
+
+
+def fork(ws: Workspace) -> Workspace:
+    """This browser's own copy of *ws* (a read-only one included)."""
+    mine, key = ws.fork(f"{ws.name} (my copy)" if not ws.name.endswith("(my copy)") else ws.name)
+    switch_to(mine, key)
+    return mine
+
+
+# ---- the built-in example's template ------------------------------------------------------------
+@st.cache_resource(show_spinner=False)
+def _template_lock() -> threading.Lock:
+    return threading.Lock()
+
+
+def _code_digest() -> str:
+    """The example depends on the code that computes it: a template built by other code is rebuilt."""
+    h = hashlib.sha256()
+    core = ROOT / "gpudse_core"
+    for rel in ("workspace/example.py", "model/stepwise.py", "model/splines.py", "model/validation.py",
+                "sim/simulator.py", "explore/scan.py", "space/sampling.py", "space/presets.py",
+                "../ui_jobs.py", "_data/presets/stargazer.yaml", "../data/presets/stargazer.yaml"):
+        p = (core / rel).resolve()
+        if p.is_file():
+            h.update(rel.encode() + b"\0" + p.read_bytes())
+    return h.hexdigest()[:20]
+
+
+def template_id() -> str | None:
+    """The id of this server's example template, if one was built (Home leaves it out of lists)."""
+    try:
+        return json.loads((home() / TEMPLATE_FILE).read_text()).get("id")
+    except (OSError, ValueError, AttributeError):
+        return None
+
+
+def example_template() -> str:
+    """The id of a workspace holding the example's four stages and its analyses, all current."""
+    import ui_jobs
+
+    path = home() / TEMPLATE_FILE
+    code = _code_digest()
+    with _template_lock():
+        try:
+            rec = json.loads(path.read_text())
+            if rec.get("code") == code:
+                with open_workspace(rec["id"]) as t:
+                    if all(s.ok for s in t.overview().values()) and {"validation", "scan"} <= set(t.analyses()):
+                        return rec["id"]
+        except (OSError, ValueError, KeyError, TypeError, GpudseError):
+            pass
+        ws, _ = create_workspace("gpudse built-in example (template)")
+        try:
+            with ws:
+                fill_example(ws)
+                ui_jobs.example_analyses(ws)
+        except BaseException:
+            try:
+                with open_workspace(ws.id, trusted=True) as t:
+                    t.delete()
+            except GpudseError:
+                pass
+            raise
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps({"id": ws.id, "code": code}))
+        os.replace(tmp, path)
+        return ws.id
+
+
+def workspace_ids() -> list[str]:
+    """Workspaces this browser may list on Home: those it holds keys for (every one on a
+    single-user server), without the example's template."""
+    from gpudse_core.workspace import list_workspaces, single_user
+
+    tpl = template_id()
+    infos = list_workspaces() if single_user() else list_workspaces(ids=sorted(held_keys()))
+    return [i for i in infos if i.id != tpl]
+
+
+def open_by_id(ws_id: str) -> Workspace:
+    return open_workspace(ws_id, held_keys().get(ws_id))
+

@@ -270,11 +270,11 @@ def refit() -> None:
     results = w.get("results").value
     response = prev.response if results is not None and prev.response in results.table.columns else None
     settings = prev.settings or {}
-    fit_model(settings, response=response, origin=describe_fit(settings) + " (refitted on new results)")
+    fit_model(settings, response=response, origin_suffix=" (refitted on new results)")
 
 
 def fit_model(settings: dict, params: Sequence[str] | None = None, origin: str = "", callback=None,
-              response: str | None = None):
+              response: str | None = None, origin_suffix: str = ""):
     """Fit Algorithm 1 on the current results with *settings* (estimator parameters) and store it."""
     from gpudse_core.model.stepwise import StepwiseRegression
 
@@ -287,10 +287,10 @@ def fit_model(settings: dict, params: Sequence[str] | None = None, origin: str =
     kw = {k: v for k, v in settings.items() if k in known and k not in ("response", "params")}
     est = StepwiseRegression(response=response, params=params, **kw)
     est.fit(res.table[params + [response]], callback=callback)
-    return w.set_model(est.model_, origin or describe_fit(kw), inputs=[results])
+    return w.set_model(est.model_, (origin or describe_fit(kw, est.model_.transform)) + origin_suffix, inputs=[results])
 
 
-def describe_fit(settings: dict) -> str:
+def describe_fit(settings: dict, chosen: str | None = None) -> str:
     """The model's origin line: Algorithm 1 and the settings a reader needs (θ, φ, knots, transform)."""
     from gpudse_core.model.stepwise import PAPER_SETTINGS
 
@@ -299,7 +299,9 @@ def describe_fit(settings: dict) -> str:
     parts = [f"θ = {settings.get('theta')}", f"φ = {settings.get('phi')}", f"{settings.get('criterion')}",
              f"k = {settings.get('knots')} ({settings.get('knot_placement')})"]
     tr = settings.get("response_transform")
-    if tr and tr != "none":
+    if tr == "auto":
+        parts.append(f"{chosen + ' ' if chosen else ''}response scale chosen by leave-one-out error")
+    elif tr and tr != "none":
         parts.append(f"{tr} response")
     return ("stepwise, Stargazer as written: " if paper else "stepwise (Algorithm 1): ") + ", ".join(parts)
 

@@ -17,6 +17,7 @@ import ui
 import ui_jobs
 import ui_replay
 from gpudse_core import GpudseError
+from gpudse_core.choices import FIT_TRANSFORMS
 from gpudse_core.model.inference import anova, coefficient_table
 from gpudse_core.model.registry import model_kind, model_to_dict
 from gpudse_core.model.splines import PLACEMENTS
@@ -84,7 +85,8 @@ if kind == "stepwise":
         c1, c2, c3, c4 = st.columns(4)
         response = c1.selectbox("Response", numeric, index=pick(numeric, prev.response if prev is not None
                                                                           and prev.response in numeric else res.response))
-        transform = c1.selectbox("Transform", TRANSFORMS, index=pick(TRANSFORMS, defaults.get("response_transform")),
+        transform = c1.selectbox("Transform", FIT_TRANSFORMS, index=pick(FIT_TRANSFORMS, defaults.get("response_transform")),
+                                 format_func=lambda t: "auto (by leave-one-out error)" if t == "auto" else t,
                                  help=ui.help_for("transform"))
         criterion = c2.selectbox("Criterion", CRITERIA, index=pick(CRITERIA, base["criterion"]),
                                  help=ui.help_for("criterion"))

@@ -23,7 +23,7 @@ st.markdown(
 GPU simulators are five to six orders of magnitude slower than hardware, and a design space of ten
 parameters has a million points. gpudse samples a few hundred design points uniformly at random,
 simulates them in parallel, and fits a regression model that predicts every other point
-(**Stargazer**: forward-stepwise natural cubic splines with pairwise interactions; **Lee & Brooks**:
+(**Stargazer**: forward-stepwise natural cubic splines with pairwise interactions, three-way ones too by default; **Lee & Brooks**:
 restricted cubic splines, F-tests, residual checks, error CDFs). For ray-tracing workloads it picks
 representative pixels from a per-pixel cost heatmap (**Zatel**).
 """
@@ -63,7 +63,8 @@ name = c1.text_input("Name", w.name, key=f"ws_name_{w.id}", disabled=not w.writa
 if w.writable and name.strip() and name != w.name and ui.guarded(lambda: w.rename(name), "Renamed."):
     st.rerun()
 url = getattr(st.context, "url", None) or ""
-share = f"{url.split('?')[0]}?ws={w.id}" if url else f"?ws={w.id}"
+base = url.split("?")[0]
+share = f"{base if base.endswith('/') else base + '/'}?ws={w.id}" if url else f"?ws={w.id}"
 c2.text_input("Read-only link to share", share, key=f"share_{w.id}",
               help="opens this workspace read-only; the person can make their own copy")
 b1, b2, b3 = st.columns(3)

@@ -233,3 +233,16 @@ def test_argument_types_refuse_non_finite_numbers(tmp_path, capsys):
         assert "Traceback" not in capsys.readouterr().err
     with pytest.raises(SystemExit):
         main(["import", "x.csv", "--space", "stargazer", "--max-mb", "nan", "-o", str(tmp_path / "c.csv")])
+
+
+def test_wfg_built_in_graph_by_name_from_any_folder(tmp_path):
+    """README's `gpudse wfg figure1` works outside the checkout (the graph ships in the package);
+    an unknown name is one error line naming the built-in graphs, exit 2."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    r = subprocess.run([sys.executable, "-m", "gpudse_core", "wfg", "figure1", "--json"], capture_output=True,
+                       text=True, cwd=tmp_path, env=env, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["cyc_compute"] == 16.0
+    r = subprocess.run([sys.executable, "-m", "gpudse_core", "wfg", "no_such_graph"], capture_output=True,
+                       text=True, cwd=tmp_path, env=env, timeout=120)
+    assert r.returncode == 2 and "figure1, loop_branch" in r.stderr and "Traceback" not in r.stderr

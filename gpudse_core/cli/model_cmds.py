@@ -137,8 +137,8 @@ def cmd_predict(args: argparse.Namespace) -> int:
     from ..model.registry import load_model
 
     model = load_model(args.model)
-    for note in getattr(model, "notes", []):
-        print(f"note: {note}", file=sys.stderr)
+    for note in getattr(model, "notes", []):  # the fit's own choices, said as the model's
+        print(f"note: model: {note}", file=sys.stderr)
     points = read_table(args.points)
     clash = [c for c in ("predicted", "bounded", "extrapolation") if c in points.columns]
     if clash:

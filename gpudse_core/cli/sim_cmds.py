@@ -199,6 +199,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     ea.set_defaults(func=cmd_equal_area)
 
     wf = sub.add_parser("wfg", help="004's work flow graph model of a kernel (JSON/YAML graph + hardware)")
-    wf.add_argument("graph", metavar="GRAPH", help="e.g. data/wfg/figure1.yaml")
+    wf.add_argument("graph", metavar="GRAPH", help="a JSON/YAML graph file, or a built-in graph by name: figure1 (004 Fig. 1), "
+                                                   "loop_branch")
     wf.add_argument("--json", action="store_true")
     wf.set_defaults(func=cmd_wfg)

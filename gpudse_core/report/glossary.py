@@ -83,14 +83,16 @@ _TERMS = (
          f"{STARGAZER} §5.2, Algorithm 1, Table 1", ("algorithm 1", "forward selection", "stepwise fit", "trace"),
          ("theta", "phi", "adjr2", "rcs")),
     Term("theta", "θ (theta)",
-         "The smallest gain a new parameter must bring to be added to the model (default 0.01).",
+         "The smallest gain a new parameter must bring to be added to the model (Stargazer: 0.01 in R²; "
+         "gpudse's robust default: an F-test p-value below 0.001).",
          "In Algorithm 1 a parameter is accepted when the adjusted R² of the model with it exceeds the current "
          "model's R² by more than θ. θ = 0 accepts any improvement; a small positive θ stops the search once R² "
          "has converged, keeping the model small. Stargazer found 0.01 a good default and used 0.003 in its "
          "Table 1 example. With --criterion aic/bic θ is the required drop of the criterion, with ftest a p-value.",
          f"{STARGAZER} §5.2, §5.4", ("θ", "--theta"), ("phi", "stepwise")),
     Term("phi", "φ (phi)",
-         "The smallest gain an interaction term must bring to be added (default 0.01).",
+         "The smallest gain an interaction term must bring to be added (Stargazer: 0.01 in R²; gpudse's "
+         "robust default: an F-test p-value below 0.001).",
          "After a parameter enters the model, Algorithm 1 tries its pairwise interactions with the parameters "
          "already chosen and accepts the best while its adjusted R² beats the current R² by more than φ. "
          "Stargazer's Table 1 example uses φ = 0.",

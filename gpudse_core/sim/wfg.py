@@ -96,12 +96,30 @@ def parse_wfg(data: bytes | str, source: str) -> dict:
     return doc
 
 
+BUILTIN_GRAPHS = ("figure1", "loop_branch")  # data/wfg/<name>.yaml, shipped in the package
+
+
+def builtin_wfg_path(name: str) -> Path | None:
+    """The file of a built-in graph (``figure1``: 004 Fig. 1; ``loop_branch``), or None."""
+    if name not in BUILTIN_GRAPHS:
+        return None
+    here = Path(__file__).resolve().parent.parent  # gpudse_core/
+    for cand in (here / "_data" / "wfg", here.parent / "data" / "wfg"):
+        if (cand / f"{name}.yaml").is_file():
+            return cand / f"{name}.yaml"
+    return None
+
+
 def load_wfg(path: str | Path) -> dict:
+    """A graph file, or a built-in graph by name (``figure1``, ``loop_branch``) from any folder."""
     from ..space.presets import read_document_file
 
     p = Path(path)
     if not p.is_file():
-        raise WFGError(f"{p}: no such file")
+        builtin = builtin_wfg_path(str(path))
+        if builtin is None:
+            raise WFGError(f"{p}: no such file (built-in graphs by name: {', '.join(BUILTIN_GRAPHS)})")
+        p = builtin
     return parse_wfg(read_document_file(p), str(p))
 
 

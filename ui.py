@@ -57,10 +57,10 @@ def page(title: str):
     sidebar(w)
     if not w.writable:
         with st.container(border=True):
-            c1, c2 = st.columns([4, 1], vertical_alignment="center")
+            c1, c2 = st.columns([3, 1.2], vertical_alignment="center")
             c1.markdown(f":material/visibility: **Shared with you read-only**: *{w.name}*. You can look at "
                         "everything; to change anything, make your own copy (the original stays as it is).")
-            if c2.button("Make my own copy", type="primary", icon=":material/fork_right:", key="fork_top",
+            if c2.button("Make my own copy", type="primary", key="fork_top",
                          width="stretch"):
                 ui_state.fork(w)
                 st.rerun()
@@ -179,7 +179,7 @@ def data_table(df, where=None, units: dict | None = None, **kw: Any) -> None:
     """A table of data to sort and scroll (samples, results): numbers kept, shown with separators."""
     config = {c: st.column_config.NumberColumn(_fmt.header(str(c), (units or {}).get(c)), format=f)
               for c, f in _fmt.column_formats(df, units).items()}
-    (where or st).dataframe(df, width="stretch", column_config=config, **kw)
+    (where or st).dataframe(_fmt.round_for_display(df), width="stretch", column_config=config, **kw)
 
 
 def units(space) -> dict[str, str]:

@@ -173,7 +173,8 @@ else:
     st.caption(f"{ui.fmt_count(len(res.table), 'rows')} from {sv.origin} (version {sv.version}); response "
                f"**{res.response}**" + (f", application column **{res.app_column}**" if res.app_column else "")
                + (f". Partial: {sv.note}." if sv.partial else "."))
-    st.dataframe(res.table, width="stretch", height=260)
+    unit_map = {**ui.units(w.get("space").value), res.response: ui.response_unit(res.response)}
+    ui.data_table(res.table, units=unit_map, height=260)
     st.download_button("Results as CSV", lambda: res.table.to_csv(index=False), file_name="results.csv",
                        mime="text/csv", icon=":material/download:")
     model = w.status("model")

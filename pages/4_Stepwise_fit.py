@@ -86,7 +86,6 @@ if kind == "stepwise":
         response = c1.selectbox("Response", numeric, index=pick(numeric, prev.response if prev is not None
                                                                           and prev.response in numeric else res.response))
         transform = c1.selectbox("Transform", FIT_TRANSFORMS, index=pick(FIT_TRANSFORMS, defaults.get("response_transform")),
-                                 format_func=lambda t: "auto (by leave-one-out error)" if t == "auto" else t,
                                  help=ui.help_for("transform"))
         criterion = c2.selectbox("Criterion", CRITERIA, index=pick(CRITERIA, base["criterion"]),
                                  help=ui.help_for("criterion"))

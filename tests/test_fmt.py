@@ -185,3 +185,16 @@ def test_formatter_imports_nothing_heavy():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=fmt.__file__.rsplit(
         "/gpudse_core", 1)[0])
     assert out.stdout.strip() == "[]", out.stderr
+
+
+def test_round_for_display_keeps_four_significant_digits_of_each_column():
+    import pandas as pd
+
+    from gpudse_core.report.fmt import round_for_display
+
+    df = pd.DataFrame({"cycles": [222897.8333, 150000.25], "ipc": [360.8593, 12.04], "r": [0.97123, 0.5],
+                       "n": [1, 2], "zero": [0.0, 0.0]})
+    out = round_for_display(df)
+    assert out["cycles"].tolist() == [222898.0, 150000.0] and out["ipc"].tolist() == [360.9, 12.0]
+    assert out["r"].tolist() == [0.9712, 0.5] and out["n"].tolist() == [1, 2] and out["zero"].tolist() == [0, 0]
+    assert df["cycles"].iloc[0] == 222897.8333  # the data are not changed

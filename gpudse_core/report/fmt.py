@@ -350,6 +350,25 @@ def column_formats(df: Any, units: Mapping[str, str] | None = None, kinds: Mappi
     return fmts
 
 
+def round_for_display(df: Any, sig: int = 4) -> Any:
+    """A copy of *df* whose float columns are rounded to *sig* significant digits of their typical
+    (median absolute) value: the grid of a data table (results, samples) stays sortable and shows
+    ``222,898`` cycles and ``360.9`` IPC, not ``222897.8333``. The data themselves are not changed."""
+    import numpy as np
+
+    out = df.copy()
+    for col in out.columns:
+        if out[col].dtype.kind != "f":
+            continue
+        v = np.abs(out[col].to_numpy(dtype=float))
+        v = v[np.isfinite(v) & (v > 0)]
+        if not v.size:
+            continue
+        decimals = int(min(6, max(0, sig - 1 - math.floor(math.log10(float(np.median(v)))))))
+        out[col] = out[col].round(decimals)
+    return out
+
+
 def text_table(df: Any, units: Mapping[str, str] | None = None, kinds: Mapping[str, str] | None = None,
                sig: int = 4) -> str:
     """:func:`format_table` as plain text for the terminal (the CLI's tables), right-aligned columns."""

@@ -154,7 +154,9 @@ _TERMS = (
     Term("transform", "response transform (log, sqrt)",
          "Fitting log(y) or √y instead of y, so errors are relative and the variance is steadier.",
          "Lee & Brooks' variance-stabilised model fits √y; run times that span orders of magnitude fit better on "
-         "a log scale. Predictions are transformed back (without a smearing correction).",
+         "a log scale. Predictions are transformed back (without a smearing correction). auto (the stepwise "
+         "model's default) fits each of log, sqrt and none and keeps the one with the lowest leave-one-out "
+         "error.",
          f"{LEE_BROOKS} §2.1, §5.1 (model S)", ("log", "sqrt", "variance stabilising", "--transform"),
          ("bounded",)),
     Term("anova", "ANOVA table (F-tests)",

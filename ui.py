@@ -400,21 +400,45 @@ def base_point(space: DesignSpace, key: str) -> dict:
     return point
 
 
+TRACE_KINDS = {"initial": "first term", "main": "parameter", "interaction": "pair", "interaction3": "three-way",
+               "revisit": "revisit", "lookahead": "look-ahead", "nonlinear": "non-linear part", "forced": "forced",
+               "prune": "pruning (LOO)", "transform": "response scale"}
+
+
+def trace_score(metric: str, v) -> str:
+    """One candidate's score as the trace table shows it ('' when it was not scored)."""
+    import math
+
+    if not isinstance(v, (int, float)) or not math.isfinite(v):
+        return ""
+    if metric == "p_value":
+        return "< 0.001" if v < 0.001 else f"{v:.3f}"
+    if metric == "loo_error":
+        return fmt_pct(v)
+    return f"{v:.3f}" if metric in ("r2", "adj_r2") else f"{v:.4g}"
+
+
 def trace_table(rows: list[dict], params: list[str]):
     """Stargazer Table 1 as a styled table: candidate scores per parameter (interaction candidates in their
-    own column), the chosen term marked green when added and red when rejected, the model and R² after it."""
+    own column, best first), the chosen term marked green when added and red when rejected, the model and
+    R² after it. Steps are named in words (TRACE_KINDS) and p-values below 0.001 read '< 0.001'."""
+    import math
+
     import pandas as pd
 
     recs = []
     for r in rows:
-        rec = {"step": r["step"], "kind": r["kind"], "score": {"r2": "R²", "adj_r2": "adj R²", "aic": "AIC",
-                                                                "bic": "BIC", "p_value": "p"}.get(r["metric"],
-                                                                                                  r["metric"])}
+        metric = r["metric"]
+        rec = {"step": r["step"], "kind": TRACE_KINDS.get(r["kind"], r["kind"]),
+               "score": {"r2": "R²", "adj_r2": "adj R²", "aic": "AIC", "bic": "BIC", "p_value": "p",
+                         "loo_error": "LOO error"}.get(metric, metric)}
         for p in params:
-            v = r["candidates"].get(p)
-            rec[p] = "" if v is None else f"{v:.3f}"  # text: the grid would draw a missing score as "None"
-        inter = {k: v for k, v in r["candidates"].items() if ":" in k}
-        rec["interactions"] = ", ".join(f"{k} {v:.3f}" for k, v in sorted(inter.items(), key=lambda kv: -kv[1]))
+            rec[p] = trace_score(metric, r["candidates"].get(p))  # text: the grid would draw None as "None"
+        lower = metric in ("p_value", "aic", "bic", "loo_error")
+        inter = [(k, v) for k, v in r["candidates"].items() if k not in params]
+        inter.sort(key=lambda kv: (not isinstance(kv[1], (int, float)) or not math.isfinite(kv[1]),
+                                   (kv[1] if lower else -kv[1]) if isinstance(kv[1], (int, float)) else 0.0))
+        rec["interactions"] = ", ".join(f"{k} {trace_score(metric, v) or '–'}" for k, v in inter)
         rec["chosen"] = (r["chosen"] or "–") + (" ✓" if r["accepted"] else " ✗")
         rec["model"] = " + ".join(r["terms"])
         rec["R²"] = r["r2"]

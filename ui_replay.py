@@ -57,7 +57,8 @@ def explain(row: dict, before: dict | None, settings: dict) -> str:
         shown = ", ".join(f"{t} {ui.fmt_pct(v)}" for t, v in sorted(row["candidates"].items(), key=lambda kv: kv[1]))
         return (f"The search ran once per response scale; by leave-one-out error ({shown}) the **{chosen}** scale "
                 f"predicts best and is kept.")
-    score = row["candidates"].get(chosen)
+    key = chosen_key(row)
+    score = row["candidates"].get(key)
     sym, limit = threshold(row, before, settings)
     bound = f"{sym} = {limit:g}" if limit is not None else "the threshold"
     verdict = ":green[**accepted**]" if row["accepted"] else ":red[**rejected**]"
@@ -67,9 +68,16 @@ def explain(row: dict, before: dict | None, settings: dict) -> str:
     if kind == "initial":
         return (f"Of the {n} parameters, **{chosen}** explains most on its own ({_score(row, score)}): it is the "
                 f"first term of the model, {verdict} without a threshold; R² is now {ui.fmt_r2(row['r2'])}.")
-    lead = (f"The only candidate {what} is **{chosen}** ({_score(row, score)})." if n == 1 else
-            f"Of the {n} candidate {what}s, **{chosen}** is the best ({_score(row, score)}).")
-    if crit == "ftest":
+    if kind == "lookahead":
+        shown = f"{chosen}** (scored as the block **{key}**)" if key != chosen else chosen
+        lead = (f"No parameter passes θ on its own, so each one is tried together with one of its pairs: of the {n} "
+                f"blocks, **{shown} is the best ({_score(row, score)}).")
+    else:
+        lead = (f"The only candidate {what} is **{chosen}** ({_score(row, score)})." if n == 1 else
+                f"Of the {n} candidate {_plural(what)}, **{chosen}** is the best ({_score(row, score)}).")
+    if score is None:  # a candidate that could not be scored (no degrees of freedom left)
+        rule = f"it could not be scored against {bound}"
+    elif crit == "ftest":
         cmp = "below" if row["accepted"] else "not below"
         rule = f"its F-test p-value {_p(score)} is {cmp} {bound}"
     elif crit == "adjr2":
@@ -84,12 +92,46 @@ def explain(row: dict, before: dict | None, settings: dict) -> str:
     return f"{lead} {rule[0].upper()}{rule[1:]}: {verdict}{after}."
 
 
-def _p(p: float) -> str:
+def _plural(what: str) -> str:
+    """'pairwise interaction' -> 'pairwise interactions'; 'interaction of the revisit pass' ->
+    'interactions of the revisit pass' (the noun, not the last word, takes the s)."""
+    head, sep, tail = what.partition(" of ")
+    return f"{head}s{sep}{tail}"
+
+
+LOWER_BETTER = ("p_value", "aic", "bic", "loo_error")
+
+
+def chosen_key(row: dict) -> str | None:
+    """The candidate key of the row's chosen term. A look-ahead row chooses parameter P but scored
+    blocks 'P + P:Q', so its key is P's best block."""
+    chosen, cands = row.get("chosen"), row.get("candidates") or {}
+    if chosen is None or chosen in cands:
+        return chosen
+    blocks = [(k, v) for k, v in cands.items() if k.startswith(f"{chosen} + ") and _finite(v)]
+    if not blocks:
+        return chosen
+    pick = min if row.get("metric") in LOWER_BETTER else max
+    return pick(blocks, key=lambda kv: kv[1])[0]
+
+
+def _finite(v: Any) -> bool:
+    return isinstance(v, (int, float)) and math.isfinite(v)
+
+
+def _p(p: float | None) -> str:
+    """A p-value with two significant digits (scientific below 1e-4, so it can be compared with θ)."""
+    if not _finite(p):
+        return "–"
+    if p <= 0.0:  # below the smallest double: the F-test underflowed
+        return "< 1e-300"
     return f"{p:.2g}" if p >= 1e-4 else f"{p:.1e}"
 
 
-def _score(row: dict, value: float) -> str:
+def _score(row: dict, value: float | None) -> str:
     metric = row["metric"]
+    if not _finite(value):
+        return "not scored"
     if metric == "p_value":
         return f"p = {_p(value)}"
     if metric in ("r2", "adj_r2"):
@@ -100,7 +142,8 @@ def _score(row: dict, value: float) -> str:
 def candidates_chart(row: dict, before: dict | None, settings: dict) -> go.Figure:
     """The candidates' scores of one row, best first: the chosen one green (accepted) or red
     (rejected), the others grey; the threshold it had to pass, dashed."""
-    items = list(row["candidates"].items())
+    items = [(k, float(v)) for k, v in row["candidates"].items() if _finite(v)]  # unscored candidates: no bar
+    chosen = chosen_key(row)
     metric = row["metric"]
     if metric == "p_value":  # smaller is better: draw −log10 p, higher is better
         items = [(k, -math.log10(max(v, 1e-300))) for k, v in items]
@@ -110,7 +153,7 @@ def candidates_chart(row: dict, before: dict | None, settings: dict) -> go.Figur
                  "loo_error": "leave-one-out mean relative error (lower: better)"}.get(metric, metric)
     lower_better = metric in ("aic", "bic", "loo_error")
     items.sort(key=lambda kv: kv[1], reverse=not lower_better)
-    colours = [(style.PALETTE[3] if row["accepted"] else style.PALETTE[2]) if k == row["chosen"]
+    colours = [(style.PALETTE[3] if row["accepted"] else style.PALETTE[2]) if k == chosen
                else style.rgba(style.GREY, 0.45) for k, _ in items]
     fig = go.Figure(go.Bar(x=[v for _, v in items], y=[k for k, _ in items], orientation="h", marker_color=colours,
                            name="candidates", hovertemplate="%{y}: %{x:.4g}<extra></extra>"))
@@ -162,7 +205,7 @@ def replay(model: Any, params: list[str], key: str) -> None:
               key=f"{key}_toggle", width="stretch", type="primary", on_click=toggle)
     c3.button("Step", icon=":material/skip_next:", key=f"{key}_step", width="stretch",
               disabled=ss[k_row] >= len(rows), on_click=step)
-    c4.button("Whole trace", icon=":material/last_page:", key=f"{key}_end", width="stretch", on_click=whole)
+    c4.button("All rows", icon=":material/last_page:", key=f"{key}_end", width="stretch", on_click=whole)
     speed = c5.select_slider("Speed (rows per second)", SPEEDS, value=1.0, key=f"{key}_speed")
 
     @st.fragment(run_every=1.0 / speed if playing else None)
@@ -175,7 +218,8 @@ def replay(model: Any, params: list[str], key: str) -> None:
                 st.rerun(scope="app")  # the end: the controls show Play again, the polling stops
         i = ss[k_row]
         row, before = rows[i - 1], rows[i - 2] if i >= 2 else None
-        st.markdown(f"**Row {i} of {len(rows)}** ({row['kind']}). " + explain(row, before, settings))
+        kind = ui.TRACE_KINDS.get(row["kind"], row["kind"])
+        st.markdown(f"**Row {i} of {len(rows)}** ({kind}). " + explain(row, before, settings))
         a, b = st.columns([3, 2])
         a.dataframe(ui.trace_table(rows[:i], params), width="stretch")
         ui.chart(candidates_chart(row, before, settings), b, narrow=True)

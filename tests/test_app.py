@@ -531,7 +531,7 @@ def test_replay_steps_through_the_trace_on_the_fit_page(app):
     button(app, "Step").click().run()
     ok(app, "step")
     assert any(m.startswith(f"**Row 2 of {n}**") for m in texts(app, "markdown"))
-    button(app, "Whole trace").click().run()
+    button(app, "All rows").click().run()
     assert any(m.startswith(f"**Row {n} of {n}**") for m in texts(app, "markdown")) and button(app, "Step").disabled
     for i, row in enumerate(ws(app).get("model").value.trace):  # every row of the example, the revisit pass too
         text = ui_replay_explain(row, ws(app).get("model").value, i)
@@ -556,3 +556,35 @@ def ui_replay_explain(row, model, i):
     import ui_replay
 
     return ui_replay.explain(row, model.trace[i - 1] if i else None, model.settings)
+
+
+def test_replay_survives_unscored_candidates_and_names_the_look_ahead_block():
+    """A row whose candidates could not be scored (None: no degrees of freedom left, as in a refit near
+    saturation) and a look-ahead row (chosen P, scored as the block 'P + P:Q') are explained, charted and
+    tabled instead of raising TypeError."""
+    import ui
+    import ui_replay
+
+    settings = {"criterion": "ftest", "theta": 0.001, "phi": 0.001, "phi3": 0.001}
+    before = {"r2": 0.5, "adj_r2": 0.5}
+    unscored = {"step": 26, "kind": "revisit", "metric": "p_value", "candidates": {"a:b": None, "a:c": 0.2},
+                "skipped": {}, "chosen": "a:b", "accepted": False, "gain": None, "terms": ["a", "b", "c"],
+                "r2": 0.9, "adj_r2": 0.9}
+    text = ui_replay.explain(unscored, before, settings)
+    assert "not scored" in text and "could not be scored" in text and "rejected" in text
+    fig = ui_replay.candidates_chart(unscored, before, settings)
+    assert list(fig.data[0].y) == ["a:c"]  # no bar for the unscored candidate
+    look = {"step": 16, "kind": "lookahead", "metric": "p_value", "skipped": {}, "chosen": "tc", "accepted": True,
+            "candidates": {"blk + blk:simd": 6e-4, "tc + tc:ccp": 6.8e-05, "tc + tc:cc": 0.24}, "gain": 6.8e-05,
+            "terms": ["simd", "tc"], "r2": 0.99, "adj_r2": 0.99}
+    text = ui_replay.explain(look, before, settings)
+    assert "**tc** (scored as the block **tc + tc:ccp**)" in text and "p = 6.8e-05" in text and "accepted" in text
+    fig = ui_replay.candidates_chart(look, before, settings)
+    colours = dict(zip(fig.data[0].y, fig.data[0].marker.color))
+    assert colours["tc + tc:ccp"] != colours["blk + blk:simd"] == colours["tc + tc:cc"]  # the chosen block stands out
+    table = ui.trace_table([unscored, look], ["a", "b", "c", "tc"]).data
+    assert table["kind"].tolist() == ["revisit", "look-ahead"]
+    assert table["interactions"][0] == "a:c 0.200, a:b –"  # scored first, best first, unscored last
+    assert table["interactions"][1].startswith("tc + tc:ccp < 0.001, blk + blk:simd < 0.001")
+    assert "interactions of the revisit pass" in ui_replay.explain({**unscored, "candidates": {"a:b": 0.5, "a:c": 0.7}},
+                                                                  before, settings)

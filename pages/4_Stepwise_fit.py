@@ -27,6 +27,7 @@ from gpudse_core.model.stepwise import (
     PAPER_SETTINGS,
     TRANSFORMS,
     StepwiseRegression,
+    saturation_warning,
 )
 from gpudse_core.report import figures
 
@@ -186,8 +187,12 @@ m[0].metric("R²", ui.fmt_r2(model.r2))
 m[1].metric("Adjusted R²", ui.fmt_r2(model.adj_r2))
 m[2].metric("Terms", len(model.terms))
 m[3].metric("Coefficients", len(model.coefficients))
+saturated = saturation_warning(len(model.coefficients), model.n, model.r2)
+if saturated:
+    st.warning(saturated, icon=":material/warning:")
 for note in getattr(model, "notes", []) or []:
-    st.caption(f":material/info: {note}")
+    if note != saturated:
+        st.caption(f":material/info: {note}")
 
 apps_sv = w.get("app_models")
 by_app = apps_sv.value if apps_sv.ok else None

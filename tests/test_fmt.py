@@ -198,3 +198,13 @@ def test_round_for_display_keeps_four_significant_digits_of_each_column():
     assert out["cycles"].tolist() == [222898.0, 150000.0] and out["ipc"].tolist() == [360.9, 12.0]
     assert out["r"].tolist() == [0.9712, 0.5] and out["n"].tolist() == [1, 2] and out["zero"].tolist() == [0, 0]
     assert df["cycles"].iloc[0] == 222897.8333  # the data are not changed
+
+
+def test_test_statistics_never_take_an_si_prefix():
+    """An F ratio of 1.874e20 (a near-saturated fit) read '187.4 E' — a unit, not a number. F and t
+    columns are statistics: digits below a million, scientific above."""
+    df = pd.DataFrame({"factor": ["a", "b", "c"], "F": [1.874e20, 5982.978576, 0.2683], "P": [0.0, 1e-5, 0.765]})
+    out = fmt.format_table(df)
+    assert out["F"].tolist() == ["1.874 × 10²⁰", "5,983", "0.2683"]
+    assert fmt.column_kind("t", "f") == "statistic" and fmt.column_kind("F", "O") == "text"
+    assert "E" not in fmt.fmt_statistic(-3.2e18) and fmt.fmt_statistic(float("nan")) == fmt.fmt_number(float("nan"))

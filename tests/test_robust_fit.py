@@ -289,3 +289,21 @@ def test_paper_preset_switches_every_addition_off():
     defaults = StepwiseRegression().get_params()
     assert defaults["interactions"] == "adaptive" and defaults["response_transform"] == "auto"
     assert defaults["lookahead"] and defaults["prune"] and defaults["unseen"] == "lower-order"
+
+
+def test_a_near_saturated_fit_says_so():
+    """148 coefficients on 150 rows gives R² 1.0000 and means nothing: the model's notes (the fit
+    page's warning, the CLI's notes) say so; a model with few coefficients per row has no such note."""
+    from gpudse_core.model.stepwise import saturation_warning
+
+    rng = np.random.default_rng(3)
+    n = 40
+    X = pd.DataFrame({f"x{i}": rng.choice([1, 2, 4, 8, 16], n) for i in range(6)})
+    X["y"] = rng.lognormal(0, 1, n)  # pure noise: only a saturated model "explains" it
+    m = fit_stepwise(X, "y", criterion="adjr2", theta=-1.0, phi=-1.0, prune=False, lookahead=False,
+                     interactions="full", bound_margin=None)
+    k = len(m.coefficients)
+    assert k >= n / 2, k
+    assert any(note.startswith(f"{k} coefficients on {n} training rows") and "held-out" in note for note in m.notes)
+    assert saturation_warning(10, 300) is None and saturation_warning(150, 300) is not None
+    assert saturation_warning(5, 0) is None

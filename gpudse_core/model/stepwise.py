@@ -1031,15 +1031,34 @@ class StepwiseRegression(RegressorMixin, BaseEstimator):
         inter = list(dict.fromkeys(tuple(t) for t, _ in columns if len(t) > 1))
         settings = {k: (list(v) if isinstance(v, (list, tuple)) else v) for k, v in self.get_params().items()
                     if k not in ("params",)}
+        r2 = _r2(rss, st.tss)
+        notes = [note for note in notes if note.split(":")[0] in used_bases]
+        saturated = saturation_warning(A.shape[1], int(z.size), r2)
+        if saturated:
+            notes.append(saturated)
         return StepwiseModel(
             response=response, transform=self.response_transform, interactions=self.interactions,
             bases=used_bases, columns=[(list(t), list(lab)) for t, lab in columns],
             column_labels=labels, coefficients=coef.tolist(), terms=list(terms), n=int(z.size),
-            r2=_r2(rss, st.tss), adj_r2=_adj_r2(rss, st.tss, z.size, A.shape[1]), settings=settings,
+            r2=r2, adj_r2=_adj_r2(rss, st.tss, z.size, A.shape[1]), settings=settings,
             support=Support.build(X, used_bases, inter), z_range=(float(z.min()), float(z.max())),
             bound_margin=None if self.bound_margin is None else float(self.bound_margin),
-            notes=[note for note in notes if note.split(":")[0] in used_bases], unseen=self.unseen,
+            notes=notes, unseen=self.unseen,
         )
+
+
+SATURATION = 0.5  # coefficients per training row from which a fit is called near-saturated
+
+
+def saturation_warning(n_coef: int, n_rows: int, r2: float | None = None) -> str | None:
+    """A warning when a model has at least SATURATION coefficients per training row: it can follow its
+    own data (R² near 1) whatever it does between them, so only held-out points judge it."""
+    if n_rows <= 0 or n_coef < SATURATION * n_rows:
+        return None
+    fit = f" (R² {r2:.4f} on them)" if r2 is not None and np.isfinite(r2) else ""
+    return (f"{n_coef} coefficients on {n_rows} training rows{fit}: the model is close to interpolating its data, "
+            f"so its R² says little. Judge it on held-out points (Accuracy page, gpudse validate), draw more "
+            f"samples, or raise the search's thresholds (θ, φ).")
 
 
 def fit_stepwise(data: pd.DataFrame, response: str, callback: Callable[[TraceStep], None] | None = None,

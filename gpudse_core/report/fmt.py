@@ -47,6 +47,8 @@ COUNT_UNITS = frozenset({
     "sample", "samples", "count", "entries", "PEs",
 })
 PVALUE_COLUMNS = frozenset({"p", "P", "p_value", "pvalue", "p-value", "Pr(>F)", "Pr(>|t|)"})
+# test statistics: plain digits, scientific when huge (an SI prefix on an F ratio, "187.4 E", reads as a unit)
+STATISTIC_COLUMNS = frozenset({"F", "t", "z", "Chi-Square", "chi2", "F value", "t value"})
 R2_COLUMNS = frozenset({"r2", "R2", "R²", "adj_r2", "adjr2", "adjusted R²", "adj R²", "rho2", "ρ²"})
 _SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
 
@@ -162,6 +164,15 @@ def fmt_number(x: Any, unit: str | None = None, sig: int = 4, *, reason: str | N
     return _with_unit(text, unit, v)
 
 
+def fmt_statistic(x: Any, sig: int = 4) -> str:
+    """A test statistic (F, t): *sig* significant digits with separators, scientific from 10⁶ (never
+    an SI prefix: ``1.874 × 10²⁰``, not ``187.4 E``)."""
+    v = _as_float(x)
+    if v is not None and math.isfinite(v) and abs(v) >= SI_FROM:
+        return _scientific(v, max(1, min(int(sig), 15)))
+    return fmt_number(x, None, sig)
+
+
 def fmt_count(n: Any, unit: str | None = None, *, reason: str | None = None) -> str:
     """An exact count: every digit with separators (``933,120 designs``); scientific from 10¹⁵."""
     v = _as_float(n)
@@ -268,13 +279,16 @@ def space_units(space: Any) -> dict[str, str]:
 
 
 def column_kind(name: str, dtype_kind: str, kinds: Mapping[str, str] | None = None) -> str:
-    """How a column is shown: ``pvalue``, ``r2``, ``count``, ``percent``, ``fraction``, ``number`` or ``text``."""
+    """How a column is shown: ``pvalue``, ``r2``, ``statistic``, ``count``, ``percent``, ``fraction``, ``number``
+    or ``text``."""
     if kinds and name in kinds:
         return kinds[name]
     if name in PVALUE_COLUMNS:
         return "pvalue"
     if name in R2_COLUMNS:
         return "r2"
+    if name in STATISTIC_COLUMNS and dtype_kind in "iuf":
+        return "statistic"
     if dtype_kind in "iu":
         return "count"
     if dtype_kind == "b":
@@ -284,7 +298,7 @@ def column_kind(name: str, dtype_kind: str, kinds: Mapping[str, str] | None = No
     return "text"
 
 
-KINDS = ("pvalue", "r2", "count", "percent", "fraction", "number", "text")
+KINDS = ("pvalue", "r2", "statistic", "count", "percent", "fraction", "number", "text")
 
 
 def format_cell(value: Any, kind: str, unit: str | None = None, sig: int = 4) -> str:
@@ -293,6 +307,8 @@ def format_cell(value: Any, kind: str, unit: str | None = None, sig: int = 4) ->
         return fmt_pvalue(value)
     if kind == "r2":
         return fmt_r2(value)
+    if kind == "statistic":
+        return fmt_statistic(value, sig)
     if kind == "count":
         return fmt_count(value)
     if kind == "percent":
@@ -343,7 +359,7 @@ def column_formats(df: Any, units: Mapping[str, str] | None = None, kinds: Mappi
     fmts = {}
     for col in df.columns:
         kind = column_kind(str(col), df[col].dtype.kind, kinds)
-        f = {"pvalue": "%.3f", "r2": "%.4f", "count": "localized", "percent": "%.1f %%", "fraction": "percent",
+        f = {"pvalue": "%.3f", "r2": "%.4f", "statistic": "%.4g", "count": "localized", "percent": "%.1f %%", "fraction": "percent",
              "number": "localized"}.get(kind)
         if f:
             fmts[col] = f

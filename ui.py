@@ -129,8 +129,10 @@ def stage_summary(w, stage: str) -> str:
     if stage == "results":
         return f"{fmt_count(len(v.table), 'rows')} of {v.response}" + (" (partial)" if sv.partial else "")
     if stage == "model":
+        if not hasattr(v, "terms"):  # a learner (forest, boosting, EBM): no terms to count
+            return v.summary() if hasattr(v, "summary") else type(v).__name__
         r2 = getattr(v, "r2", None)
-        return f"{fmt_count(len(getattr(v, 'terms', [])), 'terms')}" + (f", R² {fmt_r2(r2)}" if r2 is not None else "")
+        return f"{fmt_count(len(v.terms), 'terms')}" + (f", R² {fmt_r2(r2)}" if r2 is not None else "")
     return ""
 
 

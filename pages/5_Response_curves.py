@@ -24,8 +24,9 @@ if not used:
     st.info(f"The model ({model_sv.origin}) uses no parameter of the design space, so its prediction is the same "
             "everywhere: there is no curve to draw.", icon=":material/info:")
     st.stop()
-st.caption(f"Model of {model.response} ({' + '.join(model.terms) if stepwise else model_kind(model)}). Parameters "
-           f"the model does not use have no effect on its predictions.")
+st.caption(f"Model version {model_sv.version} of {model.response} "
+           f"({' + '.join(model.terms) if stepwise else model.summary()}). Parameters the model does not use have no "
+           f"effect on its predictions.")
 st.markdown("**Hold the other parameters at**")
 base = ui.base_point(space, "rc")
 c1, c2 = st.columns(2)
@@ -58,8 +59,13 @@ if stepwise and by_app and app_col and st.checkbox("One curve per application in
     if curves:
         fig = figures.response_curves(curves, x, label, model.response, parameter=param)
 ui.chart(fig)
-st.caption("Markers: the model at the parameter's legal values; the dashed line between them is the model where "
-           "no design exists. " + ui.help_for("response-curve"))
+if stepwise:
+    st.caption("Markers: the model at the parameter's legal values; the dashed line between them is the model where "
+               "no design exists. " + ui.help_for("response-curve"))
+else:  # a learner has no standard errors and no per-application models
+    st.caption(f"The {model.summary()}'s prediction at the parameter's legal values, the others held as chosen "
+               "above. A learner has no standard errors, so there is no confidence band; fit the stepwise model "
+               "for the band and for one curve per application.")
 
 st.subheader("Interaction of two parameters")
 if len(used) < 2:

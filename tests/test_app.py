@@ -490,8 +490,12 @@ def test_a_learner_as_the_model_under_every_page(app):
         assert any("model changed" in b for b in seen[title]), (title, seen[title])
     goto(app, "Response curves")
     assert any(getattr(c, "type", "") == "plotly_chart" for c in app.get("plotly_chart"))
+    caps = texts(app, "caption")
+    assert any(f"Model version {model.version} of cycles (random forest, 200 trees, " in c for c in caps), caps
+    assert not any("95 %" in c for c in caps) and any("no confidence band" in c for c in caps), caps
     import ui
 
+    assert ui.stage_summary(w, "model").startswith("random forest, 200 trees")  # the sidebar: not "0 terms"
     assert "forest" in ui.report_html(w)  # the report names the learner (no terms or equation)
 
 

@@ -348,6 +348,21 @@ class Learner:
         except (KeyError, TypeError) as e:
             raise FitError(f"{source}: malformed learner file ({type(e).__name__}: {e})") from None
 
+    NAMES = {"forest": "random forest", "boosting": "gradient boosting", "hybrid": "stepwise + boosting",
+             "ebm": "explainable boosting (EBM)"}
+
+    def summary(self) -> str:
+        """One line for a status bar: the learner, its size and response scale ("random forest, 200 trees,
+        log response") — a learner has no terms to count."""
+        size = {"forest": ("n_estimators", "trees"), "boosting": ("max_iter", "boosting rounds"),
+                "hybrid": ("max_iter", "boosting rounds"), "ebm": ("outer_bags", "bags")}.get(self.kind)
+        parts = [self.NAMES.get(self.kind, self.kind)]
+        if size and size[0] in self.settings:
+            n = int(self.settings[size[0]])
+            parts.append(f"{n:,} {size[1][:-1] if n == 1 else size[1]}")
+        parts.append(f"{self.transform} response" if self.transform != "none" else "raw response")
+        return ", ".join(parts)
+
     def __repr__(self) -> str:
         n = len(self.train_) if hasattr(self, "train_") else 0
         return f"{type(self).__name__}(response={self.response!r}, transform={self.transform!r}, n={n})"

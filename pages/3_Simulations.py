@@ -30,7 +30,14 @@ st.title("Simulations")
 (space_sv,) = ui.need("space")
 space = space_sv.value
 
-tab_run, tab_upload = st.tabs(["Run a campaign", "Upload results"])
+backends_dir = Path(os.environ.get("GPUDSE_BACKENDS", ui.ROOT / "backends"))
+external = sorted(p for p in backends_dir.glob("*") if p.suffix.lower() in (".toml", ".yaml", ".yml")) \
+    if backends_dir.is_dir() else []
+builtin_missing = [p for p in PARAMETERS if p not in space.parameter_names]
+# a space no simulator here can run (not Stargazer's, no external backend): the page opens on Upload
+no_simulator = bool(builtin_missing) and not external
+tab_run, tab_upload = st.tabs(["Run a campaign", "Upload results"],
+                              default="Upload results" if no_simulator else "Run a campaign")
 
 with tab_run:
     running = ui_jobs.job_panel(w, "campaign", "The campaign")
@@ -45,17 +52,16 @@ with tab_run:
                    f"{samples.seed}). Finished results are saved as they arrive and used as soon as the campaign "
                    "ends; a stopped campaign resumes where it left off.")
         last = next((c.spec for c in campaigns if c.spec and c.spec.get("backend") == "analytical"), None) or {}
-        backends_dir = Path(os.environ.get("GPUDSE_BACKENDS", ui.ROOT / "backends"))
-        external = sorted(p for p in backends_dir.glob("*") if p.suffix.lower() in (".toml", ".yaml", ".yml")) \
-            if backends_dir.is_dir() else []
         c1, c2 = st.columns(2)
         kind = c1.radio("Simulator", ["Built-in analytical simulator", "External simulator (configured on the server)"])
         backend = None
         if kind.startswith("Built-in"):
             missing = [p for p in PARAMETERS if p not in points.columns]
             if missing:
-                st.info(f"The built-in simulator models Stargazer's space; this space lacks {', '.join(missing)}. "
-                        "Load the stargazer preset, or use an external simulator or an upload.",
+                st.info(f"The built-in simulator models Stargazer's space; **{space.name}** lacks "
+                        f"{', '.join(missing)}, so it cannot simulate these samples. Simulate them elsewhere and "
+                        "bring the results in on the **Upload results** tab (a CSV with the parameter columns and "
+                        "a response column), use an external simulator, or load the stargazer preset.",
                         icon=":material/info:")
             else:
                 names = list(KERNELS)

@@ -68,6 +68,21 @@ def texts(at: AppTest, kind: str) -> list[str]:
     return [e.value for e in getattr(at, kind)]
 
 
+def tab_containers(at: AppTest) -> list:
+    """The protos of the page's st.tabs blocks (which tab opens first: default_tab_index)."""
+    found = []
+
+    def walk(node):
+        for child in getattr(node, "children", {}).values():
+            proto = getattr(child, "proto", None)
+            if type(child).__name__ == "Block" and proto is not None and proto.HasField("tab_container"):
+                found.append(proto.tab_container)
+            walk(child)
+
+    walk(at._tree)
+    return found
+
+
 def banners(at: AppTest) -> list[str]:
     return texts(at, "warning") + texts(at, "info")
 
@@ -223,6 +238,8 @@ def test_switching_to_lee_brooks_leaves_every_page_usable_with_a_fresh_model(app
     from gpudse_core.model.stepwise import fit_stepwise
 
     w = ws(app)
+    goto(app, "Simulations")
+    assert tab_containers(app)[0].default_tab_index == 0  # the example: the built-in simulator runs it
     space = load_preset("lee-brooks")
     smp = sample(space, 120, seed=2)
     pts = smp.table()
@@ -239,6 +256,9 @@ def test_switching_to_lee_brooks_leaves_every_page_usable_with_a_fresh_model(app
     goto(app, "Accuracy")
     assert any("True error" in t.label for t in app.tabs)  # available only with the built-in simulator
     assert any("available when the results come from the built-in" in i for i in texts(app, "info"))
+    goto(app, "Simulations")  # the built-in simulator cannot run lee-brooks: the way on is an upload
+    assert any("cannot simulate these samples" in i and "**Upload results** tab" in i for i in texts(app, "info"))
+    assert tab_containers(app)[0].default_tab_index == 1  # it opens on "Upload results"
 
 
 # ---- sharing ---------------------------------------------------------------------------------------

@@ -136,7 +136,8 @@ with c1:
                            mime="application/zip", icon=":material/download:",
                            help="the current space, samples, results and model, with their settings")
         if left_out:
-            st.caption("Left out (not current): " + "; ".join(f"{k}: {v}" for k, v in left_out.items()))
+            st.caption("Left out (not current): "
+                       + "; ".join(f"{ui.stage_title(k)}: {v}" for k, v in left_out.items()))
     else:
         st.caption("Choose a design space first: a project starts with one.")
 with c2:

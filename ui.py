@@ -37,7 +37,14 @@ PAGES = {  # title: (file, icon), in workflow order; drawn by sidebar() (the aut
 }
 STAGE_PAGE = {"space": "Design space", "samples": "Sampling", "results": "Simulations", "model": "Stepwise fit",
               "validation": "Accuracy", "true_error": "Accuracy", "scan": "Explore", "heatmap": "Ray tracing"}
-STAGE_TITLE = {"space": "Design space", "samples": "Samples", "results": "Results", "model": "Model"}
+STAGE_TITLE = {"space": "Design space", "samples": "Samples", "results": "Results", "model": "Model",
+               "validation": "Validation", "true_error": "True error", "scan": "Best designs (Explore)",
+               "heatmap": "Ray-tracing heatmap", "app_models": "Per-application models"}
+
+
+def stage_title(stage: str) -> str:
+    """A stage or analysis as a reader names it (never the storage key: 'true_error')."""
+    return STAGE_TITLE.get(stage, stage.replace("_", " ").capitalize())
 STATE_ICON = {"current": ":material/check_circle:", "stale": ":material/warning:",
               "missing": ":material/radio_button_unchecked:"}
 
@@ -157,7 +164,7 @@ def fmt_duration(seconds: float) -> str:
     return _fmt.fmt_duration(seconds)
 
 
-NARROW_TITLE = 34  # characters per title line in a half-width column at 1280 px
+NARROW_TITLE = 26  # characters per title line in a half-width column at 1280 px (measured in Chromium)
 
 
 def chart(fig, where=None, narrow: bool = False, **kw: Any) -> None:
@@ -168,7 +175,7 @@ def chart(fig, where=None, narrow: bool = False, **kw: Any) -> None:
     text = fig.layout.title.text if fig.layout.title is not None else None
     if narrow and text and len(text.replace("<br>", " ")) > NARROW_TITLE:
         fig.layout.title.text = style.wrap(text.replace("<br>", " "), NARROW_TITLE)
-        style.apply(fig)  # room above the plot for the extra lines
+        style.apply(fig, one_entry_per_group=False)  # room above the plot; legend entries as the figure set them
     (where or st).plotly_chart(fig, width="stretch", theme=None, **kw)
 
 
@@ -451,7 +458,7 @@ def trace_table(rows: list[dict], params: list[str]):
         styles = [""] * len(row)
         chosen = rows[row.name]["chosen"]
         if chosen in row.index:
-            styles[list(row.index).index(chosen)] = ("background-color: #c8e6c9; font-weight: bold"
+            styles[list(row.index).index(chosen)] = ("background-color: #c8e6c9"
                                                       if rows[row.name]["accepted"] else "background-color: #ffcdd2")
         return styles
 

@@ -237,9 +237,12 @@ def last(ws: Any, kind: str):
 def progress_text(job: Any) -> str:
     from ui import fmt_duration
 
+    done = f"{job.done:,.0f}"
+    if job.message and job.message.startswith(done):  # the message counts already ("5 of 9 cells scanned")
+        return f"{job.message} · {fmt_duration(job.elapsed)}"
     total = f" of {job.total:,.0f}" if job.total else ""
     msg = f" — {job.message}" if job.message else ""
-    return f"{job.done:,.0f}{total}{msg} · {fmt_duration(job.elapsed)}"
+    return f"{done}{total}{msg} · {fmt_duration(job.elapsed)}"
 
 
 @st.fragment(run_every=POLL_S)

@@ -108,8 +108,17 @@ def _csv(data: bytes, name: str, lim: limits.Limits) -> pd.DataFrame:
     _check_shape(name, data.count(b"\n"), first.count(b",") + 1, lim, approx=True)
     header = pd.read_csv(io.BytesIO(data), header=None, nrows=1, dtype=str, keep_default_na=False,
                          encoding="utf-8-sig")
-    _column_names(header.iloc[0].tolist() if len(header) else [], name)  # duplicates, before pandas renames them
-    return pd.read_csv(io.BytesIO(data), encoding="utf-8-sig", nrows=lim.table_rows + 1)
+    names = header.iloc[0].tolist() if len(header) else []
+    _column_names(names, name)  # duplicates, before pandas renames them
+    df = pd.read_csv(io.BytesIO(data), encoding="utf-8-sig", nrows=lim.table_rows + 1)
+    blank = [i for i, c in enumerate(names) if not str(c).strip()]
+    if blank == [0] and len(df) and df.iloc[:, 0].tolist() == list(range(len(df))):
+        return df.iloc[:, 1:]  # a saved row index (pandas' to_csv): 0, 1, 2, … under an empty header
+    if blank:
+        where = ", ".join(str(i + 1) for i in blank[:10])
+        raise TableError(f"{name}: column(s) {where} have no name in the header row; name them (e.g. the "
+                         f"response 'cycles') or delete them")
+    return df
 
 
 def _parquet(data: bytes, name: str, lim: limits.Limits) -> pd.DataFrame:

@@ -196,7 +196,7 @@ for note in getattr(model, "notes", []) or []:
 
 apps_sv = w.get("app_models")
 by_app = apps_sv.value if apps_sv.ok else None
-c1, c2 = st.columns([2, 3])
+c1, c2 = st.columns([1, 1])
 ui.chart(figures.contributions(model, by_app or None), c1, narrow=True)
 with c2:
     st.markdown("**Terms in the order they were added**")

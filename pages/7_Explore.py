@@ -54,9 +54,11 @@ elif ui.analysis_banner(sv, lambda: compute(dict(sv.value.get("request", request
     goal_word = "highest" if req.get("maximize") else "lowest"
     designs = value["feasible"] if value.get("feasible") is not None else value["space_size"]
     best = value["best"]
+    how = {"exact": "cells of the parameters the model uses enumerated",
+           "stream": "designs streamed through the model", "predict": "designs predicted one by one"}
     st.markdown(f"**The {len(best)} {goal_word} predicted {model.response} of {ui.fmt_count(designs)} designs** "
-                f"(model version {model_sv.version}; exact, {value['method']} scan of "
-                f"{ui.fmt_count(value['evaluated'])} cells)")
+                f"(model version {model_sv.version}; exact: {ui.fmt_count(value['evaluated'])} "
+                f"{how.get(value['method'], value['method'] + ' scan')})")
     for note in value.get("notes", []):
         st.caption(f":material/info: {note}")
     best = best[["predicted"] + [c for c in best.columns if c != "predicted"]]

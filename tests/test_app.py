@@ -612,3 +612,17 @@ def test_replay_survives_unscored_candidates_and_names_the_look_ahead_block():
     assert table["interactions"][1].startswith("tc + tc:ccp < 0.001, blk + blk:simd < 0.001")
     assert "interactions of the revisit pass" in ui_replay.explain({**unscored, "candidates": {"a:b": 0.5, "a:c": 0.7}},
                                                                   before, settings)
+
+
+def test_progress_text_says_each_count_once():
+    """The scan's message already counts ('524,288 of 933,120 cells scanned'): the running line must not
+    repeat the numbers before it; a message without numbers still gets them."""
+    from types import SimpleNamespace
+
+    import ui_jobs
+
+    job = SimpleNamespace(done=524288, total=933120, message="524,288 of 933,120 cells scanned", elapsed=3.2)
+    text = ui_jobs.progress_text(job)
+    assert text.startswith("524,288 of 933,120 cells scanned · ") and text.count("524,288") == 1, text
+    job = SimpleNamespace(done=0, total=None, message="planning the scan", elapsed=0.4)
+    assert ui_jobs.progress_text(job).startswith("0 — planning the scan · ")

@@ -131,3 +131,17 @@ def test_cli_import(tmp_path, capsys):
     with CampaignStore(tmp_path / "c.db", name="import") as st:
         assert st.progress().done == 9 and len(st.table()) == 9
     assert main(["import", str(src), "--space", "stargazer", "--responses", "nope", "-o", str(out)]) == 2
+
+
+def test_a_column_without_a_name_is_refused_and_a_saved_index_dropped():
+    """An empty header cell became a column 'Unnamed: 1' offered as the response. A leading one holding
+    0, 1, 2, … is pandas' saved index and is dropped; any other is refused, naming the column."""
+    from gpudse_core.dataio import read_table_bytes
+    from gpudse_core.errors import GpudseError
+
+    df = read_table_bytes(b",blk,cycles\n0,1,10\n1,2,20\n2,4,30\n", "r.csv")
+    assert list(df.columns) == ["blk", "cycles"] and df["cycles"].tolist() == [10, 20, 30]
+    with pytest.raises(GpudseError, match=r"r\.csv: column\(s\) 2 have no name in the header row"):
+        read_table_bytes(b"blk,,cycles\n1,5,10\n2,6,20\n", "r.csv")
+    with pytest.raises(GpudseError, match=r"column\(s\) 1 have no name"):  # not 0, 1, 2: data, not an index
+        read_table_bytes(b",blk,cycles\n7,1,10\n3,2,20\n", "r.csv")

@@ -5,8 +5,9 @@ Each :class:`Term` has a one-line explanation (for tooltips: ``help_text``), a l
 from — the paper and section — so a reader can look it up. The explanations are written for gpudse; they do
 not quote the papers. Papers (``/work/shared/papers``): Stargazer = Jia, Shaw & Martonosi (000); Lee & Brooks
 = Regression Modeling Strategies for Microarchitectural Performance and Power Prediction (003); Zatel =
-Grigoryan et al. (002); GPU DSE report = Design space exploration for GPU-based architecture (001); WFG =
-Baghsorkhi et al., An Adaptive Performance Modeling Tool for GPU Architectures (004).
+Grigoryan et al. (002); Ye (2009) = Design space exploration for GPU-based architecture, TU/e thesis (001);
+Baghsorkhi et al. (2010) = An Adaptive Performance Modeling Tool for GPU Architectures (004). Sources name
+papers as readers cite them (author, year), never by the file numbers.
 
 This module imports nothing heavy (the CLI's ``--help`` uses it).
 """
@@ -22,8 +23,8 @@ from ..errors import GpudseError
 STARGAZER = "Stargazer"
 LEE_BROOKS = "Lee & Brooks"
 ZATEL = "Zatel"
-DSE_REPORT = "GPU DSE report (001)"
-WFG_PAPER = "Baghsorkhi et al. (004)"
+DSE_REPORT = "Ye (2009)"
+WFG_PAPER = "Baghsorkhi et al. (2010)"
 GPUDSE = "gpudse"
 
 
@@ -238,13 +239,14 @@ _TERMS = (
          "can be far off. gpudse flags such predictions (an 'extrapolation' column saying why) rather than "
          "presenting them like the rest. (Zatel's 'extrapolation' is different: scaling a group's metric from "
          "the traced fraction of pixels to all of them, §III-G.)",
-         f"{GPUDSE} (issue 13); {LEE_BROOKS} §2.6; {ZATEL} §III-G", ("extrapolated", "support", "training support"),
+         f"{LEE_BROOKS} §2.6; {ZATEL} §III-G; {GPUDSE}'s guarded predictions",
+         ("extrapolated", "support", "training support"),
          ("bounded",)),
     Term("bounded", "bounded prediction",
          "A prediction clipped to the training response range (widened by a documented margin), and counted.",
          "On a log scale a model can return absurd values (1e27 cycles) far from the data; gpudse bounds "
          "predictions on the transformed scale by default and reports how many were bounded, never silently.",
-         f"{GPUDSE} (issue 13)", ("bound", "clipped", "bounded predictions"), ("extrapolation", "transform")),
+         f"{GPUDSE}'s guarded predictions", ("bound", "clipped", "bounded predictions"), ("extrapolation", "transform")),
     Term("response-curve", "response curve",
          "The model's prediction along one parameter with the others held fixed, with a 95 % band.",
          "It is the spline the model fitted for that parameter (plus any interactions at the chosen values of "
@@ -261,12 +263,12 @@ _TERMS = (
          "Moving along the front trades one for the other; every design off the front is worse than some design "
          "on it in both respects. gpudse computes it over every predicted design of the space against a cost "
          "column you choose. (Pareto-optimal pruning of GPU optimisation spaces is cited in 004's introduction.)",
-         f"{GPUDSE} (Explore page); {WFG_PAPER} §1.3", ("pareto-optimal", "pareto front", "front"), ()),
+         f"{WFG_PAPER} §1.3; {GPUDSE}'s Explore page", ("pareto-optimal", "pareto front", "front"), ()),
     Term("sensitivity", "one-at-a-time sensitivity",
          "How much the prediction changes when one parameter moves over its values, the others fixed.",
          "A quick reading of which parameters matter near a chosen design; interactions mean the answer changes "
          "with the design you start from.",
-         f"{GPUDSE} (Explore page); cf. {LEE_BROOKS} §5.3", ("one at a time", "sensitivity analysis"),
+         f"cf. {LEE_BROOKS} §5.3; {GPUDSE}'s Explore page", ("one at a time", "sensitivity analysis"),
          ("response-curve",)),
     Term("k", "K (downscaling factor)",
          "Zatel splits the GPU and the image into K parts: K = gcd(#SMs, #memory partitions) (not a number of "

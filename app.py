@@ -31,6 +31,7 @@ representative pixels from a per-pixel cost heatmap (**Zatel**).
 import ui  # noqa: E402  (after the first paint, above)
 import ui_state  # noqa: E402
 from gpudse_core import GpudseError  # noqa: E402
+from gpudse_core.workspace.workspace import DEFAULT_NAME  # noqa: E402
 
 w = ui.page("Home")
 
@@ -147,11 +148,17 @@ with c2:
         from gpudse_core.workspace import import_project
 
         try:
-            import_project(w, ui.upload_bytes(up), up.name)
+            # a workspace still under a default name takes the project's; a name the user chose is kept
+            loaded = import_project(w, ui.upload_bytes(up), up.name,
+                                    adopt_name=w.name in (ui_state.EXAMPLE_NAME, DEFAULT_NAME))
         except GpudseError as e:
             ui.upload_error(up.name, e, "Your workspace is unchanged.")
         else:
-            st.success(f"Loaded {up.name}.")
+            st.session_state.pop(f"ws_name_{w.id}", None)  # the Name box shows the adopted name
+            got = [ui.STAGE_TITLE[s].lower() for s in ("space", "samples", "results", "model")
+                   if loaded[s].value is not None]
+            ui.flash("success", f"Loaded {up.name} into workspace '{w.name}': {', '.join(got)}. Earlier versions "
+                     "are kept in its history.")
             st.rerun()
 with c3:
     if overview["space"].ok:

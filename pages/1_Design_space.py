@@ -20,6 +20,10 @@ space = sv.value
 
 def put_space(new, origin: str) -> None:
     w.set_space(new, origin, expect=sv.version)
+    later = [ui.STAGE_TITLE[s].lower() for s in ("samples", "results", "model") if not w.get(s).ok and
+             w.get(s).value is not None]
+    ui.flash("success", f"Design space **{new.name}** loaded ({origin}): {ui.fmt_count(new.size, 'design points')}."
+             + (f" Out of date now: {', '.join(later)} — each page offers to redo its part." if later else ""))
 
 
 with st.expander("Load a preset or a file", expanded=space is None):
@@ -28,7 +32,8 @@ with st.expander("Load a preset or a file", expanded=space is None):
         names = list(PRESETS)
         choice = st.selectbox("Preset", names, index=names.index(space.name) if space is not None
                               and space.name in names else 0)
-        if st.button("Load preset", disabled=not w.writable) and ui.guarded(lambda: put_space(ui.preset(choice), f"preset {choice}")):
+        if st.button("Load preset", disabled=not w.writable) and \
+                ui.guarded(lambda: put_space(ui.preset(choice), f"preset {choice}")):
             st.rerun()
     with c2:
         up = ui.uploader("YAML or JSON design-space file", ["yaml", "yml", "json"], key="space_upload")

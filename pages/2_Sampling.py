@@ -52,7 +52,7 @@ if sv.value is None or not sv.ok:
         ui.banner(sv.status, key="fix_samples")
     st.stop()
 result = sv.value
-st.caption(f"Drawn: {sv.origin} (version {sv.version}).")
+st.caption(f"Drawn: {ui.fmt_count(len(result), 'points')}, {sv.origin} (version {sv.version}).")
 
 share = len(result) / (result.feasible_size or result.space_size or 1)
 m = st.columns(4)

@@ -66,8 +66,8 @@ with tab_val:
         res = sv.value
         table = res.summary()
         repeats = "the repeats finished before Stop" if sv.partial else f"{res.repeats} repeats"
-        st.markdown(f"**Relative error (%), pooled over {repeats} of {ui.fmt_count(res.test_size)} test points "
-                    "(Lee & Brooks Table 6; Stargazer §7.3)**")
+        st.markdown(f"**Relative error (%), pooled over {repeats}, {ui.fmt_count(res.test_size, 'test points')} "
+                    "each (Lee & Brooks Table 6; Stargazer §7.3)**")
         pct = {c: "fraction" for c in ("mean", "median", "p75", "p98", "max", "min", "q1", "q3") if c in table}
         ui.table(table.rename(columns={"train_size": "N"}), kinds=pct)
         for note in res.notes:

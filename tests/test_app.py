@@ -157,6 +157,8 @@ def test_switching_space_samples_results_and_model_under_every_page(app):
     button(app, "Load preset").click().run()
     ok(app, "load lee-brooks")
     assert metrics(app)["Design points"] == "937,500,000"
+    assert any("**lee-brooks** loaded (preset lee-brooks): 937,500,000 design points. Out of date now: samples, "
+               "results, model" in m for m in texts(app, "success")), texts(app, "success")
     seen = visit_all(app)
     for title in ("Sampling", "Simulations", *MODEL_PAGES):
         assert any("design space changed" in b for b in seen[title]), (title, seen[title])
@@ -626,3 +628,24 @@ def test_progress_text_says_each_count_once():
     assert text.startswith("524,288 of 933,120 cells scanned · ") and text.count("524,288") == 1, text
     job = SimpleNamespace(done=0, total=None, message="planning the scan", elapsed=0.4)
     assert ui_jobs.progress_text(job).startswith("0 — planning the scan · ")
+
+
+def test_loading_a_project_says_what_it_loaded(app):
+    """Loading a project zip on Home ends with a success message that survives the rerun, and a
+    workspace under the default example name takes the saved workspace's name."""
+    from gpudse_core.workspace import create_workspace, export_project
+
+    src, _ = create_workspace("Cache study")
+    w = ws(app)
+    for stage in ("space", "samples", "results"):
+        sv = w.get(stage)
+        getattr(src, f"set_{stage}")(*((sv.value.table, sv.value.response) if stage == "results" else (sv.value,)),
+                                     "copied")
+    data = export_project(src).data
+    app.file_uploader(key="project_upload").upload("study.zip", data).run()
+    button(app, "Load this project").click().run()
+    ok(app, "load project")
+    assert ws(app).name == "Cache study" and app.text_input(key=f"ws_name_{ws(app).id}").value == "Cache study"
+    assert any("Loaded study.zip into workspace 'Cache study': design space, samples, results" in m
+               for m in texts(app, "success")), texts(app, "success")
+    assert ws(app).get("model").value is None  # the zip had no model: none is shown as current

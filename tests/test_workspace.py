@@ -451,6 +451,10 @@ def test_export_leaves_out_stale_stages_and_import_is_atomic(home, pipeline):
     other, _ = create_workspace("imported")
     out = import_project(other, exp.data, "p.zip")
     assert set(out) == {"space", "samples", "results", "model"} and out["model"].state == "missing"
+    assert other.name == "imported"  # a name the user chose is kept …
+    third, _ = create_workspace()
+    import_project(third, exp.data, "p.zip", adopt_name=True)
+    assert third.name == ws.name != "imported"  # … a default one takes the saved workspace's name
     assert states(other) == {"space": "current", "samples": "current", "results": "current", "model": "missing"}
     assert len(other.get("results").value.table) == 150 and len(other.get("samples").value) == 200
     full = export_project(ws, include_stale=True)

@@ -77,9 +77,12 @@ def export_project(ws: Workspace, *, include_stale: bool = False) -> ProjectExpo
     return ProjectExport(save_project(_project(ws, keep, left_out)), left_out)
 
 
-def import_project(ws: Workspace, data: bytes, name: str = "project.zip") -> dict[str, StageValue]:
+def import_project(ws: Workspace, data: bytes, name: str = "project.zip",
+                   adopt_name: bool = False) -> dict[str, StageValue]:
     """Load a project zip (validated completely first) into the workspace as new versions of its
-    stages, in one transaction; a stage the zip lacks is removed, so nothing old looks current."""
+    stages, in one transaction; a stage the zip lacks is removed, so nothing old looks current.
+    *adopt_name*: the workspace also takes the name of the one the project was saved from (the
+    dashboard asks for it when the workspace still has a default name)."""
     from ..report.project import load_project
 
     proj = load_project(data, name)
@@ -95,6 +98,9 @@ def import_project(ws: Workspace, data: bytes, name: str = "project.zip") -> dic
         else:
             out["results"] = ws.remove("results")
             out["model"] = ws.remove("model")
+        saved_as = proj.settings.get("workspace")
+        if adopt_name and isinstance(saved_as, str) and saved_as.strip() and saved_as != ws.name:
+            ws.rename(saved_as)
     return out
 
 

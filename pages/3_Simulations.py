@@ -164,8 +164,14 @@ with tab_upload:
                     st.success(f"{ui.fmt_count(rep.rows_kept, 'rows')} of {up.name} are the results in use "
                                f"(response: {model_response}).", icon=":material/check:")
                 st.write(f"Kept **{ui.fmt_count(rep.rows_kept)}** of {ui.fmt_count(rep.rows_in)} rows.")
+                # a constant column is a problem only as the response to model; others are noted
+                aside = [p for p in rep.problems if p.kind == "constant response" and p.column != model_response]
                 for p in rep.problems:
-                    st.warning(f"{p.kind}: {p}")
+                    if p not in aside:
+                        st.warning(f"{p.kind}: {p}")
+                if aside:
+                    st.caption(":material/info: One value in every row (not usable as the response): "
+                               + ", ".join(f"**{p.column}**" for p in aside) + ".")
 
 st.divider()
 st.subheader("Results in use")

@@ -649,3 +649,20 @@ def test_loading_a_project_says_what_it_loaded(app):
     assert any("Loaded study.zip into workspace 'Cache study': design space, samples, results" in m
                for m in texts(app, "success")), texts(app, "success")
     assert ws(app).get("model").value is None  # the zip had no model: none is shown as current
+
+
+def test_an_upload_with_a_constant_side_column_warns_only_about_the_response(app):
+    """A results file with a column holding one value (a run id, a fixed clock) is not a problem unless
+    it is the response to model: it is noted, not shown as a warning."""
+    w = ws(app)
+    table = w.get("results").value.table
+    params = list(w.get("space").value.parameter_names)
+    csv = table[params + ["cycles"]].assign(clock_mhz=1400.0).to_csv(index=False).encode()
+    goto(app, "Simulations")
+    app.file_uploader(key="results_upload").upload("new.csv", csv).run()
+    ok(app, "upload")
+    assert not any("constant response" in t for t in texts(app, "warning")), texts(app, "warning")
+    assert any("One value in every row" in c and "**clock_mhz**" in c for c in texts(app, "caption"))
+    app.selectbox(key="upload_response").set_value("clock_mhz").run()
+    ok(app, "constant as the response")
+    assert any("constant response" in t and "clock_mhz" in t for t in texts(app, "warning")), texts(app, "warning")

@@ -45,7 +45,7 @@ for col, (stage, title) in zip(cols, steps):
     state = status.state if status is not None else "missing"
     with col.container(border=True, height="stretch"):
         st.markdown(f"{ui.STATE_ICON[state]} **{title}**")
-        if stage in ui.STAGE_TITLE:
+        if stage in ui.PIPELINE:
             st.caption(ui.stage_summary(w, stage))
         elif state == "current":
             st.caption("computed" + (" (partial)" if status.partial else ""))
@@ -93,7 +93,7 @@ if mine:
     st.markdown("**Workspaces on this server**" if single_user() else "**Your workspaces in this browser**")
     rows = [{"name": i.name + (" (open)" if i.id == w.id else ""),
              "changed": dt.datetime.fromtimestamp(i.updated).strftime("%Y-%m-%d %H:%M"),
-             "stages": ", ".join(f"{s} {state}" for s, state in i.stages.items() if s in ui.STAGE_TITLE),
+             "stages": ", ".join(f"{s} {state}" for s, state in i.stages.items() if s in ui.PIPELINE),
              "size": ui.fmt_num(i.bytes / 2**20, "MB", 3)} for i in mine]
     st.dataframe(rows, hide_index=True, width="stretch")
     c1, c2, c3 = st.columns([3, 1, 1], vertical_alignment="bottom")
@@ -155,7 +155,7 @@ with c2:
             ui.upload_error(up.name, e, "Your workspace is unchanged.")
         else:
             st.session_state.pop(f"ws_name_{w.id}", None)  # the Name box shows the adopted name
-            got = [ui.STAGE_TITLE[s].lower() for s in ("space", "samples", "results", "model")
+            got = [ui.STAGE_TITLE[s].lower() for s in ui.PIPELINE
                    if loaded[s].value is not None]
             ui.flash("success", f"Loaded {up.name} into workspace '{w.name}': {', '.join(got)}. Earlier versions "
                      "are kept in its history.")

@@ -37,6 +37,7 @@ PAGES = {  # title: (file, icon), in workflow order; drawn by sidebar() (the aut
 }
 STAGE_PAGE = {"space": "Design space", "samples": "Sampling", "results": "Simulations", "model": "Stepwise fit",
               "validation": "Accuracy", "true_error": "Accuracy", "scan": "Explore", "heatmap": "Ray tracing"}
+PIPELINE = ("space", "samples", "results", "model")  # the base stages, in order
 STAGE_TITLE = {"space": "Design space", "samples": "Samples", "results": "Results", "model": "Model",
                "validation": "Validation", "true_error": "True error", "scan": "Best designs (Explore)",
                "heatmap": "Ray-tracing heatmap", "app_models": "Per-application models"}

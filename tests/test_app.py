@@ -666,3 +666,12 @@ def test_an_upload_with_a_constant_side_column_warns_only_about_the_response(app
     app.selectbox(key="upload_response").set_value("clock_mhz").run()
     ok(app, "constant as the response")
     assert any("constant response" in t and "clock_mhz" in t for t in texts(app, "warning")), texts(app, "warning")
+
+
+def test_home_cards_and_workspace_list_speak_in_stages(app):
+    """Home's 'Where you are' cards: the example's validation and scan read 'computed'; the list of
+    workspaces names the pipeline's stages, never an analysis's storage key (true_error)."""
+    caps = texts(app, "caption")
+    assert caps.count("computed") == 2, caps
+    listed = " ".join(str(v) for df in app.dataframe for v in df.value.get("stages", []))
+    assert "space current" in listed and "true_error" not in listed and "scan" not in listed, listed

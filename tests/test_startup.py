@@ -57,3 +57,12 @@ def test_python_m_gpudse_core_is_the_same_command():
     from gpudse_core.cli import build_parser
 
     assert a.returncode == 0 and a.stdout == build_parser().format_help()
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".json"])
+def test_sample_to_csv_or_json_never_imports_pandas(tmp_path, suffix):
+    """`gpudse sample` is the command a cluster script runs most; pandas alone costs it 0.5–1 s."""
+    out = tmp_path / f"s{suffix}"
+    loaded = _loaded("sample", "lee-brooks", "-n", "300", "--seed", "1", "--with-index", "-o", str(out))
+    assert out.stat().st_size > 300 * 10
+    assert not loaded & {"pandas", "pyarrow", "scipy", "sklearn"}, sorted(loaded & set(HEAVY))

@@ -45,10 +45,9 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Iterator, Mapping, Sequence
 
 import numpy as np
-import pandas as pd
 import yaml
 
 from .. import limits
@@ -57,6 +56,9 @@ from ..errors import SpaceError, where
 from ..safeload import load_json, load_yaml, strict_loader
 from .expr import FALSE, FUNCTIONS, NUM, TEXT, Expression, always, compile_expression
 from .values import Value, format_values, magnitude_problem, parse_values, to_number
+
+if TYPE_CHECKING:  # pandas is imported where a frame is built: `gpudse sample` never needs it (issue 12)
+    import pandas as pd
 
 INT64_LIMIT = (1 << 63) - 1
 CHUNK_ROWS = 1 << 20  # rows of digits evaluated at once during feasibility analysis
@@ -565,14 +567,20 @@ class DesignSpace:
         return digits
 
     # ---- tables of points ---------------------------------------------------------------------
-    def frame(self, digits: np.ndarray) -> pd.DataFrame:
-        """DataFrame with one column per parameter for the given digit rows."""
+    def column_arrays(self, digits: np.ndarray) -> dict[str, np.ndarray]:
+        """Parameter name → value array for the given digit rows (what :meth:`frame` holds, without pandas)."""
         d = np.asarray(digits, dtype=np.int64).reshape(-1, len(self.radices))
         cols = {}
         for j, dim in enumerate(self.dimensions):
             for p in dim.parameters:
                 cols[p.name] = p.array[d[:, j]]
-        return pd.DataFrame(cols)
+        return cols
+
+    def frame(self, digits: np.ndarray) -> pd.DataFrame:
+        """DataFrame with one column per parameter for the given digit rows."""
+        import pandas as pd
+
+        return pd.DataFrame(self.column_arrays(digits))
 
     def columns(self, digits: np.ndarray, dims: Sequence[int] | None = None) -> dict[str, Any]:
         """Name → value array for constraint evaluation (fixed values as scalars). With *dims*, the
@@ -1220,6 +1228,8 @@ FIXED_COLUMNS = ("name", "value", "unit", "label", "description", "option")
 
 def space_table(space: DesignSpace) -> pd.DataFrame:
     """One row per parameter; values in the file syntax; rows sharing ``group`` form a group."""
+    import pandas as pd
+
     from .values import format_values_text
 
     rows = []
@@ -1232,6 +1242,8 @@ def space_table(space: DesignSpace) -> pd.DataFrame:
 
 
 def fixed_table(space: DesignSpace) -> pd.DataFrame:
+    import pandas as pd
+
     return pd.DataFrame([{k: str(getattr(f, k)) for k in FIXED_COLUMNS} for f in space.fixed],
                         columns=list(FIXED_COLUMNS))
 

@@ -31,15 +31,16 @@ uniformly (their number is reported as ``replaced``), so balance is exact only w
 
 from __future__ import annotations
 
+import csv
 import json
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from fractions import Fraction
+from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, ClassVar, Mapping
 
 import numpy as np
-import pandas as pd
 
 from .. import limits
 from ..choices import PER_DIM_MODES, SAMPLING_METHODS
@@ -53,32 +54,67 @@ STALL_ROUNDS = 20  # rejection rounds in a row that find no new point before giv
 ROUND_ROWS = 1 << 20  # candidate rows drawn per rejection round, at most
 METHODS = SAMPLING_METHODS
 
+if TYPE_CHECKING:  # a sample set keeps plain arrays; its DataFrame is built (and pandas imported) on first use
+    import pandas as pd
 
-@dataclass
+
+@dataclass(eq=False)
 class SampleSet:
-    """Sampled design points with the request that produced them (Stargazer Phase 1 output)."""
+    """Sampled design points with the request that produced them (Stargazer Phase 1 output).
+
+    ``columns`` maps each parameter to its values (NumPy arrays, one row per point); ``points`` is the
+    same as a DataFrame, built on first use, so that drawing and saving samples as CSV or JSON (what
+    ``gpudse sample`` does) never imports pandas (issue 12: a 300-point sample in ≤ 0.6 s, whole process).
+    """
 
     space_name: str
     method: str
     seed: int | None
     request: dict
-    points: pd.DataFrame
+    columns: dict[str, np.ndarray]
     indices: np.ndarray
     replaced: int = 0
     feasible_size: int | None = None
     space_size: int = 0
     notes: list[str] = field(default_factory=list)
 
+    # Workspaces store the points as a table (Parquet keeps the column order; a JSON object would not),
+    # under the name they always had: the stored bytes, and so the stage's digest, are those of before.
+    _RENAMED_FIELDS: ClassVar[dict[str, str]] = {"points": "columns"}
+
+    def _stored_fields(self) -> dict[str, Any]:
+        return {("points" if f.name == "columns" else f.name): (self.points if f.name == "columns"
+                                                               else getattr(self, f.name)) for f in fields(self)}
+
+    def __post_init__(self) -> None:
+        if hasattr(self.columns, "to_numpy"):  # a DataFrame: keep its columns as arrays
+            self.columns = {str(c): self.columns[c].to_numpy() for c in self.columns.columns}
+        self.columns = {str(k): np.asarray(v) for k, v in self.columns.items()}
+
     def __len__(self) -> int:
-        return len(self.points)
+        return len(self.indices)
+
+    @cached_property
+    def points(self) -> pd.DataFrame:
+        """One column per parameter (a DataFrame; treat it as read-only, :meth:`table` gives a copy)."""
+        import pandas as pd
+
+        return pd.DataFrame(self.columns, index=pd.RangeIndex(len(self)))
+
+    def _index_column(self) -> np.ndarray:
+        idx = np.asarray(self.indices)
+        return idx.astype(str) if idx.dtype == object else idx  # beyond 2^63: the exact integer as text
+
+    def table_columns(self, with_index: bool = False) -> dict[str, np.ndarray]:
+        """:meth:`table` as name → array, without pandas."""
+        return ({"design_index": self._index_column()} if with_index else {}) | dict(self.columns)
 
     def table(self, with_index: bool = False) -> pd.DataFrame:
         """One column per parameter; with ``with_index`` a leading ``design_index`` column."""
         if not with_index:
             return self.points.copy()
         df = self.points.copy()
-        idx = self.indices
-        df.insert(0, "design_index", idx.astype(str) if idx.dtype == object else idx)
+        df.insert(0, "design_index", self._index_column())
         return df
 
     def meta(self) -> dict:
@@ -90,7 +126,10 @@ class SampleSet:
 
     def to_json(self) -> str:
         """The request (meta) and the points with their design indices, as one JSON document."""
-        doc = {"meta": self.meta(), "points": self.table(True).to_dict(orient="records")}
+        cols = self.table_columns(True)
+        names = list(cols)
+        rows = [dict(zip(names, r)) for r in zip(*(cols[c].tolist() for c in names))]
+        doc = {"meta": self.meta(), "points": rows}
         return json.dumps(doc, indent=1, default=json_default)
 
     def to_parquet_bytes(self, with_index: bool = True) -> bytes:
@@ -109,8 +148,23 @@ class SampleSet:
         elif suffix == ".json":
             path.write_text(self.to_json(), encoding="utf-8")
         else:
-            self.table(with_index).to_csv(path, index=False)
+            with open(path, "w", encoding="utf-8", newline="") as fh:
+                write_csv(fh, self.table_columns(with_index))
         return path
+
+
+def _csv_cell(v: Any) -> Any:
+    return "" if isinstance(v, float) and math.isnan(v) else v
+
+
+def write_csv(fh: Any, columns: Mapping[str, np.ndarray]) -> None:
+    """Columns as CSV, byte for byte what ``pandas.DataFrame(columns).to_csv(fh, index=False)`` writes
+    (header, minimal quoting, shortest round-trip floats, empty cells for NaN, ``\n`` line ends)."""
+    w = csv.writer(fh, lineterminator="\n", quoting=csv.QUOTE_MINIMAL)
+    names = list(columns)
+    w.writerow(names)
+    lists = [np.asarray(columns[c]).tolist() for c in names]
+    w.writerows([_csv_cell(v) for v in row] for row in zip(*lists))
 
 
 def sample_size(space: DesignSpace, n: int | None = None, fraction: float | None = None,
@@ -185,7 +239,7 @@ def sample(space: DesignSpace, n: int | None = None, *, fraction: float | None =
             digits, replaced = _lhs(space, count, rng)
     notes = list(space.notes) + notes
     return SampleSet(
-        space_name=space.name, method=method, seed=seed, request=request, points=space.frame(digits),
+        space_name=space.name, method=method, seed=seed, request=request, columns=space.column_arrays(digits),
         indices=space.encode(digits), replaced=replaced, feasible_size=feasible, space_size=space.size,
         notes=notes,
     )
@@ -423,5 +477,5 @@ def sample_set_from_dict(doc: Any, space: DesignSpace, source: str = "samples.js
             not isinstance(notes, list):
         raise SamplingError(f"{source}: meta.request must be an object, meta.replaced a number and meta.notes a list")
     return SampleSet(space_name=str(meta.get("space", space.name)), method=method, seed=seed, request=request,
-                     points=space.frame(digits), indices=indices, replaced=replaced,
+                     columns=space.column_arrays(digits), indices=indices, replaced=replaced,
                      feasible_size=space.feasible_size, space_size=space.size, notes=[str(n) for n in notes])

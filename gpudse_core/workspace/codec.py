@@ -127,8 +127,9 @@ class _Encoder:
         if _is_model(v):
             return {"__model__": self.enc(v.to_dict())}
         if path in _DATACLASSES and dataclasses.is_dataclass(v):
-            return {"__obj__": path, "fields": {f.name: self.enc(getattr(v, f.name))
-                                                for f in dataclasses.fields(v) if f.init}}
+            stored = getattr(v, "_stored_fields", None)  # a class may store a field in another form
+            fields = stored() if stored else {f.name: getattr(v, f.name) for f in dataclasses.fields(v) if f.init}
+            return {"__obj__": path, "fields": {k: self.enc(x) for k, x in fields.items()}}
         raise CodecError(f"{self.what}: a {type(v).__name__} cannot be stored in a workspace; store plain data "
                          f"(numbers, text, lists, dicts), tables, arrays or a registered type")
 
@@ -238,8 +239,9 @@ class _Decoder:
             raise CodecError(f"{self.what}: stored type {path} is not one a workspace may rebuild")
         mod, _, name = path.rpartition(".")
         cls = getattr(importlib.import_module(mod), name)
+        renamed = getattr(cls, "_RENAMED_FIELDS", {})  # values stored by an earlier version under another name
         try:
-            return cls(**{k: self.dec(x) for k, x in v["fields"].items()})
+            return cls(**{renamed.get(k, k): self.dec(x) for k, x in v["fields"].items()})
         except TypeError as e:
             raise CodecError(f"{self.what}: stored {name} does not match this version of gpudse ({e}); compute it "
                              f"again") from None

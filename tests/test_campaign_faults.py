@@ -298,3 +298,30 @@ def test_timeout_kills_the_whole_group(tmp_path):
 def test_simulator_that_cannot_start(tmp_path):
     status = supervise([str(tmp_path / "no-such-simulator")], tmp_path, tmp_path / "run.log", 5.0, {})
     assert "cannot start" in status["error"]
+
+
+def test_opening_a_file_this_process_has_open_keeps_its_locks(tmp_path):
+    """Checking a live store's header must not drop this process's POSIX locks: if it did, another
+    process that opens and closes the file takes itself for the last user, checkpoints and deletes the
+    WAL under our open connection ("disk I/O error" on every page of the dashboard, found in a browser
+    walk: a campaign shown live while `gpudse workspace show` ran)."""
+    from gpudse_core.sim.store import connect
+
+    path = tmp_path / "live.db"
+    db = connect(path)
+    db.execute("CREATE TABLE t (x)")
+    db.execute("BEGIN")
+    db.execute("INSERT INTO t VALUES (1)")
+    db.execute("COMMIT")
+    wal = Path(f"{path}-wal")
+    assert wal.exists()
+    connect(path, readonly=True).close()  # what listing campaigns does while the dashboard holds the file
+    connect(path).close()
+    other = subprocess.run([sys.executable, "-c", f"from gpudse_core.sim.store import connect; "
+                                                  f"connect({str(path)!r}).close()"],
+                           cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=60)
+    assert other.returncode == 0, other.stderr
+    assert wal.exists(), "the other process deleted the WAL of a file this process still has open"
+    db.execute("INSERT INTO t VALUES (2)")
+    assert db.execute("SELECT count(*) FROM t").fetchone()[0] == 2
+    db.close()

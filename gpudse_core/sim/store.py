@@ -258,16 +258,30 @@ def _create(p: Path) -> None:
 
 
 def _check_header(p: Path) -> None:
+    """Refuse a folder, an empty file and a file that is not SQLite, without opening the file.
+
+    The header is read through SQLite, never with ``open()``: closing any other descriptor of a file
+    drops every POSIX lock this process holds on it, so a dashboard that checked the header of a
+    workspace it had open would lose its locks, and another process (``gpudse workspace show``) would
+    then take itself for the last user and delete the WAL under the dashboard's connections."""
     if p.is_dir():
         raise StoreError(f"{p}: is a folder, not a campaign store; pass a file name with --store")
-    with open(p, "rb") as fh:
-        head = fh.read(100)
-    if not head:
+    if p.stat().st_size == 0:
         raise StoreError(f"{p}: the file is empty (0 bytes), so it holds no campaign and gpudse will not reuse it; "
                          f"if you want a new campaign, delete it or pass another --store")
-    if not head.startswith(SQLITE_MAGIC):
-        raise StoreError(f"{p}: not a gpudse campaign store (not an SQLite database); gpudse does not overwrite "
-                         f"other files; pass another --store")
+    not_sqlite = StoreError(f"{p}: not a gpudse campaign store (not an SQLite database); gpudse does not overwrite "
+                            f"other files; pass another --store")
+    if p.stat().st_size < len(SQLITE_MAGIC):
+        raise not_sqlite
+    db = sqlite3.connect(f"file:{quote(str(p.resolve()))}?mode=ro", uri=True, timeout=30, isolation_level=None)
+    try:
+        db.execute("PRAGMA schema_version").fetchone()
+    except sqlite3.DatabaseError as e:
+        if "not a database" in str(e).lower():
+            raise not_sqlite from None
+        raise
+    finally:
+        db.close()
 
 
 def _identify(db: sqlite3.Connection, p: Path) -> tuple[int, int]:

@@ -32,6 +32,7 @@ uniformly (their number is reported as ``replaced``), so balance is exact only w
 from __future__ import annotations
 
 import csv
+import io
 import json
 import math
 from dataclasses import dataclass, field, fields
@@ -53,6 +54,7 @@ DENSE_SHARE = 8  # ... and the request is at least 1/DENSE_SHARE of it
 STALL_ROUNDS = 20  # rejection rounds in a row that find no new point before giving up
 ROUND_ROWS = 1 << 20  # candidate rows drawn per rejection round, at most
 METHODS = SAMPLING_METHODS
+CSV_ROWS = 1 << 15  # rows converted to Python objects at a time when writing CSV
 
 if TYPE_CHECKING:  # a sample set keeps plain arrays; its DataFrame is built (and pandas imported) on first use
     import pandas as pd
@@ -126,27 +128,69 @@ class SampleSet:
 
     def to_json(self) -> str:
         """The request (meta) and the points with their design indices, as one JSON document."""
+        buf = io.StringIO()
+        self.write_json(buf)
+        return buf.getvalue()
+
+    def write_json(self, fh: Any, max_bytes: int | None = None) -> None:
+        """:meth:`to_json` written to *fh* a block of points at a time; with *max_bytes*, raises
+        :class:`SamplingError` as soon as the document (UTF-8) would be longer."""
+        head = json.dumps({"meta": self.meta(), "points": []}, indent=1, default=json_default)
+        assert head.endswith('"points": []\n}')
+        written = 0
+
+        def put(text: str) -> None:
+            nonlocal written
+            written += len(text.encode("utf-8"))
+            if max_bytes is not None and written > max_bytes:
+                raise SamplingError(f"{len(self):,} points make a JSON document of more than {max_bytes:,} bytes, "
+                                    f"more than gpudse reads back as JSON (json_table_bytes); save them as .csv or "
+                                    f".parquet")
+            fh.write(text)
+
         cols = self.table_columns(True)
         names = list(cols)
-        rows = [dict(zip(names, r)) for r in zip(*(cols[c].tolist() for c in names))]
-        doc = {"meta": self.meta(), "points": rows}
-        return json.dumps(doc, indent=1, default=json_default)
+        n = len(self)
+        put(head[:-len("]\n}")] if n else head)
+        for lo in range(0, n, CSV_ROWS):
+            rows = [dict(zip(names, r)) for r in zip(*(cols[c][lo:lo + CSV_ROWS].tolist() for c in names))]
+            text = json.dumps(rows, indent=1, default=json_default)  # the rows at the depth of 'points'
+            text = text[1:-1].strip("\n").replace("\n", "\n ")
+            put(("\n  " if lo == 0 else ",\n  ") + text.lstrip())
+        if n:
+            put("\n ]\n}")
+
+    def to_arrow(self, with_index: bool = True) -> Any:
+        """The table as a pyarrow Table, built from the arrays (no DataFrame in between)."""
+        import pyarrow as pa
+
+        return pa.table({k: (v.tolist() if v.dtype == object else v)
+                         for k, v in self.table_columns(with_index).items()})
 
     def to_parquet_bytes(self, with_index: bool = True) -> bytes:
-        import io
+        import pyarrow.parquet as pq
 
         buf = io.BytesIO()
-        self.table(with_index).to_parquet(buf, index=False)
+        pq.write_table(self.to_arrow(with_index), buf)
         return buf.getvalue()
 
     def save(self, path: str | Path, with_index: bool = False) -> Path:
-        """Write CSV, Parquet or JSON according to the suffix (JSON carries the request too)."""
+        """Write CSV, Parquet or JSON according to the suffix (JSON carries the request too). Memory
+        stays bounded: rows are converted a block at a time; a JSON document longer than gpudse reads
+        back (``json_table_bytes``) is refused and nothing is left behind."""
         path = Path(path)
         suffix = path.suffix.lower()
         if suffix == ".parquet":
-            self.table(with_index).to_parquet(path, index=False)
+            import pyarrow.parquet as pq
+
+            pq.write_table(self.to_arrow(with_index), path)
         elif suffix == ".json":
-            path.write_text(self.to_json(), encoding="utf-8")
+            try:
+                with open(path, "w", encoding="utf-8") as fh:
+                    self.write_json(fh, max_bytes=limits.current().json_table_bytes)
+            except SamplingError:
+                path.unlink(missing_ok=True)
+                raise
         else:
             with open(path, "w", encoding="utf-8", newline="") as fh:
                 write_csv(fh, self.table_columns(with_index))
@@ -163,8 +207,11 @@ def write_csv(fh: Any, columns: Mapping[str, np.ndarray]) -> None:
     w = csv.writer(fh, lineterminator="\n", quoting=csv.QUOTE_MINIMAL)
     names = list(columns)
     w.writerow(names)
-    lists = [np.asarray(columns[c]).tolist() for c in names]
-    w.writerows([_csv_cell(v) for v in row] for row in zip(*lists))
+    arrays = [np.asarray(columns[c]) for c in names]
+    n = len(arrays[0]) if arrays else 0
+    for lo in range(0, n, CSV_ROWS):  # rows as Python objects a block at a time: memory stays bounded
+        lists = [a[lo:lo + CSV_ROWS].tolist() for a in arrays]
+        w.writerows([_csv_cell(v) for v in row] for row in zip(*lists))
 
 
 def sample_size(space: DesignSpace, n: int | None = None, fraction: float | None = None,
@@ -331,29 +378,46 @@ def _uniform(space: DesignSpace, count: int, rng: np.random.Generator,
     n_keep = 0 if keep is None else keep.shape[0]
     if exact and total <= DENSE_LIMIT and (count + n_keep) * DENSE_SHARE >= total:
         return _dense(space, blocks, total, count, rng, keep)
-    have = np.empty((0, len(space.radices)), dtype=np.int64) if keep is None else keep
+    want = n_keep + count
+    # Distinct rows are kept in draw order. Rows are told apart by their design index (one int64 per
+    # row) where the space allows, so a request at the limits costs its digits once (issue 11: at
+    # most 1 GB), and by their bytes beyond 2^63 points.
+    keyed = space.fits_int64
+    out = np.empty((want, len(space.radices)), dtype=np.int64)
+    have = 0
+    if keep is not None and n_keep:
+        out[:n_keep] = keep
+        have = n_keep
+    have_keys = space.encode(out[:have]) if keyed else None
     stalls = drawn = 0
     share = _share(space, blocks)
-    while have.shape[0] < n_keep + count:
-        need = n_keep + count - have.shape[0]
+    while have < want:
+        need = want - have
         m = int(min(ROUND_ROWS, (64 << 20) // (8 * len(space.radices)) + 1, max(need * 1.25 + 64, need * 1.25 / share)))
         drawn += m
         new = _draw(space, blocks, m, rng)
-        merged = np.concatenate([have, new])
-        _, first = np.unique(_row_keys(merged), return_index=True)
+        if keyed:
+            merged_keys = np.concatenate([have_keys, space.encode(new)])
+            _, first = np.unique(merged_keys, return_index=True)
+        else:
+            _, first = np.unique(_row_keys(np.concatenate([out[:have], new])), return_index=True)
         first.sort()
-        before = have.shape[0]
-        have = merged[first[: n_keep + count]]
-        stalls = stalls + 1 if have.shape[0] == before else 0
+        first = first[:want]
+        take = first[first >= have] - have  # the rows kept so far are distinct and come first: all stay
+        out[have:have + take.size] = new[take]
+        if keyed:
+            have_keys = merged_keys[first]
+        stalls = stalls + 1 if take.size == 0 else 0
+        have += take.size
         # With exact feasible counts the request is known to fit, so the loop ends (coupon collector);
         # with a rejection component the feasible size is only estimated and may be too small.
         if not exact and stalls >= STALL_ROUNDS:
             raise SamplingError(
-                f"found only {have.shape[0] - n_keep:,} distinct feasible points of the {count:,} requested in "
+                f"found only {have - n_keep:,} distinct feasible points of the {count:,} requested in "
                 f"{drawn:,} random draws; the constraints seem to leave fewer feasible points than that (feasible "
                 f"size {space.feasible_size_text()}) — ask for fewer"
             )
-    return have[n_keep:]
+    return out[n_keep:]
 
 
 def _dense(space: DesignSpace, blocks: list[_Block], total: int, count: int, rng: np.random.Generator,
@@ -416,6 +480,9 @@ def _subgrid(space: DesignSpace, f: float, rng: np.random.Generator) -> np.ndarr
     sizes = tuple(len(c) for c in chosen)
     grid = math.prod(sizes)
     limits.check("sample_points", grid, f"the sub-grid would have {grid:,} points",
+                 "use a smaller fraction or per_dim_mode='count'")
+    limits.check("table_cells", grid * len(space.parameters),
+                 f"the sub-grid's {grid:,} points × {len(space.parameters)} parameters",
                  "use a smaller fraction or per_dim_mode='count'")
     pos = decode_mixed_radix(np.arange(grid, dtype=np.int64), sizes)
     digits = np.column_stack([chosen[j][pos[:, j]] for j in range(len(sizes))]).astype(np.int64)

@@ -20,6 +20,7 @@ import ui_state
 from gpudse_core import DesignSpace, GpudseError, load_preset
 from gpudse_core.report import fmt as _fmt
 from gpudse_core.report import glossary as _glossary
+from gpudse_core.workspace import stages
 
 ROOT = Path(__file__).resolve().parent
 
@@ -38,14 +39,8 @@ PAGES = {  # title: (file, icon), in workflow order; drawn by sidebar() (the aut
 STAGE_PAGE = {"space": "Design space", "samples": "Sampling", "results": "Simulations", "model": "Stepwise fit",
               "validation": "Accuracy", "true_error": "Accuracy", "scan": "Explore", "heatmap": "Ray tracing"}
 PIPELINE = ("space", "samples", "results", "model")  # the base stages, in order
-STAGE_TITLE = {"space": "Design space", "samples": "Samples", "results": "Results", "model": "Model",
-               "validation": "Validation", "true_error": "True error", "scan": "Best designs (Explore)",
-               "heatmap": "Ray-tracing heatmap", "app_models": "Per-application models"}
-
-
-def stage_title(stage: str) -> str:
-    """A stage or analysis as a reader names it (never the storage key: 'true_error')."""
-    return STAGE_TITLE.get(stage, stage.replace("_", " ").capitalize())
+STAGE_TITLE = stages.TITLES
+stage_title = stages.title  # a stage or analysis as a reader names it (never the storage key 'true_error')
 STATE_ICON = {"current": ":material/check_circle:", "stale": ":material/warning:",
               "missing": ":material/radio_button_unchecked:"}
 

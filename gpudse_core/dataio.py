@@ -73,7 +73,12 @@ def read_table_bytes(data: bytes, name: str, fmt: str | None = None, bytes_limit
         raise
     except MemoryError:
         raise TableError(f"{name}: too large to read into memory here; split the table") from None
-    except (ValueError, TypeError, UnicodeDecodeError, OSError, pd.errors.ParserError, RecursionError,
+    except UnicodeDecodeError as e:
+        raise TableError(f"{name}: not UTF-8 text (byte {e.start:,} is {data[e.start:e.start + 1].hex()}); is it "
+                         f"the right file? Save the table as UTF-8 {fmt}") from None
+    except pd.errors.EmptyDataError:
+        raise TableError(f"{name}: the file holds no table (it is empty); export the table again") from None
+    except (ValueError, TypeError, OSError, pd.errors.ParserError, RecursionError,
             OverflowError) as e:  # pyarrow's ArrowInvalid is a ValueError
         text = str(e).splitlines()[0] if str(e) else type(e).__name__
         raise TableError(f"{name}: cannot be read as {fmt} ({text[:300]})") from None
@@ -85,6 +90,11 @@ def read_table_bytes(data: bytes, name: str, fmt: str | None = None, bytes_limit
 
 def _column_names(raw: list[Any], name: str) -> list[str]:
     cols = [str(c).strip() for c in raw]
+    for i, c in enumerate(cols, 1):
+        bad = next((ch for ch in c if ord(ch) < 32 or ord(ch) == 127), None)
+        if bad is not None:
+            raise TableError(f"{name}: column {i} ({c[:30]!r}) has a control character ({bad!r}) in its name; is the "
+                             f"file UTF-8 text (a UTF-16 file reads as NUL characters)? Save it as UTF-8 CSV")
     seen: set[str] = set()
     dups = [c for c in cols if c in seen or seen.add(c)]
     if dups:

@@ -78,7 +78,10 @@ class Limits:
     json_table_nodes: int = 5_000_000  # values in a JSON table (with json_table_bytes)
     # ---- simulators and their output ------------------------------------------------------------------
     log_bytes: int = 4 * GiB  # decompressed simulator log, parsed as a stream
+    log_statistics: int = 5_000_000  # statistic lines parsed from one log (~80 a kernel: 60,000 kernels; ~15 s)
+    log_gzip_ratio: int = 100  # decompressed / compressed bytes of a .gz log (real logs: ~10x; bombs: 1000x)
     sim_output_bytes: int = 64 * MiB  # a run's stdout+stderr kept on disk: its head and tail (the middle dropped)
+    local_workers: int = 256  # processes a campaign or a scan starts on this machine (--workers)
     campaign_lease_s: float = 120.0  # a campaign lease whose holder (on another host) has not renewed it for
     #                                  this long is stale: another process may take the campaign over
     regex_length: int = 1_000  # a user regular expression (compiled with RE2: linear time)
@@ -87,6 +90,7 @@ class Limits:
     wfg_elements: int = 400  # nodes + arcs + dependences of one work flow graph (its reduction is cubic)
     # ---- models --------------------------------------------------------------------------------------
     model_columns: int = 100_000  # columns (coefficients) of a model file
+    validation_fits: int = 10_000  # model fits one validation request runs (sizes × repeats × models)
     refit_rows: int = 200_000  # training rows of a forest/boosting/hybrid/EBM model (refitted from them on load)
     # ---- workspaces (issue 14) -------------------------------------------------------------------------
     workspaces: int = 10_000  # workspace files under $GPUDSE_HOME (creating or forking one more is refused)

@@ -116,7 +116,10 @@ with tab_true:
             ui_jobs.start_true_error(w, kernel)
 
         if sv.value is not None and sv.value.get("kernel") != kernel:
-            sv = None  # computed against another application: not an answer for these results
+            # computed against another application: not an answer for these results, and said so
+            st.warning(f"The true error computed earlier was against {sv.value.get('kernel')}; these results come "
+                       f"from {kernel}. Compute it again for them.", icon=":material/warning:")
+            sv = None
         if sv is None or sv.value is None:
             if not running and st.button(label, type="primary", disabled=not w.writable) and ui.guarded(compute):
                 st.rerun()

@@ -47,7 +47,10 @@ with left:
     uploaded_before = stored is not None and stored.get("request") is None
     source = st.radio("Heatmap", sources, index=1 if uploaded_before else 0)
     rgb = cost = image = None
+    current = False  # the stored heatmap is the cast of the settings shown
     running = ui_jobs.job_panel(w, "raycast", "Ray casting")
+    # The radio only says how to make a new heatmap; the one in use is the workspace's until the user
+    # traces or uploads another (switching the radio replaces nothing).
     if source == "Built-in ray caster":
         req0 = (stored or {}).get("request") or {"size": 256, "spheres": 24, "boxes": 6, "seed": 3}
         size = st.select_slider("Resolution (pixels per side)", [128, 256, 384, 512, 1024], value=req0["size"])
@@ -55,17 +58,24 @@ with left:
         boxes = st.slider("Boxes", 0, 20, req0["boxes"])
         scene_seed = st.number_input("Scene seed", 0, 10_000, req0["seed"])
         request = {"size": int(size), "spheres": int(spheres), "boxes": int(boxes), "seed": int(scene_seed)}
-        if stored is not None and stored.get("request") == request and not heat_sv.partial:
-            cost, image = stored["cost"], stored["image"]
-        elif not running and w.writable:
-            if ui.guarded(lambda: ui_jobs.start_raycast(w, **request)):
-                st.rerun()
-        elif not w.writable:
-            st.info("This shared workspace holds no ray-traced frame for these settings; make your own copy to "
-                    "trace one.", icon=":material/info:")
+        current = stored is not None and stored.get("request") == request and not heat_sv.partial
+        if not current and not running:
+            if not w.writable:
+                st.info("This shared workspace holds no ray-traced frame for these settings; make your own copy to "
+                        "trace one.", icon=":material/info:")
+            elif stored is None:  # nothing to replace: trace the default scene at once
+                if ui.guarded(lambda: ui_jobs.start_raycast(w, **request)):
+                    st.rerun()
+            elif st.button("Trace the scene", type="primary",
+                           help="Renders the scene with these settings; its heatmap replaces the one in use"):
+                if ui.guarded(lambda: ui_jobs.start_raycast(w, **request)):
+                    st.rerun()
     else:
         up = ui.uploader("PPM (P3/P6), PNG, NPY or CSV heatmap", ["ppm", "png", "npy", "csv"], key="heatmap_upload")
-        if up is not None and w.writable:
+        if up is not None and not w.writable:
+            st.info("This workspace is shared with you read-only; make your own copy to use this heatmap.",
+                    icon=":material/info:")
+        elif up is not None:
             import hashlib
 
             try:
@@ -79,9 +89,10 @@ with left:
                     st.rerun()
             except GpudseError as e:
                 ui.upload_error(up.name, e, "The heatmap in use is unchanged.")
-        if stored is not None and stored.get("request") is None:
-            rgb, cost = stored["rgb"], stored["cost"]
-            st.caption(f"In use: {heat_sv.origin}.")
+    if stored is not None and not (stored.get("request") is not None and heat_sv.partial):
+        rgb, cost, image = stored.get("rgb"), stored["cost"], stored.get("image")
+        st.caption(f"In use: {heat_sv.origin}." + ("" if source == "Built-in ray caster" and current else
+                                                  " Trace or upload another to replace it."))
     st.subheader("GPU and selection")
     cfg_up = ui.uploader("GPGPU-Sim config (optional: counts and a downscaled copy)", ["config", "txt"],
                          key="gpgpusim_config")
@@ -148,7 +159,7 @@ with right:
                    caption=f"{len(zp.quant.coldness)} quantised colours", width="stretch")
     views[2].image(palette[zp.groups], caption=f"{s['K']} groups ({division})", width="stretch")
     views[3].image(zp.overlay(), caption="selected pixels", width="stretch")
-    if source == "Built-in ray caster" and image is not None:
+    if image is not None:
         st.image((image * 255).astype(np.uint8), caption="the rendered scene", width=260)
     table = pd.DataFrame(s["groups"]).rename(columns={"mean_coldness": "mean coldness", "fraction_target": "P",
                                                       "fraction_traced": "traced"})

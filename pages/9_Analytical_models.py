@@ -32,8 +32,12 @@ def sweep(bw: float, regs: float):
     return o.to_dict(), {k: v.tolist() for k, v in o.curves.items()}, o.n_threads_grid.tolist()
 
 
-LIMITED_BY = {"pe": "the PEs (η = 1)", "scratchpad": "the scratchpad", "bandwidth": "memory bandwidth",
-              "registers": "the register file", "threads": "the thread count"}
+# short enough for a metric at 1280 px; the help text says the rest
+LIMITED_BY = {"pe": "PE count", "scratchpad": "scratchpad", "bandwidth": "bandwidth",
+              "registers": "registers", "threads": "threads"}
+LIMITED_HELP = {"pe": "the PEs themselves: every PE is busy (η = 1)", "scratchpad": "the scratchpad's size",
+                "bandwidth": "the bandwidth to global memory", "registers": "the register file",
+                "threads": "the number of threads"}
 
 with tab_ea:
     st.markdown("Performance = N_PE · f / CPI · η (eq. 34), η limited by effective threads (eqs. 35–38); the "
@@ -48,7 +52,8 @@ with tab_ea:
     m[1].metric("Threads at the optimum", ui.fmt_count(opt["n_threads"]))
     m[2].metric("Performance", ui.fmt_num(opt["performance_gflops"], "GFLOP/s"))
     m[3].metric("Limited by", LIMITED_BY.get(opt["limited_by"], opt["limited_by"]),
-                help=f"effective threads are capped by {LIMITED_BY.get(opt['threads_limited_by'], opt['threads_limited_by'])}")
+                help=f"Performance is limited by {LIMITED_HELP.get(opt['limited_by'], opt['limited_by'])}; effective "
+                     f"threads are capped by {LIMITED_HELP.get(opt['threads_limited_by'], opt['threads_limited_by'])}.")
     fig = go.Figure()
     for n_pe, perf in curves.items():
         width = 4 if n_pe == opt["optimum_n_pe"] else 1.2

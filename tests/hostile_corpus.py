@@ -196,6 +196,18 @@ WFG_GOOD = {
 }
 
 
+def _model_doc(response: str) -> dict:
+    """A stepwise model of the project space's (simd, blk) fitted on RESULTS_CSV, as JSON, with *response*."""
+    import pandas as pd
+
+    from gpudse_core.model.stepwise import fit_stepwise
+
+    df = pd.read_csv(io.BytesIO(RESULTS_CSV))
+    doc = fit_stepwise(df, "cycles").to_dict()
+    doc["response"] = response
+    return doc
+
+
 def wfg(**changes) -> bytes:
     doc = json.loads(json.dumps(WFG_GOOD))
     for path, value in changes.items():
@@ -311,9 +323,9 @@ def cases() -> Iterator[Case]:  # noqa: C901 - a flat list of cases
          r"unknown field 'members'"),
         ("schema-list", space(head="schema: [1]\n"), r"schema .* is not supported"),
         ("top-scalar", b"5\n", r"must be a mapping"),
-        ("top-null", b"null\n", r"must be a mapping"),
-        ("empty", b"", r"must be a mapping"),
-        ("comments-only", b"# nothing\n", r"must be a mapping"),
+        ("top-null", b"null\n", r"must be a mapping|the file is empty"),
+        ("empty", b"", r"must be a mapping|the file is empty"),
+        ("comments-only", b"# nothing\n", r"must be a mapping|the file is empty"),
         ("binary", bytes(range(256)) * 4, r"not UTF-8 text"),
         ("utf16", "parameters:\n  - {name: a, values: [1]}\n".encode("utf-16"), r"not UTF-8 text"),
         ("tab-indent", b"parameters:\n\t- {name: a, values: [1]}\n", r"not valid YAML"),
@@ -437,12 +449,12 @@ def cases() -> Iterator[Case]:  # noqa: C901 - a flat list of cases
                r"no usable rows.*simd: 3 value\(s\)")
     yield Case(T, rs, "huge-number-parameter", "r.csv",
                results_csv().replace(b"\n1,", b"\n" + b"1" * 5000 + b",", 1), F, r"not among")
-    yield Case(T, rs, "empty", "r.csv", b"", E, r"cannot be read as CSV")
+    yield Case(T, rs, "empty", "r.csv", b"", E, r"cannot be read as CSV|holds no table")
     yield Case(T, rs, "header-only", "r.csv", b"blk,cycles\n", E, r"no rows")
-    yield Case(T, rs, "binary-csv", "r.csv", bytes(range(256)) * 64, E, r"cannot be read as CSV|lack parameter")
-    yield Case(T, rs, "utf16-csv", "r.csv", results_csv().decode().encode("utf-16"), E, r"cannot be read as CSV")
+    yield Case(T, rs, "binary-csv", "r.csv", bytes(range(256)) * 64, E, r"cannot be read as CSV|lack parameter|not UTF-8|control character")
+    yield Case(T, rs, "utf16-csv", "r.csv", results_csv().decode().encode("utf-16"), E, r"cannot be read as CSV|not UTF-8")
     yield Case(T, rs, "nul-bytes", "r.csv", results_csv().replace(b",", b"\0,", 3), E,
-               r"cannot be read|lack parameter|no usable|appear more than once")
+               r"cannot be read|lack parameter|no usable|appear more than once|control character")
     yield Case(T, rs, "missing-parameters", "r.csv", b"a,b\n1,2\n", E, r"lack parameter column")
     yield Case(T, rs, "unknown-type", "r.pkl", b"\x80\x04\x95pickle", E, r"unknown file type")
     yield Case(T, rs, "parquet-garbage", "r.parquet", b"PAR1" + b"\0" * 100 + b"PAR1", E, r"cannot be read as Parquet")
@@ -477,6 +489,14 @@ def cases() -> Iterator[Case]:  # noqa: C901 - a flat list of cases
                               r"table_columns"),
                              ("table-empty", "p.csv", b"a,b\n", r"no rows")):
         yield Case(T if "deep" not in n and "columns" not in n else A, tb, n, fn, data, E, pat)
+    # the built-in simulator models Stargazer's space: points outside it are refused before any run
+    yield Case(S, tb, "table-value-outside-space", "p.csv", results_csv().replace(b"\n1,", b"\n3,", 1), E,
+               r"blk takes values outside Stargazer's space at row 1")
+    yield Case(S, tb, "table-negative-value", "p.csv", results_csv().replace(b"\n1,", b"\n-4,", 1), E,
+               r"blk takes values outside")
+    yield Case(S, tb, "table-missing-parameters", "p.csv", b"blk,cc\n1,1\n", E, r"lack column\(s\) tc, smp")
+    yield Case(S, rs, "nul-in-header", "r.csv", results_csv().replace(b"cycles", b"cyc\0les", 1), E,
+               r"control character")
 
     # == project zips ===================================================================================
     pj = "project"
@@ -494,6 +514,14 @@ def cases() -> Iterator[Case]:  # noqa: C901 - a flat list of cases
     yield Case(P, pj, "samples-bad-meta", "p.zip", project(samples_json=samples_doc([], method="magic")), E,
                r"meta.method")
     yield Case(P, pj, "settings-list", "p.zip", project(settings_json=b"[1]"), E, r"settings.json: must be an object")
+    yield Case(S, pj, "samples-repeated-point", "p.zip",
+               project(samples_json=samples_doc([{"simd": 8, "blk": 1}, {"simd": 16, "blk": 4}, {"simd": 8, "blk": 1}])),
+               E, r"point 3 repeats point 1")
+    yield Case(S, pj, "results-value-outside-space", "p.zip",
+               project(results_csv=RESULTS_CSV.replace(b"\n8,2,", b"\n8,3,", 1)), E,
+               r"results.csv: row 2: blk = 3 is not a value")
+    yield Case(S, pj, "model-of-a-column-not-in-results", "p.zip",
+               project(model_json=json.dumps(_model_doc("ipc")).encode()), E, r"a model of 'ipc', which is not a column")
     yield Case(P, pj, "results-missing-params", "p.zip", project(results_csv=b"x,cycles\n1,2\n"), E,
                r"lacks the space's parameter column")
     yield Case(P, pj, "results-duplicated", "p.zip", project(results_csv=b"simd,blk,blk,cycles\n8,1,1,5\n"), E,

@@ -365,6 +365,20 @@ def test_ray_casting_is_a_job_whose_heatmap_stays_in_the_workspace(app):
     next(r for r in app.radio if r.label == "Division").set_value("coarse").run()
     ok(app, "coarse")
     assert ws(app).get("heatmap").version == heat.version  # settings of the plan do not trace again
+    # the radio only says how to make a new heatmap: switching it replaces nothing, and new scene
+    # settings trace only when asked (a browser walk found an uploaded heatmap replaced by a cast)
+    heatmap_radio = next(r for r in app.radio if r.label == "Heatmap")
+    heatmap_radio.set_value("Upload a heatmap").run()
+    ok(app, "upload chosen")
+    assert "K (downscaling)" in metrics(app) and ws(app).get("heatmap").version == heat.version
+    next(r for r in app.radio if r.label == "Heatmap").set_value("Built-in ray caster").run()
+    next(s for s in app.slider if s.label == "Spheres").set_value(30).run()
+    ok(app, "new scene settings")
+    assert not ws(app).jobs(active=True) and ws(app).get("heatmap").version == heat.version
+    assert "K (downscaling)" in metrics(app)  # the heatmap in use is still shown
+    button(app, "Trace the scene").click().run()
+    wait_jobs(app)
+    assert ws(app).get("heatmap").value["request"]["spheres"] == 30
 
 
 # ---- the pages' own behaviour ------------------------------------------------------------------------

@@ -168,7 +168,11 @@ def test_flaky_runs_succeed_on_retry(tmp_path):
      ("command = ['sim']\n[options]\nblk = '-a b'\n", "simulator option name"),
      ("command = ['sim']\n[extra_metrics]\nrays = '(a+)+\\1(\\d)'\n", "RE2 syntax"),
      ("command = ['sim']\n[extra_metrics]\nrays = '(?=x)(\\d+)'\n", "RE2 syntax"),
-     ("command = ['sim']\n[extra_metrics]\nrays = 'rays'\n", "needs one \\(group\\)"),
+     ("command = ['sim']\n[extra_metrics]\nrays = 'rays'\n", "has 0 groups; give exactly one \\(group\\)"),
+     ("command = ['sim']\n[extra_metrics]\nrays = '(a+)b(\\d+)'\n", "has 2 groups; give exactly one"),
+     ("command = [1, 2]\n", "command\\[0\\]: 1 is not a string"),
+     ("command = ['sim']\nworkdir = 5\n", "workdir: 5 is not a string"),
+     ("command = ['sim']\n[options]\nblk = 5\n", "options.blk: 5 is not a string"),
      ("command = ['sim']\n[extra_metrics]\nconfig = '(\\d+)'\n", "not a new metric name"),
      ("command = ['sim']\n[extra_metrics]\nrays = '" + "(a)" * 400 + "'\n", "regex_length")],
 )

@@ -176,6 +176,17 @@ def test_fit_options_and_predict(results_csv, tmp_path, capsys):
         (["fit", "{data}", "--response", "cycles", "-o", "{tmp}/m.csv"], "unknown file type"),
         (["fit", "{data}", "--response", "cycles", "--knots", "4,smdi=3", "-o", "{tmp}/m.json"], "'smdi'"),
         (["predict", "{tmp}/none.json", "{data}", "-o", "{tmp}/p.csv"], "no such model file"),
+        # every count and share a request can drive is checked before the work (issue 11)
+        (["validate", "{data}", "--response", "cycles", "--train-sizes", "20", "--test-size", "20", "--models",
+          "regional", "--region", "nan"], "S+R region must be a share"),
+        (["validate", "{data}", "--response", "cycles", "--train-sizes", "20", "--test-size", "20", "--models",
+          "regional", "--region", "-1"], "S+R region must be a share"),
+        (["validate", "{data}", "--response", "cycles", "--train-sizes", "20", "--test-size", "20",
+          "--repeats", "100000000"], "validation_fits"),
+        (["simulate", "{data}", "--workers", "100000", "-o", "{tmp}/o.csv"], "local_workers"),
+        (["simulate", "{data}", "--noise", "1e300", "-o", "{tmp}/o.csv"], "from 0 to 1"),
+        (["sample", "lee-brooks", "--per-dim-fraction", "0.6", "--per-dim-mode", "subgrid", "-o", "{tmp}/s.csv"],
+         "table_cells"),
     ],
 )
 def test_fit_predict_errors(results_csv, tmp_path, capsys, args, fragment):
@@ -246,3 +257,36 @@ def test_wfg_built_in_graph_by_name_from_any_folder(tmp_path):
     r = subprocess.run([sys.executable, "-m", "gpudse_core", "wfg", "no_such_graph"], capture_output=True,
                        text=True, cwd=tmp_path, env=env, timeout=120)
     assert r.returncode == 2 and "figure1, loop_branch" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_counts_of_zero_are_refused_by_the_argument_parser(tmp_path, capsys):
+    for args in (["simulate", "x.csv", "--workers", "0", "-o", "o.csv"], ["sample", "stargazer", "-n", "0", "-o", "s.csv"],
+                 ["validate", "x.csv", "--response", "y", "--repeats", "0"]):
+        with pytest.raises(SystemExit) as e:
+            main(args)
+        assert e.value.code == 2 and "at least 1" in capsys.readouterr().err
+
+
+def test_a_json_sample_longer_than_gpudse_reads_back_is_refused_and_not_left(tmp_path, capsys):
+    from gpudse_core import limits
+
+    out = tmp_path / "s.json"
+    with limits.override(json_table_bytes=100_000):
+        assert main(["sample", "stargazer", "-n", "2000", "--seed", "1", "-o", str(out)]) == 2
+    assert "save them as .csv or .parquet" in capsys.readouterr().err and not out.exists()
+
+
+def test_combine_refuses_what_it_cannot_combine_faithfully(tmp_path, capsys):
+    block = "kernel_name = k\ngpu_sim_cycle = 1000\ngpu_sim_insn = 5000\ngpu_ipc = 5.0\n"
+    a, b = tmp_path / "a.log", tmp_path / "b.log"
+    a.write_text(block)
+    b.write_text(block)
+    for args, fragment in ((["--fractions", "1e-320,0.5"], "not a finite number"),
+                           (["--fractions", "0.5,0.5", "--aggregate", "nosuch=sum"], "'nosuch' that not every group"),
+                           (["--fractions", "0.5,0.5", "--aggregate", "cycles=hmean", "--aggregate", "ipc=hmean"],
+                            None)):
+        code = main(["combine", str(a), str(b), *args])
+        err = capsys.readouterr().err
+        assert (code == 0) if fragment is None else (code == 2 and fragment in err), (args, err)
+    assert main(["combine", str(a), str(a), "--fractions", "0.5,0.5"]) == 2
+    assert "given twice" in capsys.readouterr().err

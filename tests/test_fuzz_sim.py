@@ -142,11 +142,26 @@ def test_gzipped_log_bomb_stops_at_the_limit(tmp_path):
     bomb = tmp_path / "run.log.gz"
     _bomb(bomb, 300)
     assert bomb.stat().st_size < 2 * 2**20
-    with limits.override(log_bytes=64 * 2**20), pytest.raises(limits.LimitError, match="log_bytes"):
+    with pytest.raises(limits.LimitError, match="log_gzip_ratio"):  # by default: its expansion, within seconds
+        parse_log(bomb)
+    with limits.override(log_bytes=64 * 2**20, log_gzip_ratio=10**9), pytest.raises(limits.LimitError,
+                                                                                    match="log_bytes"):
         parse_log(bomb)
     one_line = tmp_path / "line.log.gz"  # 200 MiB without a newline: cut, never held whole
     _bomb(one_line, 200, b"x" * 1024)
-    assert parse_log(one_line).kernels == []
+    with limits.override(log_gzip_ratio=10**9):
+        assert parse_log(one_line).kernels == []
+
+
+def test_a_dense_log_is_bounded_by_its_statistics(tmp_path):
+    """Each statistic line costs Python work: a log of nothing else is stopped by their number, not after
+    minutes (a 4 MB .gz of 1 GiB kernel dumps took 169 s before the limit), and a real log is far below."""
+    block = "kernel_name = k\ngpu_sim_cycle = 1000\ngpu_sim_insn = 5000\ngpu_ipc = 5.0\n"
+    path = tmp_path / "dense.log"
+    path.write_text(block * 30_000)  # 120,000 statistic lines
+    with limits.override(log_statistics=100_000), pytest.raises(limits.LimitError, match="log_statistics"):
+        parse_log(path)
+    assert parse_log(path).totals()["kernels"] == 30_000
 
 
 @bounded(mem_mb=1024, max_rss_mb=250, timeout=600)
@@ -161,7 +176,8 @@ def test_a_large_log_is_parsed_in_bounded_memory(tmp_path):
         for _ in range(reps):
             fh.write(comp.compress(dump.encode()))
         fh.write(comp.flush())
-    t = parse_log(path).totals()
+    with limits.override(log_gzip_ratio=10**9):  # identical dumps compress far beyond a real log's ~10x
+        t = parse_log(path).totals()
     assert t["kernels"] == 4 * reps and t["cycles"] == 1000 * 4 * reps and t["ipc"] == 2.0
 
 

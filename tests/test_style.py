@@ -225,3 +225,17 @@ def test_html_report_is_in_colour_offline_and_without_nan(fitted):
     assert style.PALETTE[0] in charts[-1]  # the page-drawn figure was recoloured too
     assert not re.search(r"<(script|link|img)[^>]+(src|href)=[\"']https?://", page)  # nothing fetched
     assert "cdn.plot.ly" not in text
+
+
+def test_a_stopped_validation_draws_only_the_sizes_it_reached():
+    """A validation stopped after N = 30 (of 30, 60, 90): the CDF is N = 30's, not an empty N = 90;
+    Fig. 6 has no empty slots; the maximum shows as markers (a line of one point would not show)."""
+    full = fake_validation()
+    errors = {m: {30: e[30]} for m, e in full.errors.items()}
+    partial = ValidationResult("cycles", "log", [30, 60, 90], 200, 1, full.models, errors)
+    cdf = json.loads(figures.error_cdf(partial).to_json())
+    assert "N = 30" in cdf["layout"]["title"]["text"] and len(cdf["data"]) == 3
+    bars = json.loads(figures.error_by_size(partial, full.models).to_json())["data"]
+    assert all(tr["x"] == ["30"] for tr in bars)
+    trend = json.loads(figures.error_trend(partial).to_json())["data"]
+    assert all("markers" in tr["mode"] for tr in trend) and {tr["name"].split()[-1] for tr in trend} == {"mean", "max"}

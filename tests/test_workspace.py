@@ -109,7 +109,7 @@ def test_switching_the_space_makes_everything_downstream_stale_with_reasons(home
     assert st_["model"].reason == ("its results are out of date (the design space changed after these results "
                                    "were recorded)")
     # the scan was computed from the space directly: that edge is named first
-    assert st_["scan"].reason == "the design space changed after this scan was computed"
+    assert st_["scan"].reason == "the design space changed after the best designs were found"
     assert st_["validation"].state == "stale"
     assert ws.value("model") is None and ws.get("model").value is not None  # kept, never shown as current
     assert ws.ready("model").stage == "samples"  # the first thing to redo, in pipeline order
@@ -135,7 +135,7 @@ def test_new_results_make_the_model_and_its_analyses_stale_and_refit_fixes_it(ho
     assert (m.state, m.reason, m.action, m.fix) == ("stale", "the results changed after this model was fitted",
                                                     "Refit on the new results", "model")
     v = ws.status("validation")  # computed from the results directly: that edge is named
-    assert v.reason == "the results changed after this validation was computed"
+    assert v.reason == "the results changed after this validation was run"
     assert v.action == "Recompute on the new results"
     s = ws.status("scan")  # computed from the model only: traced to the model, fixed by refitting
     assert s.state == "stale" and s.fix == "model" and s.action == "Refit on the new results"
@@ -144,9 +144,9 @@ def test_new_results_make_the_model_and_its_analyses_stale_and_refit_fixes_it(ho
                               transform="log"), "refit")
     assert ws.status("model").ok
     v = ws.status("validation")
-    assert (v.reason, v.action) == ("the model changed after this validation was computed",
+    assert (v.reason, v.action) == ("the model changed after this validation was run",
                                     "Recompute with the new model")
-    assert ws.status("scan").reason == "the model changed after this scan was computed"
+    assert ws.status("scan").reason == "the model changed after the best designs were found"
 
 
 def test_identical_content_is_current_again_and_removal_is_stale(home, pipeline):
@@ -515,4 +515,34 @@ def test_report_contents_only_current_or_labelled(home, pipeline):
     assert set(rep.analyses) == set() and rep.project.model is not None
     assert rep.left_out["validation"].startswith("out of date: the model changed")
     rep = report_contents(ws, include_stale=True)
-    assert rep.label("scan") == "scan — out of date: the model changed after this scan was computed"
+    assert rep.label("scan") == "scan — out of date: the model changed after the best designs were found"
+
+
+def test_the_same_value_stored_twice_in_a_row_is_one_version(home, pipeline):
+    """A double click on Sample (same seed) stored two identical versions (browser walk): a write of the
+    value the stage already holds, from the same inputs, keeps the version; another value makes one."""
+    ws, _ = filled(pipeline)
+    before = ws.get("samples").version
+    again = ws.set_samples(pipeline["samples"], "uniform, seed 1")
+    assert again.version == before and ws.get("samples").version == before
+    assert ws.status("model").ok  # nothing downstream turned stale
+    other = ws.set_samples(pipeline["samples"], "another origin")
+    assert other.version == before + 1
+
+
+def test_a_name_with_control_characters_is_refused_and_never_adopted(home, pipeline):
+    ws, _ = filled(pipeline)
+    with pytest.raises(WorkspaceError, match="control characters"):
+        ws.rename("a\x00b")
+    exp = export_project(ws)
+    doctored = io.BytesIO()
+    with zipfile.ZipFile(io.BytesIO(exp.data)) as src, zipfile.ZipFile(doctored, "w") as dst:
+        for item in src.infolist():
+            data = src.read(item)
+            if item.filename == "settings.json":
+                data = json.dumps({**json.loads(data), "workspace": "a\x00b"}).encode()
+            dst.writestr(item, data)
+    fresh, _ = create_workspace()
+    before = fresh.name
+    import_project(fresh, doctored.getvalue(), "p.zip", adopt_name=True)
+    assert fresh.name == before and fresh.get("samples").ok  # loaded; the unusable name left alone

@@ -162,7 +162,7 @@ def test_a_result_whose_inputs_changed_meanwhile_comes_out_stale(home):
     ws.set_space(load_preset("zatel"), "switched while it ran")
     work.release()
     assert job.wait(60)
-    assert ws.status("scan").reason == "the design space changed after this scan was computed"
+    assert ws.status("scan").reason == "the design space changed after the best designs were found"
 
 
 CHILD = """

@@ -65,13 +65,22 @@ def scale_arg(text: str) -> str | dict:
     return {"__default__": default, **per} if per else default
 
 
-def positive_int(text: str) -> int:
+def nonnegative_int(text: str) -> int:
+    """A whole number ≥ 0 (seeds, retries)."""
     try:
         v = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text[:40]!r} is not a whole number") from None
     if v < 0:
         raise argparse.ArgumentTypeError(f"{text[:40]!r} is negative")
+    return v
+
+
+def count_arg(text: str) -> int:
+    """A whole number ≥ 1 (points, repeats, workers, clusters …)."""
+    v = nonnegative_int(text)
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"{text[:40]!r}: give a whole number of at least 1")
     return v
 
 

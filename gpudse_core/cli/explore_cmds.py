@@ -8,7 +8,7 @@ import sys
 import time
 
 from ..errors import GpudseError
-from .common import positive_int, writable, write_table
+from .common import count_arg, writable, write_table
 
 
 def cmd_explore(args: argparse.Namespace) -> int:
@@ -67,7 +67,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
                                     "point when the model is additive.")
     ex.add_argument("model", metavar="MODEL.json", help="a model written by gpudse fit")
     ex.add_argument("space", metavar="SPACE", help="design-space file (YAML/JSON) or preset name")
-    ex.add_argument("--top", type=positive_int, default=20, metavar="K", help="how many best designs (default 20)")
+    ex.add_argument("--top", type=count_arg, default=20, metavar="K", help="how many best designs (default 20)")
     ex.add_argument("--maximize", action="store_true", help="best = highest prediction (e.g. IPC); default lowest")
     ex.add_argument("--pareto", metavar="COST", help="also the Pareto front against this cost: a parameter or an "
                                                      "expression such as 'simd * blk' (lower is better)")
@@ -75,7 +75,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
                                                     "language)")
     ex.add_argument("--scheduler", metavar="ADDRESS|local", help="scan on a Dask cluster: a scheduler address "
                                                                  "or 'local'")
-    ex.add_argument("--workers", type=positive_int, default=None,
+    ex.add_argument("--workers", type=count_arg, default=None,
                     help="processes of a local Dask cluster (implies --scheduler local)")
     ex.add_argument("-o", "--output", metavar="best.csv", help="write the best designs (.csv, .parquet, .json); "
                                                                "the front goes to best_pareto.csv")

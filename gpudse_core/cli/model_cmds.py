@@ -8,7 +8,7 @@ import sys
 
 from .. import choices
 from ..errors import GpudseError
-from .common import knots_arg, positive_int, scale_arg, writable, write_table
+from .common import count_arg, knots_arg, nonnegative_int, scale_arg, writable, write_table
 
 
 def trace_line(step) -> str:
@@ -232,7 +232,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     fi.add_argument("--interactions", choices=choices.INTERACTION_FORMS, default=None)
     fi.add_argument("--max-order", type=int, choices=choices.MAX_ORDERS, default=None,
                     help="highest interaction order: 2 (pairs, Algorithm 1) or 3 (default: also three-way terms)")
-    fi.add_argument("--max-terms", type=positive_int, default=None)
+    fi.add_argument("--max-terms", type=count_arg, default=None)
     fi.add_argument("--bound-margin", type=float, default=None, metavar="M",
                     help="bound predictions to the training range widened by M times its width on the "
                          "transformed scale (default 0.25; negative: no bound)")
@@ -242,8 +242,8 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     fi.add_argument("--model", choices=choices.MODEL_KINDS, default="stepwise",
                     help="stepwise (robust default), paper (Stargazer as written), auto (chosen by cross-validation), "
                          "ebm, forest, boosting or hybrid (default stepwise)")
-    fi.add_argument("--folds", type=positive_int, default=5, help="--model auto: cross-validation folds (default 5)")
-    fi.add_argument("--seed", type=positive_int, default=0, help="seed of the learners and the folds (default 0)")
+    fi.add_argument("--folds", type=count_arg, default=5, help="--model auto: cross-validation folds (default 5)")
+    fi.add_argument("--seed", type=nonnegative_int, default=0, help="seed of the learners and the folds (default 0)")
     fi.set_defaults(func=cmd_fit)
 
     pr2 = sub.add_parser("predict", help="predict design points with a fitted model (adds predicted, bounded and "
@@ -260,8 +260,8 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     va.add_argument("--transform", choices=choices.FIT_TRANSFORMS, default="auto",
                     help="response transform; auto (default): the stepwise models choose log, sqrt or none by leave-one-out error, the other models use log for positive responses")
     va.add_argument("--train-sizes", default="30,60,90,120,150,180,210,240,270,300", metavar="N1,N2,...")
-    va.add_argument("--test-size", type=positive_int, default=200)
-    va.add_argument("--repeats", type=positive_int, default=5)
+    va.add_argument("--test-size", type=count_arg, default=200)
+    va.add_argument("--repeats", type=count_arg, default=5)
     va.add_argument("--models", default="stepwise,fixed", metavar="m1,m2,...",
                     help="stepwise (robust default), paper (Stargazer as written), fixed, regional, application, "
                          "forest, boosting, hybrid, ebm, auto (chosen by cross-validation on each training draw)")
@@ -270,7 +270,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     va.add_argument("--region", type=float, default=0.5, help="S+R region size as a share of N (default 0.5)")
     va.add_argument("--theta", type=float, default=None, help="θ of the stepwise model (default: its own)")
     va.add_argument("--phi", type=float, default=None, help="φ of the stepwise model (default: its own)")
-    va.add_argument("--seed", type=positive_int, default=0)
+    va.add_argument("--seed", type=nonnegative_int, default=0)
     va.add_argument("--json", action="store_true",
                     help='print {"models": {name: {"N": {mean, median, p75, p98, max, …, nonfinite, bounded}}}}')
     va.set_defaults(func=cmd_validate)

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from ..errors import GpudseError
-from .common import positive_int, size_arg
+from .common import count_arg, nonnegative_int, size_arg
 
 
 def cmd_pixels(args: argparse.Namespace) -> int:
@@ -82,11 +82,11 @@ def cmd_combine(args: argparse.Namespace) -> int:
 def add_parsers(sub: argparse._SubParsersAction) -> None:
     px = sub.add_parser("pixels", help="Zatel: pick representative pixels per downscaled-GPU group")
     px.add_argument("heatmap", metavar="HEATMAP", help=".ppm (P3/P6), .png, .npy or .csv")
-    px.add_argument("--sms", type=positive_int, help="SMs of the full GPU (or --config)")
-    px.add_argument("--mem", type=positive_int, help="memory partitions of the full GPU (or --config)")
+    px.add_argument("--sms", type=count_arg, help="SMs of the full GPU (or --config)")
+    px.add_argument("--mem", type=count_arg, help="memory partitions of the full GPU (or --config)")
     px.add_argument("--config", metavar="GPU.config", help="GPGPU-Sim config: counts from it, downscaled copy written")
-    px.add_argument("--k", type=positive_int, default=None, help="force the downscaling factor K")
-    px.add_argument("--clusters", type=positive_int, default=5, help="K-means colour clusters (default 5)")
+    px.add_argument("--k", type=count_arg, default=None, help="force the downscaling factor K")
+    px.add_argument("--clusters", type=count_arg, default=5, help="K-means colour clusters (default 5)")
     px.add_argument("--division", choices=("fine", "coarse"), default="fine")
     px.add_argument("--distribution", choices=("uniform", "lintmp", "exptmp"), default="uniform")
     px.add_argument("--block", type=size_arg, default=(32, 2), help="section block, WIDTHxHEIGHT (default 32x2)")
@@ -94,7 +94,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     pct = px.add_mutually_exclusive_group()
     pct.add_argument("--percent", type=float, help="trace this percentage of each group (instead of eq. 1)")
     pct.add_argument("--bounds", default="0.3,0.6", help="eq. 1 bounds on P (default 0.3,0.6)")
-    px.add_argument("--seed", type=positive_int, default=0)
+    px.add_argument("--seed", type=nonnegative_int, default=0)
     px.add_argument("-o", "--output", required=True, metavar="OUTDIR")
     px.add_argument("--json", action="store_true")
     px.set_defaults(func=cmd_pixels)

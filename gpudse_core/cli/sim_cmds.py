@@ -9,21 +9,25 @@ from pathlib import Path
 
 from .. import choices
 from ..errors import GpudseError
-from .common import positive_int, positive_number, writable, write_table
+from .common import count_arg, nonnegative_int, positive_number, writable, write_table
 
 
 def cmd_simulate(args: argparse.Namespace) -> int:
     """Run (or resume) a campaign; exit 0 only when every point has a result (1: some are missing)."""
     from ..dataio import read_table
-    from ..sim.campaign import points_spec, run_campaign
+    from ..sim.campaign import check_workers, points_spec, run_campaign
     from ..sim.store import CampaignStore
 
+    check_workers(args.workers, args.scheduler)
     points = read_table(args.points)
     out = writable(args.output, (".csv", ".parquet", ".json"))
     backend = _backend(args)
     check = getattr(backend, "check_points", None)
     if check is not None:
         check(points.columns)  # before the store is touched
+    check_table = getattr(backend, "check_table", None)
+    if check_table is not None:
+        check_table(points, str(args.points))
     store_path = Path(args.store) if args.store else out.with_suffix(".db")
     wsc = None
     if args.workspace:  # issue 14: the campaign goes into the workspace's database, live in the dashboard
@@ -143,9 +147,13 @@ def cmd_equal_area(args: argparse.Namespace) -> int:
 
 
 def cmd_wfg(args: argparse.Namespace) -> int:
-    from ..sim.wfg import analyze, load_wfg
+    from ..sim.wfg import WFGError, analyze, load_wfg
 
-    res = analyze(load_wfg(args.graph))
+    graph = load_wfg(args.graph)
+    try:
+        res = analyze(graph)
+    except WFGError as e:  # the analysis names the field; the file is the one given
+        raise WFGError(f"{args.graph}: {e}") from None
     if args.json:
         print(json.dumps(res.to_dict(), indent=1))
         return 0
@@ -163,8 +171,8 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     si.add_argument("--kernel", default="matMul", choices=list(choices.KERNELS), help="analytical backend: Table 4 application")
     si.add_argument("--config", metavar="SIM.toml", help="command backend: the simulator description on this machine")
     si.add_argument("--noise", type=float, default=0.0, help="analytical: σ of log-normal measurement noise")
-    si.add_argument("--seed", type=positive_int, default=None)
-    si.add_argument("--workers", type=positive_int, default=None,
+    si.add_argument("--seed", type=nonnegative_int, default=None)
+    si.add_argument("--workers", type=count_arg, default=None,
                     help="worker processes (local pool or --scheduler local; default: all cores)")
     si.add_argument("--scheduler", metavar="ADDRESS", help="a Dask scheduler, e.g. tcp://head-node:8786, or "
                     "'local' for a Dask LocalCluster")
@@ -173,7 +181,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     si.add_argument("--campaign", default="default", help="campaign name inside the store")
     si.add_argument("--workspace", metavar="ID", help="record the campaign in this dashboard workspace "
                     "($GPUDSE_HOME): its progress shows live there, and its results can become the workspace's")
-    si.add_argument("--retries", type=positive_int, default=2, help="retries of a failed run (default 2)")
+    si.add_argument("--retries", type=nonnegative_int, default=2, help="retries of a failed run (default 2)")
     si.add_argument("--retry-failed", action="store_true",
                     help="give points that failed in an earlier run of this campaign new attempts")
     si.add_argument("-o", "--output", required=True, metavar="results.csv")

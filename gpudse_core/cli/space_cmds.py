@@ -8,7 +8,7 @@ import sys
 
 from .. import choices
 from ..errors import printable
-from .common import fraction, positive_int, writable
+from .common import count_arg, fraction, nonnegative_int, writable
 
 
 def space_text(space) -> str:
@@ -110,12 +110,12 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     sa = sub.add_parser("sample", help="sample design points uniformly at random (Stargazer §5.1)")
     sa.add_argument("space", metavar="SPACE", help="YAML/JSON file or preset")
     how = sa.add_mutually_exclusive_group(required=True)
-    how.add_argument("-n", type=positive_int, metavar="N", help="number of points")
+    how.add_argument("-n", type=count_arg, metavar="N", help="number of points")
     how.add_argument("--fraction", type=fraction, metavar="F", help="fraction of the whole space (0.0003 or 0.03%%)")
     how.add_argument("--per-dim-fraction", type=fraction, metavar="F", help="fraction of each dimension")
     sa.add_argument("--per-dim-mode", choices=choices.PER_DIM_MODES, default="count",
                     help="count: F of each dimension sets the number of points (default); subgrid: a random sub-grid")
-    sa.add_argument("--seed", type=positive_int, default=None, help="random seed (reproducible output)")
+    sa.add_argument("--seed", type=nonnegative_int, default=None, help="random seed (reproducible output)")
     sa.add_argument("--method", choices=choices.SAMPLING_METHODS, default="uniform")
     sa.add_argument("--with-index", action="store_true", help="add a design_index column")
     sa.add_argument("-o", "--output", required=True, metavar="FILE", help="samples.csv, .parquet or .json")

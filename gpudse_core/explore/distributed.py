@@ -44,6 +44,10 @@ def local_cluster(workers: int | None = None) -> Any:
     import dask
     from distributed import LocalCluster
 
+    from .. import limits
+
+    limits.check("local_workers", workers or 0, f"{workers or 0:,} worker processes on this machine",
+                 "ask for fewer (one per core is the default)")
     with dask.config.set(WORKER_CONFIG):
         return LocalCluster(n_workers=workers or os.cpu_count() or 1, threads_per_worker=1, processes=True,
                             dashboard_address=None)

@@ -48,6 +48,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .. import limits
 from ..errors import GpudseError
 from .inference import design_matrix
 from .learners import Support, details, guard, is_categorical, response_bounds, stepwise_fit
@@ -241,6 +242,16 @@ def validate(data: pd.DataFrame, response: str, params: Sequence[str] | None = N
     sizes = sorted({int(n) for n in train_sizes})
     if not sizes or sizes[0] < 3:
         raise GpudseError("training sizes must be whole numbers of at least 3")
+    if isinstance(repeats, bool) or not isinstance(repeats, (int, np.integer)) or repeats < 1:
+        raise GpudseError(f"repeats must be a whole number of at least 1 (got {repeats!r})")
+    if isinstance(test_size, bool) or not isinstance(test_size, (int, np.integer)) or test_size < 1:
+        raise GpudseError(f"the test size must be a whole number of at least 1 (got {test_size!r})")
+    if "regional" in models and not (isinstance(region, (int, float)) and math.isfinite(region) and 0 < region <= 1):
+        raise GpudseError(f"the S+R region must be a share of the training rows in (0, 1] (got {region!r}); "
+                          f"0.5 uses the nearest half")
+    limits.check("validation_fits", len(sizes) * repeats * len(models),
+                 f"{len(sizes)} training sizes × {repeats} repeats × {len(models)} models (fits)",
+                 "use fewer repeats, sizes or models")
     if sizes[-1] + test_size > len(data):
         raise GpudseError(f"the largest training size ({sizes[-1]}) plus the test set ({test_size}) needs "
                           f"{sizes[-1] + test_size} rows but the data have {len(data)}; use smaller sizes")

@@ -256,6 +256,8 @@ def read_npy(fh: BinaryIO, name: str) -> np.ndarray:
             raise ValueError(f"unknown format version {version}")
     except Exception as e:  # noqa: BLE001 - NumPy's header parser raises many kinds on hostile bytes
         why = (str(e).splitlines() or [type(e).__name__])[0][:200]
+        if "magic" in why.lower():  # NumPy's message quotes the file's first bytes: not for a reader
+            why = "it does not start with NumPy's signature"
         raise HeatmapError(f"{name}: not a NumPy array file ({why}); save per-pixel times with numpy.save") from None
     if dtype.hasobject:
         raise HeatmapError(f"{name}: the array holds Python objects, which would need pickle; pickles are never "

@@ -549,29 +549,43 @@ def combine(group_metrics: Sequence[Mapping[str, float]], fractions: Sequence[fl
     """Combine per-group results: extrapolate absolute metrics by 1/P, then aggregate per metric."""
     if len(group_metrics) != len(fractions):
         raise ZatelError(f"{len(group_metrics)} groups but {len(fractions)} fractions; give one fraction per group")
-    for f in fractions:
-        if not 0 < f <= 1:
-            raise ZatelError(f"traced fraction {f} must be in (0, 1]")
+    for i, f in enumerate(fractions, 1):
+        if isinstance(f, bool) or not isinstance(f, (int, float)) or not math.isfinite(f) or not 0 < f <= 1:
+            raise ZatelError(f"traced fraction {f!r} of group {i} must be a number in (0, 1]")
     agg = dict(aggregation or {})
     bad = {m: a for m, a in agg.items() if a not in AGGREGATIONS}
     if bad:
         raise ZatelError(f"unknown aggregation(s) {bad}; choose {', '.join(AGGREGATIONS)}")
     metrics = sorted(set.intersection(*(set(m) for m in group_metrics))) if group_metrics else []
+    unknown = sorted(set(agg) - set(metrics))
+    if unknown:
+        raise ZatelError(f"--aggregate names metric(s) {', '.join(map(repr, unknown))} that not every group reports; "
+                         f"the groups report {', '.join(metrics) or 'none'}")
     out = {}
     for m in metrics:
-        vals = np.array([gm[m] / (f if m in ABSOLUTE else 1.0) for gm, f in zip(group_metrics, fractions)])
-        how = agg.get(m, default_aggregation(m))
-        if how == "sum":
-            out[m] = float(vals.sum())
-        elif how == "mean":
-            out[m] = float(vals.mean())
-        else:
-            out[m] = float(len(vals) / np.sum(1.0 / vals)) if np.all(vals > 0) else float("nan")
+        with np.errstate(all="ignore"):
+            vals = np.array([gm[m] / (f if m in ABSOLUTE else 1.0) for gm, f in zip(group_metrics, fractions)])
+            how = agg.get(m, default_aggregation(m))
+            if how == "hmean" and not np.all(vals > 0):
+                raise ZatelError(f"{m}: the harmonic mean needs a positive value in every group (got "
+                                 f"{', '.join(f'{v:g}' for v in vals)}); aggregate it with mean or sum")
+            value = float(vals.sum() if how == "sum" else vals.mean() if how == "mean" else len(vals) / np.sum(1.0 / vals))
+        if not math.isfinite(value):
+            raise ZatelError(f"{m}: the combined value is not a finite number (the groups' values divided by their "
+                             f"traced fractions overflow); check the fractions "
+                             f"({', '.join(f'{f:g}' for f in fractions)})")
+        out[m] = value
     return out
 
 
 def combine_logs(paths: Sequence[str | Path], fractions: Sequence[float],
                  aggregation: Mapping[str, str] | None = None) -> dict[str, float]:
+    seen: dict[Path, str] = {}
+    for p in paths:
+        key = Path(p).resolve()
+        if key in seen:
+            raise ZatelError(f"{p}: given twice (also as {seen[key]}); give each downscaled GPU group's log once")
+        seen[key] = str(p)
     metrics = []
     for p in paths:
         t = parse_log(p).totals()

@@ -35,8 +35,11 @@ def contributions(model: StepwiseModel, models: dict[str, StepwiseModel] | None 
         for term, gain in m.contributions():
             fig.add_trace(go.Bar(x=[name], y=[gain], name=term, legendgroup=term,
                                  hovertemplate=f"{term}: {fmt.fmt_r2(gain)}<extra>{name}</extra>"))
-    fig.update_layout(barmode="stack", yaxis_title="contribution to R²", yaxis_range=[0, 1], height=400,
-                      legend_title_text="term (in order)", xaxis_type="category")
+    terms = len({t.name for t in fig.data})
+    # tall enough that the legend lists every term without scrolling (22 px an entry)
+    fig.update_layout(barmode="stack", yaxis_title="contribution to R²", yaxis_range=[0, 1],
+                      height=max(400, min(1000, 160 + 22 * terms)), legend_title_text="term (in order)",
+                      xaxis_type="category")
     return style.apply(fig, title_text="Each term's contribution to R²", source="Stargazer Fig. 3")
 
 
@@ -135,9 +138,14 @@ def interaction_heatmap(xs: Sequence[Any], ys: Sequence[Any], z: Any, x_param: A
     return style.apply(fig, title_text=f"Predicted {response} over two parameters")
 
 
+def _sizes_with_errors(res: ValidationResult) -> list[int]:
+    """The training sizes some model has errors for (all of them, unless the run was stopped)."""
+    return [n for n in res.train_sizes if any(n in res.errors.get(m, {}) for m in res.models)]
+
+
 def error_cdf(res: ValidationResult, n: int | None = None) -> go.Figure:
     """Lee & Brooks Figs. 9, 12: the empirical CDF of relative errors at one training size, per model."""
-    n = n or max(res.train_sizes)
+    n = n or max(_sizes_with_errors(res), default=max(res.train_sizes))  # a stopped run: the largest N done
     fig = go.Figure()
     top = 0.0
     for m in res.models:
@@ -169,15 +177,16 @@ def error_trend(res: ValidationResult) -> go.Figure:
         sub = table[table.model == m] if len(table) else table
         if not len(sub):
             continue
-        for stat, dash, mode in (("mean", "solid", "lines+markers"), ("max", "dot", "lines")):
+        for stat, dash, symbol in (("mean", "solid", "circle"), ("max", "dot", "x")):
             y = 100 * sub[stat].to_numpy(dtype=float)
             values += list(y)
-            fig.add_trace(go.Scatter(x=sub.train_size, y=y, mode=mode, name=f"{m} {stat}", legendgroup=m,
-                                     showlegend=True, line=dict(dash=dash),
+            # markers on both: with one training size (a stopped run) a line alone would not show
+            fig.add_trace(go.Scatter(x=sub.train_size, y=y, mode="lines+markers", name=f"{m} {stat}", legendgroup=m,
+                                     showlegend=True, line=dict(dash=dash), marker=dict(symbol=symbol),
                                      hovertemplate=f"{m} {stat} at N = %{{x}}: %{{y:,.3~r}} %<extra></extra>"))
     fig.update_yaxes(**style.log_axis(values, "relative error (%, log scale)", unit="%"))
     fig.update_layout(xaxis_title="training points N", height=400, xaxis_tickmode="array",
-                      xaxis_tickvals=list(res.train_sizes))
+                      xaxis_tickvals=_sizes_with_errors(res) or list(res.train_sizes))
     # both lines of a model share its colour (legend group); both keep their legend entries
     return style.apply(fig, title_text="Mean and maximum error against training size", source="Stargazer Fig. 5",
                        one_entry_per_group=False)
@@ -187,11 +196,12 @@ def error_by_size(res: ValidationResult, models: Sequence[str] = ("stepwise", "f
     """Stargazer Fig. 6: mean relative error per training size, grouped bars per model. A size without a
     finite mean is labelled "–" in its slot (not an unexplained gap)."""
     table = res.summary()
-    sizes = [str(n) for n in res.train_sizes]
+    done = _sizes_with_errors(res) or list(res.train_sizes)  # a stopped run: no empty slots for sizes not reached
+    sizes = [str(n) for n in done]
     fig = go.Figure()
     for m in models:
         y, text = [], []
-        for n in res.train_sizes:
+        for n in done:
             row = table[(table.model == m) & (table.train_size == n)] if len(table) else table
             v = float(row["mean"].iloc[0]) * 100 if len(row) else math.nan
             ok = math.isfinite(v)

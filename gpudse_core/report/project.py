@@ -174,6 +174,16 @@ def load_project(data: bytes, name: str = "project.zip") -> Project:
                 raise ProjectError(f"{source}: the manifest's response {response[:60]!r} is not a column")
             if pd.to_numeric(results[response], errors="coerce").notna().sum() == 0:
                 raise ProjectError(f"{source}: the response {response[:60]!r} holds no numbers")
+        for p in space.parameters:  # results are points of the space, like the samples
+            col = results[p.name]
+            ok = (pd.to_numeric(col, errors="coerce").isin([float(v) for v in p.values]) if p.kind == "numeric"
+                  else col.astype(str).isin([str(v) for v in p.values]))
+            bad = (~ok.to_numpy()).nonzero()[0].tolist()
+            if bad:
+                shown = ", ".join(map(str, p.values[:10])) + (", …" if p.size > 10 else "")
+                raise ProjectError(f"{source}: row {bad[0] + 1}: {p.name} = {str(results[p.name].iloc[bad[0]])[:40]} "
+                                   f"is not a value of the project's space ([{shown}])"
+                                   + (f"; {len(bad) - 1:,} more rows like it" if len(bad) > 1 else ""))
     model = None
     if "model.json" in entries:
         from ..model.registry import load_model
@@ -183,6 +193,12 @@ def load_project(data: bytes, name: str = "project.zip") -> Project:
         if unknown:
             raise ProjectError(f"{name}/model.json: fitted on parameter(s) {', '.join(unknown[:10])} that the "
                                f"project's space does not have")
+        fitted_on = getattr(model, "response", None)
+        # a model may be of any numeric column of the results (the fit page offers them all), not only the
+        # manifest's response; it may not be of a column the results do not have
+        if results is not None and fitted_on is not None and fitted_on not in results.columns:
+            raise ProjectError(f"{name}/model.json: a model of {str(fitted_on)[:60]!r}, which is not a column of the "
+                               f"project's results.csv; save the project again from gpudse")
     settings = js("settings.json") if "settings.json" in entries else {}
     if not isinstance(settings, dict):
         raise ProjectError(f"{name}/settings.json: must be an object of settings")
@@ -197,7 +213,7 @@ REPORT_CSS = (
     "td,th{border-bottom:1px solid #E4E7EB;padding:4px 12px;text-align:right;white-space:nowrap}"
     "td:first-child,th:first-child{text-align:left}th{background:#F5F7FA}"
     "pre{background:#F5F7FA;padding:1em;white-space:pre-wrap;font-size:.9em}"
-    ".figure{margin:1.2em 0}.muted{color:#5F6B7A}"
+    ".figure{margin:1.2em 0}.muted{color:#5F6B7A}.table{overflow-x:auto;max-width:100%}"
 )
 
 
@@ -244,7 +260,8 @@ def html_report(project: Project, figures: list[Any], tables: dict[str, pd.DataF
                      f"{html.escape(fmt.fmt_count(m.n, 'observations'))}.</p>")
         parts.append(f"<pre>{html.escape(m.equation(digits=5))}</pre>")
     for name, df in (tables or {}).items():
-        parts.append(f"<h2>{html.escape(name)}</h2>" + _report_table(df, units, (table_kinds or {}).get(name)))
+        parts.append(f"<h2>{html.escape(name)}</h2><div class='table'>"
+                     + _report_table(df, units, (table_kinds or {}).get(name)) + "</div>")
     config = {"displaylogo": False, "responsive": True}
     for i, fig in enumerate(figures):
         # a figure drawn elsewhere (or under Streamlit's template) gets the gpudse style too; legends as built

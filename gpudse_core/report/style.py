@@ -297,8 +297,12 @@ def apply(fig: go.Figure, *, title_text: str | None = None, source: str | None =
     if text:
         if "<br>" not in text:
             fig.layout.title.text = wrap(text, TITLE_WRAP)
-        lines = fig.layout.title.text.count("<br>") + 1 + bool(fig.layout.title.subtitle.text)
-        fig.update_layout(margin=dict(t=28 + 25 * lines))
+        text_lines = fig.layout.title.text.count("<br>") + 1
+        lines = text_lines + bool(fig.layout.title.subtitle.text)
+        # Plotly places a title of several lines by its first line's height, so the top of the first
+        # line was clipped by the figure's edge (seen in Chromium): 10 px more room per extra line
+        extra = 10 * (text_lines - 1)
+        fig.update_layout(margin=dict(t=28 + 25 * lines + extra), title_pad_t=12 + extra)
     else:
         fig.update_layout(margin=dict(t=30))
     for ax in (*fig.select_xaxes(), *fig.select_yaxes()):

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
-ANALYSIS_TITLES = {"validation": "Validation: relative errors (fractions), pooled over repeats",
+ANALYSIS_TITLES = {"validation": "Validation: relative error (%), pooled over repeats",
                    "scan": "Best designs (whole-space scan)", "true_error": "True error over the entire space"}
+ERROR_COLUMNS = ("mean", "median", "p75", "p98", "max", "min", "q1", "q3")  # relative errors: shown in %
 
 
 def workspace_report(ws: Any, *, include_stale: bool = False) -> str:
@@ -38,7 +39,7 @@ def workspace_report(ws: Any, *, include_stale: bool = False) -> str:
             first = used[0]
             label = proj.space.parameter(first).display
             figs.append(figures.response_curve(response_curve(model, data, first, base, proj.space), first, label,
-                                               model.response, data))
+                                               model.response, data, parameter=proj.space.parameter(first)))
         figs.append(figures.predicted_vs_observed(model, data))
         from ..errors import GpudseError
         from ..model.inference import anova
@@ -47,17 +48,22 @@ def workspace_report(ws: Any, *, include_stale: bool = False) -> str:
             tables["ANOVA (Lee & Brooks Table 5)"] = anova(model, data)
         except GpudseError:
             pass
+    kinds: dict[str, dict[str, str]] = {}
     for name, sv in sorted(rc.analyses.items()):
         title = ANALYSIS_TITLES.get(name, name) + rc.label(name)[len(name):]  # "(partial: …)", "— out of date: …"
         value = sv.value
         if name == "validation":
             figs += [figures.error_cdf(value), figures.error_trend(value)]
-            tables[title] = value.summary()
+            tables[title] = value.summary().rename(columns={"train_size": "N"})  # as the Accuracy page shows it
+            kinds[title] = {c: "fraction" for c in ERROR_COLUMNS}
         elif name == "scan" and isinstance(value, dict) and "best" in value:
             tables[title] = value["best"]
         elif name == "true_error" and isinstance(value, dict):
             tables[title] = pd.DataFrame([{k: value[k] for k in ("kernel", "points", "mean", "median", "p98", "max")}])
+            kinds[title] = {c: "fraction" for c in ERROR_COLUMNS}
     if rc.left_out:
+        from ..workspace.stages import title as stage_title
+
         tables["Left out of this report"] = pd.DataFrame(
-            [{"part": k, "why": v} for k, v in sorted(rc.left_out.items())])
-    return html_report(proj, figs, tables, title=f"gpudse — {ws.name}")
+            [{"part": stage_title(k), "why": v} for k, v in sorted(rc.left_out.items())])
+    return html_report(proj, figs, tables, title=f"gpudse — {ws.name}", table_kinds=kinds)

@@ -40,11 +40,11 @@ import pandas as pd
 from .. import limits
 from ..errors import GpudseError
 from .command import BackendError, CommandBackend, worker_id
-from .simulator import KERNELS, simulate
+from .simulator import KERNELS, MAX_NOISE, PARAMETERS, simulate
 from .store import Attempt, CampaignStore, Outcome, Progress
 
-__all__ = ["AnalyticalBackend", "BackendError", "CommandBackend", "kill_pool", "local_pool", "points_spec",
-           "run_batch", "run_campaign"]
+__all__ = ["AnalyticalBackend", "BackendError", "CommandBackend", "check_workers", "kill_pool", "local_pool",
+           "points_spec", "run_batch", "run_campaign"]
 
 
 @dataclass
@@ -58,8 +58,31 @@ class AnalyticalBackend:
     def __post_init__(self) -> None:
         if self.kernel not in KERNELS:
             raise BackendError(f"unknown kernel {self.kernel!r}; built-in kernels: {', '.join(KERNELS)}")
-        if not isinstance(self.noise, (int, float)) or not math.isfinite(self.noise) or self.noise < 0:
-            raise BackendError("noise must be a finite number ≥ 0")
+        if isinstance(self.noise, bool) or not isinstance(self.noise, (int, float)) or not math.isfinite(self.noise) \
+                or not 0 <= self.noise <= MAX_NOISE:
+            raise BackendError(f"noise {self.noise!r}: give σ of the log-normal measurement noise, from 0 to "
+                               f"{MAX_NOISE:g} (0.01 is 1 % noise)")
+
+    def check_table(self, points: pd.DataFrame, source: str = "design points") -> None:
+        """Refuse, before anything runs, points the built-in simulator does not model: it is defined on
+        Stargazer's space (Table 2), so every point needs its ten parameters at values of that space."""
+        from ..space.presets import load_preset
+
+        missing = [p for p in PARAMETERS if p not in points.columns]
+        if missing:
+            raise BackendError(f"{source}: the points lack column(s) {', '.join(missing)}; the built-in simulator needs "
+                               f"Stargazer's parameters {', '.join(PARAMETERS)} (sample them with "
+                               f"gpudse sample stargazer)")
+        space = load_preset("stargazer")
+        for p in PARAMETERS:
+            allowed = np.asarray(space.parameter(p).values, dtype=float)
+            col = pd.to_numeric(points[p], errors="coerce").to_numpy(float)
+            bad = np.flatnonzero(~np.isin(col, allowed))
+            if bad.size:
+                rows = ", ".join(f"row {i + 1} ({str(points[p].iloc[i])[:20]})" for i in bad[:3])
+                raise BackendError(f"{source}: {p} takes values outside Stargazer's space at {rows}"
+                                   f"{f' and {bad.size - 3:,} more' if bad.size > 3 else ''}; the built-in simulator "
+                                   f"models {p} = {', '.join(f'{v:g}' for v in allowed)}")
 
     def spec(self) -> dict:
         return {"backend": "analytical", "kernel": self.kernel, "noise": self.noise, "seed": self.seed}
@@ -126,6 +149,17 @@ def kill_pool(executor: ProcessPoolExecutor) -> None:
 
 
 # ---- the runner ---------------------------------------------------------------------------------------------
+def check_workers(workers: int | None, scheduler: str | None = None) -> None:
+    """*workers* is a whole number ≥ 1 (or None: one per core), and at most ``limits.local_workers`` when
+    the processes start on this machine (a local pool or ``scheduler="local"``)."""
+    if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
+        raise GpudseError(f"workers must be a whole number of at least 1 (got {workers!r}); leave it out for one per "
+                          f"core")
+    if workers is not None and (not scheduler or scheduler == "local"):
+        limits.check("local_workers", workers, f"{workers:,} worker processes on this machine",
+                     "ask for fewer (one per core is the default)")
+
+
 def run_campaign(store: CampaignStore, backend: Any, *, workers: int | None = None, scheduler: str | None = None,
                  progress: Callable[[Progress, float], Any] | None = None,
                  should_stop: Callable[[], bool] | None = None, executor: Executor | None = None) -> Progress:
@@ -136,9 +170,9 @@ def run_campaign(store: CampaignStore, backend: Any, *, workers: int | None = No
     work and hands back points not yet started; runs in progress finish. A :class:`StoreError`
     stops the run (workers stopped, what was committed kept) and is raised.
     """
+    if executor is None:
+        check_workers(workers, scheduler)
     workers = workers or os.cpu_count() or 1
-    if workers < 1:
-        raise GpudseError("workers must be at least 1")
     check = getattr(backend, "check_points", None)
     if check is not None:
         check(store.columns())

@@ -136,7 +136,7 @@ class CommandBackend:
         if not isinstance(cmd, list):
             raise BackendError(f"{p}: 'command' must be a list of arguments, e.g. command = [\"/opt/sim/run\", "
                                f"\"--config\", \"{{config}}\"] (gpudse never runs a shell, so a string is not split)")
-        argv = [_scalar(a, f"{p}: command[{i}]") for i, a in enumerate(cmd)]
+        argv = [_scalar(a, f"{p}: command[{i}]", numbers=i > 0) for i, a in enumerate(cmd)]
         if not argv:
             raise BackendError(f"{p}: 'command' is empty")
         base = p.resolve().parent
@@ -155,7 +155,7 @@ class CommandBackend:
             if not _NAME.match(k) or k in METRICS or k in DERIVED or k in RESERVED_NAMES:
                 raise BackendError(f"{p}: extra_metrics: {k!r} is not a new metric name (letters, digits, _; not a "
                                    f"built-in metric or one of {', '.join(RESERVED_NAMES)})")
-        env = _table(doc.get("env", {}), f"{p}: env")
+        env = _table(doc.get("env", {}), f"{p}: env", numbers=True)
         for k in env:
             if not _NAME.match(k):
                 raise BackendError(f"{p}: env: {k!r} is not an environment variable name")
@@ -250,20 +250,24 @@ class CommandBackend:
                        lost + [Attempt(attempt, "done", who, str(run_dir), started, time.time())])
 
 
-def _scalar(v: Any, what: str) -> str:
-    if isinstance(v, bool) or not isinstance(v, (str, int, float)) or (isinstance(v, float) and not math.isfinite(v)):
-        raise BackendError(f"{what}: {v!r} is not a string")
+def _scalar(v: Any, what: str, numbers: bool = False) -> str:
+    """A text field; with *numbers*, a finite number is taken as its text too (command arguments after
+    the program, environment values: ``["sim", "-n", 4]``, ``OMP_NUM_THREADS = 4``)."""
+    if not isinstance(v, str) and not (numbers and isinstance(v, (int, float)) and not isinstance(v, bool)
+                                       and math.isfinite(v)):
+        raise BackendError(f"{what}: {repr(v)[:60]} is not a string; write it in quotes" + (
+            "" if numbers or isinstance(v, (dict, list)) else f", e.g. \"{v}\""))
     s = str(v)
     if "\x00" in s:
         raise BackendError(f"{what}: contains a NUL character")
     return s
 
 
-def _table(v: Any, what: str) -> dict[str, str]:
+def _table(v: Any, what: str, numbers: bool = False) -> dict[str, str]:
     if not isinstance(v, dict):
         raise BackendError(f"{what}: must be a table of names and strings (e.g. [env] then CUDA_INSTALL_PATH = "
                            f"\"/usr/local/cuda\"), not {type(v).__name__}")
-    return {str(k): _scalar(x, f"{what}.{k}") for k, x in v.items()}
+    return {str(k): _scalar(x, f"{what}.{k}", numbers) for k, x in v.items()}
 
 
 def _plain_file_name(name: Any) -> bool:

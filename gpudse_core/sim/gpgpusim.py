@@ -4,7 +4,9 @@ One implementation, used by simulation campaigns and by the Zatel ray-tracing wo
 
 Logs: :func:`parse_log` reads a simulator's stdout (plain or ``.gz``) as a stream: memory stays
 bounded whatever the log's size (lines longer than 1 MiB are cut), and at most ``limits.log_bytes``
-(decompressed) are read, so a gzipped log bomb stops with a clear error. Each kernel's statistics start
+(decompressed) are read, and a ``.gz`` that expands more than ``limits.log_gzip_ratio`` times (checked
+from 16 MiB on; real logs compress about 10×) is refused, so a gzipped log bomb stops with a clear
+error within seconds (a parse costs 6–40 MB/s of log, so 4 GiB from a few MB would take minutes). Each kernel's statistics start
 at ``kernel_name = …``; the metrics read are ``gpu_sim_cycle``, ``gpu_tot_sim_cycle``,
 ``gpu_sim_insn``, ``gpu_tot_sim_insn``, ``gpu_ipc``, ``gpu_tot_ipc``, ``L1D_total_cache_miss_rate``,
 ``L2_total_cache_miss_rate``, ``bwutil`` and ``dram_eff`` (printed once per memory channel: averaged),
@@ -61,6 +63,7 @@ RE2_MEMORY = 1 << 20  # bytes one compiled user pattern may use (a bigger progra
 _DROPPED = re.compile(re.escape(TRUNCATION_MARK) + r" (\d+) bytes")
 CHUNK = 1 << 20  # bytes read at a time
 MAX_LINE = 1 << 20  # a longer line is cut into pieces (no statistic is that long)
+RATIO_AFTER = 16 << 20  # decompressed bytes after which a .gz's expansion ratio is checked (log_gzip_ratio)
 
 
 class ParseError(GpudseError):
@@ -157,8 +160,9 @@ def compile_patterns(extra: Mapping[str, str] | None, where: str = "") -> dict[s
             msg = e.args[0].decode(errors="replace") if e.args and isinstance(e.args[0], bytes) else str(e)
             raise ParseError(f"{label}: the regular expression {pattern!r} is invalid or unsupported ({msg}); "
                              f"patterns use RE2 syntax (no look-around, no back-references)") from None
-        if rx.groups < 1:
-            raise ParseError(f"{label}: the regular expression {pattern!r} needs one (group) for the number")
+        if rx.groups != 1:
+            raise ParseError(f"{label}: the regular expression {pattern!r} has {rx.groups} groups; give exactly one "
+                             f"(group) around the number, and (?:…) for any other grouping")
         out[name] = rx
     return out
 
@@ -186,6 +190,14 @@ def _stream(fh: IO[bytes], name: str, limit_name: str) -> Iterator[bytes]:
             if total > getattr(lim, limit_name):
                 lim.check(limit_name, total, f"{name}: more than {getattr(lim, limit_name):,} bytes "
                           f"(decompressed)", "is it the right file, or a compressed bomb?")
+            raw = getattr(fh, "fileobj", None)  # a gzip stream: how far into the compressed file
+            if raw is not None and total >= RATIO_AFTER:
+                ratio = total / max(raw.tell(), 1)
+                if ratio > lim.log_gzip_ratio:
+                    lim.check("log_gzip_ratio", ratio, f"{name}: {total:,} bytes decompressed from "
+                              f"{raw.tell():,}: a ratio of {ratio:,.0f}",
+                              "simulator logs compress about 10x; a file that expands this much is a "
+                              "compressed bomb, or decompress it yourself and pass the plain log")
             yield data
     except (OSError, EOFError, zlib.error) as e:
         raise ParseError(f"{name}: cannot be read ({e})") from None
@@ -235,7 +247,7 @@ def parse_log(source: str | Path, extra: Mapping[str, str] | None = None, text: 
     """
     name = str(source) if text is None else (str(source) or "output")
     extra_re = compile_patterns(extra)
-    parser = _LogParser(extra_re)
+    parser = _LogParser(extra_re, name)
     if text is not None:
         limits.check("log_bytes", len(text), f"{name}: output of {len(text):,} characters")
         parser.feed_all(_text_blocks(text))
@@ -258,8 +270,11 @@ def _sums(kernels: Iterable[KernelStats]) -> dict[str, float]:
 class _LogParser:
     """Statistics of a log fed a block of whole lines at a time; memory bounded (see :class:`SimLog`)."""
 
-    def __init__(self, extra_re: Mapping[str, Any]):
+    def __init__(self, extra_re: Mapping[str, Any], name: str = "output"):
         self.extra_re = extra_re
+        self.name = name
+        self.statistics = 0
+        self.statistics_limit = limits.current().log_statistics
         self.kernels: deque[KernelStats] = deque(maxlen=KEEP_KERNELS)
         self.current: KernelStats | None = None
         self.count = 0
@@ -308,7 +323,9 @@ class _LogParser:
                     last = m
             if last is not None:
                 self.extras[k] = last.group(1)
+        hits = 0
         for hit in _NAMES.finditer(block):
+            hits += 1
             at, name = hit.start(), hit.group()
             before = block[at - 1] if at else "\n"
             if name == "kernel_name":  # a header starts a line
@@ -332,6 +349,11 @@ class _LogParser:
                 acc[1] += 1
             else:
                 k.metrics[name] = v
+        # Each statistic costs Python work (~3 µs): their number, not the bytes, bounds the time.
+        self.statistics += hits
+        if self.statistics > self.statistics_limit:
+            limits.check("log_statistics", self.statistics, f"{self.name}: statistic lines",
+                         "a GPGPU-Sim log has about 80 per kernel; is it the right file?")
 
     def result(self, name: str) -> SimLog:
         self._start(None)

@@ -48,6 +48,7 @@ from ..errors import GpudseError
 from .analytical import LaunchOverheadParams, launch_overhead, warp_parallelism_cycles
 
 PARAMETERS = ("blk", "cc", "tc", "smp", "ccp", "simd", "mshr", "dramq", "intra", "inter")
+MAX_NOISE = 1.0  # σ of log noise: a factor e^±1 for one σ is already far beyond any measurement
 CORES = 30
 CORE_MHZ = 325.0
 DRAM_BYTES_PER_CYCLE = 8 * 2 * 4 * 2 * 800.0 / CORE_MHZ
@@ -148,8 +149,9 @@ def simulate(points: pd.DataFrame, kernel: str | KernelProfile, noise: float = 0
     if prof is None:
         raise GpudseError(f"unknown kernel {kernel!r}; built-in kernels: {', '.join(KERNELS)}")
     prof.check()
-    if noise < 0:
-        raise GpudseError("noise (σ of the log-normal measurement noise) cannot be negative")
+    if isinstance(noise, bool) or not isinstance(noise, (int, float)) or not 0 <= noise <= MAX_NOISE:
+        raise GpudseError(f"noise {noise!r}: give σ of the log-normal measurement noise, from 0 to {MAX_NOISE:g} "
+                          f"(0.01 is 1 % noise)")
     blk, cc, tc, smp, ccp, simd, mshr, dramq, intra, inter = (_col(points, p) for p in PARAMETERS)
 
     lanes = min(prof.threads_per_block, WARP) * prof.divergence

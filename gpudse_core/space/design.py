@@ -1101,6 +1101,9 @@ def _show(name: Any) -> str:
 
 def space_from_dict(raw: Any, source: str = "<dict>") -> DesignSpace:
     """Build and check a :class:`DesignSpace` from the file structure (see the module docstring)."""
+    if raw is None:
+        raise SpaceError(f"{source}: the file is empty (or only comments); a space file needs a 'parameters' list, "
+                         f"e.g. write one to start from with: gpudse space export stargazer -o my_space.yaml")
     if not isinstance(raw, dict):
         raise SpaceError(f"{source}: the file must be a mapping with a 'parameters' list (got a {_kind(raw)})")
     top = where(source, raw.get("__line__"))

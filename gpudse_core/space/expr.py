@@ -302,6 +302,8 @@ class _Check(ast.NodeVisitor):
             self.fail(f"calling {name} is not allowed (allowed functions: {', '.join(FUNCTIONS)})")
         if node.keywords:
             self.fail("keyword arguments are not allowed")
+        if any(isinstance(a, ast.Starred) for a in node.args):
+            self.fail(f"starred arguments (*…) are not allowed; write the arguments of {node.func.id}() out")
         _, lo, hi = FUNCTIONS[node.func.id]
         if not lo <= len(node.args) <= hi:
             self.fail(f"{node.func.id}() takes {lo}{'' if lo == hi else f' to {hi}'} argument(s)")

@@ -523,6 +523,13 @@ def sample_set_from_dict(doc: Any, space: DesignSpace, source: str = "samples.js
         if "design_index" in row:
             given_index.append((i, row["design_index"]))
     indices = space.encode(digits)
+    if len(rows) > 1:
+        _, first, counts = np.unique(_row_keys(digits), return_index=True, return_counts=True)
+        if (counts > 1).any():
+            j = int(np.sort(first[counts > 1])[0])
+            again = [i for i in range(j + 1, len(rows)) if np.array_equal(digits[i], digits[j])][0]
+            raise SamplingError(f"{source}: point {again + 1} repeats point {j + 1}; samples are drawn without "
+                                f"replacement, so each design point appears once")
     for i, v in given_index:
         try:
             ok = int(str(v)) == int(indices[i])

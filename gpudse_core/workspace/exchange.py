@@ -11,8 +11,9 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..errors import GpudseError
 from .stages import BASE_STAGES
-from .workspace import StageValue, Workspace, WorkspaceError
+from .workspace import StageValue, Workspace, WorkspaceError, _check_name
 
 
 @dataclass(frozen=True)
@@ -86,6 +87,12 @@ def import_project(ws: Workspace, data: bytes, name: str = "project.zip",
     from ..report.project import load_project
 
     proj = load_project(data, name)
+    saved_as = proj.settings.get("workspace")
+    if adopt_name and isinstance(saved_as, str):
+        try:
+            saved_as = _check_name(saved_as)
+        except GpudseError:  # a name that is no workspace name (control characters, too long): not adopted
+            saved_as = None
     samples = proj.sample_set  # validated against the space by load_project (points of it, feasible)
     origin = f"project {name}"
     out: dict[str, StageValue] = {}
@@ -98,7 +105,6 @@ def import_project(ws: Workspace, data: bytes, name: str = "project.zip",
         else:
             out["results"] = ws.remove("results")
             out["model"] = ws.remove("model")
-        saved_as = proj.settings.get("workspace")
         if adopt_name and isinstance(saved_as, str) and saved_as.strip() and saved_as != ws.name:
             ws.rename(saved_as)
     return out

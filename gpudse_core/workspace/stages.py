@@ -28,9 +28,13 @@ ALLOWED_INPUTS = {"space": (), "samples": ("space",), "results": ("space", "samp
                   "model": ("results", "space", "samples")}
 DEFAULT_INPUTS = {"space": (), "samples": ("space",), "results": ("space",), "model": ("results",)}
 
-_NOUN = {"space": "design space", "samples": "samples", "results": "results", "model": "model"}
+_NOUN = {"space": "design space", "samples": "samples", "results": "results", "model": "model",
+         "validation": "validation", "true_error": "true error", "scan": "best designs", "heatmap": "heatmap",
+         "app_models": "per-application models"}
 _THIS = {"samples": "these samples were drawn", "results": "these results were recorded",
-         "model": "this model was fitted"}
+         "model": "this model was fitted", "validation": "this validation was run",
+         "true_error": "the true error was computed", "scan": "the best designs were found",
+         "heatmap": "this heatmap was made", "app_models": "the per-application models were fitted"}
 _FIRST = {"space": ("no design space has been chosen yet", "Choose a design space"),
           "samples": ("no design points have been sampled yet", "Sample design points"),
           "results": ("no results have been simulated or uploaded yet", "Simulate or upload results"),
@@ -123,12 +127,22 @@ class Status:
         return f"{self.reason[0].upper()}{self.reason[1:]}. {self.action}."
 
 
+TITLES = {"space": "Design space", "samples": "Samples", "results": "Results", "model": "Model",
+          "validation": "Validation", "true_error": "True error", "scan": "Best designs (Explore)",
+          "heatmap": "Ray-tracing heatmap", "app_models": "Per-application models"}
+
+
+def title(stage: str) -> str:
+    """A stage or analysis as a reader names it in a heading or a list (never the storage key 'true_error')."""
+    return TITLES.get(stage, stage.replace("_", " ").capitalize())
+
+
 def noun(stage: str) -> str:
-    return _NOUN.get(stage, stage)
+    return _NOUN.get(stage, stage.replace("_", " "))
 
 
 def _made(stage: str) -> str:
-    return _THIS.get(stage, f"this {stage} was computed")
+    return _THIS.get(stage, f"this {stage.replace('_', ' ')} was computed")
 
 
 def _were(stage: str) -> str:

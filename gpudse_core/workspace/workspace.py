@@ -346,7 +346,7 @@ class Workspace:
                 n = sum(1 for s in heads if s not in BASE_STAGES)
                 limits.check("workspace_analyses", n + 1, f"workspace {self.id[:6]}…: analyses",
                              "remove analyses you no longer need")
-            refs = {}
+            refs: dict[str, dict] = {}
             for i in inputs:
                 if isinstance(i, StageValue):
                     if not i.version:
@@ -358,6 +358,14 @@ class Workspace:
                     raise StageError(f"{noun(stage)} is computed from the {noun(i)}, and there is none yet; "
                                      f"{missing(i).action.lower()} first")
                 refs[i] = {"version": h.version, "digest": h.digest}
+            if head is not None and digest is not None and head.digest == digest and not partial:
+                same = self._db.execute("SELECT inputs, origin, partial FROM ws_stage WHERE stage = ? AND version = ?",
+                                        (stage, head.version)).fetchone()
+                if same is not None and json.loads(same[0] or "{}") == refs and same[1] == str(origin)[:1000] \
+                        and not same[2]:
+                    # the same value from the same inputs, again (a double click): no second version
+                    return StageValue(stage, value, head.version, status_of(stage, heads), digest,
+                                      _inputs(same[0]), origin, time.time(), False, "", int(self._meta()[4]))
             version = int(self._db.execute("SELECT COALESCE(MAX(version), 0) + 1 FROM ws_stage WHERE stage = ?",
                                            (stage,)).fetchone()[0])
             revision = int(self._meta()[4]) + 1
@@ -600,6 +608,9 @@ def _check_name(name: Any) -> str:
     text = " ".join(str(name).split())
     if not text:
         raise WorkspaceError("a workspace name cannot be empty")
+    if any(ord(ch) < 32 or ord(ch) == 127 for ch in text):
+        raise WorkspaceError(f"a workspace name cannot hold control characters (got {text[:40]!r}); use letters, "
+                             f"digits, spaces and punctuation")
     limits.check("workspace_name_chars", len(text), "workspace name")
     return text
 

@@ -65,7 +65,10 @@ def page(title: str):
                         "everything; to change anything, make your own copy (the original stays as it is).")
             if c2.button("Make my own copy", type="primary", key="fork_top",
                          width="stretch"):
-                ui_state.fork(w)
+                mine = ui_state.fork(w)
+                st.session_state.setdefault("_flash", []).append(
+                    ("success", f"This is your own copy, *{mine.name}*: changes go here; the original is unchanged. "
+                                "Its address is in the browser's address bar."))
                 st.rerun()
     ui_state.flush_cookies()
     for kind, text in st.session_state.pop("_flash", []):

@@ -138,9 +138,9 @@ with tab_upload:
             ui.upload_error(up.name, e, "Nothing was changed.")
         else:
             others = [c for c in df.columns if c not in space.parameter_names]
-            c1, c2, c3 = st.columns(3)
-            responses = c1.multiselect("Response columns", others,
+            responses = st.multiselect("Response columns", others,  # full width: every chosen column visible
                                        default=[c for c in others if df[c].dtype.kind in "if"])
+            c1, c2, c3 = st.columns(3)
             snap = c2.radio("Values outside the space", ["reject", "nearest"],
                             format_func=lambda s: {"reject": "reject the row", "nearest": "snap to the nearest"}[s])
             dups = c3.radio("Duplicate points", list(DUPLICATES))

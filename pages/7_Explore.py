@@ -77,5 +77,6 @@ sens = sensitivity(model, base, space)
 ref = float(model.predict(pd.DataFrame([base]))[0])
 st.metric(f"Predicted {model.response} at this design", ui.fmt_num(ref, ui.response_unit(model.response)))
 span = sens.groupby("parameter").change.agg(["min", "max"]).reindex(space.parameter_names)
+span.index = [space.parameter(p).display for p in span.index]  # the names the sliders above use
 ui.chart(figures.sensitivity(span, model.response))
 st.caption(ui.help_for("sensitivity"))

@@ -464,7 +464,8 @@ def test_html_report_holds_only_current_parts(app):
     assert "Validation" in html and "Best designs" in html
     w.set_results(w.get("results").value.table.head(250), "cycles", "fewer rows", inputs=("space",))
     html = ui.report_html(w)
-    assert "Left out of this report" in html and "ANOVA" not in html and "Best designs" not in html
+    assert "Left out of this report" in html and "ANOVA" not in html and "whole-space scan" not in html
+    assert "Best designs (Explore)" in html and "true_error" not in html  # left-out parts named in words
 
 
 def test_upload_limit_is_the_servers_and_the_cores():

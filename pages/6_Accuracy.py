@@ -64,7 +64,7 @@ with tab_val:
             st.info("No validation yet: choose the sizes and press Validate.", icon=":material/info:")
     elif ui.analysis_banner(sv, recompute, key="fix_validation"):
         res = sv.value
-        table = res.summary()
+        table = res.summary().drop(columns=["p75"], errors="ignore")  # the same as q3: one column fewer to scroll
         repeats = "the repeats finished before Stop" if sv.partial else f"{res.repeats} repeats"
         st.markdown(f"**Relative error (%), pooled over {repeats}, {ui.fmt_count(res.test_size, 'test points')} "
                     "each (Lee & Brooks Table 6; Stargazer §7.3)**")

@@ -128,11 +128,11 @@ class Support:
 
 
 def _one_thread():
-    """Run native thread pools (OpenMP in histogram boosting) single-threaded: on a shared 2-core
-    machine their spin-waiting made one 300-row boosting fit take 7.5 s instead of 0.4 s (measured)."""
-    from threadpoolctl import threadpool_limits
+    """Native thread pools (OpenMP in histogram boosting) single-threaded: on a shared 2-core machine
+    their spin-waiting made one 300-row boosting fit take 7.5 s instead of 0.4 s (see model/threads.py)."""
+    from .threads import one_thread
 
-    return threadpool_limits(limits=1)
+    return one_thread()
 
 
 def _rows(idx: np.ndarray, limit: int = 8) -> str:

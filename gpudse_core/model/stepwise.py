@@ -386,9 +386,12 @@ class StepwiseRegression(RegressorMixin, BaseEstimator):
 
     # -- scikit-learn protocol (get_params/set_params/score come from BaseEstimator/RegressorMixin) --
     def fit(self, X: Any, y: Any = None, callback: Callable[[TraceStep], None] | None = None) -> StepwiseRegression:
-        for step in self.iter_fit(X, y):
-            if callback is not None:
-                callback(step)
+        from .threads import limited
+
+        with limited():  # BLAS threads that never outnumber the free cores (model/threads.py: 7x on 2 cores)
+            for step in self.iter_fit(X, y):
+                if callback is not None:
+                    callback(step)
         return self
 
     def predict(self, X: Any) -> np.ndarray:

@@ -54,7 +54,8 @@ def workspace_report(ws: Any, *, include_stale: bool = False) -> str:
         value = sv.value
         if name == "validation":
             figs += [figures.error_cdf(value), figures.error_trend(value)]
-            tables[title] = value.summary().rename(columns={"train_size": "N"})  # as the Accuracy page shows it
+            tables[title] = value.summary().drop(columns=["p75"], errors="ignore").rename(
+                columns={"train_size": "N"})  # as the Accuracy page shows it (p75 is q3)
             kinds[title] = {c: "fraction" for c in ERROR_COLUMNS}
         elif name == "scan" and isinstance(value, dict) and "best" in value:
             tables[title] = value["best"]

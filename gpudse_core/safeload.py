@@ -155,7 +155,8 @@ def load_yaml(text: str | bytes, source: str = "document", loader: type | None =
         mark = getattr(e, "problem_mark", None) or getattr(e, "context_mark", None)
         where = f"{source}:{mark.line + 1}" if mark is not None else source
         problem = getattr(e, "problem", None) or str(e).splitlines()[0]
-        raise DocumentError(f"{where}: not valid YAML ({problem})") from None
+        hint = "; indent with spaces, not tabs" if "\\t" in str(problem) or "\t" in str(problem) else ""
+        raise DocumentError(f"{where}: not valid YAML ({problem}){hint}") from None
     except (RecursionError, MemoryError):
         raise DocumentError(f"{source}: too deeply nested or too large to read; check it is the right file") from None
     except (ValueError, TypeError, OverflowError) as e:  # e.g. an int literal beyond Python's digit limit

@@ -220,7 +220,8 @@ def divide(shape: tuple[int, int], k: int, method: str = "fine", chunk: tuple[in
     rows, cols = -(-h // ch), -(-w // cw)
     n = rows * cols
     if k > n:
-        raise ZatelError(f"K = {k} is larger than the number of {cw}x{ch} chunks ({n}); use smaller chunks or K")
+        raise ZatelError(f"K = {k} is larger than the number of {cw}x{ch} chunks ({n}) of the {w}x{h}-pixel heatmap; "
+                         f"use smaller chunks or K, or a larger heatmap")
     if method == "fine":
         if cols % k == 0:  # round-robin would give every row the same pattern: vertical stripes
             r_idx, c_idx = np.divmod(np.arange(n), cols)

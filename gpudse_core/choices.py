@@ -42,3 +42,13 @@ KERNELS = ("AES", "BFS", "CP", "LPS", "RAY", "STO", "backprop", "bfs", "hotspot"
 # "config" must not replace the {config} placeholder). Space files, uploads and campaigns refuse them.
 RESERVED_NAMES = ("config", "run_dir", "point", "attempt", "design_index", "predicted", "bounded", "extrapolation",
                   "status", "error", "log_tail")
+
+# Columns simulators write beside the design parameters: the built-in simulator's outputs and the
+# GPGPU-Sim statistics (with their totals). Without --params, fit and validate never take them for
+# parameters (a model of cycles on cycles_trimmed and ipc has R² 1 and says nothing).
+SIMULATOR_OUTPUTS = ("cycles", "cycles_trimmed", "ipc", "compute_cycles", "memory_cycles", "launch_cycles",
+                     "tail_cycles")
+GPGPUSIM_METRICS = ("gpu_sim_cycle", "gpu_tot_sim_cycle", "gpu_sim_insn", "gpu_tot_sim_insn", "gpu_ipc", "gpu_tot_ipc",
+                    "L1D_total_cache_miss_rate", "L2_total_cache_miss_rate", "bwutil", "dram_eff",
+                    "rt_avg_efficiency", "insn", "kernels")
+OUTPUT_NAMES = frozenset(SIMULATOR_OUTPUTS + GPGPUSIM_METRICS)

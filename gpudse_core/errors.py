@@ -37,6 +37,20 @@ def where(source: str | None = None, line: int | None = None, field: str | None 
     return ": ".join(parts) + ": " if parts else ""
 
 
+def suggest(name: str, choices: list[str]) -> str | None:
+    """The name the user probably meant: one that *name* begins (``cyc`` → ``cycles``) or that begins
+    *name*, the closest such; else the closest spelling (difflib); None when nothing is close."""
+    import difflib
+
+    low = str(name).lower()
+    if low:
+        prefix = [c for c in choices if c.lower().startswith(low) or low.startswith(c.lower())]
+        if prefix:
+            return min(prefix, key=lambda c: abs(len(c) - len(low)))
+    close = difflib.get_close_matches(str(name), list(choices), n=1)
+    return close[0] if close else None
+
+
 _CONTROL = None
 
 

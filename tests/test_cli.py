@@ -290,3 +290,24 @@ def test_combine_refuses_what_it_cannot_combine_faithfully(tmp_path, capsys):
         assert (code == 0) if fragment is None else (code == 2 and fragment in err), (args, err)
     assert main(["combine", str(a), str(a), "--fractions", "0.5,0.5"]) == 2
     assert "given twice" in capsys.readouterr().err
+
+
+def test_fit_without_params_leaves_simulator_outputs_out(tmp_path, capsys):
+    """A table straight from gpudse simulate: without --params, cycles_trimmed and ipc (outputs, not
+    parameters) are not predictors — a model of cycles on them has R² 1 and says nothing."""
+    from gpudse_core import sample
+    from gpudse_core.sim.simulator import simulate
+
+    pts = sample(load_preset("stargazer"), 150, seed=2).points
+    data = pts.join(simulate(pts, "matMul", noise=0.01, seed=2))
+    path = tmp_path / "r.csv"
+    data.to_csv(path, index=False)
+    model = tmp_path / "m.json"
+    assert main(["fit", str(path), "--response", "cycles", "--max-order", "2", "-o", str(model), "--json"]) == 0
+    cap = capsys.readouterr()
+    terms = json.loads(cap.out)["terms"]
+    used = {p for t in terms for p in t.replace(" (full)", "").split(":")}
+    assert used <= set(load_preset("stargazer").parameter_names), terms
+    assert "left out as simulator outputs: cycles_trimmed, ipc" in cap.err
+    assert main(["fit", str(path), "--response", "cycles", "--space", "stargazer", "-o", str(model), "--json"]) == 0
+    assert "parameters: the 10 of stargazer" in capsys.readouterr().err

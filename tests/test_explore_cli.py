@@ -97,3 +97,27 @@ def test_errors_exit_2_with_a_message(model_file, tmp_path, capsys, args, fragme
 def test_explore_help_and_argument_errors_import_nothing_heavy(argv):
     heavy = _loaded(*argv) & set(HEAVY)
     assert not heavy, f"gpudse {' '.join(argv)} imported {sorted(heavy)}"
+
+
+def test_top_0_with_pareto_gives_the_front_alone(model_file, tmp_path, capsys):
+    out = tmp_path / "best.csv"
+    assert main(["explore", str(model_file), "stargazer", "--top", "0", "--pareto", "simd * blk", "-o", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "Pareto front against simd * blk" in text and "designs with the lowest" not in text
+    assert not out.exists() and len(pd.read_csv(tmp_path / "best_pareto.csv")) >= 2
+
+
+def test_progress_in_a_log_has_no_carriage_returns(model_file, tmp_path):
+    """stderr redirected to a file (a batch job): plain lines, no \\r or terminal escapes."""
+    import subprocess
+    import sys
+
+    from conftest import ROOT
+
+    log = tmp_path / "err.log"
+    with open(log, "w") as fh:
+        r = subprocess.run([sys.executable, "-m", "gpudse_core", "explore", str(model_file), "stargazer", "--top", "3"],
+                           cwd=ROOT, stdout=subprocess.DEVNULL, stderr=fh, timeout=120)
+    assert r.returncode == 0
+    text = log.read_text()
+    assert "cells (100 %)" in text and "\r" not in text and "\033" not in text

@@ -49,6 +49,12 @@ def test_choice_names_match_their_implementations():
     from gpudse_core.sim.simulator import KERNELS
 
     assert tuple(KERNELS) == choices.KERNELS
+    from gpudse_core.sim.gpgpusim import DERIVED, METRICS
+    from gpudse_core.sim.simulator import simulate
+
+    pts = load_preset_points()
+    assert tuple(simulate(pts, "CP").columns) == choices.SIMULATOR_OUTPUTS
+    assert set(METRICS) | set(DERIVED) <= choices.OUTPUT_NAMES
     assert splines.PLACEMENTS == choices.KNOT_PLACEMENTS and stepwise.TRANSFORMS == choices.TRANSFORMS
 
 
@@ -66,3 +72,9 @@ def test_sample_to_csv_or_json_never_imports_pandas(tmp_path, suffix):
     loaded = _loaded("sample", "lee-brooks", "-n", "300", "--seed", "1", "--with-index", "-o", str(out))
     assert out.stat().st_size > 300 * 10
     assert not loaded & {"pandas", "pyarrow", "scipy", "sklearn"}, sorted(loaded & set(HEAVY))
+
+
+def load_preset_points():
+    from gpudse_core import load_preset, sample
+
+    return sample(load_preset("stargazer"), 5, seed=1).points

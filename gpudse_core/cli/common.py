@@ -8,6 +8,8 @@ from typing import Any
 
 from ..errors import GpudseError
 
+PLAIN_EVERY_S = 10.0  # when stderr is not a terminal (a log file, a batch job): a progress line this often
+
 
 def write_table(table: Any, out: Path) -> None:
     """Write a DataFrame as CSV, Parquet or JSON records according to the file's suffix."""
@@ -122,3 +124,61 @@ def size_arg(text: str) -> tuple[int, int]:
     if not (1 <= w <= MAX_SIZE and 1 <= h <= MAX_SIZE):
         raise argparse.ArgumentTypeError(f"{text[:40]!r}: each side must be a whole number from 1 to {MAX_SIZE:,}")
     return w, h
+
+
+class Progress:
+    """One progress line on stderr: rewritten in place on a terminal; in a log (stderr not a terminal)
+    a plain line every PLAIN_EVERY_S seconds and at the end, without carriage returns or escapes."""
+
+    def __init__(self) -> None:
+        import sys
+
+        self.tty = sys.stderr.isatty()
+        self.last = float("-inf")
+        self.shown = False
+
+    def __call__(self, text: str, done: bool = False) -> None:
+        import sys
+        import time
+
+        if self.tty:
+            print(f"\r  {text}\033[K", end="\n" if done else "", file=sys.stderr, flush=True)
+            self.shown = not done
+            return
+        now = time.monotonic()
+        if done or now - self.last >= PLAIN_EVERY_S:
+            self.last = now
+            print(f"  {text}", file=sys.stderr, flush=True)
+
+    def end(self) -> None:
+        """Close a line left open on a terminal."""
+        import sys
+
+        if self.tty and self.shown:
+            print(file=sys.stderr)
+            self.shown = False
+
+
+def default_params(columns: Any, response: str, space: str | None = None, app_column: str | None = None,
+                   ) -> tuple[list[str] | None, str]:
+    """The parameter columns when ``--params`` is not given, and a note saying which were taken: the
+    space's parameters with ``--space``, else every other column but simulator outputs and gpudse's own."""
+    from ..choices import OUTPUT_NAMES, RESERVED_NAMES
+
+    cols = [str(c) for c in columns]
+    if response not in cols:  # the fit's own error names the response and the columns
+        return None, ""
+    if space:
+        from ..space.presets import load_space
+
+        names = list(load_space(space).parameter_names)
+        missing = [p for p in names if p not in cols]
+        if missing:
+            raise GpudseError(f"the data lack parameter column(s) {', '.join(missing[:8])} of {space}; pass --params")
+        return names, f"parameters: the {len(names)} of {space}"
+    left = [c for c in cols if c != response and c != app_column and (c in OUTPUT_NAMES or c in RESERVED_NAMES)]
+    params = [c for c in cols if c != response and c != app_column and c not in left]
+    note = f"parameters: {', '.join(params)} (every other column; pass --params to choose)"
+    if left:
+        note += f"; left out as simulator outputs: {', '.join(left)}"
+    return params, note

@@ -8,7 +8,7 @@ import sys
 import time
 
 from ..errors import GpudseError
-from .common import count_arg, writable, write_table
+from .common import Progress, count_arg, nonnegative_int, writable, write_table
 
 
 def cmd_explore(args: argparse.Namespace) -> int:
@@ -19,24 +19,24 @@ def cmd_explore(args: argparse.Namespace) -> int:
     model = load_model(args.model)  # any kind: additive models are scanned exactly, others streamed
     space = load_space(args.space)
     out = writable(args.output, (".csv", ".parquet", ".json")) if args.output else None
-    if args.top == 0 and not args.pareto:
+    if args.top == 0 and not args.pareto:  # --top 0 --pareto COST: the front alone
         raise GpudseError("--top 0 asks for no designs; give --top K or --pareto COST")
     last = [0.0]
+    line = Progress()
 
     def progress(done: int, total: int) -> None:
         now = time.perf_counter()
-        if not args.json and sys.stderr.isatty() and (now - last[0] > 0.5 or done == total):
+        if not args.json and (now - last[0] > 0.5 or done == total):
             last[0] = now
-            print(f"\r  {done:,} of {total:,} cells ({100 * done / max(total, 1):.0f} %)", end="", file=sys.stderr,
-                  flush=True)
+            line(f"{done:,} of {total:,} cells ({100 * done / max(total, 1):.0f} %)")
 
     scheduler = args.scheduler or ("local" if args.workers else None)
     res = find_best(model, space, top=args.top, maximize=args.maximize, pareto=args.pareto, where=args.where,
                     scheduler=scheduler, workers=args.workers, progress=progress)
-    if not args.json and sys.stderr.isatty():
-        print(file=sys.stderr)
+    line.end()
     if out is not None:
-        write_table(res.best, out)
+        if args.top:
+            write_table(res.best, out)
         if res.pareto is not None:
             front = out.with_name(out.stem + "_pareto" + out.suffix)
             write_table(res.pareto, front)
@@ -48,14 +48,15 @@ def cmd_explore(args: argparse.Namespace) -> int:
         print(f"{space.name}: {res.space_size:,} points, {feasible} feasible; method {res.method}: "
               f"{res.evaluated:,} evaluated in {res.elapsed:.2f} s")
         goal = "highest" if args.maximize else "lowest"
-        print(f"the {len(res.best)} designs with the {goal} predicted {model.response}:")
-        print(res.best.to_string(index=False))
+        if args.top:  # --top 0 --pareto: the front alone
+            print(f"the {len(res.best)} designs with the {goal} predicted {model.response}:")
+            print(res.best.to_string(index=False))
         if res.pareto is not None:
             print(f"Pareto front against {args.pareto} ({len(res.pareto)} designs):")
             print(res.pareto.to_string(index=False))
         for note in res.notes:
             print(f"note: {note}", file=sys.stderr)
-    if out is not None:
+    if out is not None and args.top:
         print(f"wrote {len(res.best)} designs to {out}", file=sys.stderr)
     return 0
 
@@ -67,7 +68,8 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
                                     "point when the model is additive.")
     ex.add_argument("model", metavar="MODEL.json", help="a model written by gpudse fit")
     ex.add_argument("space", metavar="SPACE", help="design-space file (YAML/JSON) or preset name")
-    ex.add_argument("--top", type=count_arg, default=20, metavar="K", help="how many best designs (default 20)")
+    ex.add_argument("--top", type=nonnegative_int, default=20, metavar="K",
+                    help="how many best designs (default 20; 0 with --pareto: the front alone)")
     ex.add_argument("--maximize", action="store_true", help="best = highest prediction (e.g. IPC); default lowest")
     ex.add_argument("--pareto", metavar="COST", help="also the Pareto front against this cost: a parameter or an "
                                                      "expression such as 'simd * blk' (lower is better)")

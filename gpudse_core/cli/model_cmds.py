@@ -8,7 +8,7 @@ import sys
 
 from .. import choices
 from ..errors import GpudseError
-from .common import count_arg, knots_arg, nonnegative_int, scale_arg, writable, write_table
+from .common import Progress, count_arg, default_params, knots_arg, nonnegative_int, scale_arg, writable, write_table
 
 
 def trace_line(step) -> str:
@@ -21,8 +21,10 @@ def trace_line(step) -> str:
     mark = {"prune": "kept" if step.accepted else "kept (nothing dropped)",
             "transform": "chosen"}.get(step.kind, "added" if step.accepted else "rejected")
     chosen = f"-> {step.chosen} {mark}" if step.chosen else "-> nothing to add"
-    if step.gain is not None:
-        chosen += f" (gain {step.gain:.4g})"
+    if step.gain is not None:  # what the number is depends on the rule: a gain in R², a p-value, an error
+        what = {"p_value": "p", "loo_error": "leave-one-out error", "aic": "AIC decrease",
+                "bic": "BIC decrease"}.get(step.metric, "gain")
+        chosen += f" ({what} {step.gain:.4g})"
     return (f"{step.step:>3} {step.kind:<11} [{metric}] {shown}\n      {chosen};  model: "
             f"{' + '.join(step.terms) or '(empty)'}  R² {step.r2:.4f}  adj R² {step.adj_r2:.4f}")
 
@@ -63,9 +65,16 @@ def cmd_fit(args: argparse.Namespace) -> int:
     data = read_table(args.data)
     out = writable(args.output, (".json",))
     params = [p.strip() for p in args.params.split(",") if p.strip()] if args.params else None
+    if params is None:
+        params, param_note = default_params(data.columns, args.response, args.space)
+    else:
+        param_note = ""
     echo = (lambda s: None) if args.json else (lambda s: print(trace_line(s), flush=True))
     if args.model != "stepwise":
-        return _fit_model(args, data, params, out, echo)
+        code = _fit_model(args, data, params, out, echo)
+        if param_note:  # after the work: an error is the first thing a failed command prints
+            print(f"note: {param_note}", file=sys.stderr)
+        return code
     kw, space_notes = fit_settings(args)
     model = fit_stepwise(data, args.response, callback=echo, params=params, transform=args.transform,
                          forced=args.force or (), **kw)
@@ -80,6 +89,8 @@ def cmd_fit(args: argparse.Namespace) -> int:
             print(f"note: {note}")
         if space_notes:
             print(f"note: scales from {args.space}")
+    if param_note:
+        print(f"note: {param_note}", file=sys.stderr)
     print(f"wrote {out}", file=sys.stderr)
     return 0
 
@@ -89,9 +100,11 @@ def _fit_model(args: argparse.Namespace, data, params, out, echo) -> int:
     only ``--model stepwise``; ``paper`` is Stargazer as written, ``auto`` compares presets)."""
     from ..model.registry import fit_model, model_kind, plain_json, save_model
 
+    line = Progress()
+
     def progress(done: int, total: int, message: str) -> None:
         if not args.json:
-            print(f"\r  cross-validation: {done}/{total} fits ({message})\033[K", end="", file=sys.stderr, flush=True)
+            line(f"cross-validation: {done}/{total} fits ({message})")
 
     model = fit_model(args.model, data, args.response, params, transform=args.transform, seed=args.seed,
                       folds=args.folds, callback=echo if args.model == "paper" else None, progress=progress)
@@ -105,7 +118,7 @@ def _fit_model(args: argparse.Namespace, data, params, out, echo) -> int:
         print(json.dumps(plain_json(doc), indent=1))
     else:
         if sel:
-            print(file=sys.stderr)
+            line.end()
             print(f"{sel['method']}: relative error (%) of the held-out rows")
             print(_cv_table(sel["table"]))
             print(sel["reason"])
@@ -173,12 +186,18 @@ def cmd_validate(args: argparse.Namespace) -> int:
         raise GpudseError(f"--train-sizes {args.train_sizes!r}: give whole numbers separated by commas, e.g. 30,60,90")
     models = [m.strip() for m in args.models.split(",") if m.strip()]
     params = [p.strip() for p in args.params.split(",") if p.strip()] if args.params else None
+    if params is None:
+        params, param_note = default_params(data.columns, args.response, app_column=args.app_column)
+    else:
+        param_note = ""
     fixed = [t.strip() for t in args.fixed_terms.split(",") if t.strip()] if args.fixed_terms else None
     total = len(sizes) * args.repeats
 
+    line = Progress()
+
     def progress(done: int, total_: int, message: str) -> None:
         if not args.json:
-            print(f"\r  {done}/{total_} fits done ({message})", end="", file=sys.stderr, flush=True)
+            line(f"{done}/{total_} fits done ({message})")
 
     res = validate(data, args.response, params, train_sizes=sizes, test_size=args.test_size, repeats=args.repeats,
                    models=models, transform=args.transform, seed=args.seed, fixed_terms=fixed,
@@ -187,7 +206,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(res.to_json_dict(), indent=1))
         return 0
-    print(file=sys.stderr)
+    line.end()
     table = res.summary()
     for col in ("mean", "median", "p75", "p98", "max", "min", "q1", "q3"):
         table[col] = (100 * table[col]).map(lambda v: f"{v:.2f}")
@@ -196,7 +215,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     print(table.rename(columns={"train_size": "N"}).to_string(index=False))
     for n, picks in res.chosen.items():
         print(f"auto picked at N = {n}: {', '.join(picks)}")
-    for note in res.notes:
+    for note in res.notes + ([param_note] if param_note else []):
         print(f"note: {note}", file=sys.stderr)
     return 0
 
@@ -205,7 +224,8 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     fi = sub.add_parser("fit", help="Stargazer stepwise spline regression (Algorithm 1), printing the trace")
     fi.add_argument("data", metavar="DATA", help="results table: .csv, .parquet or .json")
     fi.add_argument("--response", required=True, metavar="COL", help="the column to model (e.g. cycles)")
-    fi.add_argument("--params", metavar="a,b,...", help="parameter columns (default: every other column)")
+    fi.add_argument("--params", metavar="a,b,...", help="parameter columns (default: the --space's parameters, else "
+                    "every other column but simulator outputs such as cycles_trimmed, ipc)")
     fi.add_argument("--transform", choices=choices.FIT_TRANSFORMS, default=None,
                     help="response transform; default auto (log, sqrt or none, whichever predicts the training "
                          "rows best left out one at a time; with --preset stargazer: none)")
@@ -256,7 +276,8 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     va = sub.add_parser("validate", help="sample-train-test accuracy of several models (Stargazer §7.3, Lee & Brooks §5)")
     va.add_argument("data", metavar="DATA", help="results table: .csv, .parquet or .json")
     va.add_argument("--response", required=True, metavar="COL")
-    va.add_argument("--params", metavar="a,b,...", help="parameter columns (default: every other column)")
+    va.add_argument("--params", metavar="a,b,...", help="parameter columns (default: every other column but "
+                    "simulator outputs such as cycles_trimmed, ipc)")
     va.add_argument("--transform", choices=choices.FIT_TRANSFORMS, default="auto",
                     help="response transform; auto (default): the stepwise models choose log, sqrt or none by leave-one-out error, the other models use log for positive responses")
     va.add_argument("--train-sizes", default="30,60,90,120,150,180,210,240,270,300", metavar="N1,N2,...")

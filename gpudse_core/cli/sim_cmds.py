@@ -9,7 +9,7 @@ from pathlib import Path
 
 from .. import choices
 from ..errors import GpudseError
-from .common import count_arg, nonnegative_int, positive_number, writable, write_table
+from .common import Progress, count_arg, nonnegative_int, positive_number, writable, write_table
 
 
 def cmd_simulate(args: argparse.Namespace) -> int:
@@ -48,11 +48,13 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         before = store.progress()
         print(f"{state} campaign {args.campaign!r} in {store_path}: {before.done:,} of {before.total:,} points done",
               file=sys.stderr)
+        line = Progress()
         final = run_campaign(store, backend, workers=args.workers, scheduler=args.scheduler,
-                             progress=wsc.progress(_bar) if wsc else _bar, should_stop=wsc and wsc.should_stop)
+                             progress=wsc.progress(_bar(line)) if wsc else _bar(line),
+                             should_stop=wsc and wsc.should_stop)
         if wsc:
             wsc.finish(final)
-        print(file=sys.stderr)
+        line.end()
         table = store.table()
         keep = [c for c in table.columns if c not in ("status", "attempts", "error")]
         table = table[keep] if len(table) else points.iloc[0:0]
@@ -71,12 +73,14 @@ def _backend(args: argparse.Namespace):
     return AnalyticalBackend(args.kernel, noise=args.noise, seed=args.seed or 0)
 
 
-def _bar(prog, rate: float) -> None:
-    width = 30
-    filled = int(width * prog.done / max(prog.total, 1))
-    print(f"\r  [{'#' * filled}{'.' * (width - filled)}] {prog.done:,}/{prog.total:,} done, "
-          f"{prog.failed:,} failed, {prog.remaining:,} remaining, {rate:,.0f} points/s   ",
-          end="", file=sys.stderr, flush=True)
+def _bar(line: Progress):
+    """The campaign's progress bar, on *line*."""
+    def bar(prog, rate: float) -> None:
+        width = 30
+        filled = int(width * prog.done / max(prog.total, 1))
+        line(f"[{'#' * filled}{'.' * (width - filled)}] {prog.done:,}/{prog.total:,} done, {prog.failed:,} failed, "
+             f"{prog.remaining:,} remaining, {rate:,.0f} points/s", done=prog.remaining == 0 and not line.tty)
+    return bar
 
 
 def _report_missing(store, final, attempts: int, stopped: bool = False) -> int:

@@ -125,7 +125,8 @@ def plan(columns: Mapping[str, Any], scale: str | Mapping[str, str] = "auto", ca
         elif distinct <= categorical_levels:
             flag = distinct == 2 and set(np.unique(arr).tolist()) == {0.0, 1.0}
             what = "a 0/1 flag" if flag else f"{distinct} distinct values"
-            out[name] = Encoding(True, sc, f"{name}: categorical ({what})")
+            also = f"; its {sc} scale is used for its curves" if given else ""  # a set scale is never silently dropped
+            out[name] = Encoding(True, sc, f"{name}: categorical ({what}{also})")
         else:
             out[name] = Encoding(False, sc, note)
     return out

@@ -60,7 +60,6 @@ the current terms with their R² and adjusted R².
 
 from __future__ import annotations
 
-import difflib
 import math
 from dataclasses import dataclass
 from itertools import combinations, product
@@ -72,7 +71,7 @@ import scipy.linalg
 from sklearn.base import BaseEstimator, RegressorMixin
 
 from ..choices import CRITERIA, FIT_TRANSFORMS, INTERACTION_FORMS, MAX_ORDERS, TRANSFORMS
-from ..errors import GpudseError
+from ..errors import GpudseError, suggest
 from . import encoding
 from .fitted import (
     _FINITE_Z,
@@ -471,9 +470,9 @@ class StepwiseRegression(RegressorMixin, BaseEstimator):
                     raise FitError(f"{cls} requires y to be passed, but the target y is None; say which column is "
                                    f"the response (response=... or --response COL)")
                 if self.response not in X.columns:
-                    hint = difflib.get_close_matches(self.response, list(map(str, X.columns)), n=1)
+                    hint = suggest(self.response, list(map(str, X.columns)))
                     raise FitError(f"response column {self.response!r} is not in the data"
-                                   + (f" (did you mean {hint[0]!r}?)" if hint else "")
+                                   + (f" (did you mean {hint!r}?)" if hint else "")
                                    + f"; columns: {', '.join(map(str, X.columns))}")
                 raw = X[self.response]
                 if isinstance(raw, pd.DataFrame):

@@ -38,7 +38,7 @@ def contributions(model: StepwiseModel, models: dict[str, StepwiseModel] | None 
     terms = len({t.name for t in fig.data})
     # tall enough that the legend lists every term without scrolling (22 px an entry)
     fig.update_layout(barmode="stack", yaxis_title="contribution to R²", yaxis_range=[0, 1],
-                      height=max(400, min(1000, 160 + 22 * terms)), legend_title_text="term (in order)",
+                      height=max(400, min(1100, 220 + 24 * terms)), legend_title_text="term (in order)",
                       xaxis_type="category")
     return style.apply(fig, title_text="Each term's contribution to R²", source="Stargazer Fig. 3")
 

@@ -210,8 +210,9 @@ REPORT_CSS = (
     "line-height:1.45;max-width:1180px;margin:2em auto;padding:0 1em;color:#1F2933}"
     "h1{font-size:1.9em;margin-bottom:.2em}h2{font-size:1.35em;margin-top:1.6em;border-bottom:2px solid #E4E7EB}"
     "table{border-collapse:collapse;margin:1em 0;font-variant-numeric:tabular-nums}"
-    "td,th{border-bottom:1px solid #E4E7EB;padding:4px 12px;text-align:right;white-space:nowrap}"
-    "td:first-child,th:first-child{text-align:left}th{background:#F5F7FA}"
+    "td,th{border-bottom:1px solid #E4E7EB;padding:4px 10px;text-align:right;white-space:nowrap}"
+    "table{font-size:.9em}th{white-space:normal;vertical-align:bottom}th{background:#F5F7FA}"
+    "td:first-child,th:first-child,.l{text-align:left}summary{cursor:pointer;color:#3E4C59}"
     "pre{background:#F5F7FA;padding:1em;white-space:pre-wrap;font-size:.9em}"
     ".figure{margin:1.2em 0}.muted{color:#5F6B7A}.table{overflow-x:auto;max-width:100%}"
 )
@@ -222,7 +223,13 @@ def _report_table(df: pd.DataFrame, units: dict[str, str] | None = None, kinds: 
     from . import fmt
 
     shown = fmt.format_table(df, units, kinds)
-    return shown.to_html(index=False, border=0, escape=True, na_rep=fmt.MISSING)
+    # numbers right-aligned, text (names, reasons) left-aligned, as on the pages
+    left = [fmt.column_kind(str(c), df[c].dtype.kind, kinds) == "text" for c in df.columns]
+    cell = lambda tag, v, lft: f"<{tag}{' class=l' if lft else ''}>{html.escape(str(v))}</{tag}>"  # noqa: E731
+    head = "".join(cell("th", c, lft) for c, lft in zip(shown.columns, left))
+    rows = "".join("<tr>" + "".join(cell("td", v, lft) for v, lft in zip(r, left)) + "</tr>"
+                   for r in shown.itertuples(index=False))
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>"
 
 
 def html_report(project: Project, figures: list[Any], tables: dict[str, pd.DataFrame] | None = None,
@@ -258,7 +265,8 @@ def html_report(project: Project, figures: list[Any], tables: dict[str, pd.DataF
         parts.append(f"<h2>Model</h2><p>Terms in selection order: {html.escape(' + '.join(m.terms))}; "
                      f"R² {fmt.fmt_r2(m.r2)}, adjusted R² {fmt.fmt_r2(m.adj_r2)}, "
                      f"{html.escape(fmt.fmt_count(m.n, 'observations'))}.</p>")
-        parts.append(f"<pre>{html.escape(m.equation(digits=5))}</pre>")
+        parts.append("<details><summary>The fitted equation</summary>"  # long: folded, as on the fit page
+                     f"<pre>{html.escape(m.equation(digits=5))}</pre></details>")
     for name, df in (tables or {}).items():
         parts.append(f"<h2>{html.escape(name)}</h2><div class='table'>"
                      + _report_table(df, units, (table_kinds or {}).get(name)) + "</div>")

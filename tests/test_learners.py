@@ -304,3 +304,27 @@ def test_default_transform_reaches_every_model_kind(transform, smooth):
         if kind != "stepwise":
             assert m.transform == "log"
         assert np.isfinite(m.predict(test.drop(columns="t"))).all()
+
+
+@pytest.mark.parametrize("kind", ["forest", "boosting", "hybrid"])
+def test_grown_in_parts_is_the_same_model_and_stops_between_parts(kind, smooth, monkeypatch):
+    """Forests and boosting are fitted in parts (warm_start) so that a Stop lands within a fraction of
+    a fit: the model is the one a single fit gives, and a stop request interrupts between parts."""
+    from gpudse_core.model import cancel, learners
+
+    train, test = smooth
+    monkeypatch.setattr(learners, "PARTS", 1)
+    whole = fit_learner(kind, train, "t", seed=3).predict(test)
+    monkeypatch.setattr(learners, "PARTS", 4)
+    parts = fit_learner(kind, train, "t", seed=3).predict(test)
+    assert np.array_equal(np.asarray(whole), np.asarray(parts))
+    asked = []
+
+    def stopped() -> bool:
+        asked.append(1)
+        return True
+
+    with cancel.watching(stopped), pytest.raises(cancel.Interrupted):
+        fit_learner(kind, train, "t", seed=3)
+    assert len(asked) == 1  # interrupted at the first check, before the second part
+    cancel.check()  # outside a job: nothing to stop

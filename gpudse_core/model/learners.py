@@ -427,12 +427,35 @@ def _tree_pipeline(kind: str, settings: Mapping[str, Any], categorical: Sequence
     return make_pipeline(enc, est)
 
 
+PARTS = 4  # a forest or a boosting fit is grown in this many parts, a Stop checked between them
+
+
+def _fit_in_parts(pipeline: Any, kind: str, data: Any, z: np.ndarray, parts: int | None = None) -> None:
+    """Fit a forest (trees) or histogram boosting (rounds) in *parts* with warm_start — the same model
+    as one fit (scikit-learn draws the same seeds) — calling :func:`cancel.check` between parts, so a
+    Stop ends a validation within a fraction of a fit (about a second each on a 2-core machine)."""
+    from .cancel import check
+
+    est = pipeline[-1] if hasattr(pipeline, "steps") else pipeline
+    size = "n_estimators" if kind == "forest" else "max_iter"
+    full = int(est.get_params()[size])
+    n_parts = PARTS if parts is None else parts
+    steps = sorted({max(1, round(full * (i + 1) / n_parts)) for i in range(n_parts)})
+    est.set_params(warm_start=len(steps) > 1)
+    for i, n in enumerate(steps):
+        if i:
+            check()
+        est.set_params(**{size: n})
+        pipeline.fit(data, z)
+    est.set_params(warm_start=False)
+
+
 class TreeLearner(Learner):
     """Random forest (``forest``) or histogram gradient boosting (``boosting``)."""
 
     def _fit(self, X: pd.DataFrame, z: np.ndarray) -> None:
         self.estimator_ = _tree_pipeline(self.kind, self.settings, self.categorical, self.parameters, self.seed)
-        self.estimator_.fit(X if self.categorical else X.to_numpy(float), z)
+        _fit_in_parts(self.estimator_, self.kind, X if self.categorical else X.to_numpy(float), z)
 
     def _raw(self, X: pd.DataFrame) -> np.ndarray:
         return self.estimator_.predict(X if self.categorical else X.to_numpy(float))
@@ -456,7 +479,7 @@ class HybridLearner(Learner):
         self.stepwise_ = stepwise_fit(data, self.response, transform=self.transform)
         resid = z - self.stepwise_.linear_predictor(X)
         self.estimator_ = _tree_pipeline("boosting", self.settings, self.categorical, self.parameters, self.seed)
-        self.estimator_.fit(X if self.categorical else X.to_numpy(float), resid)
+        _fit_in_parts(self.estimator_, "boosting", X if self.categorical else X.to_numpy(float), resid)
 
     def _raw(self, X: pd.DataFrame) -> np.ndarray:
         # the spline part has no column for a level it never saw: it takes the most common training

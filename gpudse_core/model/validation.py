@@ -50,6 +50,7 @@ import pandas as pd
 
 from .. import limits
 from ..errors import GpudseError
+from .cancel import Interrupted
 from .inference import design_matrix
 from .learners import Support, details, guard, is_categorical, response_bounds, stepwise_fit
 from .stepwise import StepwiseModel, inverse_transform, transform_response
@@ -292,7 +293,7 @@ def validate(data: pd.DataFrame, response: str, params: Sequence[str] | None = N
                                  lambda m, rep=rep, n=n: tick(f"repeat {rep + 1}/{repeats}, N = {n}: {m}"), preds)
                 finally:
                     score(preds, test, n)
-    except _Stop:
+    except (_Stop, Interrupted):  # asked between fits, or inside one (which is then left out)
         if not done or not any(res.errors[m] for m in models):
             raise Cancelled("validation cancelled before the first fit finished") from None
         res.notes.append(f"stopped after {done} of {total} fits (model × repeat × training size); a model's "

@@ -283,12 +283,17 @@ def _run(path: Path, ws_id: str, ctx: JobContext, work: Callable[[JobContext], A
     from .workspace import Workspace
 
     value, state, error, version = None, "finished", None, None
+    from ..model.cancel import Interrupted, watching
+
     try:
-        value = work(ctx)
+        with watching(ctx.stopped):  # long fits check Stop between their parts too
+            value = work(ctx)
         if ctx.stopped():
             state = "stopped"
     except Stopped as e:
         value, state = e.partial, "stopped"
+    except Interrupted:  # stopped inside a fit the work did not catch: nothing to keep
+        state = "stopped"
     except GpudseError as e:
         state, error = "failed", str(e)
     except Exception as e:  # a bug in the work: recorded, never a dead thread that looks alive

@@ -135,7 +135,9 @@ def _parquet(data: bytes, name: str, lim: limits.Limits) -> pd.DataFrame:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    pf = pq.ParquetFile(io.BytesIO(data))
+    # a native buffer, not a Python file object: with io.BytesIO, pyarrow's thread pool could abort the
+    # interpreter at exit ("terminate called without an active exception", apache/arrow#50482)
+    pf = pq.ParquetFile(pa.BufferReader(data))
     md = pf.metadata
     _check_shape(name, md.num_rows, md.num_columns, lim)
     declared = sum(md.row_group(i).total_byte_size for i in range(md.num_row_groups))

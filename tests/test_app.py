@@ -479,7 +479,7 @@ def test_upload_limit_is_the_servers_and_the_cores():
     assert os.environ["GPUDSE_HOME"]  # the fixture's temporary home, never ~/.gpudse
 
 
-def test_the_server_does_not_collect_garbage_after_every_run():
+def test_the_server_does_no_housekeeping_after_every_run():
     """Streamlit's default gc.collect(2) after each run, fragments included, held the GIL 0.16-0.3 s
     every 0.5 s per session while a progress panel polled: a validation's 0.2 s fit part took 1.4 s
     and Stop landed 1-3 s late (tests/test_browser.py measures it). The server's config turns it off."""
@@ -487,6 +487,8 @@ def test_the_server_does_not_collect_garbage_after_every_run():
 
     cfg = tomllib.loads((ROOT / ".streamlit" / "config.toml").read_text())
     assert cfg["runner"]["postScriptGC"] is False
+    # nor walk every loaded module after every run (the progress bar stood still in a fresh venv)
+    assert cfg["server"]["fileWatcherType"] == "none"
     assert cfg["server"]["address"] == "localhost"  # safe by default: this machine only
 
 

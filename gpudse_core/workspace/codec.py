@@ -225,12 +225,9 @@ class _Decoder:
     def frame(self, v: dict) -> Any:
         import pandas as pd
 
-        import pyarrow as pa
+        from ..dataio import parquet_source
 
-        # a native buffer, not io.BytesIO: reading through a Python file object left pyarrow's thread
-        # pool to abort the interpreter at exit in about 1 run in 3 (SIGABRT, "terminate called without
-        # an active exception"; apache/arrow#50482); 0 in 140 runs this way
-        df = pd.read_parquet(pa.BufferReader(self.parts[v["__frame__"]]))
+        df = pd.read_parquet(parquet_source(self.parts[v["__frame__"]]))
         if "columns" in v:
             df.columns = [self.dec(c) for c in v["columns"]]
         return df

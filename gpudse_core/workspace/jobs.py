@@ -280,11 +280,10 @@ def start_job(ws: Any, kind: str, work: Callable[[JobContext], Any], *, stage: s
 
 def _run(path: Path, ws_id: str, ctx: JobContext, work: Callable[[JobContext], Any], stage: str | None,
          refs: list, origin: str) -> None:
+    from ..model.cancel import Interrupted, watching
     from .workspace import Workspace
 
     value, state, error, version = None, "finished", None, None
-    from ..model.cancel import Interrupted, watching
-
     try:
         with watching(ctx.stopped):  # long fits check Stop between their parts too
             value = work(ctx)

@@ -18,6 +18,8 @@ PER_DIM_MODES = ("count", "subgrid")
 TRANSFORMS = ("none", "log", "sqrt")
 FIT_TRANSFORMS = TRANSFORMS + ("auto",)  # stepwise fits: auto = chosen by leave-one-out error
 CRITERIA = ("adjr2", "aic", "bic", "ftest")
+# adjusted-R² thresholds θ/φ: relative (a share of the model's R², Stargazer 1.0 and Fig. 5) or absolute (§5.2's text)
+THRESHOLD_RULES = ("relative", "absolute")
 INTERACTION_FORMS = ("full", "restricted", "adaptive")  # adaptive: restricted + F-tested full parts
 KNOT_PLACEMENTS = ("even", "quantile", "distinct")  # distinct: quantiles of the distinct values (issue 13)
 SCALES = ("linear", "log2")  # the scale a numeric parameter is modelled on (a space file's `scale:` key)

@@ -47,7 +47,15 @@ def test_paper_model_equals_r(name):
     scale = max(abs(v) for v in r["coefficients"])
     close(m.coefficients, r["coefficients"], scale)
     close(m.predict(pd.DataFrame(c["data"]).drop(columns=c["response"])), r["fitted"])
-    close(m.predict(pd.DataFrame(c["points"])), r["predictions"])
+    # new points, some beyond the training ranges (ns continues linearly there): R's predictions, but
+    # for the few beyond the guard's band, which are bounded and flagged
+    det = m.predict_details(pd.DataFrame(c["points"]))
+    bounded = det["bounded"].to_numpy()
+    rp = np.asarray(r["predictions"])
+    assert (~bounded).sum() >= 3
+    close(det["predicted"].to_numpy()[~bounded], rp[~bounded])
+    lo, hi = m.bounds()
+    assert np.all((rp[bounded] < lo) | (rp[bounded] > hi))
     # every step of Table 1: the same candidates, each with R's R² and adjusted R², the same choice
     steps = [s for s in m.trace if s["fits"]]
     assert len(steps) == len(r["steps"])
@@ -109,6 +117,7 @@ def test_paper_model_saves_and_loads(tmp_path):
     assert back.bases["blk"].kind == "ns"
     pts = pd.DataFrame(c["points"])
     np.testing.assert_array_equal(back.predict(pts), m.predict(pts))
+    assert back.bound_margin == m.bound_margin is not None and back.transform == "none"
     assert back.trace == json.loads(m.to_json())["trace"]
 
 
@@ -148,5 +157,7 @@ def test_matrix_training_is_the_reference(shared):
     assert len(m.coefficients) == 33
     close(m.r2, fx["r"]["r2"])
     close(m.coefficients, fx["r"]["coefficients"], max(map(abs, fx["r"]["coefficients"])))
-    close(m.predict(pd.DataFrame(fx["points"])), fx["r"]["predictions"])
+    det = m.predict_details(pd.DataFrame(fx["points"]))
+    assert not det["bounded"].any()  # design points of Table 2: inside the band
+    close(det["predicted"], fx["r"]["predictions"])
     assert math.isclose(m.trace[0]["fits"]["blk"]["r2"], fx["r"]["steps"][0]["candidates"][0]["r2"], rel_tol=RTOL)

@@ -57,17 +57,17 @@ def test_paper_model_equals_r(name):
     lo, hi = m.bounds()
     assert np.all((rp[bounded] < lo) | (rp[bounded] > hi))
     # every step of Table 1: the same candidates, each with R's R² and adjusted R², the same choice
-    steps = [s for s in m.trace if s["fits"]]
+    steps = [s for s in m.trace if s["candidates"]]
     assert len(steps) == len(r["steps"])
     for s, rs in zip(steps, r["steps"]):
         assert s["kind"] == rs["kind"]
-        assert list(s["fits"]) == [row["term"] for row in rs["candidates"]]
+        assert list(s["r2s"]) == list(s["adj_r2s"]) == [row["term"] for row in rs["candidates"]]
         for row in rs["candidates"]:
-            close(s["fits"][row["term"]]["r2"], row["r2"])
-            close(s["fits"][row["term"]]["adj_r2"], row["adj_r2"])
+            close(s["r2s"][row["term"]], row["r2"])
+            close(s["adj_r2s"][row["term"]], row["adj_r2"])
         assert (s["chosen"], s["accepted"]) == (rs["chosen"], rs["accepted"])
         assert s["metric"] == ("r2" if s["kind"] == "initial" else "adj_r2")
-        assert s["candidates"] == {k: v[s["metric"]] for k, v in s["fits"].items()}
+        assert s["candidates"] == s["r2s" if s["metric"] == "r2" else "adj_r2s"]
 
 
 def test_cases_cover_aliasing_skipping_and_both_spacings():
@@ -160,4 +160,4 @@ def test_matrix_training_is_the_reference(shared):
     det = m.predict_details(pd.DataFrame(fx["points"]))
     assert not det["bounded"].any()  # design points of Table 2: inside the band
     close(det["predicted"], fx["r"]["predictions"])
-    assert math.isclose(m.trace[0]["fits"]["blk"]["r2"], fx["r"]["steps"][0]["candidates"][0]["r2"], rel_tol=RTOL)
+    assert math.isclose(m.trace[0]["r2s"]["blk"], fx["r"]["steps"][0]["candidates"][0]["r2"], rel_tol=RTOL)

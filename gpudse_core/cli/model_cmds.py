@@ -20,12 +20,12 @@ def trace_line(step) -> str:
               "loo_error": "leave-one-out error"}.get(step.metric, step.metric)
     desc = step.metric in ("r2", "adj_r2")
     ranked = sorted(step.candidates.items(), key=lambda kv: -kv[1] if desc else kv[1])
-    fits = getattr(step, "fits", {}) or {}
+    adj = getattr(step, "adj_r2s", {}) or {}
 
     def cell(k: str, v: float) -> str:  # Table 1: the score; under another rule also the model's adjusted R²
-        if desc or k not in fits:
+        if desc or k not in adj:
             return f"{k} {v:.4g}"
-        return f"{k} {v:.4g} (adj R² {fits[k]['adj_r2']:.4f})"
+        return f"{k} {v:.4g} (adj R² {adj[k]:.4f})"
 
     shown = "  ".join(cell(k, v) for k, v in ranked[:SHOWN]) + ("  …" if len(ranked) > SHOWN else "")
     mark = {"prune": "kept" if step.accepted else "kept (nothing dropped)",

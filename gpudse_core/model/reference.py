@@ -202,7 +202,8 @@ class ReferenceSearch:
             state["step"] += 1
             scores = {k: v[metric] for k, v in fits.items()}
             step = TraceStep(state["step"], kind, metric, scores, skipped, chosen_, ok, gain, list(terms), state["r2"],
-                             state["adj"], fits)
+                             state["adj"], {k: v["r2"] for k, v in fits.items()},
+                             {k: v["adj_r2"] for k, v in fits.items()})
             trace.append(step.to_dict())
             return step
 

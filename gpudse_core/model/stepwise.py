@@ -56,8 +56,8 @@ norm of the residual's projection on it. Candidate blocks that add no independen
 skipped (recorded in the trace as degenerate), never a crash.
 
 The fit is a generator (:meth:`StepwiseRegression.iter_fit`) yielding one :class:`TraceStep` per
-row of Stargazer Table 1: every candidate's score and its model's R² and adjusted R² (``fits``,
-whatever the criterion), the chosen term, whether it was accepted, and the current terms with their
+row of Stargazer Table 1: every candidate's score and its model's R² and adjusted R² (``r2s``,
+``adj_r2s``, whatever the criterion), the chosen term, whether it was accepted, and the current terms with their
 R² and adjusted R².
 """
 
@@ -593,11 +593,12 @@ class StepwiseRegression(RegressorMixin, BaseEstimator):
         marks: list[tuple[int, int, int]] = []  # (terms, columns, rank of Q) after each accepted term
         step_no = 0
         trace: list[dict] = []
-        fit_stats: dict[str, dict[str, float]] = {}  # the latest R² and adjusted R² of each candidate's model
+        fits: dict[str, tuple[float, float]] = {}  # candidate -> (R², adjusted R²) of its latest evaluation
 
         def emit(step: TraceStep) -> TraceStep:
-            if not step.fits:
-                step.fits = {k: fit_stats[k] for k in step.candidates if k in fit_stats}
+            for k in step.candidates:
+                if k in fits:
+                    step.r2s[k], step.adj_r2s[k] = fits[k]
             trace.append(step.to_dict())
             return step
 
@@ -667,7 +668,7 @@ class StepwiseRegression(RegressorMixin, BaseEstimator):
                     continue
                 rss = max(st.rss - f.gain, 0.0)
                 scores[name] = self._score(rss, st, rank, n, f.cols.size)
-                fit_stats[name] = {"r2": _r2(rss, st.tss), "adj_r2": _adj_r2(rss, st.tss, n, rank)}
+                fits[name] = (_r2(rss, st.tss), _adj_r2(rss, st.tss, n, rank))
                 prepared[name] = (t, (res, f), [cset.labels[t][i] for i in f.keep], rss, rank)
             return scores, skipped, prepared
 

@@ -33,6 +33,7 @@ type config struct {
 	CountInsts  bool
 	ParallelSim bool
 	CPUProfile  string
+	MetricsFile string
 }
 
 var errHelp = flag.ErrHelp
@@ -60,6 +61,8 @@ func parseFlags() config {
 	flag.BoolVar(&c.CountInsts, "count-insts", true, "count executed instructions (traces every CU)")
 	flag.BoolVar(&c.ParallelSim, "parallel", false, "use MGPUSim's parallel event engine")
 	flag.StringVar(&c.CPUProfile, "cpuprofile", "", "write a Go CPU profile of the run to this file")
+	flag.StringVar(&c.MetricsFile, "o", "", "also write the metrics JSON to this file")
+	check := flag.String("check", "", "validate design points (JSON objects, one a line, keys cu_per_sa, sa, l2_kb, mem_banks, line, freq_mhz; - for stdin) on top of the other flags, print 'line N: reason' per invalid one, exit 2 if any; simulates nothing")
 	list := flag.Bool("list", false, "print the benchmarks with their size meaning and default as JSON and exit")
 	if err := flag.Parse(os.Args[1:]); err != nil {
 		if err == errHelp {
@@ -72,6 +75,10 @@ func parseFlags() config {
 	}
 	if *list {
 		printBenchmarks()
+		os.Exit(0)
+	}
+	if *check != "" {
+		runCheck(*check, c)
 		os.Exit(0)
 	}
 	return c
@@ -110,6 +117,12 @@ func main() {
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "simulation failed: encoding metrics: %v\n", err)
 		os.Exit(1)
+	}
+	if c.MetricsFile != "" {
+		if err := os.WriteFile(c.MetricsFile, append(out, '\n'), 0o644); err != nil {
+			fmt.Fprintf(os.Stderr, "simulation failed: writing %s: %v\n", c.MetricsFile, err)
+			os.Exit(1)
+		}
 	}
 	fmt.Fprintln(stdout, string(out))
 }

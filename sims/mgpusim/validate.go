@@ -17,6 +17,11 @@ const l2Ways = 16
 // (128 bytes) that MGPUSim's R9 Nano platform sets.
 const log2Interleave = 7
 
+// minLine is the smallest cache line that works: the compute units' vector
+// memory unit fetches 64 bytes at once, and a 32-byte line makes the L1
+// return a short block (MGPUSim panics: "slice bounds out of range [:64]").
+const minLine = 64
+
 func isPow2(n int) bool { return n > 0 && n&(n-1) == 0 }
 
 func log2(n int) uint64 {
@@ -44,9 +49,9 @@ func validate(c *config) error {
 		return fmt.Errorf("-mem-banks=%d: at most %d banks (each bank's DRAM controller needs at least one %d MiB rank)",
 			c.MemBanks, dramBytes/dramRankBytes, dramRankBytes>>20)
 	}
-	if !isPow2(c.LineBytes) || c.LineBytes < 16 || c.LineBytes > 1<<log2Interleave {
-		return fmt.Errorf("-line=%d: must be a power of two from 16 to %d bytes (the bank interleaving granularity)",
-			c.LineBytes, 1<<log2Interleave)
+	if !isPow2(c.LineBytes) || c.LineBytes < minLine || c.LineBytes > 1<<log2Interleave {
+		return fmt.Errorf("-line=%d: must be a power of two from %d (the compute units' 64-byte accesses) to %d bytes (the bank interleaving granularity)",
+			c.LineBytes, minLine, 1<<log2Interleave)
 	}
 	if c.L2KB < 1 || c.L2KB > 64*1024 {
 		return fmt.Errorf("-l2-kb=%d: must be 1..65536", c.L2KB)

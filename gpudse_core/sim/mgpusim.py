@@ -55,6 +55,7 @@ BINARY = "gpudse-mgpusim"
 SOURCE_FILES = ("go.mod", "go.sum")  # plus every *.go of the folder
 BUILD_TIMEOUT_S = 1800.0  # first build: module download (~60 MB) and compile (~40 s on 2 cores)
 CHECK_TIMEOUT_S = 120.0
+GO_FALLBACKS = ("/usr/local/go/bin/go",)  # where Go's installer puts it, often not on PATH
 BLOCKED_HINT = ("the Go module proxy refused or could not be reached; MGPUSim cannot be built on this machine until "
                 "it can fetch the modules (GOPROXY, network) or a filled module cache (GOMODCACHE) is provided")
 
@@ -106,7 +107,7 @@ def find_go() -> str:
             raise MgpusimError(f"$GPUDSE_GO={env}: not an executable file; point it at the 'go' command of a Go "
                                f"1.20+ installation")
         return env
-    found = shutil.which("go") or next((p for p in ("/usr/local/go/bin/go",) if os.access(p, os.X_OK)), None)
+    found = shutil.which("go") or next((p for p in GO_FALLBACKS if os.access(p, os.X_OK)), None)
     if not found:
         raise MgpusimError("the MGPUSim backend needs the Go toolchain ('go', 1.20 or newer) to build its simulator once, "
                            "and there is no 'go' on PATH (nor /usr/local/go/bin/go): install Go from https://go.dev/dl/ "
@@ -250,6 +251,8 @@ class MgpusimBackend:
             self.timeout = limits.finite_timeout(self.timeout, "MGPUSim timeout")
         except GpudseError as e:
             raise BackendError(str(e)) from None
+        if self.workdir:  # the simulator runs inside its run directory: paths must not be relative
+            self.workdir = str(Path(self.workdir).resolve())
         if not self.binary:
             self.binary = str(build())
         self._source = source_hash()

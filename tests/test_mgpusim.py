@@ -202,3 +202,33 @@ def test_go_sources_are_gofmt_clean():
         pytest.skip("no gofmt (Go toolchain) on this machine")
     out = subprocess.run([gofmt, "-l", str(mgpusim.source_dir())], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0 and out.stdout == "", out.stdout
+
+
+def test_dashboard_runs_mgpusim_and_uses_its_results(binary, tmp_path, monkeypatch):
+    """The Simulations page offers MGPUSim for the mgpusim preset's samples; a campaign started there runs real
+    timing simulations as a workspace job and its results become the workspace's."""
+    pytest.importorskip("streamlit")
+    from gpudse_core import load_preset, sample
+    from test_app import button, goto, new_app, ok, wait_jobs, ws
+
+    monkeypatch.setenv("GPUDSE_HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("GPUDSE_SINGLE_USER", raising=False)
+    assert isinstance(binary, Path) and binary.is_file()  # the page finds the same build, offers no Build button
+    app = new_app()
+    w = ws(app)
+    space = load_preset("mgpusim")
+    with w.batch():
+        w.set_space(space, "preset mgpusim")
+        w.set_samples(sample(space, 2, seed=5), "uniform, seed 5")
+    goto(app, "Simulations")
+    assert app.radio[0].value.startswith("MGPUSim")  # chosen by default for this space
+    assert [b.label for b in app.button if b.label == "Build MGPUSim"] == []
+    app.selectbox[0].set_value("fir").run()
+    ok(app, "choose fir")
+    button(app, "Start").click().run()
+    ok(app, "start the campaign")
+    wait_jobs(app)
+    results = w.get("results")
+    assert results.ok and "fir" in results.origin
+    table = results.value.table
+    assert len(table) == 2 and (table.kernel_cycles > 0).all() and table.instructions.nunique() == 1

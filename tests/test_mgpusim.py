@@ -99,6 +99,18 @@ def test_four_point_campaign_on_two_workers(binary, tmp_path):
         assert json.loads((Path(run_dir) / "metrics.json").read_text())["benchmark"] == "matmul"
 
 
+def test_campaign_on_a_dask_cluster(binary, tmp_path):
+    """Dask workers run the binary the runner built (its path travels with the backend)."""
+    pytest.importorskip("distributed")
+    backend = mgpusim.MgpusimBackend("bfs", size=64, binary=str(binary), workdir=str(tmp_path / "runs"))
+    with CampaignStore(tmp_path / "c.db") as store:
+        store.open(backend.spec(), POINTS.head(2))
+        final = run_campaign(store, backend, workers=2, scheduler="local")
+        table, attempts = store.table(), store.attempts()
+    assert (final.done, final.failed) == (2, 0) and (table.kernel_cycles > 0).all()
+    assert attempts.worker.str.startswith("dask ").all()
+
+
 def test_campaign_resumes_after_sigkill(binary, tmp_path):
     """SIGKILL the CLI's whole process group once a point is stored: the rerun keeps what was done and
     runs only the rest."""

@@ -235,12 +235,12 @@ def test_dashboard_runs_mgpusim_and_uses_its_results(binary, tmp_path, monkeypat
     goto(app, "Simulations")
     assert app.radio[0].value.startswith("MGPUSim")  # chosen by default for this space
     assert [b.label for b in app.button if b.label == "Build MGPUSim"] == []
-    app.selectbox[0].set_value("fir").run()
-    ok(app, "choose fir")
+    app.selectbox[0].set_value("bfs").run()
+    ok(app, "choose bfs")
     button(app, "Start").click().run()
     ok(app, "start the campaign")
     wait_jobs(app)
     results = w.get("results")
-    assert results.ok and "fir" in results.origin
+    assert results.ok and "bfs" in results.origin
     table = results.value.table
     assert len(table) == 2 and (table.kernel_cycles > 0).all() and table.instructions.nunique() == 1

@@ -198,6 +198,25 @@ def test_missing_go_is_named(monkeypatch, tmp_path):
     assert out.returncode == 2 and out.stderr.startswith("gpudse: error: $GPUDSE_GO=")
 
 
+def test_an_unreachable_module_proxy_is_reported_as_blocked_with_gos_error(monkeypatch, tmp_path):
+    try:
+        mgpusim.find_go()
+    except mgpusim.MgpusimError as e:
+        pytest.skip(f"no Go toolchain: {e}")
+    monkeypatch.setenv("GPUDSE_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("GOMODCACHE", str(tmp_path / "modules"))  # nothing downloaded yet
+    monkeypatch.setenv("GOPROXY", "off")
+    lines = []
+    with pytest.raises(mgpusim.MgpusimError) as e:
+        mgpusim.build(progress=lines.append)
+    msg = str(e.value)
+    assert msg.startswith("downloading modules MGPUSim failed (mod download in ")
+    assert "@v" in msg and "module lookup disabled by GOPROXY=off" in msg  # go's own words, naming a module
+    assert msg.endswith(mgpusim.BLOCKED_HINT)
+    assert lines and lines[0].startswith(f"fetching {mgpusim.MODULE} {mgpusim.VERSION}")
+    assert not any((tmp_path / "cache").rglob(mgpusim.BINARY))
+
+
 def test_binary_is_keyed_by_the_sources(tmp_path):
     src = tmp_path / "src"
     shutil.copytree(mgpusim.source_dir(), src)

@@ -196,8 +196,8 @@ def _run_go(argv: list[str], cwd: Path, env: dict, say: Callable[[str], Any], wh
     if code != 0:
         errors = [ln for ln in lines if not ln.startswith("#") and not ln.startswith("go: downloading")]
         text = "\n".join(errors[-12:]) or f"exit status {code}"
-        blocked = any(s in text for s in ("403 Forbidden", "404 Not Found", "dial tcp", "no such host",
-                                          "proxyconnect", "i/o timeout", "TLS handshake"))
+        blocked = any(s in text for s in ("403 Forbidden", "404 Not Found", "410 Gone", "dial tcp", "no such host",
+                                          "proxyconnect", "i/o timeout", "TLS handshake", "lookup disabled"))
         raise MgpusimError(f"{what} MGPUSim failed ({' '.join(argv[1:3])} in {cwd}):\n{text}"
                            + (f"\n{BLOCKED_HINT}" if blocked else ""))
 

@@ -217,6 +217,17 @@ def test_an_unreachable_module_proxy_is_reported_as_blocked_with_gos_error(monke
     assert not any((tmp_path / "cache").rglob(mgpusim.BINARY))
 
 
+def test_a_silent_hang_of_go_is_stopped(monkeypatch, tmp_path):
+    """A download that stalls without printing anything is killed at the build timeout, with the reason."""
+    monkeypatch.setattr(mgpusim, "BUILD_TIMEOUT_S", 0.5)
+    start = time.monotonic()
+    with pytest.raises(mgpusim.MgpusimError, match=r"downloading modules MGPUSim took longer than 0.5 s and was "
+                                                   r"stopped; the Go module proxy refused or could not be reached"):
+        mgpusim._run_go([sys.executable, "-c", "import time; time.sleep(30)"], tmp_path, dict(os.environ),
+                        lambda line: None, "downloading modules", keep=lambda line: True)
+    assert time.monotonic() - start < 20
+
+
 def test_binary_is_keyed_by_the_sources(tmp_path):
     src = tmp_path / "src"
     shutil.copytree(mgpusim.source_dir(), src)

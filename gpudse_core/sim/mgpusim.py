@@ -173,10 +173,20 @@ def build(progress: Callable[[str], Any] | None = None, force: bool = False) -> 
 def _run_go(argv: list[str], cwd: Path, env: dict, say: Callable[[str], Any], what: str,
             keep: Callable[[str], bool]) -> None:
     """Run a go command, passing the lines *keep* selects to *say*; an error names what failed."""
+    import threading
+
     lines: list[str] = []
-    deadline = time.monotonic() + BUILD_TIMEOUT_S
     proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True, errors="replace")
+    fired = threading.Event()
+
+    def stop() -> None:  # a silent hang (a stalled download) ends too
+        fired.set()
+        proc.kill()
+
+    watchdog = threading.Timer(BUILD_TIMEOUT_S, stop)
+    watchdog.daemon = True
+    watchdog.start()
     try:
         assert proc.stdout is not None
         for line in proc.stdout:
@@ -185,14 +195,16 @@ def _run_go(argv: list[str], cwd: Path, env: dict, say: Callable[[str], Any], wh
             del lines[:-200]
             if keep(line):
                 say(line.replace("# get ", "  ") if line.startswith("# get ") else f"  {line}")
-            if time.monotonic() > deadline:
-                proc.kill()
-                raise MgpusimError(f"{what} MGPUSim took longer than {BUILD_TIMEOUT_S:g} s; stopped")
         code = proc.wait()
     except BaseException:
         proc.kill()
         proc.wait()
         raise
+    finally:
+        watchdog.cancel()
+    if fired.is_set():
+        raise MgpusimError(f"{what} MGPUSim took longer than {BUILD_TIMEOUT_S:g} s and was stopped; "
+                           f"{BLOCKED_HINT if what.startswith('downloading') else 'is the machine overloaded?'}")
     if code != 0:
         errors = [ln for ln in lines if not ln.startswith("#") and not ln.startswith("go: downloading")]
         text = "\n".join(errors[-12:]) or f"exit status {code}"

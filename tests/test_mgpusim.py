@@ -228,6 +228,14 @@ def test_a_silent_hang_of_go_is_stopped(monkeypatch, tmp_path):
     assert time.monotonic() - start < 20
 
 
+def test_mgpusim_options_with_another_backend_are_refused(tmp_path):
+    POINTS.to_csv(tmp_path / "p.csv", index=False)
+    out = subprocess.run([sys.executable, "-m", "gpudse_core", "simulate", "p.csv", "--benchmark", "fir", "-o",
+                          "r.csv"], cwd=tmp_path, env=ENV, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 2 and "--benchmark and --size choose the workload of --backend mgpusim" in out.stderr
+    assert not (tmp_path / "r.db").exists()
+
+
 def test_binary_is_keyed_by_the_sources(tmp_path):
     src = tmp_path / "src"
     shutil.copytree(mgpusim.source_dir(), src)

@@ -67,12 +67,15 @@ def cmd_simulate(args: argparse.Namespace) -> int:
 def _backend(args: argparse.Namespace, store_path: Path):
     from ..sim.campaign import AnalyticalBackend, CommandBackend
 
+    if args.backend != "mgpusim" and (args.benchmark or args.size):
+        raise GpudseError(f"--benchmark and --size choose the workload of --backend mgpusim; the {args.backend} "
+                          f"backend " + ("takes --kernel" if args.backend == "analytical" else "reads its --config"))
     if args.backend == "mgpusim":
         from ..sim.mgpusim import MgpusimBackend, build
 
         binary = build(progress=lambda line: print(line, file=sys.stderr))
-        return MgpusimBackend(args.benchmark, size=args.size or 0, timeout=args.timeout, binary=str(binary),
-                              workdir=str(store_path.with_name(store_path.name + ".runs")))
+        return MgpusimBackend(args.benchmark or "matmul", size=args.size or 0, timeout=args.timeout,
+                              binary=str(binary), workdir=str(store_path.with_name(store_path.name + ".runs")))
     if args.backend == "command":
         if not args.config:
             raise GpudseError("--backend command needs --config SIM.toml (the simulator's description on this machine)")
@@ -205,7 +208,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
                     help="analytical: the built-in simulator (default); command: an external simulator (--config); "
                     "mgpusim: MGPUSim timing simulation (points of the mgpusim preset; built with 'go' on first use)")
     si.add_argument("--kernel", default="matMul", choices=list(choices.KERNELS), help="analytical backend: Table 4 application")
-    si.add_argument("--benchmark", default="matmul", choices=list(choices.MGPUSIM_BENCHMARKS),
+    si.add_argument("--benchmark", default=None, choices=list(choices.MGPUSIM_BENCHMARKS),
                     help="mgpusim backend: the workload (default matmul)")
     si.add_argument("--size", type=count_arg, default=None,
                     help="mgpusim backend: problem size (default: the benchmark's, one point in seconds; "

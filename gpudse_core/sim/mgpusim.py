@@ -109,9 +109,9 @@ def find_go() -> str:
         return env
     found = shutil.which("go") or next((p for p in GO_FALLBACKS if os.access(p, os.X_OK)), None)
     if not found:
-        raise MgpusimError("the MGPUSim backend needs the Go toolchain ('go', 1.20 or newer) to build its simulator once, "
-                           "and there is no 'go' on PATH (nor /usr/local/go/bin/go): install Go from https://go.dev/dl/ "
-                           "or set GPUDSE_GO=/path/to/go")
+        raise MgpusimError("the MGPUSim backend needs the Go toolchain ('go', 1.20 or newer) to build its simulator "
+                           "once, and there is no 'go' on PATH (nor /usr/local/go/bin/go): install Go from "
+                           "https://go.dev/dl/ or set GPUDSE_GO=/path/to/go")
     return found
 
 
@@ -258,7 +258,8 @@ class MgpusimBackend:
             raise BackendError(f"unknown MGPUSim benchmark {self.benchmark!r}; choose one of "
                                f"{', '.join(MGPUSIM_BENCHMARKS)}")
         if isinstance(self.size, bool) or not isinstance(self.size, int) or self.size < 0:
-            raise BackendError(f"size {self.size!r}: give a whole number of at least 1 (or 0 for the benchmark's default)")
+            raise BackendError(f"size {self.size!r}: give a whole number of at least 1 (or 0 for the benchmark's "
+                               f"default)")
         try:
             self.timeout = limits.finite_timeout(self.timeout, "MGPUSim timeout")
         except GpudseError as e:
@@ -283,8 +284,8 @@ class MgpusimBackend:
         """The points' columns are MGPUSim parameters (the others keep the R9 Nano baseline)."""
         unknown = [str(c) for c in columns if str(c) not in MGPUSIM_PARAMETERS]
         if unknown:
-            raise BackendError(f"the design points have column(s) {', '.join(unknown[:8])}, which MGPUSim does not take; "
-                               f"its parameters are {', '.join(MGPUSIM_PARAMETERS)} (sample the 'mgpusim' preset)")
+            raise BackendError(f"the design points have column(s) {', '.join(unknown[:8])}, which MGPUSim does not "
+                               f"take; its parameters are {', '.join(MGPUSIM_PARAMETERS)} (sample the 'mgpusim' preset)")
 
     def check_table(self, points: Any, source: str = "design points") -> None:
         """Refuse, before anything runs, points the builders cannot assemble: the program checks them all

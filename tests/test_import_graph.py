@@ -134,7 +134,7 @@ def test_no_import_cycle_among_the_projects_modules():
         " <-> ".join(c) for c in found)
 
 
-ROOT_ENTRIES = {"app.py", "pages", "dashboard", "gpudse_core", "data", "docs", "tests", "benchmarks", "sims",
+ROOT_ENTRIES = {"app.py", "pages", "dashboard", "gpudse_core", "data", "docs", "tests", "benchmarks",
                 "README.md", "requirements.txt", "pyproject.toml", ".ci", ".streamlit", ".gitignore", ".git"}
 
 

@@ -108,7 +108,7 @@ def test_pip_install_gives_gpudse_command(tmp_path):
     assert str(env_dir) in where_src and where_src.endswith("_sims/mgpusim"), src.stderr
     from gpudse_core.sim.mgpusim import source_hash
 
-    assert digest == source_hash()  # the same files as the checkout's sims/mgpusim
+    assert digest == source_hash()  # the same files as the checkout's gpudse_core/_sims/mgpusim
 
 
 def test_requirements_install_the_package_itself_editable():

@@ -3,7 +3,7 @@
 MGPUSim (Sun, Baruah, Mojumder, Dong, Gong, Treadway, Bao, Kaeli, "MGPUSim: Enabling Multi-GPU
 Performance Modeling and Optimization", ISCA 2019) is written in Go; its benchmarks carry their
 compiled GCN3 kernels, so it needs no vendor SDK. gpudse runs it through a small Go program of its own,
-``sims/mgpusim`` (``gpudse_core/_sims/mgpusim`` in a wheel), that assembles one GPU with MGPUSim's
+``gpudse_core/_sims/mgpusim`` (installed with the package), that assembles one GPU with MGPUSim's
 R9 Nano builder at a design point (:data:`~gpudse_core.choices.MGPUSIM_PARAMETERS`), runs one
 benchmark in timing mode and prints one JSON object of metrics (kernel time and cycles, L1 vector and
 L2 hit rates, DRAM transactions and bytes, instructions).
@@ -65,12 +65,12 @@ class MgpusimError(GpudseError):
 
 
 def source_dir() -> Path:
-    """The Go program's folder: ``sims/mgpusim`` of a checkout, else ``gpudse_core/_sims/mgpusim``."""
-    here = Path(__file__).resolve().parent.parent  # gpudse_core/
-    for cand in (here / "_sims" / "mgpusim", here.parent / "sims" / "mgpusim"):
-        if (cand / "go.mod").is_file():
-            return cand
-    raise MgpusimError("the MGPUSim driver program (sims/mgpusim) is missing from this installation; reinstall gpudse")
+    """The Go program's folder, ``gpudse_core/_sims/mgpusim`` (a checkout's and an installed package's)."""
+    cand = Path(__file__).resolve().parent.parent / "_sims" / "mgpusim"
+    if (cand / "go.mod").is_file():
+        return cand
+    raise MgpusimError("the MGPUSim driver program (gpudse_core/_sims/mgpusim) is missing from this installation; "
+                       "reinstall gpudse")
 
 
 def _sources(src: Path) -> list[Path]:

@@ -38,12 +38,22 @@ def test_json_contract_best_first(model_file, capsys):
     assert list(doc)[:4] == ["space_size", "evaluated", "method", "best"]
     assert doc["space_size"] == 933_120 and doc["method"] == "exact" and doc["evaluated"] < 1000
     assert len(doc["best"]) == 7
-    for row in doc["best"]:
-        assert list(row) == [*SPACE.parameter_names, "predicted"]
+    for row in doc["best"]:  # the design's parameters and prediction first (the earlier contract), then the group
+        assert list(row)[:len(SPACE.parameter_names) + 1] == [*SPACE.parameter_names, "predicted"]
+        assert {"lower", "upper", "designs", "simulated", "measured", "any", "values"} <= set(row)
+        assert row["lower"] < row["predicted"] < row["upper"]
     preds = [r["predicted"] for r in doc["best"]]
     assert preds == sorted(preds)
     model = StepwiseModel.load(model_file)
-    ref = find_best(model, SPACE, top=7)
+    used = doc["used"]
+    assert used == model.parameters and len(used) < len(SPACE.parameter_names)
+    # k distinct rows: no two share the values of every parameter the model reads
+    assert len({tuple(r[p] for p in used) for r in doc["best"]}) == 7
+    free = [p for p in SPACE.parameter_names if p not in used]
+    sizes = {p: SPACE.parameter(p).size for p in free}
+    for r in doc["best"]:  # the space is unconstrained: each row stands for every value of the others
+        assert r["any"] == free and r["values"] == {} and r["designs"] == int(np.prod(list(sizes.values())))
+    ref = find_best(model, SPACE, top=7, distinct=True)
     assert preds == ref.best.predicted.tolist()
     assert [r["blk"] for r in doc["best"]] == ref.best.blk.tolist()
     # each design's prediction is what `gpudse predict` gives for it

@@ -216,7 +216,7 @@ def best_designs(model: Any, space: DesignSpace, top: int = 20, *, maximize: boo
                     workers=workers, progress=progress, stop=stop, distinct=True)
     best = res.best.drop(columns=[c for c in ("bounded",) if c in res.best.columns])
     keys, _ = _positions(space, best, used) if len(best) else (np.zeros((0, len(used)), dtype=np.int64), None)
-    key_list = list(map(tuple, keys.tolist()))
+    key_list = all_keys = list(map(tuple, keys.tolist()))
     keep = [i for i, k in enumerate(key_list) if k not in leave][:int(top)]
     best = best.iloc[keep].reset_index(drop=True)
     key_list = [key_list[i] for i in keep]
@@ -252,7 +252,8 @@ def best_designs(model: Any, space: DesignSpace, top: int = 20, *, maximize: boo
             for par in dim.parameters:
                 if par.name in used:
                     continue
-                entry[par.name] = None if vals.size == space.radices[d] else [par.values[int(v)] for v in vals]
+                every = vals.size == space.radices[d] > 1  # (a parameter of one value shows it)
+                entry[par.name] = None if every else [par.values[int(v)] for v in vals]
         free.append(entry)
     if structure is None and len(best):
         notes.append("a constraint couples too many parameters to count the designs each row stands for")
@@ -272,8 +273,9 @@ def best_designs(model: Any, space: DesignSpace, top: int = 20, *, maximize: boo
             notes.append("this model has no prediction interval (refit it with this version of gpudse)")
     order = [*space.parameter_names, "predicted", "lower", "upper", "designs", "simulated", "measured", "design_index"]
     best = best[[c for c in order if c in best.columns]]
-    n_left = sum(1 for k in map(tuple, _positions(space, res.best, used)[0].tolist()) if k in leave) \
-        if len(res.best) else 0
+    # groups left out that would otherwise have been shown (ranked above the last row shown)
+    last = keep[-1] if keep else len(res.best) - 1
+    n_left = sum(1 for i in range(last + 1) if all_keys[i] in leave)
     return BestDesigns(best, list(used), free, level_used, res, n_left, notes)
 
 

@@ -1,0 +1,92 @@
+"""Decision-grade best designs (explore/designs.py): one row per group of designs the model cannot tell
+apart, its exact count and the values of the other parameters, checked against brute force over every
+feasible design; simulated designs marked or left out; failed ones never recommended."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from explore_models import TableModel, brute_force_distinct, small_spaces
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from test_explore_best import table_models, where_of
+
+from gpudse_core import GpudseError, load_preset
+from gpudse_core.explore.designs import ANY, best_designs
+from gpudse_core.explore.terms import expression_types
+from gpudse_core.space.expr import compile_expression
+
+
+def feasible_frame(space, where=None) -> pd.DataFrame:
+    idx = np.arange(space.size)
+    digits = space.decode(idx)
+    ok = space.feasible_mask(digits)
+    if where:
+        ok &= compile_expression(where, expression_types(space)).mask(space.columns(digits), len(idx))
+    return space.frame(digits[ok]).assign(design_index=idx[ok])
+
+
+@settings(max_examples=100, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_rows_count_their_designs_and_list_the_other_values_exactly(data):
+    space = data.draw(small_spaces())
+    model = data.draw(table_models(space))
+    where = where_of(data.draw, space)
+    k = data.draw(st.integers(1, 8))
+    expected = brute_force_distinct(model, space, k, where=where)
+    if not len(expected):
+        return
+    got = best_designs(model, space, top=k, where=where, level=None)
+    assert got.rows.design_index.tolist() == expected.design_index.tolist()
+    assert got.rows.designs.tolist() == expected.designs.tolist()
+    every = feasible_frame(space, where)
+    used = list(model.parameters)
+    used_dims = {d for d, dim in enumerate(space.dimensions) for q in dim.parameters if q.name in used}
+    for i, row in got.rows.iterrows():
+        same = every
+        for p in used:
+            same = same[same[p].astype(str) == str(row[p])]
+        assert len(same) == row.designs
+        for p in space.parameter_names:
+            label = got.label(i, p)
+            if any(q.name == p for d in used_dims for q in space.dimensions[d].parameters):
+                assert p not in got.free[i] and same[p].astype(str).nunique() == 1  # fixed by a group member
+                continue
+            values = set(same[p].astype(str))
+            if len(values) == space.parameter(p).size > 1:
+                assert label == ANY
+            else:
+                assert got.free[i][p] is not None and {str(v) for v in got.free[i][p]} == values
+
+
+def test_simulated_designs_are_marked_or_left_out_and_failures_never_recommended():
+    space = load_preset("stargazer")
+    blk = np.array([5.0, 3, 2, 1.5, 1.2])
+    model = TableModel(space, 0.0, [(("blk",), blk), (("simd",), np.array([0.0, 0.1, 0.2]))])
+    model.response = "cycles"
+    base = {p.name: p.values[0] for p in space.parameters}
+    plain = best_designs(model, space, top=4, level=None)  # blk 16 < 8 < …, simd 8 < 16 < 32
+    assert plain.rows.blk.tolist() == [16, 16, 16, 8] and plain.rows.simd.tolist() == [8, 16, 32, 8]
+    assert (plain.rows.designs == space.size // 15).all() and (plain.rows.simulated == 0).all()
+    results = pd.DataFrame([{**base, "blk": 16, "simd": 8, "cycles": 1.1},
+                            {**base, "blk": 16, "simd": 8, "cc": 32, "cycles": 1.3},  # the same group
+                            {**base, "blk": 16, "simd": 16, "cycles": 1.0, "status": "failed"},
+                            {**base, "blk": 4, "simd": 8, "cycles": np.nan}])  # a missing response: failed too
+    marked = best_designs(model, space, top=3, results=results, level=None)
+    # the failed group (blk 16, simd 16) is never recommended; the simulated one is marked with its mean
+    assert list(zip(marked.rows.blk, marked.rows.simd)) == [(16, 8), (16, 32), (8, 8)]
+    assert marked.rows.simulated.tolist() == [2, 0, 0]
+    assert marked.rows.measured.iloc[0] == pytest.approx(1.2) and marked.rows.measured.iloc[1:].isna().all()
+    assert marked.left_out == 1
+    fresh = best_designs(model, space, top=3, results=results, exclude_simulated=True, level=None)
+    assert list(zip(fresh.rows.blk, fresh.rows.simd)) == [(16, 32), (8, 8), (8, 16)]
+    assert (fresh.rows.simulated == 0).all() and fresh.left_out == 2
+
+
+def test_results_without_the_used_parameters_are_refused():
+    space = load_preset("stargazer")
+    model = TableModel(space, 0.0, [(("blk",), np.arange(5.0))])
+    model.response = "cycles"
+    with pytest.raises(GpudseError, match="lacks the column"):
+        best_designs(model, space, top=2, results=pd.DataFrame({"simd": [8], "cycles": [1.0]}))

@@ -55,13 +55,15 @@ def pareto_cost(space: Any, name: str) -> Any:
     return name
 
 
-def scan_work(model: Any, space: Any, request: dict, ctx: JobContext | None = None) -> dict:
-    """The *k* best designs of the whole space and its Pareto front against the cost, exactly
-    (:func:`gpudse_core.explore.best.find_best`), with a random cloud of designs for the chart.
-    Stopped early, it keeps what the scan found so far (labelled partial)."""
+def scan_work(model: Any, space: Any, request: dict, ctx: JobContext | None = None, results: Any = None) -> dict:
+    """The *k* best groups of designs the model cannot tell apart over the whole space, exactly, with
+    prediction intervals and the designs already simulated in *results* marked
+    (:func:`gpudse_core.explore.designs.best_designs`), the Pareto front against the cost, and a
+    random cloud of designs for the chart. Stopped early, it keeps what the scan found so far
+    (labelled partial)."""
     import numpy as np
 
-    from gpudse_core.explore.best import find_best
+    from gpudse_core.explore.designs import best_designs
     from gpudse_core.space.sampling import sample
 
     cost = pareto_cost(space, request["cost"])
@@ -71,8 +73,10 @@ def scan_work(model: Any, space: Any, request: dict, ctx: JobContext | None = No
 
     if ctx is not None:
         ctx.progress(0, None, "planning the scan")
-    res = find_best(model, space, top=int(request["k"]), maximize=bool(request["maximize"]), pareto=cost,
-                    progress=progress, stop=None if ctx is None else ctx.stopped, workers=1)
+    found = best_designs(model, space, top=int(request["k"]), maximize=bool(request["maximize"]), pareto=cost,
+                         progress=progress, stop=None if ctx is None else ctx.stopped, workers=1, results=results,
+                         exclude_simulated=bool(request.get("exclude_simulated", False)))
+    res = found.result
     n = min(CLOUD_POINTS, space.feasible_size or space.size)
     pts = sample(space, n=n, seed=0).table()
     if isinstance(cost, dict):
@@ -84,9 +88,12 @@ def scan_work(model: Any, space: Any, request: dict, ctx: JobContext | None = No
     else:
         c = pts[cost].to_numpy(dtype=float)
     cloud = pts.assign(predicted=model.predict(pts), cost=c)[["predicted", "cost"]]
-    value = {"best": res.best, "pareto": res.pareto, "space_size": int(res.space_size),
+    unit = "cycles" if "cycle" in str(model.response).lower() else None
+    value = {"best": found.rows, "shown": found.display(space, model.response, unit), "used": list(found.used),
+             "level": found.level, "left_out": int(found.left_out), "pareto": res.pareto,
+             "space_size": int(res.space_size),
              "feasible": None if res.feasible is None else int(res.feasible), "evaluated": int(res.evaluated),
-             "method": res.method, "complete": bool(res.complete), "notes": list(res.notes),
+             "method": res.method, "complete": bool(res.complete), "notes": list(dict.fromkeys(found.notes)),
              "cloud": cloud, "request": dict(request)}
     if ctx is not None and (ctx.stopped() or not res.complete):
         raise Stopped(partial=value)
@@ -137,8 +144,11 @@ def raycast_work(size: int, spheres: int, boxes: int, seed: int, ctx: JobContext
 # ---- starting jobs -------------------------------------------------------------------------------
 def start_scan(ws: Any, request: dict):
     space, model = ws.require("space", "model")
-    return ws.start_job("scan", lambda ctx: scan_work(model.value, space.value, request, ctx), stage="scan",
-                        inputs=[model, space], origin=f"scan: {describe_scan(request)}")
+    results = ws.get("results")
+    table = results.value.table if results.value is not None else None
+    inputs = [model, space] + ([results] if table is not None else [])  # simulated designs are marked
+    return ws.start_job("scan", lambda ctx: scan_work(model.value, space.value, request, ctx, table), stage="scan",
+                        inputs=inputs, origin=f"scan: {describe_scan(request)}")
 
 
 def start_true_error(ws: Any, kernel: str):
@@ -190,12 +200,12 @@ def example_analyses(ws: Any) -> None:
     params = [p for p in space.value.parameter_names if p in res.table.columns]
     val = validate(res.table[params + [res.response]], res.response, params,
                    transform=getattr(model.value, "transform", "none"), **EXAMPLE_VALIDATION)
-    scan = scan_work(model.value, space.value, EXAMPLE_SCAN)
+    scan = scan_work(model.value, space.value, EXAMPLE_SCAN, results=res.table)
     kernel = results_kernel(ws, results)
     true = true_error_work(model.value, space.value, kernel) if kernel else None
     with ws.batch():
         ws.put_analysis("validation", val, inputs=[results, model], origin="validation")
-        ws.put_analysis("scan", scan, inputs=[model, space], origin=f"scan: {describe_scan(EXAMPLE_SCAN)}")
+        ws.put_analysis("scan", scan, inputs=[model, space, results], origin=f"scan: {describe_scan(EXAMPLE_SCAN)}")
         if true is not None:
             ws.put_analysis("true_error", true, inputs=[results, model, space], origin=f"true error against {kernel}")
 

@@ -90,3 +90,28 @@ def test_results_without_the_used_parameters_are_refused():
     model.response = "cycles"
     with pytest.raises(GpudseError, match="lacks the column"):
         best_designs(model, space, top=2, results=pd.DataFrame({"simd": [8], "cycles": [1.0]}))
+
+
+def test_the_report_and_the_explore_scan_show_grouped_rows_with_intervals(tmp_path, monkeypatch):
+    import ui_jobs
+
+    from gpudse_core.report.workspace_report import workspace_report
+    from gpudse_core.workspace import create_workspace
+    from gpudse_core.workspace.example import fill_example
+
+    monkeypatch.setenv("GPUDSE_HOME", str(tmp_path / "home"))
+    ws, _ = create_workspace()
+    fill_example(ws)
+    job = ui_jobs.start_scan(ws, dict(ui_jobs.EXAMPLE_SCAN, k=5))
+    assert job.wait(300)
+    sv = ws.get("scan")
+    assert sv.ok and set(sv.inputs) == {"model", "space", "results"}
+    best, shown = sv.value["best"], sv.value["shown"]
+    used = sv.value["used"]
+    assert len(best) == 5 and not best[used].duplicated().any() and (best.lower < best.upper).all()
+    assert list(shown.columns[:3]) == ["predicted cycles", "95 % interval (cycles)", "designs"]
+    html = workspace_report(ws)
+    table = html[html.index("Best designs"):]
+    table = table[:table.index("</table>")]
+    assert "95 % interval (cycles)" in table and ">any<" in table and "designs" in table
+    assert "True" not in table and "False" not in table and "bounded" not in table and "design_index" not in table

@@ -115,3 +115,20 @@ def test_the_report_and_the_explore_scan_show_grouped_rows_with_intervals(tmp_pa
     table = table[:table.index("</table>")]
     assert "95 % interval (cycles)" in table and ">any<" in table and "designs" in table
     assert "True" not in table and "False" not in table and "bounded" not in table and "design_index" not in table
+
+
+def test_group_designs_lists_a_rows_feasible_designs_in_index_order():
+    from gpudse_core.explore.designs import group_designs
+
+    space = load_preset("stargazer")
+    model = TableModel(space, 0.0, [(("blk", "simd"), np.arange(15.0).reshape(5, 3))])
+    found = best_designs(model, space, top=2, level=None)
+    listed = group_designs(space, found.used, found.rows, limit=50, where="cc <= 8")
+    assert listed.groupby("group").size().tolist() == [50, 50]
+    for g, part in listed.groupby("group"):
+        row = found.rows.iloc[g]
+        assert (part.blk == row.blk).all() and (part.simd == row.simd).all() and (part.cc <= 8).all()
+        assert part.design_index.is_monotonic_increasing
+        every = feasible_frame(space, "cc <= 8")
+        every = every[(every.blk == row.blk) & (every.simd == row.simd)]
+        assert part.design_index.tolist() == every.design_index.iloc[:50].tolist()

@@ -283,7 +283,7 @@ def _digits(space: DesignSpace, frame: pd.DataFrame) -> np.ndarray:
     """Digits of the designs of *frame* (its parameter columns)."""
     if not len(frame):
         return np.zeros((0, len(space.radices)), dtype=np.int64)
-    if space.fits_int64:
+    if space.fits_int64 and "design_index" in frame.columns:
         return space.decode(frame["design_index"].to_numpy(dtype=np.int64))
     out = np.zeros((len(frame), len(space.radices)), dtype=np.int64)
     names = list(space.parameter_names)
@@ -292,3 +292,35 @@ def _digits(space: DesignSpace, frame: pd.DataFrame) -> np.ndarray:
     for j, p in enumerate(names):
         out[:, dim_of[p]] = keys[:, j]
     return out
+
+
+def group_designs(space: DesignSpace, used: Sequence[str], design: pd.DataFrame, limit: int,
+                  where: str | None = None) -> pd.DataFrame:
+    """The feasible designs sharing the values of *used* with each row of *design* (a representative
+    per group), at most *limit* per group, in index order; one table with ``design_index`` and
+    ``group`` (the row of *design* each came from). How "all designs of these rows" are simulated."""
+    from ..explore.terms import expression_types
+    from ..space.expr import compile_expression
+
+    dim_of = parameter_dims(space)
+    expr = compile_expression(where, expression_types(space), "--where") if where is not None else None
+    structure = build_structure(space, {dim_of[p] for p in used}, expr, where or "")
+    if structure is None:
+        raise GpudseError("a constraint couples too many parameters to list the designs of a group; simulate one "
+                          "design per row")
+    digits = _digits(space, design)
+    frames = []
+    for i in range(len(design)):
+        values = []
+        for ax in structure.axes:
+            match = np.flatnonzero(np.all(ax.digits == digits[i][list(ax.dims)], axis=1))
+            values.append(int(match[0]))
+        got = list(structure.completions(np.asarray(values, dtype=np.int64), int(limit)))
+        if not got:
+            continue
+        frame = space.frame(np.asarray([d for _, d in got], dtype=np.int64))
+        frames.append(frame.assign(design_index=[int(k) for k, _ in got], group=i))
+    if not frames:
+        return pd.DataFrame(columns=[*space.parameter_names, "design_index", "group"])
+    return pd.concat(frames, ignore_index=True)
+

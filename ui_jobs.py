@@ -151,6 +151,79 @@ def start_scan(ws: Any, request: dict):
                         inputs=inputs, origin=f"scan: {describe_scan(request)}")
 
 
+SIMULATE_LIMIT = 200  # designs one "Simulate these" may run
+EXPLORE_ORIGIN = "explore"  # the campaigns "Simulate these" starts (their spec's chosen_by)
+
+
+def results_backend(ws: Any) -> Any:
+    """The built-in simulator the workspace's results came from (its kernel and noise), or None."""
+    from gpudse_core.sim.campaign import AnalyticalBackend
+
+    results = ws.get("results")
+    kernel = results_kernel(ws, results)
+    if kernel is None:
+        return None
+    origin = results.origin or ""
+    noise = 0.0
+    m = re.match(r"campaign (.+?) \(", origin)
+    if m:
+        spec = next((c.spec or {} for c in ws.campaigns() if c.name == m.group(1)), {})
+        noise = float(spec.get("noise", 0.0) or 0.0)
+    else:
+        pct = re.search(r"([0-9.]+)\s*% noise", origin)
+        noise = float(pct.group(1)) / 100 if pct else 0.0
+    return AnalyticalBackend(kernel, noise=noise, seed=0)
+
+
+def start_simulate_best(ws: Any, backend: Any, rows: Any, every: bool = False, per_row: int = 1) -> Any:
+    """Run the chosen best-design *rows* of the scan (a representative design each, or with *every*
+    up to *per_row* designs of each row's group) through *backend* as a campaign whose results are
+    added to the workspace's results (a new version); the predictions go with the campaign so the
+    page can show them beside the simulations."""
+    import hashlib
+    import json
+
+    from gpudse_core.explore.designs import group_designs
+    from gpudse_core.workspace import start_campaign
+
+    space, scan = ws.require("space", "scan")
+    params = list(space.value.parameter_names)
+    used = list(scan.value["used"])
+    rows = rows.reset_index(drop=True)
+    if every:
+        listed = group_designs(space.value, used, rows, per_row)
+        chosen = listed.join(rows[["predicted", "lower", "upper"]], on="group")
+    else:
+        chosen = rows.assign(group=range(len(rows)))
+    if len(chosen) > SIMULATE_LIMIT:
+        raise GpudseError(f"{len(chosen):,} designs chosen; simulate at most {SIMULATE_LIMIT:,} at once (fewer rows, "
+                          f"or fewer designs per row)")
+    if not len(chosen):
+        raise GpudseError("choose at least one row to simulate")
+    points = chosen[params].reset_index(drop=True)
+    keep = params + ["predicted", "lower", "upper", "group"]
+    records = [{k: (v.item() if hasattr(v, "item") else v) for k, v in r.items()}
+               for r in chosen[keep].to_dict(orient="records")]
+    records = [{k: (None if isinstance(v, float) and v != v else v) for k, v in r.items()} for r in records]
+    extra = {"chosen_by": EXPLORE_ORIGIN, "scan_version": int(scan.version), "rows": records}
+    digest = hashlib.sha256(json.dumps(extra, sort_keys=True, default=str).encode()).hexdigest()[:8]
+    return start_campaign(ws, backend, name=f"explore {digest}", points=points, extra=extra, append=True,
+                          origin=EXPLORE_ORIGIN)
+
+
+def latest_simulated_best(ws: Any) -> tuple[Any, Any] | None:
+    """(campaign info, predicted vs simulated table) of the latest "Simulate these", or None."""
+    from gpudse_core.explore.designs import predicted_vs_simulated
+    from gpudse_core.workspace.campaigns import campaign_table
+
+    for c in ws.campaigns():  # newest first
+        if (c.spec or {}).get("chosen_by") == EXPLORE_ORIGIN:
+            model = ws.get("model")
+            response = model.value.response if model.value is not None else "cycles"
+            return c, predicted_vs_simulated(c.spec, campaign_table(ws, c.name, include_failed=True), response)
+    return None
+
+
 def start_true_error(ws: Any, kernel: str):
     space, results, model = ws.require("space", "results", "model")
     return ws.start_job("true_error", lambda ctx: true_error_work(model.value, space.value, kernel, ctx),

@@ -324,3 +324,28 @@ def group_designs(space: DesignSpace, used: Sequence[str], design: pd.DataFrame,
         return pd.DataFrame(columns=[*space.parameter_names, "design_index", "group"])
     return pd.concat(frames, ignore_index=True)
 
+
+def predicted_vs_simulated(chosen: dict, table: pd.DataFrame, response: str) -> pd.DataFrame:
+    """The designs chosen from the best rows (*chosen*: ``rows``, a list of per-design dicts with the
+    parameters, ``predicted``, ``lower``, ``upper``) beside what the simulator gave (*table*: the
+    campaign's points in the same order, failed ones included with their ``status``): per design its
+    parameters, the prediction and interval, the simulated response, the relative error and whether
+    the simulation fell inside the interval (``yes``/``no``; ``failed`` for a failed simulation)."""
+    rows = pd.DataFrame(chosen["rows"])
+    out = rows.copy()
+    sim = np.full(len(rows), np.nan)
+    status = ["pending"] * len(rows)
+    if len(table):
+        n = min(len(table), len(rows))
+        if response in table.columns:
+            sim[:n] = pd.to_numeric(table[response], errors="coerce").to_numpy(float)[:n]
+        if "status" in table.columns:
+            status[:n] = table["status"].astype(str).tolist()[:n]
+    out["simulated"] = sim
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out["error"] = sim / out["predicted"].to_numpy(float) - 1
+    inside = (sim >= out["lower"].to_numpy(float)) & (sim <= out["upper"].to_numpy(float))
+    out["in interval"] = ["failed" if s == "failed" else "pending" if not np.isfinite(v) else
+                          ("yes" if ok else "no") for s, v, ok in zip(status, sim, inside)]
+    return out
+

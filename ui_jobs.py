@@ -175,6 +175,20 @@ def results_backend(ws: Any) -> Any:
     return AnalyticalBackend(kernel, noise=noise, seed=0)
 
 
+def external_backends() -> list:
+    """The external simulators described on this server (TOML/YAML files in GPUDSE_BACKENDS, or
+    backends/ of the checkout), for the Simulations page and "Simulate these"."""
+    import os
+    from pathlib import Path
+
+    import ui
+
+    folder = Path(os.environ.get("GPUDSE_BACKENDS", ui.ROOT / "backends"))
+    if not folder.is_dir():
+        return []
+    return sorted(p for p in folder.glob("*") if p.suffix.lower() in (".toml", ".yaml", ".yml"))
+
+
 def start_simulate_best(ws: Any, backend: Any, rows: Any, every: bool = False, per_row: int = 1) -> Any:
     """Run the chosen best-design *rows* of the scan (a representative design each, or with *every*
     up to *per_row* designs of each row's group) through *backend* as a campaign whose results are

@@ -31,8 +31,7 @@ st.title("Simulations")
 space = space_sv.value
 
 backends_dir = Path(os.environ.get("GPUDSE_BACKENDS", ui.ROOT / "backends"))
-external = sorted(p for p in backends_dir.glob("*") if p.suffix.lower() in (".toml", ".yaml", ".yml")) \
-    if backends_dir.is_dir() else []
+external = ui_jobs.external_backends()
 builtin_missing = [p for p in PARAMETERS if p not in space.parameter_names]
 # a space no simulator here can run (not Stargazer's, no external backend): the page opens on Upload
 no_simulator = bool(builtin_missing) and not external

@@ -12,6 +12,7 @@ import streamlit as st
 
 import ui
 import ui_jobs
+from gpudse_core import GpudseError
 from gpudse_core.explore.scan import sensitivity
 from gpudse_core.report import figures
 
@@ -68,7 +69,21 @@ def simulate_these(value: dict) -> None:
     with st.container(border=True):
         st.markdown("**Simulate these** — check the predictions with the simulator; the simulated designs are "
                     "added to the results (a new version)")
-        backend = ui_jobs.results_backend(w)
+        builtin = ui_jobs.results_backend(w)
+        external = ui_jobs.external_backends()
+        kinds = ([f"built-in ({builtin.kernel}, noise σ {builtin.noise:g}), as the results"] if builtin else []) + \
+            ([f"external: {p.name}" for p in external])
+        backend = builtin
+        if kinds:
+            kind = st.radio("Simulator", kinds, horizontal=True, key="sim_backend")
+            if kind.startswith("external: "):
+                from gpudse_core.sim.campaign import CommandBackend
+
+                try:
+                    backend = CommandBackend.from_file(external[kinds.index(kind) - (1 if builtin else 0)])
+                except GpudseError as e:
+                    st.error(str(e))
+                    backend = None
         unit = ui.response_unit(model.response)
         names = [f"{i + 1}: {ui.fmt_num(v, unit)}" for i, v in enumerate(best.predicted)]
         c1, c2 = st.columns([3, 2])
@@ -78,13 +93,12 @@ def simulate_these(value: dict) -> None:
                        key="sim_how")
         per_row = c2.number_input("designs per row", 1, ui_jobs.SIMULATE_LIMIT, 5, key="sim_per_row",
                                   disabled=how.startswith("one"), label_visibility="collapsed")
-        if backend is None:
-            st.info("The results did not come from the built-in simulator, so there is none to run here; run the "
-                    "designs on the Simulations page's external simulator or upload their results.",
-                    icon=":material/info:")
+        if not kinds:
+            st.info("The results did not come from the built-in simulator and no external simulator is configured "
+                    "on this server, so there is none to run here; simulate the designs elsewhere and upload their "
+                    "results.", icon=":material/info:")
         busy = ui_jobs.active(w, "campaign") is not None
         if backend is not None:
-            st.caption(f"Simulator: built-in, {backend.kernel}, noise σ {backend.noise:g}.")
             if st.button("Simulate these", type="primary", icon=":material/play_arrow:",
                          disabled=busy or not rows or not w.writable) and ui.guarded(
                     lambda: ui_jobs.start_simulate_best(w, backend, best.iloc[rows], not how.startswith("one"),

@@ -132,3 +132,43 @@ def test_group_designs_lists_a_rows_feasible_designs_in_index_order():
         every = feasible_frame(space, "cc <= 8")
         every = every[(every.blk == row.blk) & (every.simd == row.simd)]
         assert part.design_index.tolist() == every.design_index.iloc[:50].tolist()
+
+
+def test_simulate_these_on_a_command_backend_appends_its_results(tmp_path, monkeypatch):
+    """The dashboard's "Simulate these" path (ui_jobs.start_simulate_best) on an external command
+    simulator (tests/fake_sim.py, GPGPU-Sim-style output): the chosen rows' designs are simulated,
+    the predictions stand beside the simulations and the results gain the designs as a new version."""
+    import ui_jobs
+    from test_campaign import backend_file
+
+    from gpudse_core import sample
+    from gpudse_core.model.stepwise import fit_stepwise
+    from gpudse_core.sim.campaign import CommandBackend, run_campaign
+    from gpudse_core.sim.store import CampaignStore
+    from gpudse_core.workspace import create_workspace
+
+    monkeypatch.setenv("GPUDSE_HOME", str(tmp_path / "home"))
+    space = load_preset("stargazer")
+    backend = CommandBackend.from_file(backend_file(tmp_path))
+    pts = sample(space, 30, seed=1).points
+    with CampaignStore(tmp_path / "c.db", name="first") as store:
+        store.open({**backend.spec()}, pts)
+        run_campaign(store, backend, workers=2)
+        table = store.table().drop(columns=["status", "attempts", "error"])
+    ws, _ = create_workspace()
+    ws.set_space(space, "stargazer")
+    ws.set_results(table, "gpu_tot_sim_cycle", "fake simulator")
+    ws.set_model(fit_stepwise(table[list(space.parameter_names) + ["gpu_tot_sim_cycle"]], "gpu_tot_sim_cycle"), "fit")
+    job = ui_jobs.start_scan(ws, dict(ui_jobs.EXAMPLE_SCAN, k=3))
+    assert job.wait(300) and ws.get("scan").ok
+    best = ws.get("scan").value["best"]
+    job = ui_jobs.start_simulate_best(ws, backend, best, every=True, per_row=2)
+    assert job.wait(300) and ws.job(job.id).state == "finished", ws.job(job.id).error
+    info, shown = ui_jobs.latest_simulated_best(ws)
+    assert len(shown) == 6 and shown.group.tolist() == [0, 0, 1, 1, 2, 2]
+    assert shown["in interval"].isin(["yes", "no"]).all() and shown.simulated.notna().all()
+    # the fake simulator's cycles depend on blk alone: what it gave is 100000 // (8 blk) + 17
+    assert (shown.simulated == 100000 // (8 * shown.blk) + 17).all()
+    results = ws.get("results")
+    assert len(results.value.table) == 36 and "6 simulated designs added" in results.note
+    assert not ws.get("model").ok  # fitted before the new results

@@ -151,7 +151,6 @@ def start_scan(ws: Any, request: dict):
                         inputs=inputs, origin=f"scan: {describe_scan(request)}")
 
 
-SIMULATE_LIMIT = 200  # designs one "Simulate these" may run
 EXPLORE_ORIGIN = "explore"  # the campaigns "Simulate these" starts (their spec's chosen_by)
 
 
@@ -173,6 +172,13 @@ def results_backend(ws: Any) -> Any:
         pct = re.search(r"([0-9.]+)\s*% noise", origin)
         noise = float(pct.group(1)) / 100 if pct else 0.0
     return AnalyticalBackend(kernel, noise=noise, seed=0)
+
+
+def simulate_limit() -> int:
+    """Designs one "Simulate these" may run (limits.simulate_chosen)."""
+    from gpudse_core import limits
+
+    return int(limits.current().simulate_chosen)
 
 
 def external_backends() -> list:
@@ -197,6 +203,7 @@ def start_simulate_best(ws: Any, backend: Any, rows: Any, every: bool = False, p
     import hashlib
     import json
 
+    from gpudse_core import limits
     from gpudse_core.explore.designs import group_designs
     from gpudse_core.workspace import start_campaign
 
@@ -205,13 +212,13 @@ def start_simulate_best(ws: Any, backend: Any, rows: Any, every: bool = False, p
     used = list(scan.value["used"])
     rows = rows.reset_index(drop=True)
     if every:
+        limits.check("simulate_chosen", int(per_row), "designs per row to simulate", "choose fewer")
         listed = group_designs(space.value, used, rows, per_row)
         chosen = listed.join(rows[["predicted", "lower", "upper"]], on="group")
     else:
         chosen = rows.assign(group=range(len(rows)))
-    if len(chosen) > SIMULATE_LIMIT:
-        raise GpudseError(f"{len(chosen):,} designs chosen; simulate at most {SIMULATE_LIMIT:,} at once (fewer rows, "
-                          f"or fewer designs per row)")
+    limits.check("simulate_chosen", len(chosen), "designs chosen to simulate", "choose fewer rows or fewer "
+                 "designs per row")
     if not len(chosen):
         raise GpudseError("choose at least one row to simulate")
     points = chosen[params].reset_index(drop=True)

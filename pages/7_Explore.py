@@ -91,7 +91,7 @@ def simulate_these(value: dict) -> None:
                               format_func=lambda i: names[i], key="sim_rows")
         how = c2.radio("Designs", ["one per row (its first design)", "every design of each row, up to"],
                        key="sim_how")
-        per_row = c2.number_input("designs per row", 1, ui_jobs.SIMULATE_LIMIT, 5, key="sim_per_row",
+        per_row = c2.number_input("designs per row", 1, ui_jobs.simulate_limit(), 5, key="sim_per_row",
                                   disabled=how.startswith("one"), label_visibility="collapsed")
         if not kinds:
             st.info("The results did not come from the built-in simulator and no external simulator is configured "

@@ -45,7 +45,8 @@ class BestDesigns:
 
     rows: pd.DataFrame
     used: list[str]  # parameters the model reads
-    free: list[dict[str, list | None]]  # per row: unused parameter -> its values in the group (None: any)
+    free: list[dict[str, list | None]]  # per row: unused parameter -> its values in the group (None: any;
+    #                                     absent: fixed by a used member of its group, or "?" when not countable)
     level: float | None  # the interval's level (None: no interval)
     result: ExploreResult
     left_out: int = 0  # groups left out because they were simulated or failed
@@ -53,8 +54,10 @@ class BestDesigns:
 
     def label(self, i: int, p: str) -> str:
         """What row *i* shows for parameter *p*: its value, ``any``, or the values the group takes."""
-        if p in self.used or p not in self.free[i]:
+        if p in self.used:
             return _fmt_value(self.rows[p].iloc[i])
+        if p not in self.free[i]:  # fixed by a used member of its group, or not countable
+            return "?" if pd.isna(self.rows["designs"].iloc[i]) else _fmt_value(self.rows[p].iloc[i])
         vals = self.free[i][p]
         if vals is None:
             return ANY
@@ -170,26 +173,27 @@ def _results_keys(space: DesignSpace, results: pd.DataFrame, used: list[str], re
 
 
 # ---- counts and value sets ------------------------------------------------------------------------------
-def _group_of(structure: Structure, digits: np.ndarray) -> tuple[int, dict[int, np.ndarray]]:
+def _group_of(structure: Structure, digits: np.ndarray, cache: dict) -> tuple[int, dict[int, np.ndarray]]:
     """The number of feasible designs sharing *digits*' used dimensions, and the digits each unused
-    dimension takes among them."""
+    dimension takes among them (per part and axis value, computed once into *cache*)."""
     count = 1
     values: dict[int, np.ndarray] = {}
     with_axis = {a.part: a for a in structure.axes}
     for i, part in enumerate(structure.parts):
         ax = with_axis.get(i)
-        if ax is None:
-            rows = part.rows
-        else:
+        v = -1
+        if ax is not None:
             match = np.flatnonzero(np.all(ax.digits == digits[list(ax.dims)], axis=1))
             if not match.size:
                 return 0, {}
             v = int(match[0])
-            rows = part.rows[ax.order[ax.start[v]:ax.start[v + 1]]]
-        count *= int(rows.shape[0])
-        for j, d in enumerate(part.dims):
-            if ax is None or d not in ax.dims:
-                values[d] = np.unique(rows[:, j])
+        if (i, v) not in cache:
+            rows = part.rows if ax is None else part.rows[ax.order[ax.start[v]:ax.start[v + 1]]]
+            cache[i, v] = (int(rows.shape[0]), {d: np.unique(rows[:, j]) for j, d in enumerate(part.dims)
+                                                if ax is None or d not in ax.dims})
+        n, vals = cache[i, v]
+        count *= n
+        values.update(vals)
     return count, values
 
 
@@ -234,18 +238,16 @@ def best_designs(model: Any, space: DesignSpace, top: int = 20, *, maximize: boo
     except GpudseError:
         structure = None
     digits = _digits(space, best)
+    cache: dict = {}
     counts: list[Any] = []
     free: list[dict[str, list | None]] = []
     for i in range(len(best)):
         entry: dict[str, list | None] = {}
-        if structure is None:
+        if structure is None:  # not countable: the other parameters' values are unknown ("?")
             counts.append(pd.NA)
-            for p in space.parameter_names:
-                if p not in used:
-                    entry[p] = None
             free.append(entry)
             continue
-        n, values = _group_of(structure, digits[i])
+        n, values = _group_of(structure, digits[i], cache)
         counts.append(n)
         for d, vals in values.items():
             dim = space.dimensions[d]

@@ -17,8 +17,9 @@ from pathlib import Path
 
 import streamlit as st
 
-import ui
-import ui_jobs
+from dashboard import frame as ui
+from dashboard import jobs as ui_jobs
+from dashboard import work as ui_work
 from gpudse_core import GpudseError
 from gpudse_core.sim.campaign import AnalyticalBackend, CommandBackend, points_spec
 from gpudse_core.sim.simulator import KERNELS, PARAMETERS
@@ -31,7 +32,7 @@ st.title("Simulations")
 space = space_sv.value
 
 backends_dir = Path(os.environ.get("GPUDSE_BACKENDS", ui.ROOT / "backends"))
-external = ui_jobs.external_backends()
+external = ui_work.external_backends()
 builtin_missing = [p for p in PARAMETERS if p not in space.parameter_names]
 # a space no simulator here can run (not Stargazer's, no external backend): the page opens on Upload
 no_simulator = bool(builtin_missing) and not external

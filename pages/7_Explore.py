@@ -10,8 +10,9 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-import ui
-import ui_jobs
+from dashboard import frame as ui
+from dashboard import jobs as ui_jobs
+from dashboard import work as ui_work
 from gpudse_core import GpudseError
 from gpudse_core.explore.scan import sensitivity
 from gpudse_core.report import figures
@@ -24,7 +25,7 @@ def simulated_best(space, model) -> None:
     """The latest "Simulate these": each chosen design's prediction beside its simulation (shown also
     once the scan and the model are out of date, which the added results make them)."""
     ui_jobs.job_panel(w, "campaign", "Simulating the chosen designs")
-    latest = ui_jobs.latest_simulated_best(w)
+    latest = ui_work.latest_simulated_best(w)
     if latest is not None:
         unit = ui.response_unit(model.response)
         info, table = latest
@@ -47,7 +48,7 @@ space, model = space_sv.value, model_sv.value
 c1, c2, c3 = st.columns(3)
 goal = c1.radio("Best designs have the", ["lowest prediction", "highest prediction"],
                 help=f"{model.response}: lower is better for runtimes, higher for IPC")
-k = c2.slider("How many best designs", 5, 100, ui_jobs.EXAMPLE_SCAN["k"])
+k = c2.slider("How many best designs", 5, 100, ui_work.EXAMPLE_SCAN["k"])
 numeric = [p.name for p in space.parameters if p.kind == "numeric"]
 cost_name = c3.selectbox("Cost for the Pareto front", ["levels"] + numeric, format_func=lambda c: {
     "levels": "sum of levels (a budget)"}.get(c, space.parameter(c).display if c in numeric else c))
@@ -60,7 +61,7 @@ if sv.value is not None and "best" not in sv.value:  # stored by an earlier vers
 
 
 def compute(req: dict = request) -> None:
-    ui_jobs.start_scan(w, req)
+    ui_work.start_scan(w, req)
 
 
 def simulate_these(value: dict) -> None:
@@ -69,8 +70,8 @@ def simulate_these(value: dict) -> None:
     with st.container(border=True):
         st.markdown("**Simulate these** — check the predictions with the simulator; the simulated designs are "
                     "added to the results (a new version)")
-        builtin = ui_jobs.results_backend(w)
-        external = ui_jobs.external_backends()
+        builtin = ui_work.results_backend(w)
+        external = ui_work.external_backends()
         kinds = ([f"built-in ({builtin.kernel}, noise σ {builtin.noise:g}), as the results"] if builtin else []) + \
             ([f"external: {p.name}" for p in external])
         backend = builtin
@@ -91,7 +92,7 @@ def simulate_these(value: dict) -> None:
                               format_func=lambda i: names[i], key="sim_rows")
         how = c2.radio("Designs", ["one per row (its first design)", "every design of each row, up to"],
                        key="sim_how")
-        per_row = c2.number_input("designs per row", 1, ui_jobs.simulate_limit(), 5, key="sim_per_row",
+        per_row = c2.number_input("designs per row", 1, ui_work.simulate_limit(), 5, key="sim_per_row",
                                   disabled=how.startswith("one"), label_visibility="collapsed")
         if not kinds:
             st.info("The results did not come from the built-in simulator and no external simulator is configured "
@@ -101,7 +102,7 @@ def simulate_these(value: dict) -> None:
         if backend is not None:
             if st.button("Simulate these", type="primary", icon=":material/play_arrow:",
                          disabled=busy or not rows or not w.writable) and ui.guarded(
-                    lambda: ui_jobs.start_simulate_best(w, backend, best.iloc[rows], not how.startswith("one"),
+                    lambda: ui_work.start_simulate_best(w, backend, best.iloc[rows], not how.startswith("one"),
                                                         int(per_row))):
                 st.rerun()
 
@@ -115,8 +116,8 @@ elif ui.analysis_banner(sv, lambda: compute(dict(sv.value.get("request", request
     req = value.get("request", {})
     if req != request and not running:
         c1, c2 = st.columns([4, 1], vertical_alignment="center")
-        c1.info(f"Shown: the scan for {ui_jobs.describe_scan(req)}. The settings above ask for "
-                f"{ui_jobs.describe_scan(request)}.", icon=":material/info:")
+        c1.info(f"Shown: the scan for {ui_work.describe_scan(req)}. The settings above ask for "
+                f"{ui_work.describe_scan(request)}.", icon=":material/info:")
         if c2.button("Recompute for these settings", disabled=not w.writable) and ui.guarded(compute):
             st.rerun()
     goal_word = "highest" if req.get("maximize") else "lowest"

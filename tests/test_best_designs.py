@@ -93,7 +93,7 @@ def test_results_without_the_used_parameters_are_refused():
 
 
 def test_the_report_and_the_explore_scan_show_grouped_rows_with_intervals(tmp_path, monkeypatch):
-    import ui_jobs
+    from dashboard import work as ui_work
 
     from gpudse_core.report.workspace_report import workspace_report
     from gpudse_core.workspace import create_workspace
@@ -102,7 +102,7 @@ def test_the_report_and_the_explore_scan_show_grouped_rows_with_intervals(tmp_pa
     monkeypatch.setenv("GPUDSE_HOME", str(tmp_path / "home"))
     ws, _ = create_workspace()
     fill_example(ws)
-    job = ui_jobs.start_scan(ws, dict(ui_jobs.EXAMPLE_SCAN, k=5))
+    job = ui_work.start_scan(ws, dict(ui_work.EXAMPLE_SCAN, k=5))
     assert job.wait(300)
     sv = ws.get("scan")
     assert sv.ok and set(sv.inputs) == {"model", "space", "results"}
@@ -135,10 +135,10 @@ def test_group_designs_lists_a_rows_feasible_designs_in_index_order():
 
 
 def test_simulate_these_on_a_command_backend_appends_its_results(tmp_path, monkeypatch):
-    """The dashboard's "Simulate these" path (ui_jobs.start_simulate_best) on an external command
+    """The dashboard's "Simulate these" path (ui_work.start_simulate_best) on an external command
     simulator (tests/fake_sim.py, GPGPU-Sim-style output): the chosen rows' designs are simulated,
     the predictions stand beside the simulations and the results gain the designs as a new version."""
-    import ui_jobs
+    from dashboard import work as ui_work
     from test_campaign import backend_file
 
     from gpudse_core import sample
@@ -159,12 +159,12 @@ def test_simulate_these_on_a_command_backend_appends_its_results(tmp_path, monke
     ws.set_space(space, "stargazer")
     ws.set_results(table, "gpu_tot_sim_cycle", "fake simulator")
     ws.set_model(fit_stepwise(table[list(space.parameter_names) + ["gpu_tot_sim_cycle"]], "gpu_tot_sim_cycle"), "fit")
-    job = ui_jobs.start_scan(ws, dict(ui_jobs.EXAMPLE_SCAN, k=3))
+    job = ui_work.start_scan(ws, dict(ui_work.EXAMPLE_SCAN, k=3))
     assert job.wait(300) and ws.get("scan").ok
     best = ws.get("scan").value["best"]
-    job = ui_jobs.start_simulate_best(ws, backend, best, every=True, per_row=2)
+    job = ui_work.start_simulate_best(ws, backend, best, every=True, per_row=2)
     assert job.wait(300) and ws.job(job.id).state == "finished", ws.job(job.id).error
-    info, shown = ui_jobs.latest_simulated_best(ws)
+    info, shown = ui_work.latest_simulated_best(ws)
     assert len(shown) == 6 and shown.group.tolist() == [0, 0, 1, 1, 2, 2]
     assert shown["in interval"].isin(["yes", "no"]).all() and shown.simulated.notna().all()
     # the fake simulator's cycles depend on blk alone: what it gave is 100000 // (8 blk) + 17

@@ -583,3 +583,16 @@ def _codes(col: pd.Series, name: str, numeric: bool) -> tuple[np.ndarray, np.nda
         raise FitError(f"column {name!r}: rows {_rows(bad)} are empty")
     return c, np.asarray(u)
 
+
+def ols_noise(A: np.ndarray, rss: float) -> dict | None:
+    """What an OLS prediction interval needs (:mod:`.intervals`): the residual standard error, its
+    degrees of freedom and a root W of the pseudo-inverse (X'X)^+ = W W' (from the SVD of the design,
+    so a rank-deficient design is handled). None when no degrees of freedom are left."""
+    n, p = A.shape
+    _, s, vt = np.linalg.svd(A, full_matrices=False)
+    rank = int(np.sum(s > s[0] * max(n, p) * np.finfo(float).eps)) if s.size else 0
+    df = n - rank
+    if df < 1:
+        return None
+    root = vt[:rank].T / s[:rank]
+    return {"sigma": float(np.sqrt(rss / df)), "df": int(df), "root": root.tolist()}

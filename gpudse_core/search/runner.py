@@ -24,6 +24,7 @@ from ..errors import GpudseError
 from .study import SearchResult, Trial
 
 STAGE = "search"
+RESUMABLE = ("budget",)  # settings a resumed search may change (a larger budget goes on)
 
 
 class CampaignEvaluator:
@@ -116,9 +117,10 @@ class StudyStore:
         doc = sv.value
         if not isinstance(doc, dict) or not doc.get("trials"):
             return []
-        if doc.get("settings") != self.settings:
-            old = doc.get("settings") or {}
-            diff = [k for k in sorted(set(old) | set(self.settings)) if old.get(k) != self.settings.get(k)]
+        old = doc.get("settings") or {}
+        diff = [k for k in sorted(set(old) | set(self.settings)) if k not in RESUMABLE
+                and old.get(k) != self.settings.get(k)]
+        if diff:
             raise GpudseError(f"workspace {self.ws.id[:6]}… holds a search with other settings ({', '.join(diff)}); "
                               f"resume it with the same settings, or use another workspace")
         return [Trial(**t) for t in doc["trials"]]

@@ -33,6 +33,7 @@ from ..errors import GpudseError
 
 GOALS = ("min", "max", "accuracy", "pareto")
 ACQUISITIONS = ("ei", "lcb")
+FEASIBLE = 0.5  # a design the classifier gives a lower chance of simulating is proposed only when no other is left
 
 
 class SearchError(GpudseError):
@@ -238,8 +239,11 @@ def run_search(pool: Any, evaluate: Evaluate, *, goal: str = "min", budget: int 
                     if not np.any(score > 0):
                         score = lower_confidence_bound(sign * mu, sd)
                 if not status.all():
-                    p = Feasibility(seed + version).fit(X, status).probability(Xc)
+                    p = Feasibility(seed + version, n_trees or TREES).fit(X, status).probability(Xc)
                     score = np.where(score >= 0, score * p, score / p)
+                    likely = p >= FEASIBLE
+                    if likely.any() and not likely.all():  # designs expected to fail come after all others
+                        score = np.where(likely, score, float(score[likely].min()) - 1.0 - (1.0 - p))
             pick = diverse_batch(score, unit_c, k)
             digits, acq = cand[pick], score[pick]
         seconds = time.perf_counter() - t0

@@ -56,8 +56,8 @@ class Forest:
 
 
 class Feasibility:
-    def __init__(self, seed: int = 0):
-        self.seed = seed
+    def __init__(self, seed: int = 0, n_trees: int = TREES):
+        self.seed, self.n_trees = seed, n_trees
         self.model = None
         self.constant = 1.0
 
@@ -68,7 +68,8 @@ class Feasibility:
             return self
         from sklearn.ensemble import RandomForestClassifier
 
-        self.model = RandomForestClassifier(n_estimators=TREES, min_samples_leaf=1, random_state=self.seed, n_jobs=1)
+        self.model = RandomForestClassifier(n_estimators=self.n_trees, max_features=MAX_FEATURES, min_samples_leaf=1,
+                                            random_state=self.seed, n_jobs=1)
         self.model.fit(X, ok)
         return self
 

@@ -217,7 +217,7 @@ def main(argv=None) -> int:
     ap.add_argument("--seeds", type=int, default=None)
     ap.add_argument("--spaces", default=None, help="comma list: conv-A100,conv-A4000,conv-MI250X,LPS,BFS,AES,matMul")
     ap.add_argument("--methods", default="gpudse,random,one-shot,tpe")
-    ap.add_argument("--batch", type=int, default=1, help="gpudse proposals per round")
+    ap.add_argument("--batch", type=int, default=2, help="gpudse proposals per round (default 2: `gpudse search` proposes one per worker, and this machine has 2 cores)")
     ap.add_argument("--accuracy", action="store_true", help="also --goal accuracy against uniform sampling")
     ap.add_argument("--json", metavar="FILE", help="write every run's numbers")
     args = ap.parse_args(argv)

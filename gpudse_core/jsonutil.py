@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -17,3 +18,15 @@ def json_default(o: Any) -> Any:
     if isinstance(o, np.bool_):
         return bool(o)
     raise TypeError(f"{type(o).__name__} is not JSON serialisable")
+
+
+def plain_json(o: Any) -> Any:
+    """*o* as plain JSON data: NumPy values converted, non-finite numbers as ``None``."""
+    if isinstance(o, dict):
+        return {str(k): plain_json(v) for k, v in o.items()}
+    if isinstance(o, (list, tuple)):
+        return [plain_json(v) for v in o]
+    o = json_default(o) if not isinstance(o, (str, int, float, bool, type(None))) else o
+    if isinstance(o, float) and not math.isfinite(o):
+        return None
+    return o

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import streamlit as st
 
-import ui
-import ui_jobs
+from dashboard import frame as ui
+from dashboard import jobs as ui_jobs
 from gpudse_core import GpudseError
 from gpudse_core.sim.campaign import AnalyticalBackend, CommandBackend, points_spec
 from gpudse_core.sim.simulator import KERNELS, PARAMETERS

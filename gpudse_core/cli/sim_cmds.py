@@ -32,10 +32,11 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     wsc = None
     if args.workspace:  # issue 14: the campaign goes into the workspace's database, live in the dashboard
         from ..workspace.campaigns import CliCampaign
+        from ..workspace.workspace import open_workspace
 
         if args.store:
             raise GpudseError("give --store or --workspace, not both: a workspace keeps its campaigns in its own file")
-        wsc = CliCampaign(args.workspace, args.campaign)
+        wsc = CliCampaign(open_workspace(args.workspace, trusted=True), args.campaign)
         store_path, args.campaign = wsc.store_path, wsc.store_name
     with CampaignStore(store_path, name=args.campaign, max_attempts=args.retries + 1) as store:
         state = store.open({**backend.spec(), **points_spec(points)}, points)

@@ -27,7 +27,8 @@ import pandas as pd
 
 from ..choices import AUTO_CANDIDATES
 from .learners import details, stepwise_settings
-from .registry import fit_model, plain_json, split_name
+from ..jsonutil import plain_json
+from .kinds import fit_kind, split_name
 from .stepwise import FitError
 
 MIN_FOLDS = 2
@@ -58,7 +59,7 @@ def cross_validate(data: pd.DataFrame, response: str, params: Sequence[str], *, 
     count of non-finite and bounded predictions, the seconds spent, and a note when it failed."""
     from sklearn.model_selection import KFold
 
-    from .validation import Cancelled, relative_errors, summarize
+    from .metrics import Cancelled, relative_errors, summarize
 
     for c in candidates:
         split_name(c)
@@ -87,7 +88,7 @@ def cross_validate(data: pd.DataFrame, response: str, params: Sequence[str], *, 
             for k, (tr, te) in enumerate(splits):
                 train, test = data.iloc[tr], data.iloc[te]
                 try:
-                    model = fit_model(name, train, response, params, transform=transform, seed=seed,
+                    model = fit_kind(name, train, response, params, transform=transform, seed=seed,
                                       stepwise_kw=stepwise_kw if base == "stepwise" else None)
                     det = details(model, test)  # guarded by the model's own bounds (on its own scale)
                 except (FitError, ValueError, np.linalg.LinAlgError) as e:
@@ -145,7 +146,7 @@ def select_model(data: pd.DataFrame, response: str, params: Sequence[str] | None
                            candidates=candidates, stepwise_kw=stepwise_kw, progress=progress)
     chosen, reason = choose(table, folds)
     base, _ = split_name(chosen)
-    model = fit_model(chosen, data, response, params, transform=transform, seed=seed,
+    model = fit_kind(chosen, data, response, params, transform=transform, seed=seed,
                       stepwise_kw=stepwise_kw if base == "stepwise" else None)
     model.selection = Selection(table, chosen, reason, folds, seed).to_dict()
     return model

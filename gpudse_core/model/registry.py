@@ -16,7 +16,6 @@ Files are read through :mod:`gpudse_core.safeload` (bounded, plain data, never p
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
@@ -24,61 +23,27 @@ import numpy as np
 import pandas as pd
 
 from .. import limits
-from ..choices import MODEL_KINDS
-from ..jsonutil import json_default
-from .learners import KINDS, LEARNER_SCHEMA, Learner, fit_learner, stepwise_fit
+from ..jsonutil import plain_json
+from .auto import select_model
+from .kinds import check_response, fit_kind, learner_transform, split_name  # noqa: F401 (re-exported)
+from .learners import KINDS, LEARNER_SCHEMA, Learner
 from .stepwise import MODEL_SCHEMA, FitError, StepwiseModel
-
-ORDERS = {"+2way": 2, "+3way": 3}
-
-
-def split_name(name: str) -> tuple[str, int | None]:
-    """``stepwise+3way`` → (``stepwise``, 3); ``paper`` → (``paper``, None: the preset's own order)."""
-    for suffix, order in ORDERS.items():
-        base = name.removesuffix(suffix)
-        if base != name:
-            if base not in ("stepwise", "paper"):
-                raise FitError(f"unknown model {name!r}: only stepwise and paper take {suffix}")
-            return base, order
-    if name not in MODEL_KINDS:
-        raise FitError(f"unknown model {name!r}; choose {', '.join(MODEL_KINDS)}")
-    return name, None
-
 
 def fit_model(name: str, data: pd.DataFrame, response: str, params: Sequence[str] | None = None, *,
               transform: str = "log", seed: int = 0, stepwise_kw: Mapping[str, Any] | None = None,
               callback: Callable | None = None, folds: int = 5,
               progress: Callable[[int, int, str], Any] | None = None) -> Any:
     """Fit the model called *name* on a results table. *stepwise_kw* (θ, φ, knots …) and *callback*
-    (one call per trace step) apply to the stepwise kinds; *folds* and *progress* to ``auto``."""
-    base, order = split_name(name)
-    if response not in data.columns:
-        raise FitError(f"response column {response!r} is not in the data; columns: {', '.join(map(str, data.columns))}")
-    params = list(params) if params else [c for c in data.columns if c != response]
+    (one call per trace step) apply to the stepwise kinds; *folds* and *progress* to ``auto`` (the
+    choice by cross-validation, :mod:`.auto`); every other name is one kind of :mod:`.kinds`."""
+    base, _ = split_name(name)
     if base == "auto":
-        from .auto import select_model
-
+        check_response(data, response)
+        params = list(params) if params else [c for c in data.columns if c != response]
         return select_model(data, response, params, transform=transform, folds=folds, seed=seed,
                             progress=progress, stepwise_kw=stepwise_kw)
-    if base in ("stepwise", "paper"):
-        kw = dict(stepwise_kw or {})
-        if callback is not None:
-            kw["callback"] = callback
-        # the robust stepwise model chooses its own transform ("auto"/None); the paper preset is compared
-        # on the learners' scale
-        tf = transform if base == "stepwise" else learner_transform(transform, data[response])
-        return stepwise_fit(data[params + [response]], response, base, order, tf, **kw)
-    return fit_learner(base, data, response, params, learner_transform(transform, data[response]), seed)
-
-
-def learner_transform(transform: str | None, y: Any) -> str:
-    """The response scale of a model without its own choice (trees, EBM, the paper preset): the
-    given one, or for ``auto``/``None`` log when every response is positive (relative errors are what
-    design-space exploration reports; runtimes span orders of magnitude), else none."""
-    if transform not in (None, "auto"):
-        return transform
-    v = pd.to_numeric(pd.Series(np.asarray(y).ravel()), errors="coerce").to_numpy(dtype=float)
-    return "log" if v.size and np.all(v > 0) else "none"
+    return fit_kind(name, data, response, params, transform=transform, seed=seed, stepwise_kw=stepwise_kw,
+                    callback=callback)
 
 
 def model_to_dict(model: Any) -> dict:
@@ -88,18 +53,6 @@ def model_to_dict(model: Any) -> dict:
     if sel is not None:
         d["selection"] = sel
     return plain_json(d)
-
-
-def plain_json(o: Any) -> Any:
-    """*o* as plain JSON data: NumPy values converted, non-finite numbers as ``None``."""
-    if isinstance(o, dict):
-        return {str(k): plain_json(v) for k, v in o.items()}
-    if isinstance(o, (list, tuple)):
-        return [plain_json(v) for v in o]
-    o = json_default(o) if not isinstance(o, (str, int, float, bool, type(None))) else o
-    if isinstance(o, float) and not math.isfinite(o):
-        return None
-    return o
 
 
 def save_model(model: Any, path: Any) -> None:

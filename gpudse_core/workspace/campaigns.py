@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import GpudseError
-from .jobs import JobContext, JobInfo, begin_job, end_job, list_jobs, start_job
+from .jobs import JobContext, JobInfo, begin_job, end_job, list_jobs, opener, start_job
 from .stages import StageError
 
 STATUS_COLUMNS = ("status", "attempts", "error")
@@ -127,7 +127,6 @@ def start_campaign(ws: Any, backend: Any, *, name: str | None = None, workers: i
     stopped; a stopped one labelled partial), as the dashboard does: results are used as soon as
     they are simulated, and what was fitted on the old ones turns stale at once."""
     from ..sim.campaign import points_spec, run_campaign
-    from .workspace import Workspace
 
     (samples,) = ws.require("samples")
     points = samples.value.table()
@@ -140,7 +139,7 @@ def start_campaign(ws: Any, backend: Any, *, name: str | None = None, workers: i
     except BaseException:
         store.close()
         raise
-    path, ws_id = ws.path, ws.id
+    open_ws = opener(ws)
 
     def work(ctx: JobContext) -> None:
         try:
@@ -149,7 +148,7 @@ def start_campaign(ws: Any, backend: Any, *, name: str | None = None, workers: i
         finally:
             store.close()
         if adopt and final.done:
-            with Workspace(path, ws_id, True) as own:
+            with open_ws(True) as own:
                 adopt_campaign(own, name)
 
     return start_job(ws, "campaign", work, campaign=name)
@@ -168,10 +167,8 @@ class CliCampaign:
     """``gpudse simulate … --workspace ID``: the campaign goes into the workspace's file, a job row
     shows it running (and interrupted if this process dies), and a Stop from the dashboard stops it."""
 
-    def __init__(self, ws_id: str, name: str):
-        from .workspace import open_workspace
-
-        self.ws = open_workspace(ws_id, trusted=True)  # the command line's user owns the files
+    def __init__(self, ws: Any, name: str):
+        self.ws = ws  # opened by the command line, whose user owns the files (trusted)
         self.name = name
         self.store_path = self.ws.path
         self.store_name = record_campaign(self.ws, name, origin="command line")

@@ -40,7 +40,7 @@ from .. import limits
 from ..errors import GpudseError
 from . import db as dbm
 from .db import ReadOnly
-from .stages import Status, check_stage
+from .stages import StageValue, Status, check_stage
 
 log = logging.getLogger(__name__)
 
@@ -197,7 +197,7 @@ class Job:
     def __init__(self, ws: Any, ctx: JobContext, thread: threading.Thread | None):
         self.id = ctx.id
         self._path = ws.path
-        self._ws_id = ws.id
+        self._open = opener(ws)
         self.ctx = ctx
         self.thread = thread
 
@@ -217,10 +217,20 @@ class Job:
         return True
 
     def info(self) -> JobInfo:
-        from .workspace import Workspace
-
-        with Workspace(self._path, self._ws_id, False) as ws:
+        with self._open(False) as ws:
             return job_info(ws, self.id)
+
+
+def opener(ws: Any) -> Callable[[bool], Any]:
+    """A function that opens *ws*'s workspace again, with or without its edit rights: what a job's
+    thread uses (a connection belongs to the thread that opened it) without this module depending on
+    the workspace class."""
+    cls, path, ws_id = type(ws), ws.path, ws.id
+
+    def open_again(writable: bool) -> Any:
+        return cls(path, ws_id, writable)
+
+    return open_again
 
 
 def begin_job(ws: Any, kind: str, *, stage: str | None = None, campaign: str | None = None) -> JobContext:
@@ -258,8 +268,6 @@ def start_job(ws: Any, kind: str, work: Callable[[JobContext], Any], *, stage: s
     """Run ``work(ctx)`` in a background thread; store what it returns as *stage* (an analysis name or
     a pipeline stage) computed from *inputs* — the versions current now, when the job starts, so a
     result whose inputs changed meanwhile comes out stale, never current."""
-    from .workspace import StageValue
-
     heads = ws.heads()
     refs = []
     for i in inputs:
@@ -272,16 +280,15 @@ def start_job(ws: Any, kind: str, work: Callable[[JobContext], Any], *, stage: s
         refs.append(StageValue(i, None, h.version, Status(i, "current"), h.digest))
     ctx = begin_job(ws, kind, stage=stage, campaign=campaign)
     job = Job(ws, ctx, None)
-    job.thread = threading.Thread(target=_run, args=(ws.path, ws.id, ctx, work, stage, refs, origin or kind),
+    job.thread = threading.Thread(target=_run, args=(opener(ws), ctx, work, stage, refs, origin or kind),
                                   name=f"gpudse-job-{kind}", daemon=True)
     job.thread.start()
     return job
 
 
-def _run(path: Path, ws_id: str, ctx: JobContext, work: Callable[[JobContext], Any], stage: str | None,
+def _run(open_ws: Callable[[bool], Any], ctx: JobContext, work: Callable[[JobContext], Any], stage: str | None,
          refs: list, origin: str) -> None:
     from ..model.cancel import Interrupted, watching
-    from .workspace import Workspace
 
     value, state, error, version = None, "finished", None, None
     try:
@@ -299,7 +306,7 @@ def _run(path: Path, ws_id: str, ctx: JobContext, work: Callable[[JobContext], A
         log.exception("job %s failed", ctx.id)
         state, error = "failed", f"internal error: {type(e).__name__}: {e}"
     try:
-        ws = Workspace(path, ws_id, True)
+        ws = open_ws(True)
     except dbm.NotFound:  # the workspace was deleted while the job ran: nothing left to record
         _MONITOR.remove(ctx)
         return

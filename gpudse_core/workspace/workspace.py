@@ -28,6 +28,7 @@ from .stages import (
     InputRef,
     Results,
     StageError,
+    StageValue,
     Status,
     blocker,
     check_inputs,
@@ -53,35 +54,6 @@ class NotReady(WorkspaceError):
     def __init__(self, status: Status):
         super().__init__(status.message())
         self.status = status
-
-
-@dataclass(frozen=True)
-class StageValue:
-    """One stored version of a stage: the value, where it came from and whether it is current.
-
-    For a missing stage ``value`` is None and ``version`` 0. Values are shared with the session's
-    cache: treat tables and arrays as read-only (copy before changing them).
-    """
-
-    stage: str
-    value: Any
-    version: int
-    status: Status
-    digest: str | None = None
-    inputs: Mapping[str, InputRef] = field(default_factory=dict)
-    origin: str = ""
-    created: float = 0.0
-    partial: bool = False
-    note: str = ""
-    revision: int = 0
-
-    @property
-    def ok(self) -> bool:
-        return self.status.ok
-
-    @property
-    def state(self) -> str:
-        return self.status.state
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,150 @@
+"""The project's modules import one another in one direction: no import cycle, lazy imports included.
+
+A cycle hidden behind a function-level import still ties two modules together (neither can be read,
+tested or moved without the other). This test parses every project module with :mod:`ast`, collects
+every import statement wherever it sits (module level, functions, ``TYPE_CHECKING`` blocks), resolves
+relative imports, maps ``from package import name`` to the submodule when ``name`` is one, and looks
+for strongly connected components of more than one module (Tarjan). A package's ``__init__`` counts
+as its own module; importing ``pkg.mod`` does not count as importing ``pkg``'s ``__init__`` (that is
+Python's mechanics, not a dependency the code chose).
+"""
+
+from __future__ import annotations
+
+import ast
+import sys
+from pathlib import Path
+
+from conftest import ROOT
+
+DASHBOARD_ROOTS = ("app.py",)
+PACKAGES = ("gpudse_core", "dashboard")
+
+
+def _module_files() -> dict[str, Path]:
+    mods: dict[str, Path] = {}
+    for pkg in PACKAGES:
+        base = ROOT / pkg
+        if not base.is_dir():
+            continue
+        for path in base.rglob("*.py"):
+            rel = path.relative_to(ROOT).with_suffix("")
+            parts = list(rel.parts)
+            if parts[-1] == "__init__":
+                parts = parts[:-1]
+            mods[".".join(parts)] = path
+    for name in DASHBOARD_ROOTS:
+        if (ROOT / name).exists():
+            mods[Path(name).stem] = ROOT / name
+    for path in sorted((ROOT / "pages").glob("*.py")):
+        mods[f"pages.{path.stem}"] = path
+    return mods
+
+
+def _resolve(module: str, is_package: bool, level: int, target: str | None) -> str:
+    if level == 0:
+        return target or ""
+    base = module.split(".") if is_package else module.split(".")[:-1]
+    if level > 1:
+        base = base[: len(base) - (level - 1)]
+    return ".".join([*base, target] if target else base)
+
+
+def import_graph() -> dict[str, set[str]]:
+    mods = _module_files()
+    graph: dict[str, set[str]] = {m: set() for m in mods}
+    for mod, path in mods.items():
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        is_package = path.name == "__init__.py"
+        for node in ast.walk(tree):
+            targets: list[str] = []
+            if isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = _resolve(mod, is_package, node.level, node.module)
+                for alias in node.names:
+                    sub = f"{base}.{alias.name}" if base else alias.name
+                    targets.append(sub if sub in mods else base)
+            for target in targets:
+                # the longest project module that the dotted name starts with
+                parts = target.split(".")
+                while parts and ".".join(parts) not in mods:
+                    parts.pop()
+                if parts:
+                    dep = ".".join(parts)
+                    if dep != mod:
+                        graph[mod].add(dep)
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components with more than one module (Tarjan, iterative)."""
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), 10_000))
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    out: list[list[str]] = []
+    counter = [0]
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(sorted(comp))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def test_the_finder_sees_a_cycle_through_a_lazy_import():
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+    assert cycles(graph) == [["a", "b", "c"]]
+    assert cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_the_graph_reads_function_level_and_relative_imports():
+    graph = import_graph()
+    # registry imports the learners at module level and is imported lazily by the model package
+    assert "gpudse_core.model.learners" in graph["gpudse_core.model.registry"]
+    assert "gpudse_core.model.registry" in graph["gpudse_core.model"]
+
+
+def test_no_import_cycle_among_the_projects_modules():
+    found = cycles(import_graph())
+    assert not found, "import cycles (each line one circle of modules):\n" + "\n".join(
+        " <-> ".join(c) for c in found)
+
+
+ROOT_ENTRIES = {"app.py", "pages", "dashboard", "gpudse_core", "data", "docs", "tests", "benchmarks",
+                "README.md", "requirements.txt", "pyproject.toml", ".ci", ".streamlit", ".gitignore", ".git"}
+
+
+def test_the_checkout_root_holds_the_dashboard_the_core_and_packaging_only():
+    import subprocess
+
+    tracked = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True)
+    if tracked.returncode != 0:
+        import pytest
+
+        pytest.skip("not a git checkout")
+    top = {line.split("/", 1)[0] for line in tracked.stdout.splitlines() if line}
+    assert top <= ROOT_ENTRIES, f"unexpected entries at the checkout's root: {sorted(top - ROOT_ENTRIES)}"

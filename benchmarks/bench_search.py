@@ -220,11 +220,22 @@ def main(argv=None) -> int:
     ap.add_argument("--batch", type=int, default=2, help="gpudse proposals per round (default 2: `gpudse search` proposes one per worker, and this machine has 2 cores)")
     ap.add_argument("--accuracy", action="store_true", help="also --goal accuracy against uniform sampling")
     ap.add_argument("--json", metavar="FILE", help="write every run's numbers")
+    ap.add_argument("--huge", action="store_true", help="only: the search's own time per batch over 200 rounds "
+                    "on a 1e9-point space")
+    ap.add_argument("--accuracy-only", action="store_true", help="only the --goal accuracy comparison")
     args = ap.parse_args(argv)
+    if args.huge:
+        return huge_run(args.batch)
     seeds = args.seeds or (3 if args.quick else 10)
     names = args.spaces.split(",") if args.spaces else (["conv-A100", "matMul"] if args.quick else
                                                         ["conv-A100", "conv-A4000", "conv-MI250X", *KERNELS])
     methods = args.methods.split(",")
+    if args.accuracy_only:
+        print(f"bench_search --accuracy-only: {seeds} seeds, load average {os.getloadavg()[0]:.1f}", flush=True)
+        for name in names:
+            truth = TableTruth(HUB / f"convolution_{name[5:]}.csv") if name.startswith("conv-") else KernelTruth(name)
+            accuracy_run(truth, seeds)
+        return 0
     print(f"bench_search: {seeds} seeds, budgets {BUDGETS}, load average {os.getloadavg()[0]:.1f}", flush=True)
     rows, raw = [], {}
     for name in names:
@@ -288,6 +299,45 @@ def accuracy_run(truth: Truth, seeds: int, sizes=(50, 100, 200, 300)) -> dict:
                      f"{100 * np.median(out['search'][n]):.1f} %" for n in sizes)
     print(f"{truth.name}: accuracy (forest's mean relative error over the space): {line}", flush=True)
     return out
+
+
+def huge_run(batch: int, rounds: int = 200) -> int:
+    """200 rounds on 9 parameters × 10 values (1e9 designs): the search's own time per batch, i.e.
+    everything but the simulations and the model fits (candidates, prediction, acquisition, batch)."""
+    from gpudse_core.search.pool import make_pool
+    from gpudse_core.space.design import space_from_dict
+    from gpudse_core.search.study import run_search
+
+    space = space_from_dict({"name": "huge", "parameters": [{"name": f"p{i}", "values": list(range(1, 11))}
+                                                            for i in range(9)]})
+    w = np.linspace(1.0, 0.2, 9)
+
+    def evaluate(digits, designs):
+        d = np.asarray(digits, dtype=float)
+        return [(float(1 + (w * (r - 3) ** 2).sum() + 0.5 * abs(r[0] - r[1])), "") for r in d]
+
+    fits = []
+    import gpudse_core.search.surrogate as sur
+
+    orig = sur.Forest.fit
+
+    def timed(self, X, y):
+        t = time.perf_counter()
+        out = orig(self, X, y)
+        fits.append(time.perf_counter() - t)
+        return out
+
+    sur.Forest.fit = timed
+    t0 = time.perf_counter()
+    res = run_search(make_pool(space), evaluate, goal="min", budget=10 + rounds * batch, batch=batch, seed=0)
+    total = time.perf_counter() - t0
+    own = np.array(res.propose_seconds[1:])  # the rounds after the initial sample
+    fit = np.array(fits)
+    print(f"1e9-point space, {len(own)} rounds of {batch}: own time per batch (proposal minus fit) median "
+          f"{np.median(own - fit[:len(own)]):.3f} s, max {np.max(own - fit[:len(own)]):.3f} s; fit median "
+          f"{np.median(fit):.3f} s; total {total:.0f} s; best {res.best().value:.3f} (optimum 1.0); "
+          f"load average {os.getloadavg()[0]:.1f}", flush=True)
+    return 0
 
 
 if __name__ == "__main__":

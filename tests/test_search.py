@@ -299,3 +299,35 @@ def test_workspace_stores_every_round_and_resumes(table, tmp_path, monkeypatch, 
     assert len(set(designs)) == 24
     assert main(base[:-1] + ["--budget", "30", "--seed", "9"]) == 2
     assert "holds a search with other settings (seed)" in capsys.readouterr().err
+
+
+def test_cli_refuses_a_space_the_builtin_simulator_does_not_model(capsys):
+    assert main(["search", "lee-brooks", "--kernel", "BFS", "--goal", "min", "--budget", "20", "--workers", "1"]) == 2
+    err = capsys.readouterr().err
+    assert "the built-in simulator needs Stargazer's parameters" in err and "Traceback" not in err
+
+
+def test_cli_command_backend_runs_each_round_as_a_campaign(tmp_path, capsys, monkeypatch):
+    """An external simulator (tests/fake_sim.py, as in the campaign tests): each round is a campaign in the
+    store next to the history, and a simulator that crashes is a failed design, not a crash of the search."""
+    from test_campaign import backend_file
+
+    monkeypatch.chdir(tmp_path)
+    cfg = backend_file(tmp_path)
+    hist = tmp_path / "h.csv"
+    assert main(["search", "stargazer", "--backend", "command", "--config", str(cfg), "--response",
+                 "gpu_tot_sim_cycle", "--goal", "min", "--budget", "8", "--initial", "4", "--batch", "2",
+                 "--workers", "2", "-o", str(hist), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["evaluated"] == 8 and doc["failed"] == 0 and "gpu_tot_sim_cycle" in doc["best"]
+    import sqlite3
+
+    with sqlite3.connect(tmp_path / "h.db") as db:
+        names = [r[0] for r in db.execute("SELECT name FROM campaign ORDER BY name")]
+    assert names == ["search-00000", "search-00001", "search-00002"]
+    crash = backend_file(tmp_path / "c" if (tmp_path / "c").mkdir() is None else tmp_path, mode="crash")
+    assert main(["search", "stargazer", "--backend", "command", "--config", str(crash), "--response",
+                 "gpu_tot_sim_cycle", "--goal", "min", "--budget", "4", "--initial", "2", "--batch", "2",
+                 "--workers", "1", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["evaluated"] == 4 and doc["failed"] == 4 and doc["best"] is None

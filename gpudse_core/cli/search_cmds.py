@@ -63,8 +63,12 @@ def _source(args: argparse.Namespace):
     args.noise = 0.0
     backend = _backend(args)
     check = getattr(backend, "check_table", None)
-    if check is not None:
-        check(space.frame(space.decode_range(0, 1)), f"space {space.name}")
+    if check is not None:  # every value of every parameter, before anything runs
+        import numpy as np
+
+        radices = np.array(space.radices)
+        every = np.minimum(np.arange(int(radices.max()))[:, None], radices[None, :] - 1)
+        check(space.frame(every), f"space {space.name}")
     if args.backend == "command":
         if not args.response:
             raise GpudseError("--backend command: say which result column to optimise with --response COL")

@@ -266,11 +266,8 @@ def run_search(pool: Any, evaluate: Evaluate, *, goal: str = "min", budget: int 
 
 
 def _incumbents(res: SearchResult, done_digits: list, goal: str, sign: float) -> np.ndarray:
-    idx = [i for i, t in enumerate(res.trials) if t.status == "ok"]
-    if goal in ("accuracy", "pareto"):
-        idx = sorted(idx, key=lambda i: sign * res.trials[i].value)
-    else:
-        idx = sorted(idx, key=lambda i: sign * res.trials[i].value)
+    """The ten best simulated designs (by the response; for pareto and accuracy too, as local centres)."""
+    idx = sorted((i for i, t in enumerate(res.trials) if t.status == "ok"), key=lambda i: sign * res.trials[i].value)
     return np.array([done_digits[i] for i in idx[:10]], dtype=np.int64).reshape(-1, len(done_digits[0]))
 
 

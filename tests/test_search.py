@@ -331,3 +331,13 @@ def test_cli_command_backend_runs_each_round_as_a_campaign(tmp_path, capsys, mon
                  "--workers", "1", "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["evaluated"] == 4 and doc["failed"] == 4 and doc["best"] is None
+
+
+def test_accuracy_goal_samples_the_unsimulated_designs_uniformly():
+    t = LookupTable.from_frame(synthetic(), "time_ms", status_column="status")
+    res = run_search(make_pool(t.space, t.digits), lookup_eval(t), goal="accuracy", budget=300, batch=50, seed=4)
+    designs = [tuple(x.design.values()) for x in res.trials]
+    assert len(designs) == len(set(designs)) == 300
+    a = pd.Series([x.design["a"] for x in res.trials]).value_counts()
+    assert a.min() >= 25  # each of a's 8 values ~37 times (binomial sd ~5), no corner chased
+    assert res.to_json(["a", "b", "c"])["best"] is None

@@ -11,8 +11,9 @@ budget, a target or no improvement. Modules:
 * :mod:`.surrogate` — the random-forest surrogate with its per-tree spread (SMAC), and the
   feasibility classifier that learns which designs fail.
 * :mod:`.acquisition` — expected improvement, the lower confidence bound, hypervolume improvement for
-  a two-objective front, space filling for ``accuracy`` (Ipek et al. 2006, active learning), and the
-  diverse batch.
+  a two-objective front, and the diverse batch. For ``accuracy`` (a model good everywhere; Ipek et al.
+  2006 sample where an ensemble disagrees, active learning) the measured best is uniform sampling of
+  the designs not yet simulated: disagreement and maximin space filling both measured worse.
 * :mod:`.study` — the loop and its history (every proposal: round, model version, acquisition value,
   value or failure), resumable.
 """

@@ -8,8 +8,6 @@
   from the parameters) is known exactly: the area a candidate's predicted point adds to the region
   the current front dominates, up to a reference point (Emmerich et al. 2006's hypervolume-based
   improvement, optimistic by one spread).
-* :func:`space_filling` — the distance to the nearest simulated design (maximin, Johnson et al. 1990),
-  the acquisition for ``accuracy``.
 * :func:`diverse_batch` — greedy batch selection: the best-scoring candidate, then each next one's
   score multiplied by min(1, distance to the chosen / radius) so a batch spreads over distinct regions
   and parallel simulators do not all measure the same corner.
@@ -100,18 +98,6 @@ def hypervolume_improvement(mu: np.ndarray, sigma: np.ndarray, cost: np.ndarray,
             level = yi
         out[i] = area
     return out
-
-
-def space_filling(unit_candidates: np.ndarray, unit_done: np.ndarray) -> np.ndarray:
-    """Distance (L1 over unit-scaled dimensions) from each candidate to its nearest simulated design."""
-    if not len(unit_done):
-        return np.ones(len(unit_candidates))
-    best = np.full(len(unit_candidates), np.inf)
-    for start in range(0, len(unit_done), 256):
-        block = unit_done[start:start + 256]
-        d = np.abs(unit_candidates[:, None, :] - block[None, :, :]).sum(axis=2)
-        best = np.minimum(best, d.min(axis=1))
-    return best
 
 
 def diverse_batch(score: np.ndarray, unit: np.ndarray, k: int, radius: float | None = None,

@@ -257,6 +257,10 @@ def main(argv=None) -> int:
             if "one-shot" in methods:
                 for b in BUDGETS:
                     res["one-shot"][b].append(run_oneshot(truth, b, seed))
+            if args.json:  # after every seed: a run cut short still leaves its numbers
+                raw[name] = {m: {str(b): res[m][b] for b in BUDGETS} for m in methods}
+                Path(args.json).write_text(json.dumps({"rows": rows, "raw": raw, "seeds_done": {name: seed + 1}},
+                                                      indent=1, default=float))
         if "random" in methods:
             for b in BUDGETS:
                 res["random"][b] = [random_expectation(truth, b)]

@@ -16,13 +16,15 @@ It calls the same functions as the dashboard pages. User errors print one line
                    [--scheduler ADDRESS|local] [--workers W] [-o best.csv] [--json]
     gpudse validate DATA --response COL [--transform …] [--train-sizes 30,60,…] [--test-size 200]
                     [--repeats 5] [--models stepwise,fixed,regional,forest,boosting,hybrid] [--json]
-    gpudse simulate SAMPLES --backend analytical|command [--kernel NAME] [--config SIM.toml]
+    gpudse simulate SAMPLES --backend analytical|command|mgpusim [--kernel NAME] [--config SIM.toml]
+                    [--benchmark matmul|fir|aes|kmeans|bfs|stencil2d] [--size N] [--timeout S]
                     [--workers W | --scheduler ADDRESS] [--store campaign.db | --workspace ID] [--retries R]
                     -o results.csv
     gpudse search (SPACE [--kernel K | --backend command --config F] | --table FILE [--response COL] [--params a,b]
                   [--status-column COL]) --goal min|max|accuracy|pareto [--cost EXPR] --budget N [--initial N0]
                   [--batch B] [--seed S] [--scheduler ADDR|local] [--workspace ID] [-o history.csv] [--json]
     gpudse space infer FILE --params a,b -o space.yaml
+    gpudse mgpusim build [--force] | benchmarks [--json]
     gpudse import RESULTS --space SPACE [--responses a,b] [--snap reject|nearest]
                   [--duplicates keep|average|reject] [--store campaign.db] -o clean.csv
     gpudse pixels HEATMAP --sms N --mem M [--k K] [--division fine|coarse] [--distribution uniform|lintmp|exptmp]

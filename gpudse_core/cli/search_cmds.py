@@ -56,12 +56,16 @@ def _source(args: argparse.Namespace):
         t = LookupTable.from_frame(frame, args.response, parse_params(args.params), args.status_column,
                                    source=str(args.table))
         return t.space, t.digits, t.backend(), t.response, f"table {Path(args.table).name}"
+    from ..sim.campaign import AnalyticalBackend, CommandBackend
     from ..space.presets import load_space
-    from .sim_cmds import _backend
 
     space = load_space(args.space)
-    args.noise = 0.0
-    backend = _backend(args)
+    if args.backend == "command":
+        if not args.config:
+            raise GpudseError("--backend command needs --config SIM.toml (the simulator's description on this machine)")
+        backend = CommandBackend.from_file(args.config)
+    else:
+        backend = AnalyticalBackend(args.kernel)
     check = getattr(backend, "check_table", None)
     if check is not None:  # every value of every parameter, before anything runs
         import numpy as np

@@ -129,8 +129,10 @@ def _run(args, space, digits, backend, response, cost, settings, batch):
         else:
             tmp = tempfile.TemporaryDirectory(prefix="gpudse-search-")
             store_path, prefix = Path(tmp.name) / "search.db", "search"
-        if store_path != getattr(study, "store_path", None) and Path(store_path).exists() and not study:
-            prefix = f"search-{__import__('uuid').uuid4().hex[:8]}"  # an earlier search's rounds stay as they were
+        if not study and Path(store_path).exists():  # an earlier search's rounds stay as they were
+            import uuid
+
+            prefix = f"search-{uuid.uuid4().hex[:8]}"
         line = _Line(args.budget, args.goal, response)
 
         def on_round(res):

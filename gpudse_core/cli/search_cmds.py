@@ -66,13 +66,9 @@ def _source(args: argparse.Namespace):
         backend = CommandBackend.from_file(args.config)
     else:
         backend = AnalyticalBackend(args.kernel)
-    check = getattr(backend, "check_table", None)
-    if check is not None:  # every value of every parameter, before anything runs
-        import numpy as np
+    from ..search.runner import check_builtin
 
-        radices = np.array(space.radices)
-        every = np.minimum(np.arange(int(radices.max()))[:, None], radices[None, :] - 1)
-        check(space.frame(every), f"space {space.name}")
+    check_builtin(space, backend)
     if args.backend == "command":
         if not args.response:
             raise GpudseError("--backend command: say which result column to optimise with --response COL")

@@ -126,7 +126,7 @@ class StudyStore:
         return [Trial(**t) for t in doc["trials"]]
 
     def save(self, res: SearchResult, partial: bool = True) -> None:
-        doc = {"settings": self.settings, "stopped": res.stopped, "trials": [t.to_dict() for t in res.trials]}
+        doc = study_doc(self.settings, res)
         self.ws.put_analysis(STAGE, doc, inputs=[], origin=f"gpudse search, goal {res.goal}", partial=partial,
                              note=f"{len(res.trials):,} simulations, {res.failed:,} failed")
         self.ctx.progress(len(res.trials), int(self.settings.get("budget", 0)) or None,
@@ -142,3 +142,57 @@ class StudyStore:
             self.ended = True
             end_job(self.ws, self.ctx, state, error)
             self.ws.close()
+
+
+def check_builtin(space: Any, backend: Any) -> None:
+    """Refuse a space the built-in simulator does not model before anything runs: every value of every
+    parameter is checked (``AnalyticalBackend.check_table``)."""
+    check = getattr(backend, "check_table", None)
+    if check is None:
+        return
+    radices = np.array(space.radices)
+    every = np.minimum(np.arange(int(radices.max()))[:, None], radices[None, :] - 1)
+    check(space.frame(every), f"space {space.name}")
+
+
+def study_doc(settings: dict, res: SearchResult) -> dict:
+    """The stored form of a study (the ``search`` analysis): settings, why it stopped, every trial."""
+    return {"settings": settings, "stopped": res.stopped, "trials": [t.to_dict() for t in res.trials]}
+
+
+def start_search(ws: Any, kernel: str, goal: str = "min", budget: int = 100, batch: int = 4, seed: int = 0) -> Any:
+    """A search over the workspace's current design space on the built-in simulator, as a background
+    job (progress, Stop); the study is stored as the ``search`` analysis (partial when stopped)."""
+    from ..sim.campaign import AnalyticalBackend
+    from ..workspace.jobs import Stopped, start_job
+    from .pool import make_pool
+    from .study import check_settings, run_search
+
+    (space_sv,) = ws.require("space")
+    space = space_sv.value
+    backend = AnalyticalBackend(kernel)
+    check_builtin(space, backend)
+    check_settings(goal, budget, None, batch)
+    response = "cycles"
+    settings = {"source": f"space {space.name}, kernel {kernel}", "goal": goal, "cost": "", "response": response,
+                "params": list(space.parameter_names), "budget": budget, "initial": None, "seed": seed,
+                "acquisition": "ei"}
+
+    def work(ctx: Any) -> dict:
+        def evaluate(digits: np.ndarray, designs: list) -> list:
+            outs = backend.run_batch([(i, d, 1) for i, d in enumerate(designs)])
+            return [(o.result.get(response), "") if o.ok else (None, o.error) for o in outs]
+
+        def on_round(res: SearchResult) -> None:
+            best = res.best()
+            ctx.progress(len(res.trials), budget, f"{len(res.trials):,} simulated" + (
+                f", best {response} {best.value:,.0f}" if best is not None else ""))
+
+        res = run_search(make_pool(space), evaluate, goal=goal, budget=budget, batch=batch, seed=seed,
+                         response=response, on_round=on_round, should_stop=ctx.stopped)
+        doc = study_doc(settings, res)
+        if res.stopped == "stopped":
+            raise Stopped("stopped", doc)
+        return doc
+
+    return start_job(ws, "search", work, stage=STAGE, inputs=[space_sv], origin=f"search, kernel {kernel}")

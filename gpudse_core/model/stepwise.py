@@ -1080,8 +1080,22 @@ class StepwiseRegression(RegressorMixin, BaseEstimator):
             r2=r2, adj_r2=_adj_r2(rss, st.tss, z.size, A.shape[1]), settings=settings,
             support=Support.build(X, used_bases, inter), z_range=(float(z.min()), float(z.max())),
             bound_margin=None if self.bound_margin is None else float(self.bound_margin),
-            notes=notes, unseen=self.unseen,
+            notes=notes, unseen=self.unseen, noise=_noise(A, rss),
         )
+
+
+def _noise(A: np.ndarray, rss: float) -> dict | None:
+    """What an OLS prediction interval needs (:mod:`.intervals`): the residual standard error, its
+    degrees of freedom and a root W of the pseudo-inverse (X'X)^+ = W W' (from the SVD of the design,
+    so a rank-deficient design is handled). None when no degrees of freedom are left."""
+    n, p = A.shape
+    _, s, vt = np.linalg.svd(A, full_matrices=False)
+    rank = int(np.sum(s > s[0] * max(n, p) * np.finfo(float).eps)) if s.size else 0
+    df = n - rank
+    if df < 1:
+        return None
+    root = vt[:rank].T / s[:rank]
+    return {"sigma": float(np.sqrt(rss / df)), "df": int(df), "root": root.tolist()}
 
 
 SATURATION = 0.5  # coefficients per training row from which a fit is called near-saturated

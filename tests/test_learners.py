@@ -305,7 +305,8 @@ def test_auto_picks_the_additive_model_for_additive_data():
     m = select_model(d, "t", folds=3, candidates=("paper", "stepwise", "forest", "boosting"))
     table = pd.DataFrame(m.selection["table"]).set_index("candidate")
     assert m.selection["chosen"] in ("paper", "stepwise") and isinstance(m, StepwiseModel)
-    assert table.loc[m.selection["chosen"], "mean"] < 0.5 * table.loc["forest", "mean"]
+    # the forest trails far enough to be stopped once its first folds' errors exceed the bar
+    assert table.loc["forest", "note"].startswith("stopped after")
     assert m.n == n  # refitted on every row
     assert "picked" in m.selection["reason"] and m.selection["folds"] == 3
 
@@ -345,6 +346,27 @@ def test_cross_validation_table_and_choice(smooth):
         cross_validate(train.iloc[:8], "t", ["blk"], folds=5)
     with pytest.raises(GpudseError, match="auto cannot be one of its own"):
         cross_validate(train, "t", ["blk"], candidates=("auto",))
+
+
+def test_stopping_a_candidate_that_cannot_matter_keeps_the_choice(smooth):
+    """A learner whose errors on the folds done already exceed the bar is stopped; the choice, the
+    reason and the finished candidates' figures are those of the full cross-validation."""
+    train, _ = smooth
+    cands = ("stepwise+2way", "stepwise+3way", "ebm", "forest")
+    kw = dict(folds=4, candidates=cands)
+    full = cross_validate(train, "t", ["blk", "simd", "q"], stop_early=False, **kw)
+    fast = cross_validate(train, "t", ["blk", "simd", "q"], **kw)
+    assert list(fast.candidate) == list(cands)  # the table keeps the list's order
+    stopped = fast[fast.note.str.startswith("stopped after")]
+    assert len(stopped) >= 1 and set(stopped.candidate) <= {"ebm", "forest"}
+    assert choose(fast, 4) == choose(full, 4)
+    done = fast[fast.note == ""].set_index("candidate")
+    ref = full.set_index("candidate").loc[done.index]
+    assert np.array_equal(done["mean"].to_numpy(), ref["mean"].to_numpy())
+    # the bar it crossed: above the lowest finished mean's tie band and the runner-up
+    finished = sorted(full.loc[full.candidate.isin(["stepwise+2way", "stepwise+3way"]), "mean"])
+    for c in stopped.candidate:
+        assert full.set_index("candidate").loc[c, "mean"] > max(finished[0] * 1.02, finished[1])
 
 
 def test_choice_rule():

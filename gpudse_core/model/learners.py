@@ -180,6 +180,7 @@ class Learner:
     # -- fitting --
     def fit(self, data: pd.DataFrame) -> "Learner":
         X, z = self._prepare(data)
+        self._libraries()  # loaded first, so that their thread pools are the ones limited
         with _one_thread():
             self._fit(X, z)
         self._freeze()
@@ -236,6 +237,10 @@ class Learner:
 
     def _fit(self, X: pd.DataFrame, z: np.ndarray) -> None:
         raise NotImplementedError
+
+    def _libraries(self) -> None:
+        """Import the fitting library (scikit-learn's ensembles; InterpretML for the EBM)."""
+        import sklearn.ensemble  # noqa: F401
 
     def _freeze(self) -> None:
         """Keep the fitted model as arrays (:mod:`.frozen`): what predicts and what is saved."""
@@ -545,6 +550,9 @@ class EBMLearner(Learner):
     """InterpretML's ExplainableBoostingRegressor: intercept + shape functions + pair surfaces."""
 
     kind = "ebm"
+
+    def _libraries(self) -> None:
+        import interpret.glassbox  # noqa: F401
 
     def _fit(self, X: pd.DataFrame, z: np.ndarray) -> None:
         import warnings

@@ -231,42 +231,34 @@ def freeze_trees(estimator: Any, parameters: Sequence[str], categorical: Sequenc
                 inputs += [(p, None) for p in names]
             elif len(names):
                 raise FrozenError(f"cannot store the column transformer step {name!r}")
-    starts, feat, thr, left, right, val = [0], [], [], [], [], []
     if hasattr(est, "estimators_"):  # random forest
         combine, base, float32 = "mean", 0.0, True
-        for tree in est.estimators_:
-            t = tree.tree_
-            _append(starts, feat, thr, left, right, val, t.feature, t.threshold, t.children_left, t.children_right,
-                    t.value[:, 0, 0])
-    else:  # histogram gradient boosting
+        trees = [tree.tree_ for tree in est.estimators_]
+        parts = [(t.feature, t.threshold, t.children_left, t.children_right, t.value[:, 0, 0]) for t in trees]
+        feature, threshold, cl, cr, value = (np.concatenate(col) for col in zip(*parts))
+        sizes = np.array([len(p[0]) for p in parts])
+    else:  # histogram gradient boosting: every predictor's node records, concatenated once
         combine, float32 = "sum", False
         base = float(np.asarray(est._baseline_prediction).ravel()[0])
-        for it in est._predictors:
-            for pred in it:
-                nodes = pred.nodes
-                if nodes["is_categorical"].any():
-                    raise FrozenError("cannot store native categorical splits; the learners one-hot encode levels")
-                leaf = nodes["is_leaf"].astype(bool)
-                _append(starts, feat, thr, left, right, val, nodes["feature_idx"], nodes["num_threshold"],
-                        np.where(leaf, -1, nodes["left"].astype(np.int64)),
-                        np.where(leaf, -1, nodes["right"].astype(np.int64)), nodes["value"])
-    return Trees(combine, base, float32, inputs, np.asarray(starts, dtype=np.intp),
-                 np.concatenate(feat).astype(np.intp), np.concatenate(thr).astype(np.float64),
-                 np.concatenate(left).astype(np.intp), np.concatenate(right).astype(np.intp),
-                 np.concatenate(val).astype(np.float64))
-
-
-def _append(starts, feat, thr, left, right, val, f, t, cl, cr, v) -> None:
-    off = starts[-1]
+        preds = [pred.nodes for it in est._predictors for pred in it]
+        nodes = np.concatenate(preds)
+        if nodes["is_categorical"].any():
+            raise FrozenError("cannot store native categorical splits; the learners one-hot encode levels")
+        leaf = nodes["is_leaf"].astype(bool)
+        feature, threshold, value = nodes["feature_idx"], nodes["num_threshold"], nodes["value"]
+        cl = np.where(leaf, -1, nodes["left"].astype(np.int64))
+        cr = np.where(leaf, -1, nodes["right"].astype(np.int64))
+        sizes = np.array([len(p) for p in preds])
+    starts = np.concatenate([[0], np.cumsum(sizes)]).astype(np.intp)
+    offset = np.repeat(starts[:-1], sizes)
     cl = np.asarray(cl, dtype=np.int64)
     cr = np.asarray(cr, dtype=np.int64)
     leaf = cl < 0
-    feat.append(np.where(leaf, 0, np.asarray(f, dtype=np.int64)))
-    thr.append(np.where(leaf, 0.0, np.asarray(t, dtype=np.float64)))
-    left.append(np.where(leaf, -1, cl + off))
-    right.append(np.where(leaf, -1, cr + off))
-    val.append(np.asarray(v, dtype=np.float64))
-    starts.append(off + len(cl))
+    return Trees(combine, base, float32, inputs, starts,
+                 np.where(leaf, 0, np.asarray(feature, dtype=np.int64)).astype(np.intp),
+                 np.where(leaf, 0.0, np.asarray(threshold, dtype=np.float64)),
+                 np.where(leaf, -1, cl + offset).astype(np.intp), np.where(leaf, -1, cr + offset).astype(np.intp),
+                 np.asarray(value, dtype=np.float64).copy())
 
 
 # ---- explainable boosting machines -------------------------------------------------------------------------

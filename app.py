@@ -15,7 +15,7 @@ import streamlit as st
 
 # The first paint: the frame and the title are drawn before the dashboard's own modules (and
 # through them pandas, Plotly and the core) are imported, which on a cold server takes ~0.3 s.
-st.set_page_config(page_title="Home · gpudse", page_icon=str(Path(__file__).parent / "assets" / "gpudse.png"),
+st.set_page_config(page_title="Home · gpudse", page_icon=str(Path(__file__).parent / "dashboard" / "assets" / "gpudse.png"),
                    layout="wide")  # the same frame as ui.configure("Home")
 st.title("gpudse — GPU design space exploration")  # drawn before the workspace opens: the first paint
 st.markdown(
@@ -28,8 +28,8 @@ restricted cubic splines, F-tests, residual checks, error CDFs). For ray-tracing
 representative pixels from a per-pixel cost heatmap (**Zatel**).
 """
 )
-import ui  # noqa: E402  (after the first paint, above)
-import ui_state  # noqa: E402
+from dashboard import frame as ui  # noqa: E402  (after the first paint, above)
+from dashboard import state as ui_state  # noqa: E402
 from gpudse_core import GpudseError  # noqa: E402
 from gpudse_core.workspace.workspace import DEFAULT_NAME  # noqa: E402
 

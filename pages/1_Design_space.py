@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-import ui
+from dashboard import frame as ui
 from gpudse_core import PRESETS, GpudseError
 from gpudse_core.space.design import fixed_table, space_from_table, space_table
 from gpudse_core.space.presets import load_space_bytes

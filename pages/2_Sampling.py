@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-import ui
+from dashboard import frame as ui
 from gpudse_core import GpudseError, sample
 from gpudse_core.report import figures
 

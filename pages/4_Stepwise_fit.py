@@ -13,9 +13,10 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-import ui
-import ui_jobs
-import ui_replay
+from dashboard import frame as ui
+from dashboard import jobs as ui_jobs
+from dashboard import work as ui_work
+from dashboard import replay as ui_replay
 from gpudse_core import GpudseError
 from gpudse_core.choices import FIT_TRANSFORMS
 from gpudse_core.model.inference import anova, coefficient_table
@@ -66,7 +67,7 @@ if kind != "stepwise":
         folds = c3.slider("Folds (auto)", 2, 10, 5, disabled=kind != "auto")
         params = st.multiselect("Parameters", params_all, default=params_all)
         go_learner = st.form_submit_button("Fit", type="primary", disabled=running or not w.writable)
-    if go_learner and ui.guarded(lambda: ui_jobs.start_fit(w, kind, response, params, transform, folds)):
+    if go_learner and ui.guarded(lambda: ui_work.start_fit(w, kind, response, params, transform, folds)):
         st.rerun()
 else:
     go_learner = False

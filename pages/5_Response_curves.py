@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-import ui
+from dashboard import frame as ui
 from gpudse_core import GpudseError
 from gpudse_core.explore.scan import interaction_grid, response_curve
 from gpudse_core.model.learners import curve as learner_curve

@@ -7,8 +7,9 @@ from __future__ import annotations
 import numpy as np
 import streamlit as st
 
-import ui
-import ui_jobs
+from dashboard import frame as ui
+from dashboard import jobs as ui_jobs
+from dashboard import work as ui_work
 from gpudse_core import GpudseError
 from gpudse_core.model.inference import qq_points, residual_table, variable_clusters
 from gpudse_core.model.validation import MODELS
@@ -31,7 +32,7 @@ with tab_val:
                "measure its relative error on the test points; repeat and pool.")
     running = ui_jobs.job_panel(w, "validation", "Validation")
     n = len(data)
-    dflt = ui_jobs.EXAMPLE_VALIDATION
+    dflt = ui_work.EXAMPLE_VALIDATION
     with st.form("validate"):
         c1, c2, c3 = st.columns(3)
         test_size = c1.number_input("Test points per repeat", 10, max(10, n - 20),
@@ -50,13 +51,13 @@ with tab_val:
     if go_val:
         request = {"train_sizes": sorted(int(s) for s in sizes), "test_size": int(test_size),
                    "repeats": int(repeats), "models": list(models)}
-        if ui.guarded(lambda: ui_jobs.start_validation_job(w, request)):
+        if ui.guarded(lambda: ui_work.start_validation_job(w, request)):
             st.rerun()
     sv = w.get("validation")
 
     def recompute() -> None:
         old = sv.value
-        ui_jobs.start_validation_job(w, {"train_sizes": list(old.train_sizes), "test_size": int(old.test_size),
+        ui_work.start_validation_job(w, {"train_sizes": list(old.train_sizes), "test_size": int(old.test_size),
                                          "repeats": int(old.repeats), "models": list(old.models)})
 
     if sv.value is None or (running and not sv.ok):  # nothing yet, or an out-of-date one being replaced
@@ -102,7 +103,7 @@ with tab_diag:
             st.caption(ui.help_for("varclus"))
 
 with tab_true:
-    kernel = ui_jobs.results_kernel(w, fitted_on)
+    kernel = ui_work.results_kernel(w, fitted_on)
     if kernel is None:
         st.info("The true error over the entire space is available when the results come from the built-in "
                 "simulator with one application (a campaign on the Simulations page, or the built-in example): "
@@ -113,7 +114,7 @@ with tab_true:
         label = f"Compute the error at all {ui.fmt_count(space.size)} points ({kernel})"
 
         def compute() -> None:
-            ui_jobs.start_true_error(w, kernel)
+            ui_work.start_true_error(w, kernel)
 
         if sv.value is not None and sv.value.get("kernel") != kernel:
             # computed against another application: not an answer for these results, and said so

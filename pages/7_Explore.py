@@ -10,8 +10,9 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-import ui
-import ui_jobs
+from dashboard import frame as ui
+from dashboard import jobs as ui_jobs
+from dashboard import work as ui_work
 from gpudse_core.explore.scan import sensitivity
 from gpudse_core.report import figures
 
@@ -22,7 +23,7 @@ space, model = space_sv.value, model_sv.value
 c1, c2, c3 = st.columns(3)
 goal = c1.radio("Best designs have the", ["lowest prediction", "highest prediction"],
                 help=f"{model.response}: lower is better for runtimes, higher for IPC")
-k = c2.slider("How many best designs", 5, 100, ui_jobs.EXAMPLE_SCAN["k"])
+k = c2.slider("How many best designs", 5, 100, ui_work.EXAMPLE_SCAN["k"])
 numeric = [p.name for p in space.parameters if p.kind == "numeric"]
 cost_name = c3.selectbox("Cost for the Pareto front", ["levels"] + numeric, format_func=lambda c: {
     "levels": "sum of levels (a budget)"}.get(c, space.parameter(c).display if c in numeric else c))
@@ -35,7 +36,7 @@ if sv.value is not None and "best" not in sv.value:  # stored by an earlier vers
 
 
 def compute(req: dict = request) -> None:
-    ui_jobs.start_scan(w, req)
+    ui_work.start_scan(w, req)
 
 
 label = f"Find the best of all {ui.fmt_count(space.size)} designs"
@@ -47,8 +48,8 @@ elif ui.analysis_banner(sv, lambda: compute(dict(sv.value.get("request", request
     req = value.get("request", {})
     if req != request and not running:
         c1, c2 = st.columns([4, 1], vertical_alignment="center")
-        c1.info(f"Shown: the scan for {ui_jobs.describe_scan(req)}. The settings above ask for "
-                f"{ui_jobs.describe_scan(request)}.", icon=":material/info:")
+        c1.info(f"Shown: the scan for {ui_work.describe_scan(req)}. The settings above ask for "
+                f"{ui_work.describe_scan(request)}.", icon=":material/info:")
         if c2.button("Recompute for these settings", disabled=not w.writable) and ui.guarded(compute):
             st.rerun()
     goal_word = "highest" if req.get("maximize") else "lowest"

@@ -14,8 +14,9 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-import ui
-import ui_jobs
+from dashboard import frame as ui
+from dashboard import jobs as ui_jobs
+from dashboard import work as ui_work
 from gpudse_core import GpudseError
 from gpudse_core.raytrace.heatmap import colourise, read_heatmap
 from gpudse_core.raytrace.zatel import DISTRIBUTIONS, counts_from_config, downscale_config, plan
@@ -64,11 +65,11 @@ with left:
                 st.info("This shared workspace holds no ray-traced frame for these settings; make your own copy to "
                         "trace one.", icon=":material/info:")
             elif stored is None:  # nothing to replace: trace the default scene at once
-                if ui.guarded(lambda: ui_jobs.start_raycast(w, **request)):
+                if ui.guarded(lambda: ui_work.start_raycast(w, **request)):
                     st.rerun()
             elif st.button("Trace the scene", type="primary",
                            help="Renders the scene with these settings; its heatmap replaces the one in use"):
-                if ui.guarded(lambda: ui_jobs.start_raycast(w, **request)):
+                if ui.guarded(lambda: ui_work.start_raycast(w, **request)):
                     st.rerun()
     else:
         up = ui.uploader("PPM (P3/P6), PNG, NPY or CSV heatmap", ["ppm", "png", "npy", "csv"], key="heatmap_upload")

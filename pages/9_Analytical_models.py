@@ -7,7 +7,7 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-import ui
+from dashboard import frame as ui
 from gpudse_core import GpudseError
 from gpudse_core.report import style
 from gpudse_core.sim import analytical

@@ -456,7 +456,7 @@ def test_stepwise_page_fits_with_live_trace_and_per_application_models(app):
 
 
 def test_html_report_holds_only_current_parts(app):
-    import ui
+    from dashboard import frame as ui
 
     w = ws(app)
     html = ui.report_html(w)
@@ -543,7 +543,7 @@ def test_a_learner_as_the_model_under_every_page(app):
     caps = texts(app, "caption")
     assert any(f"Model version {model.version} of cycles (random forest, 200 trees, " in c for c in caps), caps
     assert not any("95 %" in c for c in caps) and any("no confidence band" in c for c in caps), caps
-    import ui
+    from dashboard import frame as ui
 
     assert ui.stage_summary(w, "model").startswith("random forest, 200 trees")  # the sidebar: not "0 terms"
     assert "forest" in ui.report_html(w)  # the report names the learner (no terms or equation)
@@ -551,7 +551,7 @@ def test_a_learner_as_the_model_under_every_page(app):
 
 # ---- the replay of a fit (issue 14 part 5a) ------------------------------------------------------------
 def test_replay_explains_each_row_with_its_rule_and_numbers():
-    import ui_replay
+    from dashboard import replay as ui_replay
 
     from gpudse_core import load_preset, sample
     from gpudse_core.model.stepwise import PAPER_SETTINGS, fit_stepwise
@@ -597,7 +597,7 @@ def test_replay_steps_through_the_trace_on_the_fit_page(app):
 
 
 def test_replay_explains_the_automatic_response_scale():
-    import ui_replay
+    from dashboard import replay as ui_replay
 
     row = {"step": 9, "kind": "transform", "metric": "loo_error", "candidates": {"log": 0.031, "none": 0.012,
                                                                                   "sqrt": 0.018},
@@ -607,7 +607,7 @@ def test_replay_explains_the_automatic_response_scale():
 
 
 def ui_replay_explain(row, model, i):
-    import ui_replay
+    from dashboard import replay as ui_replay
 
     return ui_replay.explain(row, model.trace[i - 1] if i else None, model.settings)
 
@@ -616,8 +616,8 @@ def test_replay_survives_unscored_candidates_and_names_the_look_ahead_block():
     """A row whose candidates could not be scored (None: no degrees of freedom left, as in a refit near
     saturation) and a look-ahead row (chosen P, scored as the block 'P + P:Q') are explained, charted and
     tabled instead of raising TypeError."""
-    import ui
-    import ui_replay
+    from dashboard import frame as ui
+    from dashboard import replay as ui_replay
 
     settings = {"criterion": "ftest", "theta": 0.001, "phi": 0.001, "phi3": 0.001}
     before = {"r2": 0.5, "adj_r2": 0.5}
@@ -649,7 +649,7 @@ def test_progress_text_says_each_count_once():
     repeat the numbers before it; a message without numbers still gets them."""
     from types import SimpleNamespace
 
-    import ui_jobs
+    from dashboard import jobs as ui_jobs
 
     job = SimpleNamespace(done=524288, total=933120, message="524,288 of 933,120 cells scanned", elapsed=3.2)
     text = ui_jobs.progress_text(job)

@@ -132,3 +132,19 @@ def test_no_import_cycle_among_the_projects_modules():
     found = cycles(import_graph())
     assert not found, "import cycles (each line one circle of modules):\n" + "\n".join(
         " <-> ".join(c) for c in found)
+
+
+ROOT_ENTRIES = {"app.py", "pages", "dashboard", "gpudse_core", "data", "docs", "tests", "benchmarks",
+                "README.md", "requirements.txt", "pyproject.toml", ".ci", ".streamlit", ".gitignore", ".git"}
+
+
+def test_the_checkout_root_holds_the_dashboard_the_core_and_packaging_only():
+    import subprocess
+
+    tracked = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True)
+    if tracked.returncode != 0:
+        import pytest
+
+        pytest.skip("not a git checkout")
+    top = {line.split("/", 1)[0] for line in tracked.stdout.splitlines() if line}
+    assert top <= ROOT_ENTRIES, f"unexpected entries at the checkout's root: {sorted(top - ROOT_ENTRIES)}"

@@ -1,9 +1,11 @@
-"""README's examples are executed, not just displayed (issue 14 part 5).
+"""The documentation's examples are executed, not just displayed.
 
-Every ``gpudse …`` (or ``python -m gpudse_core …``) command in a README.md ```bash block is run, in one
-temporary folder, as ``python -m gpudse_core`` from this checkout, and must exit 0. New commands are picked up
-automatically. Commands run in README order, except that a command whose input another command writes
-(``-o FILE``) runs after that command, so one section's output can feed another's example.
+Every ``gpudse …`` (or ``python -m gpudse_core …``) command in a ```bash block of README.md or of a page
+in ``docs/`` is run, in one temporary folder, as ``python -m gpudse_core`` from this checkout, and must
+exit 0. New commands and new pages are picked up automatically. Commands run in reading order (README,
+then the pages of :data:`DOC_ORDER`, then any other page by name), except that a command whose input
+another command writes (``-o FILE``) runs after that command, so one page's output can feed another's
+example.
 
 Markers (a comment on the command's line, or on a comment line right above it):
 
@@ -22,7 +24,7 @@ under load); the test checks that the commands work, not how fast.
 
 The files a user would bring (a heatmap, a GPGPU-Sim config, simulator logs, an upload) are provided as
 stand-ins: :data:`STAND_INS` says where each comes from; those from ``../shared`` make their commands skip
-when it is absent. ``data/`` and ``examples/`` of the checkout are visible in the folder, as in a checkout.
+when it is absent. ``data/`` and ``docs/`` of the checkout are visible in the folder, as in a checkout.
 """
 
 from __future__ import annotations
@@ -79,6 +81,17 @@ STAND_INS = {
 SAME_AS = {"uploaded.csv": "results.csv"}
 
 
+# the order a reader meets the pages in (README links them in this order); other pages follow by name
+DOC_ORDER = ("README.md", "docs/cli.md", "docs/design-spaces.md", "docs/models.md", "docs/simulations.md",
+             "docs/workspaces.md", "docs/raytracing.md", "docs/limits.md")
+
+
+def doc_files() -> list[Path]:
+    pages = sorted((ROOT / "docs").glob("*.md")) if (ROOT / "docs").is_dir() else []
+    known = [ROOT / name for name in DOC_ORDER if (ROOT / name).exists()]
+    return known + [p for p in pages if p not in known]
+
+
 @dataclass
 class Command:
     line: int
@@ -88,15 +101,24 @@ class Command:
     exit: int = 0
     outputs: list[str] = field(default_factory=list)
     sets: str | None = None
+    file: str = "README.md"
 
     @property
     def id(self) -> str:
-        return f"L{self.line}:" + " ".join(self.argv[:4])
+        page = "" if self.file == "README.md" else f"{Path(self.file).stem}:"
+        return f"{page}L{self.line}:" + " ".join(self.argv[:4])
+
+    @property
+    def where(self) -> str:
+        return f"{self.file} line {self.line}"
 
 
-def readme_commands(text: str | None = None) -> list[Command]:
-    """Every gpudse command in README's bash blocks, continuation lines joined, markers read."""
-    text = (ROOT / "README.md").read_text() if text is None else text
+def readme_commands(text: str | None = None, file: str = "README.md") -> list[Command]:
+    """Every gpudse command in the bash blocks of README and docs/ (or of *text*), continuation lines
+    joined, markers read."""
+    if text is None:
+        return [c for p in doc_files() for c in readme_commands(p.read_text(encoding="utf-8"),
+                                                                  str(p.relative_to(ROOT)))]
     out: list[Command] = []
     for block in re.finditer(r"```bash\n(.*?)```", text, re.S):
         first = text.count("\n", 0, block.start(1)) + 1
@@ -132,7 +154,7 @@ def readme_commands(text: str | None = None) -> list[Command]:
                     continue
                 out.append(Command(first + start, stripped, argv, skip.group(1).strip() if skip else None,
                                    int(code.group(1)) if code else 0, _outputs(argv),
-                                   sets.group(1) if sets else None))
+                                   sets.group(1) if sets else None, file))
     return out
 
 
@@ -235,7 +257,7 @@ def test_readme_has_commands_to_run():
 @pytest.fixture(scope="module")
 def workdir(tmp_path_factory) -> Path:
     d = tmp_path_factory.mktemp("readme")
-    for name in ("data", "examples"):
+    for name in ("data", "docs"):
         (d / name).symlink_to(ROOT / name, target_is_directory=True)
     return d
 
@@ -272,13 +294,26 @@ def _run(cmd: Command, workdir: Path) -> subprocess.CompletedProcess:
     return r
 
 
+def _needs_go(argv: list[str]) -> bool:
+    """``gpudse mgpusim …`` and ``simulate --backend mgpusim`` build MGPUSim with Go on first use."""
+    k = argv.index("--backend") if "--backend" in argv else -1
+    return argv[:1] == ["mgpusim"] or (0 <= k < len(argv) - 1 and argv[k + 1] == "mgpusim")
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("cmd", run_order(COMMANDS), ids=lambda c: c.id)
 def test_readme_command_runs(cmd: Command, workdir: Path):
     if cmd.skip:
-        pytest.skip(f"README marks it not run: {cmd.skip}")
+        pytest.skip(f"{cmd.where} marks it not run: {cmd.skip}")
+    if _needs_go(cmd.argv):
+        from gpudse_core.sim.mgpusim import MgpusimError, find_go
+
+        try:
+            find_go()
+        except MgpusimError as e:
+            pytest.skip(f"MGPUSim is built with Go: {e}")
     r = _run(cmd, workdir)
-    assert r.returncode == cmd.exit, f"README line {cmd.line}: {cmd.text}\n{r.stderr[-3000:]}"
+    assert r.returncode == cmd.exit, f"{cmd.where}: {cmd.text}\n{r.stderr[-3000:]}"
     assert "Traceback" not in r.stderr, r.stderr[-3000:]
     for o in cmd.outputs:
-        assert (workdir / o).exists(), f"README line {cmd.line}: {o} was not written"
+        assert (workdir / o).exists(), f"{cmd.where}: {o} was not written"

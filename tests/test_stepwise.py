@@ -375,3 +375,31 @@ def test_the_search_runs_with_blas_threads_capped_and_restores_them(monkeypatch)
     assert threads.fit_threads() == 1
     monkeypatch.setattr(threads, "usable_cores", lambda: 64)
     assert threads.fit_threads() == threads.MAX_THREADS
+
+
+def test_every_candidate_carries_its_r2_and_adjusted_r2_under_every_criterion():
+    """Stargazer Table 1's columns: whatever decides (an F-test's p, AIC, adjusted R²), each candidate
+    of each step has the R² and adjusted R² of the model with it added; the accepted one's are the
+    model's own after the step, and R² never decreases along accepted steps."""
+    import numpy as np
+    import pandas as pd
+
+    from gpudse_core.model.stepwise import fit_stepwise
+
+    rng = np.random.default_rng(3)
+    X = pd.DataFrame({"a": rng.choice([1, 2, 4, 8, 16], 240), "b": rng.choice([8, 16, 32], 240),
+                      "c": rng.choice([1, 2, 3, 4, 5], 240)})
+    X["y"] = 100 / X.a * (1 + 8 / X.b) + rng.normal(0, 0.5, 240)
+    for criterion in ("ftest", "adjr2", "aic"):
+        m = fit_stepwise(X, "y", criterion=criterion, theta=0.001 if criterion != "aic" else 2.0,
+                         phi=0.001 if criterion != "aic" else 2.0)
+        scored = [t for t in m.trace if t.get("candidates") and t["kind"] in ("initial", "main", "interaction")]
+        assert scored, criterion
+        for t in scored:
+            assert set(t["r2s"]) == set(t["candidates"]) == set(t["adj_r2s"]), (criterion, t["step"])
+            assert all(t["adj_r2s"][k] <= t["r2s"][k] + 1e-12 for k in t["r2s"])
+            if t["accepted"]:
+                assert t["r2s"][t["chosen"]] == pytest.approx(t["r2"], rel=1e-12)
+                assert t["adj_r2s"][t["chosen"]] == pytest.approx(t["adj_r2"], rel=1e-12)
+        first = scored[0]
+        assert max(first["r2s"], key=first["r2s"].get) == "a"  # a explains most alone

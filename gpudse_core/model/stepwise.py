@@ -61,7 +61,7 @@ the current terms with their R² and adjusted R².
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import combinations, product
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
@@ -165,11 +165,17 @@ class TraceStep:
     terms: list[str]
     r2: float
     adj_r2: float
+    # every candidate's R² and adjusted R² (the model with it added), whatever the criterion: the
+    # columns of Stargazer Table 1 (R² in the first step, adjusted R² after), beside the criterion's
+    # own statistic in ``candidates``
+    r2s: dict[str, float] = field(default_factory=dict)
+    adj_r2s: dict[str, float] = field(default_factory=dict)
 
     def to_dict(self) -> dict:
         return {"step": self.step, "kind": self.kind, "metric": self.metric, "candidates": dict(self.candidates),
                 "skipped": dict(self.skipped), "chosen": self.chosen, "accepted": self.accepted, "gain": self.gain,
-                "terms": list(self.terms), "r2": self.r2, "adj_r2": self.adj_r2}
+                "terms": list(self.terms), "r2": self.r2, "adj_r2": self.adj_r2, "r2s": dict(self.r2s),
+                "adj_r2s": dict(self.adj_r2s)}
 
 
 # ---- incremental least squares ---------------------------------------------------------------
@@ -566,7 +572,12 @@ class StepwiseRegression(RegressorMixin, BaseEstimator):
         step_no = 0
         trace: list[dict] = []
 
+        fits: dict[str, tuple[float, float]] = {}  # candidate -> (R², adjusted R²) of its latest evaluation
+
         def emit(step: TraceStep) -> TraceStep:
+            for k in step.candidates:
+                if k in fits:
+                    step.r2s[k], step.adj_r2s[k] = fits[k]
             trace.append(step.to_dict())
             return step
 
@@ -636,6 +647,7 @@ class StepwiseRegression(RegressorMixin, BaseEstimator):
                     continue
                 rss = max(st.rss - f.gain, 0.0)
                 scores[name] = self._score(rss, st, rank, n, f.cols.size)
+                fits[name] = (_r2(rss, st.tss), _adj_r2(rss, st.tss, n, rank))
                 prepared[name] = (t, (res, f), [cset.labels[t][i] for i in f.keep], rss, rank)
             return scores, skipped, prepared
 

@@ -27,6 +27,8 @@ import streamlit as st
 from gpudse_core import GpudseError
 from gpudse_core.workspace import NotFound, Workspace, create_workspace, fill_example, home, open_workspace
 
+from . import work
+
 HANDLE = "_gpudse_ws"  # session_state: the open Workspace
 KEYS = "_gpudse_keys"  # session_state: {workspace id: edit key} learnt in this session
 FORGOTTEN = "_gpudse_forgotten"  # session_state: ids whose key this session dropped (deleted)
@@ -204,7 +206,7 @@ def _code_digest() -> str:
     core = ROOT / "gpudse_core"
     for rel in ("workspace/example.py", "model/stepwise.py", "model/splines.py", "model/validation.py",
                 "sim/simulator.py", "explore/scan.py", "space/sampling.py", "space/presets.py",
-                "../ui_jobs.py", "_data/presets/stargazer.yaml", "../data/presets/stargazer.yaml"):
+                "../dashboard/work.py", "_data/presets/stargazer.yaml", "../data/presets/stargazer.yaml"):
         p = (core / rel).resolve()
         if p.is_file():
             h.update(rel.encode() + b"\0" + p.read_bytes())
@@ -221,8 +223,6 @@ def template_id() -> str | None:
 
 def example_template() -> str:
     """The id of a workspace holding the example's four stages and its analyses, all current."""
-    import ui_jobs
-
     path = home() / TEMPLATE_FILE
     code = _code_digest()
     with _template_lock():
@@ -238,7 +238,7 @@ def example_template() -> str:
         try:
             with ws:
                 fill_example(ws)
-                ui_jobs.example_analyses(ws)
+                work.example_analyses(ws)
         except BaseException:
             try:
                 with open_workspace(ws.id, trusted=True) as t:

@@ -1,24 +1,17 @@
-"""Long work on the dashboard: workspace jobs with a live progress bar, a running indicator and Stop (issue 14).
+"""What the dashboard's long work computes: validation, whole-space scans, the true error over the
+space, fits chosen by cross-validation, ray casting — each started as a job of the page's workspace
+(:mod:`gpudse_core.workspace.jobs`): in a background thread, its progress recorded in the workspace's
+database from its first second, its result stored as an analysis computed from the stage versions it
+read. :mod:`dashboard.jobs` shows a running job on a page.
 
-Every long computation a page offers (validation, whole-space scans, the true error over the space,
-campaigns, ray casting) runs as a job of the page's workspace (:mod:`gpudse_core.workspace.jobs`):
-in a background thread, its progress recorded in the workspace's database from its first second,
-its result stored as an analysis computed from the stage versions it read. A page shows a running
-job with :func:`job_panel`, a fragment that polls the database twice a second, so a reloaded page (or
-a second browser on the same link) re-attaches to it; Stop ends it after the current unit and
-keeps what was done, labelled partial.
-
-The work functions here are also what builds the built-in example's analyses (``ui_state``), so the
-example's Accuracy and Explore pages show exactly what the buttons compute.
+The work functions here are also what builds the built-in example's analyses (:mod:`dashboard.state`),
+so the example's Accuracy and Explore pages show exactly what the buttons compute.
 """
 
 from __future__ import annotations
 
 import re
-import time
 from typing import Any
-
-import streamlit as st
 
 from gpudse_core import GpudseError
 from gpudse_core.workspace import JobContext, Stopped, start_validation
@@ -222,63 +215,3 @@ def results_kernel(ws: Any, results: Any) -> str | None:
         return None
     found = [k for k in KERNELS if re.search(rf"(?<![\w-]){re.escape(k)}(?![\w-])", origin)]
     return found[0] if len(found) == 1 else None
-
-
-# ---- showing jobs ----------------------------------------------------------------------------------
-def active(ws: Any, kind: str):
-    """The running job of *kind* in the workspace (the newest), or None."""
-    return next((j for j in ws.jobs(active=True) if j.kind == kind), None)
-
-
-def last(ws: Any, kind: str):
-    return next((j for j in ws.jobs() if j.kind == kind), None)
-
-
-def progress_text(job: Any) -> str:
-    from ui import fmt_duration
-
-    done = f"{job.done:,.0f}"
-    if job.message and job.message.startswith(done):  # the message counts already ("5 of 9 cells scanned")
-        return f"{job.message} · {fmt_duration(job.elapsed)}"
-    total = f" of {job.total:,.0f}" if job.total else ""
-    msg = f" — {job.message}" if job.message else ""
-    return f"{done}{total}{msg} · {fmt_duration(job.elapsed)}"
-
-
-@st.fragment(run_every=POLL_S)
-def _poll(job_id: str, label: str) -> None:
-    import ui
-
-    ws = ui.ws()
-    try:
-        job = ws.job(job_id)
-    except GpudseError:
-        st.rerun(scope="app")
-    if not job.active:
-        st.rerun(scope="app")  # the result is stored: the whole page redraws with it
-    with st.container(border=True):
-        c1, c2 = st.columns([5, 1], vertical_alignment="center")
-        with c1:
-            st.markdown(f":material/progress_activity: **{label}** is running"
-                        + (" — stopping…" if job.stop_requested else ""))
-            st.progress(job.fraction or 0.0, text=progress_text(job))
-        if c2.button("Stop", key=f"stop_{job_id}", icon=":material/stop:", disabled=not ws.writable
-                     or job.stop_requested, help="ends the work after the current unit and keeps what was done",
-                     width="stretch"):
-            ws.stop_job(job_id)  # the work ends after its current unit; the next poll shows it
-
-
-def job_panel(ws: Any, kind: str, label: str) -> bool:
-    """Show the running job of *kind* (progress bar, running indicator, Stop), polling until it
-    ends; True while one runs. Also says how the last one ended if it failed or was stopped."""
-    job = active(ws, kind)
-    if job is not None:
-        _poll(job.id, label)
-        return True
-    prev = last(ws, kind)
-    if prev is not None and prev.finished and time.time() - prev.finished < 600:
-        if prev.state == "failed":
-            st.error(f"{label} failed: {prev.error}")
-        elif prev.state == "interrupted":
-            st.warning(f"{label} was interrupted (its process ended); start it again.")
-    return False

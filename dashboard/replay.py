@@ -16,8 +16,9 @@ from typing import Any
 import plotly.graph_objects as go
 import streamlit as st
 
-import ui
 from gpudse_core.report import style
+
+from . import frame as ui
 
 SPEEDS = (0.5, 1.0, 2.0, 4.0)  # rows per second
 RULE = {"initial": ("θ", "theta"), "main": ("θ", "theta"), "lookahead": ("θ", "theta"), "interaction": ("φ", "phi"),

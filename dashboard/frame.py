@@ -2,7 +2,7 @@
 number formatting and small widgets.
 
 UI only: every computation is a call into gpudse_core, and every piece of pipeline data comes from
-the session's workspace (:mod:`ui_state`), never from ``st.session_state``. A page asks for the
+the session's workspace (:mod:`dashboard.state`), never from ``st.session_state``. A page asks for the
 stages it shows with :func:`need`; when one is stale or missing the page shows a banner with the
 reason and the one action that fixes it, as a button, and stops — it never shows an old number as
 current, and never a traceback.
@@ -16,13 +16,14 @@ from typing import Any
 
 import streamlit as st
 
-import ui_state
 from gpudse_core import DesignSpace, GpudseError, load_preset
 from gpudse_core.report import fmt as _fmt
 from gpudse_core.report import glossary as _glossary
 from gpudse_core.workspace import stages
 
-ROOT = Path(__file__).resolve().parent
+from . import state as ui_state
+
+ROOT = Path(__file__).resolve().parent.parent  # the checkout: app.py, pages/
 
 PAGES = {  # title: (file, icon), in workflow order; drawn by sidebar() (the automatic list is hidden)
     "Home": ("app.py", ":material/home:"),
@@ -47,7 +48,7 @@ STATE_ICON = {"current": ":material/check_circle:", "stale": ":material/warning:
 
 # ---- the page frame ------------------------------------------------------------------------------
 def configure(title: str) -> None:
-    st.set_page_config(page_title=f"{title} · gpudse", page_icon=str(ROOT / "assets" / "gpudse.png"), layout="wide")
+    st.set_page_config(page_title=f"{title} · gpudse", page_icon=str(ROOT / "dashboard" / "assets" / "gpudse.png"), layout="wide")
 
 
 def page(title: str):

@@ -491,3 +491,23 @@ def test_predict_of_a_saved_model_imports_no_fitting_library(smooth, tmp_path):
         out = pd.read_csv(tmp_path / f"{kind}.out.csv")
         want = load_model(tmp_path / f"{kind}.json").predict(test)
         assert np.array_equal(out.predicted.to_numpy(), want) or np.allclose(out.predicted, want, rtol=1e-15)
+
+
+def test_a_project_keeps_a_learner_larger_than_a_document(tmp_path):
+    """A project's model.json holds a learner's fitted trees: it is bounded by model_bytes, not by
+    the (smaller) limit of a space or settings document."""
+    from gpudse_core import load_preset, sample
+    from gpudse_core.report.project import Project, load_project, save_project
+
+    space = load_preset("stargazer")
+    pts = sample(space, 120, seed=4).points
+    data = pts.assign(cycles=1e5 / pts.simd * (1 + 4 / pts.blk))
+    m = fit_learner("forest", data, "cycles", params=["blk", "simd", "smp"], settings={"n_estimators": 20})
+    size = len(json.dumps(model_to_dict(m)))
+    zipped = save_project(Project(space, model=m))
+    with limits.override(document_bytes=size // 2):
+        back = load_project(zipped, "p.zip").model
+        assert np.array_equal(back.predict(pts), m.predict(pts))
+    with limits.override(document_bytes=size // 2, model_bytes=size // 2), \
+            pytest.raises(limits.LimitError, match="model_bytes"):
+        load_project(zipped, "p.zip")

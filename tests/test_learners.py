@@ -305,8 +305,10 @@ def test_auto_picks_the_additive_model_for_additive_data():
     m = select_model(d, "t", folds=3, candidates=("paper", "stepwise", "forest", "boosting"))
     table = pd.DataFrame(m.selection["table"]).set_index("candidate")
     assert m.selection["chosen"] in ("paper", "stepwise") and isinstance(m, StepwiseModel)
-    # the forest trails far enough to be stopped once its first folds' errors exceed the bar
-    assert table.loc["forest", "note"].startswith("stopped after")
+    # the forest trails far behind (or so far that it was stopped once its folds' errors crossed the bar)
+    forest = table.loc["forest"]
+    assert (forest["note"].startswith("stopped after")
+            or table.loc[m.selection["chosen"], "mean"] < 0.5 * forest["mean"]), forest
     assert m.n == n  # refitted on every row
     assert "picked" in m.selection["reason"] and m.selection["folds"] == 3
 

@@ -112,7 +112,8 @@ class Trees:
     def n_trees(self) -> int:
         return len(self.starts) - 1
 
-    def predict(self, points: Mapping[str, np.ndarray], n: int) -> np.ndarray:
+    def per_tree(self, points: Mapping[str, np.ndarray], n: int) -> np.ndarray:
+        """Each tree's value at each row (rows × trees): a forest's trees' own predictions."""
         X = design(points, self.inputs, n)
         if self.float32:
             X = X.astype(np.float32).astype(np.float64)
@@ -122,6 +123,11 @@ class Trees:
         for a in range(0, n, block):
             b = min(n, a + block)
             leaf_values[a:b] = self.value[self._leaves(X[a:b])]
+        return leaf_values
+
+    def predict(self, points: Mapping[str, np.ndarray], n: int) -> np.ndarray:
+        T = self.n_trees
+        leaf_values = self.per_tree(points, n)
         if self.combine == "mean":
             out = np.zeros(n, dtype=np.float64)
             for t in range(T):

@@ -71,16 +71,16 @@ c2.text_input("Read-only link to share", share, key=f"share_{w.id}",
 b1, b2, b3 = st.columns(3)
 if b1.button("New: the built-in example", icon=":material/science:", width="stretch",
              help="the Stargazer example with every page filled"):
-    ui_state.switch_to(ui_state.new_example())
-    st.rerun()
+    if ui.guarded(lambda: ui_state.switch_to(ui_state.new_example())):
+        st.rerun()
 if b2.button("New: an empty workspace", icon=":material/add:", width="stretch",
              help="start from nothing: choose a design space first"):
-    ui_state.switch_to(ui_state.new_empty())
-    st.rerun()
+    if ui.guarded(lambda: ui_state.switch_to(ui_state.new_empty())):
+        st.rerun()
 if b3.button("Copy this workspace", icon=":material/content_copy:", width="stretch",
              help="your own copy of this workspace, with every version"):
-    ui_state.fork(w)
-    st.rerun()
+    if ui.guarded(lambda: ui_state.fork(w)):
+        st.rerun()
 
 try:
     mine = ui_state.workspace_ids()

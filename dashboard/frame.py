@@ -58,6 +58,8 @@ def page(title: str):
         w = ui_state.bind()
     except ui_state.Gone as e:
         _gone(str(e))
+    except GpudseError as e:  # a budget reached (LimitError), a damaged or unreadable workspace file
+        _refused(e)
     sidebar(w)
     if not w.writable:
         with st.container(border=True):
@@ -65,11 +67,10 @@ def page(title: str):
             c1.markdown(f":material/visibility: **Shared with you read-only**: *{w.name}*. You can look at "
                         "everything; to change anything, make your own copy (the original stays as it is).")
             if c2.button("Make my own copy", type="primary", key="fork_top",
-                         width="stretch"):
-                mine = ui_state.fork(w)
+                         width="stretch") and guarded(lambda: ui_state.fork(w)):
                 st.session_state.setdefault("_flash", []).append(
-                    ("success", f"This is your own copy, *{mine.name}*: changes go here; the original is unchanged. "
-                                "Its address is in the browser's address bar."))
+                    ("success", f"This is your own copy, *{ui_state.current().name}*: changes go here; the original "
+                                "is unchanged. Its address is in the browser's address bar."))
                 st.rerun()
     ui_state.flush_cookies()
     for kind, text in st.session_state.pop("_flash", []):
@@ -86,8 +87,21 @@ def _gone(message: str) -> None:
     st.error(f"This link does not open a workspace here: {message}.")
     if st.button("Start a new workspace with the built-in example", type="primary"):
         st.query_params.clear()
-        ui_state.switch_to(ui_state.new_example())
-        st.rerun()
+        if guarded(lambda: ui_state.switch_to(ui_state.new_example())):
+            st.rerun()
+    st.stop()
+
+
+def _refused(e: GpudseError) -> None:
+    """The page when no workspace can be opened or made for this visit: why, and what to do."""
+    from gpudse_core.limits import LimitError
+
+    if isinstance(e, LimitError):
+        st.error("This server cannot make a new workspace for you right now.", icon=":material/block:")
+    else:
+        st.error("This workspace cannot be opened.", icon=":material/error:")
+    st.text(str(e))
+    ui_state.flush_cookies()
     st.stop()
 
 

@@ -22,7 +22,7 @@ def put_space(new, origin: str) -> None:
     w.set_space(new, origin, expect=sv.version)
     later = [ui.STAGE_TITLE[s].lower() for s in ("samples", "results", "model") if not w.get(s).ok and
              w.get(s).value is not None]
-    ui.flash("success", f"Design space **{new.name}** loaded ({origin}): {ui.fmt_count(new.size, 'design points')}."
+    ui.flash("success", f"Design space **{ui.plain(new.name)}** loaded ({ui.plain(origin)}): {ui.fmt_count(new.size, 'design points')}."
              + (f" Out of date now: {', '.join(later)} — each page offers to redo its part." if later else ""))
 
 
@@ -59,7 +59,7 @@ m[1].metric("Feasible points", ui.fmt_count(feasible) if feasible is not None
             help="points satisfying every constraint" + ("" if feasible is not None else " (estimated by probing)"))
 m[2].metric("Dimensions", len(space.dimensions), help="a group of parameters varied together is one dimension")
 m[3].metric("Parameters", len(space.parameters))
-st.caption(f"{space.description}  \nSource: {sv.origin} (version {sv.version})")
+st.caption(f"{ui.plain(space.description)}  \nSource: {ui.plain(sv.origin)} (version {sv.version})")
 
 st.subheader("Parameters")
 st.caption("Values use the file syntax: `1, 2, 4` · `9::3::36` (from 9 to 36 in steps of 3) · `pow2: 1..16`. "
@@ -90,7 +90,7 @@ if st.button("Apply changes", type="primary", disabled=not w.writable):
         new = space_from_table(pd.DataFrame(edited), cons_text.splitlines(), pd.DataFrame(fixed_edit),
                                name=name, description=space.description, base=space)
     except GpudseError as e:
-        st.error(f"{e}. Nothing was changed; correct the table and apply again.")
+        st.error(f"{ui.plain(e)}. Nothing was changed; correct the table and apply again.")
     else:
         if ui.guarded(lambda: put_space(new, "edited in the dashboard")):
             st.rerun()

@@ -22,7 +22,7 @@ space_sv, model_sv = ui.need("space", "model")
 space, model = space_sv.value, model_sv.value
 c1, c2, c3 = st.columns(3)
 goal = c1.radio("Best designs have the", ["lowest prediction", "highest prediction"],
-                help=f"{model.response}: lower is better for runtimes, higher for IPC")
+                help=f"{ui.plain(model.response)}: lower is better for runtimes, higher for IPC")
 k = c2.slider("How many best designs", 5, 100, ui_work.EXAMPLE_SCAN["k"])
 numeric = [p.name for p in space.parameters if p.kind == "numeric"]
 cost_name = c3.selectbox("Cost for the Pareto front", ["levels"] + numeric, format_func=lambda c: {
@@ -57,11 +57,11 @@ elif ui.analysis_banner(sv, lambda: compute(dict(sv.value.get("request", request
     best = value["best"]
     how = {"exact": "cells of the parameters the model uses enumerated",
            "stream": "designs streamed through the model", "predict": "designs predicted one by one"}
-    st.markdown(f"**The {len(best)} {goal_word} predicted {model.response} of {ui.fmt_count(designs)} designs** "
+    st.markdown(f"**The {len(best)} {goal_word} predicted {ui.plain(model.response)} of {ui.fmt_count(designs)} designs** "
                 f"(model version {model_sv.version}; exact: {ui.fmt_count(value['evaluated'])} "
                 f"{how.get(value['method'], value['method'] + ' scan')})")
     for note in value.get("notes", []):
-        st.caption(f":material/info: {note}")
+        st.caption(f":material/info: {ui.plain(note)}")
     best = best[["predicted"] + [c for c in best.columns if c != "predicted"]]
     ui.table(best, units=ui.units(space) | {"predicted": ui.response_unit(model.response)})
     front = value.get("pareto")
@@ -76,7 +76,7 @@ st.subheader("One parameter at a time")
 base = ui.base_point(space, "ex")
 sens = sensitivity(model, base, space)
 ref = float(model.predict(pd.DataFrame([base]))[0])
-st.metric(f"Predicted {model.response} at this design", ui.fmt_num(ref, ui.response_unit(model.response)))
+st.metric(f"Predicted {ui.plain(model.response)} at this design", ui.fmt_num(ref, ui.response_unit(model.response)))
 span = sens.groupby("parameter").change.agg(["min", "max"]).reindex(space.parameter_names)
 span.index = [space.parameter(p).display for p in span.index]  # the names the sliders above use
 ui.chart(figures.sensitivity(span, model.response))

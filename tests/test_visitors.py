@@ -42,12 +42,15 @@ def test_clients_are_addresses_ipv6_networks_or_an_authenticating_proxys_user(mo
     # one host owns a /64: rotating the low bits does not buy a new budget
     assert visitors.client_key("2001:db8:1:2::1") == visitors.client_key("2001:db8:1:2:ffff::9") != \
         visitors.client_key("2001:db8:1:3::1")
-    assert visitors.client_key(None) is None
+    assert visitors.client_key(None) is None  # no request: a test harness
+    assert visitors.client_key(None, {"Host": "x"}) == "ip:loopback"  # Streamlit hides loopback addresses
     hdr = {"X-Forwarded-User": "alice"}
     assert visitors.client_key("10.0.0.1", hdr) == "ip:10.0.0.1"  # a header is trusted only when configured
     monkeypatch.setenv(visitors.CLIENT_HEADER_ENV, "x-forwarded-user")
     assert visitors.client_key("10.0.0.1", hdr) == "user:alice"
     assert visitors.client_key("10.0.0.1", {}) == "ip:10.0.0.1"
+    monkeypatch.setenv(visitors.CLIENT_HEADER_ENV, "X-Forwarded-For")
+    assert visitors.client_key(None, {"x-forwarded-for": "1.2.3.4, 2001:db8::7"}) == "ip:2001:db8::/64"
 
 
 def test_idle_untouched_first_visit_copies_expire_changed_ones_stay(home):

@@ -9,9 +9,9 @@ that were never changed after they were made are deleted once nobody has opened 
 ``visitor_idle_hours``. A workspace someone changed is theirs: it is never expired here.
 
 A *client* is what :func:`client_key` makes of the address the server saw: an IPv4 address, an
-IPv6 /64 network (one host owns a whole /64), or, behind a reverse proxy that authenticates its
-users, the value of the header named by ``$GPUDSE_CLIENT_HEADER`` (the proxy must set it itself:
-``X-Forwarded-User``, ``Remote-User``).
+IPv6 /64 network (one host owns a whole /64), ``loopback`` for connections from this machine, or,
+behind a reverse proxy, the value of the header named by ``$GPUDSE_CLIENT_HEADER`` (the proxy must
+set it itself: the authenticated ``X-Forwarded-User``, or ``X-Forwarded-For``).
 
 The ledger is one small SQLite file, ``$GPUDSE_HOME/visitors.db``, shared by the server's processes.
 No Streamlit here: the dashboard passes the address in.
@@ -47,22 +47,30 @@ CREATE INDEX IF NOT EXISTS visit_seen ON visit (seen);
 
 
 def client_key(address: str | None, headers: dict | None = None) -> str | None:
-    """The client a first visit is counted against; None when no request is behind it (tests)."""
+    """The client a new workspace is counted against: the user or address in the header named by
+    ``$GPUDSE_CLIENT_HEADER`` when that is set and present, else the connection's address (Streamlit
+    gives none for a loopback connection: a local user or a proxy on this machine, counted as one
+    client, ``loopback``); None when no request is behind the session (a test harness)."""
     header = os.environ.get(CLIENT_HEADER_ENV, "").strip()
     if header and headers:
         for k, v in headers.items():
             if str(k).lower() == header.lower() and str(v).strip():
-                return "user:" + str(v).strip()[:200]
+                value = str(v).split(",")[-1].strip()  # X-Forwarded-For: the hop the proxy added
+                return _address_key(value) or "user:" + value[:200]
     if not address:
-        return None
+        return "ip:loopback" if headers else None
+    return _address_key(str(address)) or "addr:" + str(address)[:100]
+
+
+def _address_key(text: str) -> str | None:
     try:
-        ip = ipaddress.ip_address(str(address).strip().strip("[]"))
+        ip = ipaddress.ip_address(text.strip().strip("[]"))
     except ValueError:
-        return "addr:" + str(address)[:100]
+        return None
     if isinstance(ip, ipaddress.IPv6Address):
         if ip.ipv4_mapped is not None:
             return f"ip:{ip.ipv4_mapped}"
-        return "ip:" + str(ipaddress.ip_network(f"{ip}/64", strict=False))
+        return "ip:" + str(ipaddress.ip_network(f"{ip}/64", strict=False))  # one host owns a /64
     return f"ip:{ip}"
 
 

@@ -9,6 +9,7 @@ import contextlib
 import hashlib
 import json
 import os
+import sqlite3
 import threading
 import time
 from collections import OrderedDict
@@ -18,6 +19,7 @@ from pathlib import Path
 from typing import Any, Self
 
 from .. import limits
+from ..errors import GpudseError
 from . import codec
 from . import db as dbm
 from .db import NotFound, ReadOnly, WorkspaceError
@@ -95,8 +97,8 @@ class Workspace:
     def __init__(self, path: Path, ws_id: str, writable: bool):
         self.path = path
         self.id = ws_id
-        self.writable = writable
-        self._db = dbm.connect(path)
+        self._writable = writable
+        self._db = dbm.connect(path, readonly=not writable)  # read-only: SQLite refuses writes (query_only)
         self._lock = threading.RLock()
         self._depth = 0
         self._cache: OrderedDict[tuple[str, int], Any] = OrderedDict()
@@ -114,6 +116,19 @@ class Workspace:
 
     def __repr__(self) -> str:
         return f"<Workspace {self.id[:6]}… {'rw' if self.writable else 'read-only'}>"
+
+    @property
+    def writable(self) -> bool:
+        """True when this handle may change the workspace (its key, a single-user server, the CLI)."""
+        return self._writable
+
+    @writable.setter
+    def writable(self, value: bool) -> None:
+        value = bool(value)
+        if value != self._writable:
+            with self._lock:
+                dbm.set_readonly(self._db, not value)
+            self._writable = value
 
     @property
     def read_only(self) -> bool:
@@ -524,9 +539,10 @@ def open_workspace(ws_id: str, key: str | None = None, root: str | Path | None =
 
 
 def list_workspaces(root: str | Path | None = None, ids: Sequence[str] | None = None, *,
-                    trusted: bool = False) -> list[WorkspaceInfo]:
+                    trusted: bool = False, skipped: list[tuple[str, str]] | None = None) -> list[WorkspaceInfo]:
     """Workspaces, most recently changed first: those in *ids* (the ones a browser holds keys for),
-    or every one on a single-user server or for a *trusted* caller (the command line)."""
+    or every one on a single-user server or for a *trusted* caller (the command line). A file that
+    cannot be read (empty, foreign, damaged) is left out, and named with the reason in *skipped*."""
     d = dbm.workspaces_dir(root)
     if ids is None:
         if not (trusted or dbm.single_user()):
@@ -539,8 +555,11 @@ def list_workspaces(root: str | Path | None = None, ids: Sequence[str] | None = 
         try:
             with open_workspace(ws_id, root=root) as ws:
                 out.append(ws.info())
-        except WorkspaceError:
-            continue
+        except NotFound:
+            continue  # deleted meanwhile
+        except (GpudseError, sqlite3.Error) as e:  # one damaged file never hides the others
+            if skipped is not None:
+                skipped.append((ws_id, str(e)))
     return sorted(out, key=lambda i: -i.updated)
 
 

@@ -62,6 +62,7 @@ def page(title: str):
     except GpudseError as e:  # a budget reached (LimitError), a damaged or unreadable workspace file
         _refused(e)
     sidebar(w)
+    _damaged(w)
     if not w.writable:
         with st.container(border=True):
             c1, c2 = st.columns([3, 1.2], vertical_alignment="center")
@@ -77,6 +78,16 @@ def page(title: str):
     for kind, text in st.session_state.pop("_flash", []):
         getattr(st, kind)(text)
     return w
+
+
+def _damaged(w) -> None:
+    """A stored stage whose record cannot be read: which one, and (for the owner) a button to drop it;
+    every other stage and page keeps working."""
+    for stage, why in w.damaged().items():
+        st.error(plain(why), icon=":material/report:")
+        if w.writable and st.button(f"Drop the damaged {stage_title(stage)}", key=f"drop_damaged_{stage}",
+                                    icon=":material/delete:") and guarded(lambda s=stage: w.drop_damaged(s)):
+            st.rerun()
 
 
 def flash(kind: str, text: str) -> None:
@@ -141,7 +152,10 @@ def sidebar(w) -> None:
 def stage_summary(w, stage: str) -> str:
     """One line about a stage's current version: what it holds (counts from the stored value), as
     Markdown (the user's names in it through :func:`plain`)."""
-    sv = w.get(stage)
+    try:
+        sv = w.get(stage)
+    except GpudseError:  # a damaged stored value: the page's banner names it and offers to drop it
+        return "cannot be read (damaged)"
     v = sv.value
     if v is None:
         return "none yet"

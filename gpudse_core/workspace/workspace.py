@@ -102,6 +102,8 @@ class Workspace:
         self._lock = threading.RLock()
         self._depth = 0
         self._cache: OrderedDict[tuple[str, int], Any] = OrderedDict()
+        self._damaged: dict[str, str] = {}
+        self._unreadable: dict[str, tuple[int, str]] = {}  # stage: (version, why) whose value failed to decode
 
     # ---- lifetime ------------------------------------------------------------------------------
     def close(self) -> None:
@@ -168,9 +170,40 @@ class Workspace:
     def heads(self) -> dict[str, Head]:
         with self._lock:
             rows = self._db.execute(
-                "SELECT s.stage, s.version, s.digest, s.inputs, s.partial, s.note FROM ws_head h "
-                "JOIN ws_stage s ON s.stage = h.stage AND s.version = h.version").fetchall()
-        return {r[0]: Head(r[0], r[1], r[2], _inputs(r[3]), bool(r[4]), r[5]) for r in rows}
+                "SELECT h.stage, h.version, s.digest, s.inputs, s.partial, s.note, s.stage IS NULL FROM ws_head h "
+                "LEFT JOIN ws_stage s ON s.stage = h.stage AND s.version = h.version").fetchall()
+        heads, damaged = {}, {}
+        for r in rows:  # a damaged row is left out (its stage reads as missing) and named in .damaged()
+            try:
+                if r[6] or not isinstance(r[1], int) or (r[2] is not None and not isinstance(r[2], str)):
+                    raise StageDamaged(f"the stored {noun(r[0])} (version {r[1]!r}) is damaged: its version or "
+                                       f"digest is not what gpudse writes; drop it and compute it again")
+                heads[r[0]] = Head(r[0], r[1], r[2], _inputs(r[3], r[0], r[1]), bool(r[4]), str(r[5] or ""))
+            except StageDamaged as e:
+                damaged[r[0]] = str(e)
+        self._damaged = damaged
+        return heads
+
+    def damaged(self) -> dict[str, str]:
+        """{stage: what is wrong} for current versions whose stored record cannot be read."""
+        heads = self.heads()
+        out = dict(self._damaged)
+        for stage, (version, why) in self._unreadable.items():
+            if stage not in out and stage in heads and heads[stage].version == version:
+                out[stage] = why
+        return out
+
+    def drop_damaged(self, stage: str) -> None:
+        """Forget a damaged current version of *stage* (the stage becomes missing; earlier versions stay)."""
+        check_stage(stage)
+        with self._write(f"drop the damaged {noun(stage)}"):
+            head = self._db.execute("SELECT version FROM ws_head WHERE stage = ?", (stage,)).fetchone()
+            self._db.execute("DELETE FROM ws_head WHERE stage = ?", (stage,))
+            if head is not None:
+                self._db.execute("DELETE FROM ws_stage WHERE stage = ? AND version IS ?", (stage, head[0]))
+            self._db.execute("UPDATE ws_meta SET revision = revision + 1, updated = ?", (time.time(),))
+        self._cache.clear()
+        self._unreadable.pop(stage, None)
 
     def status(self, stage: str) -> Status:
         """``current``, ``stale`` (with the reason and the action that fixes it) or ``missing``."""
@@ -230,7 +263,7 @@ class Workspace:
                 status = Status(stage, "stale", f"version {version} is not the current {noun(stage)}",
                                 f"Use the current {noun(stage)}", stage)
             value = None if row[5] is None else self._decode(stage, version, row[6], row[7])
-        return StageValue(stage, value, version, status, row[5], _inputs(row[4]), row[3], row[2], bool(row[8]),
+        return StageValue(stage, value, version, status, row[5], _inputs(row[4], stage, version), row[3], row[2], bool(row[8]),
                           row[9], row[1])
 
     def value(self, stage: str) -> Any:
@@ -259,7 +292,11 @@ class Workspace:
         if key in self._cache:
             self._cache.move_to_end(key)
             return self._cache[key]
-        value = codec.decode(fmt, blob, what=f"workspace {self.id[:6]}…: {noun(stage)} v{version}")
+        try:
+            value = codec.decode(fmt, blob, what=f"workspace {self.id[:6]}…: {noun(stage)} v{version}")
+        except GpudseError as e:  # remembered so the page can name the stage and offer to drop it
+            self._unreadable[stage] = (version, str(e))
+            raise
         self._cache[key] = value
         while len(self._cache) > _CACHE_ENTRIES:
             self._cache.popitem(last=False)
@@ -557,7 +594,7 @@ def list_workspaces(root: str | Path | None = None, ids: Sequence[str] | None = 
                 out.append(ws.info())
         except NotFound:
             continue  # deleted meanwhile
-        except (GpudseError, sqlite3.Error) as e:  # one damaged file never hides the others
+        except (GpudseError, sqlite3.Error, ValueError, TypeError, KeyError) as e:  # one bad file hides no other
             if skipped is not None:
                 skipped.append((ws_id, str(e)))
     return sorted(out, key=lambda i: -i.updated)
@@ -612,8 +649,21 @@ def _check_room(root: Path) -> None:
     limits.check("workspaces", n + 1, f"workspaces in {d}", "delete old workspaces")
 
 
-def _inputs(raw: str) -> dict[str, InputRef]:
-    return {k: InputRef(int(v["version"]), v.get("digest")) for k, v in json.loads(raw or "{}").items()}
+class StageDamaged(WorkspaceError):
+    """A stored stage version's record cannot be read (a damaged row): that stage only is affected."""
+
+
+def _inputs(raw: Any, stage: str = "", version: Any = None) -> dict[str, InputRef]:
+    try:
+        doc = json.loads(raw or "{}")
+        out = {str(k): InputRef(int(v["version"]), v.get("digest")) for k, v in doc.items()}
+        if not all(r.digest is None or isinstance(r.digest, str) for r in out.values()):
+            raise TypeError("a digest is not text")
+        return out
+    except (ValueError, TypeError, KeyError, AttributeError) as e:
+        raise StageDamaged(f"the stored {noun(stage) if stage else 'stage'} (version {version}) is damaged: its "
+                           f"record of inputs cannot be read ({type(e).__name__}); drop it and compute it again"
+                           ) from None
 
 
 def _file_bytes(path: Path) -> int:

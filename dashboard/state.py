@@ -28,7 +28,7 @@ import streamlit as st
 
 from gpudse_core import GpudseError
 from gpudse_core.workspace import NotFound, Workspace, create_workspace, fill_example, home, open_workspace
-from gpudse_core.workspace import visitors
+from gpudse_core.workspace import upkeep, visitors
 
 from . import work
 
@@ -251,6 +251,7 @@ def example_template() -> str:
     path = home() / TEMPLATE_FILE
     code = _code_digest()
     with _template_lock():
+        _clean_once()
         try:
             rec = json.loads(path.read_text())
             if rec.get("code") == code:
@@ -260,6 +261,7 @@ def example_template() -> str:
         except (OSError, ValueError, KeyError, TypeError, GpudseError):
             pass
         ws, _ = create_workspace("gpudse built-in example (template)")
+        upkeep.mark_template(ws.id)  # a build killed half-way leaves a template the next start removes
         try:
             with ws:
                 fill_example(ws)
@@ -275,6 +277,17 @@ def example_template() -> str:
         tmp.write_text(json.dumps({"id": ws.id, "code": code}))
         os.replace(tmp, path)
         return ws.id
+
+
+_CLEANED: set[str] = set()  # homes this process has cleaned
+
+
+def _clean_once() -> None:
+    """Remove leftovers of interrupted forks and template builds, once per server process and home."""
+    root = str(home())
+    if root not in _CLEANED:
+        _CLEANED.add(root)
+        upkeep.clean(keep_template=template_id())
 
 
 def workspace_ids() -> list[str]:

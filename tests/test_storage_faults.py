@@ -105,3 +105,46 @@ def test_a_full_disk_says_so_and_keeps_the_previous_state(home):
 
 def test_damaged_is_a_workspace_error():
     assert issubclass(StageDamaged, dbm.WorkspaceError)
+
+
+def test_leftovers_of_interrupted_forks_and_template_builds_are_removed_on_the_next_start(home):
+    from gpudse_core.workspace import upkeep
+
+    keep, _ = create_workspace("the template in use")
+    orphan, _ = create_workspace("a template whose build was killed")
+    mine, _ = create_workspace("someone's work")
+    for w in (keep, orphan, mine):
+        w.close()
+    upkeep.mark_template(keep.id)
+    upkeep.mark_template(orphan.id)
+    wsdir = home / "workspaces"
+    old_tmp = wsdir / ("Y" * 32 + ".tmp")
+    old_tmp.write_bytes(b"half a fork")
+    fresh_tmp = wsdir / ("Z" * 32 + ".tmp")  # another process forking right now
+    fresh_tmp.write_bytes(b"in progress")
+    later = time.time() + upkeep.AGE_S + 5
+    os.utime(fresh_tmp, (later, later))
+    removed = upkeep.clean(keep_template=keep.id, now=time.time() + upkeep.AGE_S + 1)
+    assert sorted(removed) == sorted([old_tmp.name, orphan.id])
+    assert fresh_tmp.exists() and not old_tmp.exists()
+    assert {i.id for i in list_workspaces(trusted=True)} == {keep.id, mine.id}
+
+
+def test_a_fork_that_fails_leaves_no_tmp_file(home, monkeypatch):
+    ws, key = two_stages()
+    w = open_workspace(ws.id, key)
+
+    real_connect = dbm.connect
+
+    def connect(path, *a, **k):
+        con = real_connect(path, *a, **k)
+        if str(path).endswith(".tmp"):
+            con.execute("PRAGMA max_page_count = 1")
+        return con
+
+    monkeypatch.setattr(dbm, "connect", connect)
+    with pytest.raises(dbm.DiskFull, match="disk full"):
+        w.fork("copy")
+    assert not list((home / "workspaces").glob("*.tmp*"))
+    assert len(list((home / "workspaces").glob("*.db"))) == 1
+    w.close()

@@ -479,7 +479,7 @@ class Workspace:
         new_id, key = dbm.new_token(), dbm.new_token()
         dst = self.path.parent / f"{new_id}.db"
         tmp = dst.with_suffix(".tmp")
-        with self._lock:
+        with self._lock, _tmp_removed_on_failure(tmp):
             src_name = self._meta()[1]
             out = dbm.connect(tmp, create=True, schema=False)
             try:
@@ -545,14 +545,15 @@ def create_workspace(name: str = DEFAULT_NAME, root: str | Path | None = None) -
     ws_id, key = dbm.new_token(), dbm.new_token()
     path = d / f"{ws_id}.db"
     tmp = path.with_suffix(".tmp")
-    con = dbm.connect(tmp, create=True)
-    try:
-        now = time.time()
-        con.execute("INSERT INTO ws_meta (id, name, created, updated, key_hash, schema) VALUES (?, ?, ?, ?, ?, ?)",
-                    (ws_id, name, now, now, dbm.key_hash(key), dbm.SCHEMA_NAME))
-        con.execute("PRAGMA journal_mode=DELETE")
-    finally:
-        con.close()
+    with _tmp_removed_on_failure(tmp):
+        con = dbm.connect(tmp, create=True)
+        try:
+            now = time.time()
+            con.execute("INSERT INTO ws_meta (id, name, created, updated, key_hash, schema) VALUES (?, ?, ?, ?, ?, ?)",
+                        (ws_id, name, now, now, dbm.key_hash(key), dbm.SCHEMA_NAME))
+            con.execute("PRAGMA journal_mode=DELETE")
+        finally:
+            con.close()
     os.replace(tmp, path)
     return Workspace(path, ws_id, True), key
 
@@ -647,6 +648,20 @@ def _check_room(root: Path) -> None:
     d = dbm.workspaces_dir(root)
     n = sum(1 for _ in d.glob("*.db")) if d.is_dir() else 0
     limits.check("workspaces", n + 1, f"workspaces in {d}", "delete old workspaces")
+
+
+@contextlib.contextmanager
+def _tmp_removed_on_failure(tmp: Path) -> Iterator[None]:
+    """A new workspace file being written: removed if writing it fails (a full disk: "disk full")."""
+    try:
+        yield
+    except BaseException as e:
+        for suffix in ("", "-journal", "-wal", "-shm"):
+            with contextlib.suppress(OSError):
+                os.unlink(f"{tmp}{suffix}")
+        if isinstance(e, sqlite3.Error):
+            raise dbm.storage_error(e, tmp) from None
+        raise
 
 
 class StageDamaged(WorkspaceError):

@@ -294,7 +294,8 @@ class StepwiseModel:
         return out
 
     def equation(self, digits: int = 6) -> str:
-        """The fitted equation with each spline written as truncated cubics, as ``rms::Function`` does."""
+        """The fitted equation with each spline written as truncated cubics, as ``rms::Function`` does; an
+        ``ns`` spline (Stargazer 1.0) by its columns, with R's call that makes them on following lines."""
         coef = self.coefficients
         lhs = {"none": self.response, "log": f"log({self.response})", "sqrt": f"sqrt({self.response})"}[self.transform]
         parts = [f"{coef[0]:.{digits}g}"]
@@ -317,7 +318,10 @@ class StepwiseModel:
             c = coef[k + 1]
             term = "*".join(spline_text(self.bases[p], i) for p, i in zip(t, lab))
             parts.append(f"{'-' if c < 0 else '+'} {abs(c):.{digits}g}*{term}")
-        return f"{lhs} = " + " ".join(parts)
+        ns = [f"ns({b.label}) = splines::ns({b.label}, knots = c({', '.join(f'{t:.{digits}g}' for t in b.knots[1:-1])}), "
+              f"Boundary.knots = c({b.knots[0]:.{digits}g}, {b.knots[-1]:.{digits}g}))"
+              for b in self.bases.values() if b.kind == "ns"]
+        return f"{lhs} = " + " ".join(parts) + "".join(f"\n  where {w}" for w in ns)
 
     # -- JSON --
     def to_dict(self) -> dict:

@@ -12,7 +12,7 @@ from typing import Any
 
 ANALYSIS_TITLES = {"validation": "Validation: relative error (%), pooled over repeats",
                    "scan": "Best designs (whole-space scan)", "true_error": "True error over the entire space"}
-ERROR_COLUMNS = ("mean", "median", "p75", "p98", "max", "min", "q1", "q3")  # relative errors: shown in %
+ERROR_COLUMNS = ("mean", "median", "p75", "p90", "p98", "max", "min", "q1", "q3")  # relative errors: shown in %
 
 
 def workspace_report(ws: Any, *, include_stale: bool = False) -> str:

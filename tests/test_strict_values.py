@@ -70,3 +70,28 @@ def test_branch_probabilities_must_sum_to_one():
         graph_view(wfg(0.9, 0.9))
     graph_view(wfg(0.9, 0.1))
     graph_view(wfg(1.0, 1.0, divergent=True))  # both sides run: not alternatives
+
+
+def test_new_ids_never_start_with_a_dash_and_old_ones_pass_after_double_dash(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    from conftest import ROOT
+    from gpudse_core.workspace import db as dbm
+
+    assert not any(dbm.new_token().startswith("-") for _ in range(2000))  # ~31 would, one in 64
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "GPUDSE_HOME": str(tmp_path)}
+    made = subprocess.run([sys.executable, "-m", "gpudse_core", "workspace", "new", "--name", "dash"], env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert made.returncode == 0, made.stderr
+    (path,) = (tmp_path / "workspaces").glob("*.db")
+    old = "-" + path.stem[1:]
+    con = __import__("sqlite3").connect(path)
+    con.execute("UPDATE ws_meta SET id = ?", (old,))
+    con.commit()
+    con.close()
+    path.rename(path.with_name(old + ".db"))
+    r = subprocess.run([sys.executable, "-m", "gpudse_core", "workspace", "show", "--", old], env=env,
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and "dash" in r.stdout, r.stderr

@@ -127,7 +127,12 @@ def single_user() -> bool:
 
 
 def new_token() -> str:
-    return secrets.token_urlsafe(ID_BYTES)
+    """192 random bits, URL-safe; never starting with '-' (a command line would read it as an option;
+    one in 64 would; an older id that does is passed after ``--``: ``gpudse workspace show -- -AbC…``)."""
+    while True:
+        token = secrets.token_urlsafe(ID_BYTES)
+        if not token.startswith("-"):
+            return token
 
 
 def check_id(ws_id: str) -> str:

@@ -462,6 +462,8 @@ def cases() -> Iterator[Case]:  # noqa: C901 - a flat list of cases
                r"missing or not numbers")
     yield Case(S, rs, "design-index-column", "r.csv", results_csv(extra={"design_index": list(range(20))}), F,
                r"reserved columns.*design_index.*dropped")
+    yield Case(S, rs, "boolean-column", "r.csv", results_csv(extra={"ok": ["True", "False"]}), F,
+               r"boolean columns.*ok hold True/False.*kept 20 of 20 rows")
     yield Case(S, rs, "config-column", "r.csv", results_csv(extra={"config": [5]}), F, r"reserved columns.*config")
     yield Case(S, rs, "values-not-in-space", "r.csv", results_csv(extra={}).replace(b",8,", b",12,"), F,
                r"not among")

@@ -95,3 +95,19 @@ def test_new_ids_never_start_with_a_dash_and_old_ones_pass_after_double_dash(tmp
     r = subprocess.run([sys.executable, "-m", "gpudse_core", "workspace", "show", "--", old], env=env,
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 0 and "dash" in r.stdout, r.stderr
+
+
+def test_a_true_false_column_is_never_a_response():
+
+
+    import hostile_corpus as hc
+    from gpudse_core.sim.upload import read_upload, validate_results
+    from gpudse_core.space.presets import load_preset
+
+    space_ = load_preset("stargazer")
+    rep = validate_results(read_upload(hc.results_csv(extra={"ok": ["True", "False"]}), "r.csv"), space_)
+    assert rep.responses == ["cycles"] and any(p.kind == "boolean columns" for p in rep.problems)
+    with pytest.raises(GpudseError, match="True/False"):
+        validate_results(read_upload(hc.results_csv(extra={"ok": ["True", "False"]}), "r.csv"), space_,
+                         responses=["ok"])
+

@@ -38,7 +38,7 @@ import numpy as np
 import pandas as pd
 
 from ..choices import THRESHOLD_RULES
-from .fitted import FitError, StepwiseModel, term_name, transform_response
+from .fitted import FitError, StepwiseModel, ols_noise, term_name, transform_response
 from .splines import Basis, reference_knots
 from .support import Support
 from .trace import TraceStep
@@ -286,7 +286,8 @@ class ReferenceSearch:
             A[:, c + 1] = v
             labels.append(":".join(self.bases[p].column_names[i] for p, i in zip(t, lab)))
         coef, *_ = np.linalg.lstsq(A, self.z, rcond=None)
-        r2, adj, _ = r2_stats(self.z, A @ coef, A.shape[1])
+        fitted = A @ coef
+        r2, adj, _ = r2_stats(self.z, fitted, A.shape[1])
         used = [p for p in self.names if any(p in t for t, _ in columns)]
         bases = {p: self.bases[p] for p in used}
         inter = list(dict.fromkeys(tuple(t) for t, _ in columns if len(t) > 1))
@@ -297,7 +298,7 @@ class ReferenceSearch:
             adj_r2=adj if adj is not None else float("nan"), settings=self.settings,
             support=Support.build(self.X, bases, inter), z_range=(float(self.z.min()), float(self.z.max())),
             bound_margin=None if self.bound_margin is None else float(self.bound_margin), notes=list(self.notes),
-            unseen=self.unseen)
+            unseen=self.unseen, noise=ols_noise(A, float(np.sum((self.z - fitted) ** 2))))
         model.trace = trace
         return model
 

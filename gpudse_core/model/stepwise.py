@@ -85,6 +85,7 @@ from .fitted import (
     StepwiseModel,
     _rows,
     inverse_transform,
+    ols_noise,
     term_name,
     transform_response,
 )
@@ -1080,8 +1081,9 @@ class StepwiseRegression(RegressorMixin, BaseEstimator):
             r2=r2, adj_r2=_adj_r2(rss, st.tss, z.size, A.shape[1]), settings=settings,
             support=Support.build(X, used_bases, inter), z_range=(float(z.min()), float(z.max())),
             bound_margin=None if self.bound_margin is None else float(self.bound_margin),
-            notes=notes, unseen=self.unseen,
+            notes=notes, unseen=self.unseen, noise=ols_noise(A, rss),
         )
+
 
 
 SATURATION = 0.5  # coefficients per training row from which a fit is called near-saturated

@@ -35,7 +35,7 @@ def simulated_best(space, model) -> None:
         table["row"] = table["row"] + 1
         inside = (table["in interval"] == "yes").sum()
         done = table["simulated"].notna().sum()
-        st.markdown(f"**Predicted vs simulated** ({info.name}: {ui.fmt_count(done)} of "
+        st.markdown(f"**Predicted vs simulated** ({ui.plain(info.name)}: {ui.fmt_count(done)} of "
                     f"{ui.fmt_count(len(table), 'designs')} simulated, {inside} inside the interval)")
         ui.table(table, units=ui.units(space) | {c: unit for c in ("predicted", "lower", "upper", "simulated")},
                  kinds={"error": "fraction", "row": "count"})

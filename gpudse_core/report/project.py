@@ -37,6 +37,7 @@ from typing import Any
 import pandas as pd
 
 from .. import limits
+from ..csvout import frame_text
 from ..errors import GpudseError
 from ..space.design import DesignSpace, parse_space_text
 from ..space.sampling import SampleSet, sample_set_from_dict
@@ -73,7 +74,7 @@ def save_project(project: Project) -> bytes:
         if samples is not None:
             zf.writestr("samples.json", json.dumps(samples, default=str))
         if project.results is not None:
-            zf.writestr("results.csv", project.results.to_csv(index=False))
+            zf.writestr("results.csv", frame_text(project.results))
         if project.model is not None:
             from ..model.registry import model_to_dict
 

@@ -85,10 +85,14 @@ with tab_diag:
         ui.chart(figures.predicted_vs_observed(model, data))
         st.caption("Residual plots, Q-Q and ANOVA are for the stepwise model; fit one on the Stepwise fit page.")
     else:
-        try:
-            resid = residual_table(model, data)
-        except GpudseError as e:
-            st.error(str(e))
+        head = ui.headline(w, model_sv)
+        if head is not None and head.interpolates:  # residuals of an interpolating fit are numerical noise
+            st.info(head.note, icon=":material/info:")
+        else:
+            try:
+                resid = residual_table(model, data)
+            except GpudseError as e:
+                st.error(str(e))
     if resid is not None:
         c1, c2 = st.columns(2)
         ui.chart(figures.predicted_vs_observed(model, data), c1, narrow=True)

@@ -389,3 +389,17 @@ def text_table(df: Any, units: Mapping[str, str] | None = None, kinds: Mapping[s
                sig: int = 4) -> str:
     """:func:`format_table` as plain text for the terminal (the CLI's tables), right-aligned columns."""
     return format_table(df, units, kinds, sig).to_string(index=False)
+
+
+def response_unit(response: Any) -> str | None:
+    """The unit of a response column when its name says it (cycles), else None."""
+    return "cycles" if "cycle" in str(response).lower() else None
+
+
+def squared_unit(unit: str | None, transform: str = "none") -> str | None:
+    """The unit of a sum of squares of a response in *unit* on the model's *transform* scale:
+    cycles² raw, (log cycles)² on the log scale, cycles on the square-root scale."""
+    if not unit:
+        return None
+    return {"none": f"{unit}²", "log": f"(log {unit})²", "sqrt": unit}.get(transform, f"({transform} {unit})²")
+

@@ -10,7 +10,6 @@ so the example's Accuracy and Explore pages show exactly what the buttons comput
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from gpudse_core import GpudseError
@@ -196,22 +195,7 @@ def example_analyses(ws: Any) -> None:
 # ---- which kernel the results came from ----------------------------------------------------------
 def results_kernel(ws: Any, results: Any) -> str | None:
     """The built-in simulator's kernel the results were simulated with, or None (uploads, external
-    simulators, several applications). Read from the campaign's record when the results came from
-    one, else from the origin the dashboard wrote ("built-in simulator, BFS, …")."""
-    from gpudse_core.sim.simulator import KERNELS
+    simulators, several applications): :func:`gpudse_core.workspace.provenance.results_kernel`."""
+    from gpudse_core.workspace.provenance import results_kernel as kernel_of
 
-    if results.value is None or results.value.app_column:
-        return None
-    origin = results.origin or ""
-    m = re.match(r"campaign (.+?) \(", origin)
-    if m:
-        try:
-            spec = next((c.spec or {} for c in ws.campaigns() if c.name == m.group(1)), {})
-        except GpudseError:
-            spec = {}
-        kernel = spec.get("kernel") if spec.get("backend") == "analytical" else None
-        return kernel if kernel in KERNELS else None
-    if "built-in simulator" not in origin:
-        return None
-    found = [k for k in KERNELS if re.search(rf"(?<![\w-]){re.escape(k)}(?![\w-])", origin)]
-    return found[0] if len(found) == 1 else None
+    return kernel_of(ws, results)

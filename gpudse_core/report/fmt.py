@@ -321,6 +321,8 @@ def format_cell(value: Any, kind: str, unit: str | None = None, sig: int = 4) ->
         if v is not None and count_unit and 10 <= abs(v) < SI_FROM - 0.5:
             return _group(_round(v, 0))
         return fmt_number(value, None, sig)
+    if type(value).__name__ in ("bool", "bool_"):  # a flag reads as a word, never True/False
+        return "yes" if value else "no"
     return MISSING if _is_missing(value) else str(value)
 
 

@@ -161,7 +161,11 @@ def headline(w, model_sv=None):
     validation = val.value if ref is not None and ref.version == sv.version else None
     key = (w.id, sv.digest, data_sv.digest, val.digest if validation is not None else None)
     try:
-        return cached_headline(key, sv.value, data_sv.value.table if data_sv.value is not None else None, validation)
+        from gpudse_core.workspace.provenance import results_provenance
+
+        prov = results_provenance(w, data_sv)
+        return cached_headline(key, sv.value, data_sv.value.table if data_sv.value is not None else None, validation,
+                               noise_free=prov is not None and prov.noise == 0)
     except GpudseError:
         return None
 

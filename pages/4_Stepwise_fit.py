@@ -221,8 +221,7 @@ with st.expander("The fitted equation", expanded=False):
 try:
     st.markdown("**ANOVA: F-tests pooling every term that involves a predictor (Lee & Brooks Table 5, rms::anova)**")
     if interpolates:
-        st.caption("Not shown: this fit interpolates its data (see the note above), so its F statistics are "
-                   "ratios of numerical noise.")
+        st.caption("Not shown: as the note above says, the F statistics of this fit would not be tests.")
     else:
         ui.table(anova(model, data), units=ui.anova_units(model))
     with st.expander("Coefficients with t-tests"):

@@ -38,8 +38,8 @@ class Headline:
 
     source: str
     value: float | None
-    interpolates: bool = False
-    note: str | None = None
+    interpolates: bool = False  # in-sample statistics mean nothing: the fit interpolates, or the results are noise-free
+    note: str | None = None  # why R², F-tests and residual plots are not shown (interpolates is then True)
     detail: str = ""  # e.g. "median over 300 rows", "at N = 150"
 
     @property
@@ -51,7 +51,7 @@ class Headline:
         """One line for a caption, the sidebar or the report."""
         from ..report.fmt import fmt_percent
 
-        if self.interpolates and self.source != "validation":
+        if self.value is None and self.interpolates:
             return "interpolates (noise-free results): judge it on held-out points" if not short else "interpolates"
         if self.value is None:
             return "no out-of-sample error yet (validate on the Accuracy page)" if not short else "not validated"
@@ -115,9 +115,16 @@ def validation_median(validation: Any, kind: str) -> tuple[float | None, str]:
     return float(np.median(np.where(np.isnan(e), np.inf, e))), f"at N = {n:,}"
 
 
-def fit_headline(model: Any, data: Any, validation: Any = None) -> Headline:
+NOISE_FREE = ("These results are noise-free (simulated without measurement noise), so the fit is judged on "
+              "points it has not seen only: R², the ANOVA F-tests and residual plots would describe how a smooth "
+              "model misses a deterministic function, not measurement noise, and are not shown.")
+
+
+def fit_headline(model: Any, data: Any, validation: Any = None, noise_free: bool = False) -> Headline:
     """The headline of a fitted *model* on its training *data*; *validation* (a current
-    ValidationResult for this model, optional) heads learners and interpolating fits."""
+    ValidationResult for this model, optional) heads learners and interpolating fits. *noise_free*:
+    the results are known to carry no measurement noise (the built-in simulator at noise 0); their
+    in-sample statistics are then set aside like an interpolating fit's, the leave-one-out error kept."""
     kind = getattr(model, "kind", "stepwise")  # learners and stepwise models name their kind
     val, at = validation_median(validation, "stepwise" if kind == "stepwise" else kind)
     if not hasattr(model, "bases") or not hasattr(model, "r2"):  # a learner: no hat matrix
@@ -127,17 +134,19 @@ def fit_headline(model: Any, data: Any, validation: Any = None) -> Headline:
     note = interpolation_note(model.r2, model.n, len(model.coefficients), med)
     if note is not None:
         return Headline("validation" if val is not None else "none", val, True, note, at)
+    if noise_free:
+        return Headline("leave-one-out", med, True, NOISE_FREE, f"over {loo.size:,} rows")
     return Headline("leave-one-out", med, detail=f"over {loo.size:,} rows")
 
 
 _CACHE: dict[tuple, Headline] = {}
 
 
-def cached_headline(key: tuple, model: Any, data: Any, validation: Any = None) -> Headline:
+def cached_headline(key: tuple, model: Any, data: Any, validation: Any = None, noise_free: bool = False) -> Headline:
     """:func:`fit_headline` remembered under *key* (stored versions' digests): the sidebar asks on every page."""
     hit = _CACHE.get(key)
     if hit is None:
-        hit = fit_headline(model, data, validation)
+        hit = fit_headline(model, data, validation, noise_free)
         if len(_CACHE) > 256:
             _CACHE.clear()
         _CACHE[key] = hit

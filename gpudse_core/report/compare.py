@@ -75,7 +75,8 @@ def snapshot(ws: Any, version: int | None = None, label: str | None = None, para
     data = data_sv.value.table
     space = ws.input_of(data_sv, "space").value if "space" in data_sv.inputs else ws.get("space").value
     validation = _validation_for(ws, model_sv.version)
-    head = fit_headline(model, data, validation)
+    prov = results_provenance(ws, data_sv)
+    head = fit_headline(model, data, validation, noise_free=prov is not None and prov.noise == 0)
     kind = getattr(model, "kind", "stepwise")
     errors, source = None, None
     if validation is not None:
@@ -83,7 +84,7 @@ def snapshot(ws: Any, version: int | None = None, label: str | None = None, para
         sizes = [n for n in errs if np.asarray(errs[n]).size]
         if sizes:
             errors, source = np.asarray(errs[max(sizes)], dtype=float), f"validation at N = {max(sizes):,}"
-    if errors is None and hasattr(model, "bases") and not head.interpolates:
+    if errors is None and hasattr(model, "bases") and head.source == "leave-one-out":
         errors, source = loo_errors(model, data), f"leave-one-out over {len(data):,} rows"
     trend = None
     if validation is not None:
@@ -93,7 +94,6 @@ def snapshot(ws: Any, version: int | None = None, label: str | None = None, para
             trend = t[["train_size", "mean", "median", "max"]].reset_index(drop=True)
     contrib = (pd.DataFrame(model.contributions(), columns=["term", "gain"]) if hasattr(model, "contributions")
                else None)
-    prov = results_provenance(ws, data_sv)
     return {
         "label": label or f"{ws.name} · model v{model_sv.version}",
         "workspace": ws.name, "workspace_id": ws.id, "version": int(model_sv.version), "kind": kind,
@@ -131,7 +131,7 @@ def headline_table(cmp: dict) -> pd.DataFrame:
         val = None
         if r.get("trend") is not None and len(r["trend"]):
             val = float(r["trend"].sort_values("train_size").iloc[-1]["median"])
-        lost = h["interpolates"] and h["source"] != "validation"
+        lost = h["value"] is None and h["interpolates"]
         rows.append({"run": r["label"], "results": r["results"], "model": r["kind"],
                      "terms": fmt_count(r["terms"]) if r["terms"] else "–",
                      "out-of-sample error (median)": "interpolates" if lost else fmt_percent(h["value"]),

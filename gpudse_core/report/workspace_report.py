@@ -103,7 +103,12 @@ def workspace_report(ws: Any, *, include_stale: bool = False) -> str:
     resp_unit = fmt.response_unit(model.response) if model is not None else None
     if model is not None and data is not None:
         try:
-            headline = fit_headline(model, data, _validation_of(rc, model_sv))
+            from ..workspace.provenance import results_provenance
+
+            rsv = _results_sv(ws, rc)
+            prov = results_provenance(ws, rsv) if rsv is not None else None
+            headline = fit_headline(model, data, _validation_of(rc, model_sv),
+                                    noise_free=prov is not None and prov.noise == 0)
         except GpudseError:
             headline = None
         interpolates = headline is not None and headline.interpolates
@@ -123,8 +128,8 @@ def workspace_report(ws: Any, *, include_stale: bool = False) -> str:
         from ..model.inference import anova
 
         if interpolates:
-            items.append(("text", "The F-tests of Lee & Brooks Table 5 are not shown: the fit interpolates its "
-                                  "data, so its F statistics are ratios of numerical noise."))
+            items.append(("text", "The F-tests of Lee & Brooks Table 5 are not shown: as the note under Model "
+                                  "says, they would not be tests here."))
         else:
             try:
                 sq = fmt.squared_unit(resp_unit, model.transform)
@@ -146,8 +151,8 @@ def workspace_report(ws: Any, *, include_stale: bool = False) -> str:
     if model is not None and data is not None:
         items = [figures.predicted_vs_observed(model, data)]
         if interpolates:
-            items.append(("text", "Residual plots are not shown: the fit interpolates, so its residuals are "
-                                  "numerical noise."))
+            items.append(("text", "Residual plots are not shown: as the note under Model says, these residuals "
+                                  "are not measurement noise."))
         elif hasattr(model, "bases"):
             from ..model.inference import qq_points, residual_table
 

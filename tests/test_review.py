@@ -1,0 +1,201 @@
+"""A design review's numbers: fits headed by an out-of-sample error (never R²), the one rule that calls
+a fit interpolating (and hides F-tests of numerical noise), reports that name what produced their
+results and hold every current analysis, and runs compared side by side."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pandas as pd
+import pytest
+from conftest import ROOT
+
+from gpudse_core import load_preset, sample
+from gpudse_core.model.headline import F_LIMIT, fit_headline, interpolation_note, loo_errors
+from gpudse_core.model.inference import anova
+from gpudse_core.model.stepwise import fit_stepwise
+from gpudse_core.sim.simulator import simulate
+
+SPACE = load_preset("stargazer")
+PARAMS = list(SPACE.parameter_names)
+
+
+def results(kernel: str, noise: float, n: int = 100, seed: int = 1) -> pd.DataFrame:
+    pts = sample(SPACE, n=n, seed=seed).table()
+    return pts.join(simulate(pts, kernel, noise=noise, seed=seed))
+
+
+@pytest.fixture(scope="module")
+def noise_free():
+    """matMul without noise on 100 samples: the robust defaults reproduce every row."""
+    d = results("matMul", 0.0)
+    return fit_stepwise(d[PARAMS + ["cycles"]], "cycles"), d
+
+
+@pytest.fixture(scope="module")
+def noisy():
+    d = results("BFS", 0.01, n=150)
+    return fit_stepwise(d[PARAMS + ["cycles"]], "cycles"), d
+
+
+# ---- the headline ----------------------------------------------------------------------------------
+def test_a_noise_free_fit_interpolates_and_loses_its_r2_headline(noise_free):
+    model, data = noise_free
+    h = fit_headline(model, data)
+    assert h.interpolates and h.value is None and h.source == "none"
+    assert "interpolates" in h.note and "R²" in h.note
+    assert "R²" not in h.text() and "interpolates" in h.text()
+    # what it replaces is indeed noise: an F far beyond any test
+    assert anova(model, data).F.max() > F_LIMIT
+
+
+def test_a_noisy_fit_is_headed_by_its_leave_one_out_error(noisy):
+    model, data = noisy
+    h = fit_headline(model, data)
+    assert not h.interpolates and h.source == "leave-one-out"
+    assert 0.001 < h.value < 0.2  # 1 % measurement noise: errors of a few per cent, not zero
+    assert h.text().startswith("leave-one-out error ") and "R²" not in h.text()
+    assert anova(model, data).F.max() <= F_LIMIT  # the rule's guarantee, on a real fit
+
+
+def test_leave_one_out_errors_equal_refitting_without_each_row(noisy):
+    """The hat-matrix shortcut against the definition: refit the same columns without row i."""
+    from gpudse_core.model.fitted import inverse_transform, transform_response
+    from gpudse_core.model.inference import design_matrix
+
+    model, data = noisy
+    fast = loo_errors(model, data)
+    A = design_matrix(model, data)
+    z = transform_response(data.cycles.to_numpy(float), model.transform)
+    for i in (0, 7, 42, len(data) - 1):
+        keep = np.arange(len(data)) != i
+        beta = np.linalg.lstsq(A[keep], z[keep], rcond=None)[0]
+        pred = inverse_transform(A[i] @ beta, model.transform)
+        assert fast[i] == pytest.approx(abs(pred - data.cycles.iloc[i]) / data.cycles.iloc[i], rel=1e-6, abs=1e-9)
+
+
+@pytest.mark.parametrize("n, coef", [(300, 30), (50, 49), (1000, 5)])
+def test_a_fit_not_called_interpolating_has_no_f_above_the_limit(n, coef):
+    """The largest partial F is (n − p)/(1 − R²) · SS share ≤ (n − p)/(1 − R²): just past the rule's
+    boundary the bound is within the limit, just inside it the note is given."""
+    dof = n - coef
+    boundary = max(1e-9, dof / F_LIMIT)
+    assert interpolation_note(1 - boundary * 0.99, n, coef) is not None
+    gap = boundary * 1.01
+    assert interpolation_note(1 - gap, n, coef) is None and dof / gap <= F_LIMIT
+    assert interpolation_note(0.9, n, coef, loo_median=1e-7) is not None  # left out yet exact: no noise
+    assert interpolation_note(0.9, n, coef, loo_median=0.02) is None
+
+
+# ---- the CLI -----------------------------------------------------------------------------------------
+def cli(*argv: str, cwd=None) -> subprocess.CompletedProcess:
+    env = {"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}
+    return subprocess.run([sys.executable, "-m", "gpudse_core", *argv], cwd=cwd or ROOT, env=env,
+                          capture_output=True, text=True, timeout=600)
+
+
+def test_the_simulator_adds_one_per_cent_noise_by_default_and_fit_says_when_it_interpolates(tmp_path):
+    s, r, r0 = tmp_path / "s.csv", tmp_path / "r.csv", tmp_path / "r0.csv"
+    assert cli("sample", "stargazer", "-n", "100", "--seed", "1", "-o", str(s)).returncode == 0
+    assert cli("simulate", str(s), "--kernel", "matMul", "--workers", "1", "-o", str(r)).returncode == 0
+    assert cli("simulate", str(s), "--kernel", "matMul", "--noise", "0", "--workers", "1", "-o", str(r0)).returncode == 0
+    ratio = np.log(pd.read_csv(r).cycles / pd.read_csv(r0).cycles)
+    assert 0.006 < ratio.std() < 0.014  # σ = 0.01 of log-normal noise
+    out = cli("fit", str(r0), "--response", "cycles", "--params", ",".join(PARAMS), "-o", str(tmp_path / "m.json"))
+    assert out.returncode == 0, out.stderr
+    final = out.stdout[out.stdout.index("final model"):].splitlines()
+    assert "R²" not in final[0] and final[1].startswith("note: This fit interpolates")
+    out = cli("fit", str(r), "--response", "cycles", "--params", ",".join(PARAMS), "-o", str(tmp_path / "m1.json"))
+    line = next(x for x in out.stdout.splitlines() if x.startswith("final model"))
+    assert re.search(r"; leave-one-out error [\d.]+ % \(median, over 100 rows\); R² 0\.\d{4}", line), line
+
+
+# ---- reports -------------------------------------------------------------------------------------------
+@pytest.fixture
+def home(tmp_path, monkeypatch):
+    monkeypatch.setenv("GPUDSE_HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("GPUDSE_SINGLE_USER", raising=False)
+    return tmp_path
+
+
+def study(name: str, kernel: str, noise: float, n: int = 150):
+    """A workspace whose results come from a built-in simulator campaign (the record names the kernel and noise)."""
+    from gpudse_core.sim.campaign import AnalyticalBackend
+    from gpudse_core.workspace import create_workspace
+    from gpudse_core.workspace.campaigns import start_campaign
+
+    ws, _ = create_workspace(name)
+    ws.set_space(SPACE, "stargazer")
+    ws.set_samples(sample(SPACE, n=n, seed=3), "uniform")
+    start_campaign(ws, AnalyticalBackend(kernel, noise=noise, seed=3), name=f"{kernel}-run", workers=1, adopt=True)
+    deadline = time.monotonic() + 600  # a deadline only, no timing assertion
+    while ws.jobs(active=True):
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
+    res = ws.get("results")
+    assert res.ok and res.origin.startswith(f"campaign {kernel}-run"), res.origin
+    model = fit_stepwise(res.value.table[PARAMS + ["cycles"]], "cycles")
+    ws.set_model(model, "stepwise", inputs=[res])
+    return ws
+
+
+def headings(html: str) -> list[str]:
+    return [re.sub("<.*?>", "", h) for h in re.findall(r"<h[123]>.*?</h[123]>", html)]
+
+
+def test_a_bfs_report_names_bfs_its_noise_and_every_current_analysis(home):
+    from gpudse_core.explore.best import find_best
+    from gpudse_core.model.validation import validate
+    from gpudse_core.report import compare
+    from gpudse_core.report.workspace_report import workspace_report
+
+    ws = study("Kernel review", "BFS", 0.02)
+    other = study("AES review", "AES", 0.01, n=120)
+    space, results, model = ws.get("space"), ws.get("results"), ws.get("model")
+    val = validate(results.value.table, "cycles", PARAMS, train_sizes=[40, 80], test_size=40, repeats=1,
+                   models=["stepwise", "fixed"], seed=1)
+    ws.put_analysis("validation", val, inputs=[results, model])
+    ws.put_analysis("true_error", {"kernel": "BFS", "points": 10, "mean": 0.05, "median": 0.04, "p98": 0.2,
+                                   "max": 0.3, "quantiles": np.linspace(0, 0.3, 1001)}, inputs=[results, model, space])
+    best = find_best(model.value, space.value, top=5, pareto="simd", workers=1)
+    ws.put_analysis("scan", {"best": best.best, "pareto": best.pareto, "request": {"cost": "simd"}},
+                    inputs=[model, space])
+    ws.put_analysis("heatmap", {"source": "t", "request": None, "cost": np.arange(64.0).reshape(8, 8)}, inputs=[])
+    ws.put_analysis("comparison", compare.comparison([compare.snapshot(ws, param="simd"),
+                                                      compare.snapshot(other, param="simd")], "simd"), inputs=[])
+    html = workspace_report(ws)
+    title = re.search(r"<h1>(.*?)</h1>", html).group(1)
+    assert title == "gpudse — Kernel review: BFS on the built-in simulator, 2 % noise, 150 results"
+    sub = re.search(r"<p class='muted'>(.*?)</p>", html).group(1)
+    assert re.match(r"gpudse \d+\.\d+\.\d+ · made \d{4}-\d\d-\d\d \d\d:\d\d UTC · Design space v1, Samples v1, "
+                    r"Results v\d+, Model v1", sub) and "Validation v1" in sub and "Comparison v1" in sub
+    h = headings(html)
+    order = ["The fit", "Accuracy: validation", "Accuracy: diagnostics", "Accuracy: the true error",
+             "Explore: the best designs", "Explore: one parameter at a time", "Ray tracing", "Runs side by side"]
+    at = [next(i for i, x in enumerate(h) if x.startswith(o)) for o in order]
+    assert at == sorted(at), h  # in the pages' order
+    assert "Left out" not in html
+    assert "Stargazer Fig. 6" in html  # the stepwise/fixed comparison of the validation
+    assert "partial_ss (cycles²)" in html or "partial_ss ((log cycles)²)" in html  # ANOVA SS in the response's unit²
+    assert "predicted (cycles)" in html  # best designs' predictions with their unit
+    assert ">True<" not in html and ">False<" not in html
+    assert "AES on the built-in simulator, 1 % noise, 120 results" in html  # the other run names its origin
+    m = re.search(r"<h2>Model</h2><p><b>(.*?)</b>", html).group(1)
+    assert m.startswith("Leave-one-out error") or m.startswith("Validation error")  # the headline, not R²
+
+
+def test_a_noise_free_report_shows_no_r2_headline_and_no_f_test(home):
+    from gpudse_core.report.workspace_report import workspace_report
+
+    ws = study("Noise-free", "matMul", 0.0, n=100)
+    html = workspace_report(ws)
+    assert "noise-free" in re.search(r"<h1>(.*?)</h1>", html).group(1)
+    model_part = html[html.index("<h2>Model</h2>"):html.index("</p>", html.index("Terms in selection order"))]
+    lead = re.search(r"<h2>Model</h2><p><b>(.*?)</b>", model_part).group(1)
+    assert lead.startswith("Leave-one-out error ") or lead.startswith("Interpolates")  # never R²
+    assert "noise-free" in model_part and not re.search(r"R² [\d.]", html)  # no R² value anywhere
+    assert "ANOVA (Lee" not in html and "partial_ss" not in html and "Q-Q" not in html  # no F-tests, no residuals

@@ -199,3 +199,63 @@ def test_a_noise_free_report_shows_no_r2_headline_and_no_f_test(home):
     assert lead.startswith("Leave-one-out error ") or lead.startswith("Interpolates")  # never R²
     assert "noise-free" in model_part and not re.search(r"R² [\d.]", html)  # no R² value anywhere
     assert "ANOVA (Lee" not in html and "partial_ss" not in html and "Q-Q" not in html  # no F-tests, no residuals
+
+
+# ---- the dashboard (Streamlit's AppTest, as tests/test_app.py) ---------------------------------------------
+def test_a_noise_free_fit_on_every_page_and_two_runs_side_by_side(home):
+    pytest.importorskip("streamlit")
+    from streamlit.testing.v1 import AppTest
+
+    from dashboard import frame as ui
+
+    def page(at, path):
+        at.switch_page(path).run()
+        assert not at.exception, [e.value for e in at.exception]
+        return at
+
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=300)
+    at.run()
+    w = at.session_state["_gpudse_ws"]
+    example_version = w.get("model").version
+    d = results("matMul", 0.0)
+    res = w.set_results(d, "cycles", "built-in simulator, matMul, noise-free", inputs=("space",))
+    w.set_model(fit_stepwise(d[PARAMS + ["cycles"]], "cycles"), "stepwise on noise-free results", inputs=[res])
+    page(at, "app.py")
+    side = " ".join(c.value for c in at.sidebar.caption)
+    assert "interpolates" in side and "R²" not in side
+    assert any("accuracy out of sample:** interpolates" in m.value for m in at.markdown)
+    page(at, "pages/4_Stepwise_fit.py")
+    labels = [m.label for m in at.metric]
+    assert labels[0] == "Out-of-sample error" and at.metric[0].value == "interpolates"
+    assert not any("R²" in label for label in labels)
+    assert any("This fit interpolates" in x.value for x in at.warning)
+    assert not any("F" in df.value.columns for df in at.dataframe)  # no ANOVA table at all
+    page(at, "pages/6_Accuracy.py")
+    assert any("This fit interpolates" in x.value for x in at.info)  # diagnostics: the note, no residual plots
+    # runs side by side: the example's model (1 % noise) and the noise-free one
+    pick = next(m for m in at.multiselect if m.label == "Runs")
+    assert len(pick.options) >= 2
+    mine = [o for o in pick.options if o.startswith(w.name)]
+    pick.set_value(mine[:2])
+    next(m for m in at.selectbox if m.label == "Response curves along").set_value("simd")
+    next(b for b in at.button if b.label == "Compare").click()
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    cmp = w.get("comparison").value
+    assert {r["version"] for r in cmp["runs"]} == {example_version, w.get("model").version} and cmp["param"] == "simd"
+    table = next(df.value for df in at.dataframe if "run" in df.value.columns)
+    assert len(table) == 2 and set(table["out-of-sample error (median)"]) >= {"interpolates"}
+    charts = at.get("plotly_chart")
+    titles = " ".join(c.proto.spec for c in charts).replace("\\u003cbr\\u003e", " ")  # titles wrapped in columns
+    for t in ("Error CDFs of the runs", "contribution to R², per run", "Response along simd"):
+        assert t in titles, t
+    # a reload keeps the comparison and the picker's choice
+    again = AppTest.from_file(str(ROOT / "app.py"), default_timeout=300)
+    again.query_params["ws"] = w.id
+    again.run()
+    page(again, "pages/6_Accuracy.py")
+    assert next(m for m in again.multiselect if m.label == "Runs").value == mine[:2]
+    assert any("2 runs side by side" in m.value for m in again.markdown)
+    html = ui.report_html(w)
+    assert "<h2>Runs side by side</h2>" in html and all(r["label"] in html for r in cmp["runs"])
+    assert "Error CDFs of the runs" in html

@@ -105,6 +105,11 @@ def test_the_simulator_adds_one_per_cent_noise_by_default_and_fit_says_when_it_i
     assert cli("simulate", str(s), "--kernel", "matMul", "--noise", "0", "--workers", "1", "-o", str(r0)).returncode == 0
     ratio = np.log(pd.read_csv(r).cycles / pd.read_csv(r0).cycles)
     assert 0.006 < ratio.std() < 0.014  # σ = 0.01 of log-normal noise
+    from gpudse_core.report.fmt import _repr_digits
+
+    cells = [line.split(",")[PARAMS.__len__()] for line in r.read_text().splitlines()[1:]]
+    assert max(_repr_digits(c) for c in cells) == 7  # computed cycles: 7 significant digits, not 17
+    assert pd.read_csv(s).equals(sample(SPACE, n=100, seed=1).table())  # design values exactly
     out = cli("fit", str(r0), "--response", "cycles", "--params", ",".join(PARAMS), "-o", str(tmp_path / "m.json"))
     assert out.returncode == 0, out.stderr
     final = out.stdout[out.stdout.index("final model"):].splitlines()
@@ -259,3 +264,59 @@ def test_a_noise_free_fit_on_every_page_and_two_runs_side_by_side(home):
     html = ui.report_html(w)
     assert "<h2>Runs side by side</h2>" in html and all(r["label"] in html for r in cmp["runs"])
     assert "Error CDFs of the runs" in html
+
+
+# ---- CSV precision ---------------------------------------------------------------------------------------------
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as hst  # noqa: E402
+
+
+def written(columns: dict, precision) -> pd.DataFrame:
+    import io
+
+    from gpudse_core.space.sampling import write_csv
+
+    buf = io.StringIO()
+    write_csv(buf, {k: np.asarray(v) for k, v in columns.items()}, precision)
+    return pd.read_csv(io.StringIO(buf.getvalue()), keep_default_na=True), buf.getvalue()
+
+
+short = hst.decimals(min_value=-1e9, max_value=1e9, places=3, allow_nan=False, allow_infinity=False).map(float)
+anyfloat = hst.floats(min_value=-1e15, max_value=1e15, allow_nan=False, allow_infinity=False)
+
+
+@settings(max_examples=200)
+@given(hst.lists(short, min_size=1, max_size=20))
+def test_auto_precision_keeps_the_datas_own_digits_exactly(values):
+    """Values that came in as text with a few decimals (measurements, design values) read back equal."""
+    back, _ = written({"x": values}, None)
+    assert back.x.tolist() == values
+
+
+@settings(max_examples=200)
+@given(hst.lists(anyfloat, min_size=1, max_size=20), hst.integers(1, 17))
+def test_a_given_precision_reads_back_within_its_digits(values, digits):
+    back, text = written({"x": values}, digits)
+    for v, b in zip(values, back.x.tolist()):
+        assert abs(b - v) <= 5 * 10.0 ** -digits * abs(v) * (1 + 1e-12) + 1e-300
+    assert "e" not in text.lower().replace("x\n", "")  # positional notation, never 1e+05
+
+
+@settings(max_examples=100)
+@given(hst.lists(anyfloat.filter(lambda v: v != 0), min_size=1, max_size=20))
+def test_auto_precision_writes_computed_values_to_seven_digits(values):
+    from gpudse_core.report.fmt import CSV_COMPUTED_DIGITS, CSV_EXACT_DIGITS, _repr_digits
+
+    computed = [v * (1 + 1 / 3) for v in values]  # a computation's decimals
+    back, text = written({"y": computed}, None)
+    if any(_repr_digits(repr(v)) > CSV_EXACT_DIGITS for v in computed):
+        cells = text.splitlines()[1:]
+        assert all(_repr_digits(c) <= CSV_COMPUTED_DIGITS for c in cells)
+    for v, b in zip(computed, back.y.tolist()):
+        assert b == pytest.approx(v, rel=5e-7)
+
+
+def test_nan_stays_empty_and_integers_and_text_are_untouched():
+    back, text = written({"a": [1.5, np.nan, 2.123456789012345], "n": [1, 2, 3], "t": ["x", "y,z", ""]}, None)
+    assert text.splitlines()[1:] == ["1.5,1,x", ",2,\"y,z\"", "2.123457,3,"]
+    assert np.isnan(back.a[1])

@@ -8,7 +8,7 @@ import sys
 import time
 
 from ..errors import GpudseError
-from .common import Progress, count_arg, nonnegative_int, writable, write_table
+from .common import Progress, add_precision, count_arg, nonnegative_int, writable, write_table
 
 
 def cmd_explore(args: argparse.Namespace) -> int:
@@ -36,10 +36,10 @@ def cmd_explore(args: argparse.Namespace) -> int:
     line.end()
     if out is not None:
         if args.top:
-            write_table(res.best, out)
+            write_table(res.best, out, args.precision)
         if res.pareto is not None:
             front = out.with_name(out.stem + "_pareto" + out.suffix)
-            write_table(res.pareto, front)
+            write_table(res.pareto, front, args.precision)
             print(f"wrote the Pareto front to {front}", file=sys.stderr)
     if args.json:
         print(json.dumps(res.to_json_dict(space.parameter_names), indent=1, default=str))
@@ -66,6 +66,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
                         description="Find the designs a fitted model predicts best over a whole design space, "
                                     "exactly as predicting every feasible point would, without visiting every "
                                     "point when the model is additive.")
+    add_precision(ex)
     ex.add_argument("model", metavar="MODEL.json", help="a model written by gpudse fit")
     ex.add_argument("space", metavar="SPACE", help="design-space file (YAML/JSON) or preset name")
     ex.add_argument("--top", type=nonnegative_int, default=20, metavar="K",

@@ -8,7 +8,8 @@ import sys
 
 from .. import choices
 from ..errors import GpudseError
-from .common import Progress, count_arg, default_params, knots_arg, nonnegative_int, scale_arg, writable, write_table
+from .common import (Progress, add_precision, count_arg, default_params, knots_arg, nonnegative_int, scale_arg, writable,
+                     write_table)
 
 
 def trace_line(step) -> str:
@@ -180,7 +181,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
     out = writable(args.output, (".csv", ".parquet", ".json"))
     det = details(model, points)
     result = with_predictions(points, det)
-    write_table(result, out)
+    write_table(result, out, args.precision)
     n_bounded = int(det.bounded.sum())
     n_outside = int((det.extrapolation != "").sum())
     margin = getattr(model, "bound_margin", BOUND_MARGIN)
@@ -288,6 +289,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
 
     pr2 = sub.add_parser("predict", help="predict design points with a fitted model (adds predicted, bounded and "
                                          "extrapolation columns)")
+    add_precision(pr2)
     pr2.add_argument("model", metavar="MODEL.json")
     pr2.add_argument("points", metavar="POINTS", help="points table: .csv, .parquet or .json")
     pr2.add_argument("-o", "--output", required=True, metavar="predictions.csv")

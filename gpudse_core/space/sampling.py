@@ -174,7 +174,7 @@ class SampleSet:
         pq.write_table(self.to_arrow(with_index), buf)
         return buf.getvalue()
 
-    def save(self, path: str | Path, with_index: bool = False) -> Path:
+    def save(self, path: str | Path, with_index: bool = False, precision: int | str | None = "exact") -> Path:
         """Write CSV, Parquet or JSON according to the suffix (JSON carries the request too). Memory
         stays bounded: rows are converted a block at a time; a JSON document longer than gpudse reads
         back (``json_table_bytes``) is refused and nothing is left behind."""
@@ -193,21 +193,32 @@ class SampleSet:
                 raise
         else:
             with open(path, "w", encoding="utf-8", newline="") as fh:
-                write_csv(fh, self.table_columns(with_index))
+                write_csv(fh, self.table_columns(with_index), precision)
         return path
 
 
 def _csv_cell(v: Any) -> Any:
-    return "" if isinstance(v, float) and math.isnan(v) else v
+    if isinstance(v, float) and math.isnan(v) or type(v).__name__ == "NAType":
+        return ""
+    return v
 
 
-def write_csv(fh: Any, columns: Mapping[str, np.ndarray]) -> None:
+def write_csv(fh: Any, columns: Mapping[str, np.ndarray], precision: int | str | None = "exact") -> None:
     """Columns as CSV, byte for byte what ``pandas.DataFrame(columns).to_csv(fh, index=False)`` writes
-    (header, minimal quoting, shortest round-trip floats, empty cells for NaN, ``\n`` line ends)."""
+    (header, minimal quoting, shortest round-trip floats, empty cells for NaN, ``\n`` line ends).
+
+    *precision* (float columns only): ``"exact"`` as above; None, the data's own precision, or a number
+    of significant digits: :func:`gpudse_core.report.fmt.csv_floats` (the one number formatter)."""
     w = csv.writer(fh, lineterminator="\n", quoting=csv.QUOTE_MINIMAL)
     names = list(columns)
     w.writerow(names)
     arrays = [np.asarray(columns[c]) for c in names]
+    if precision != "exact":
+        from ..report.fmt import csv_floats
+
+        arrays = [np.array(csv_floats(a.tolist(), precision), dtype=object) if a.dtype.kind == "f" else a
+                  for a in arrays]
+    arrays = [a.astype(str) if a.dtype.kind in "mM" else a for a in arrays]
     n = len(arrays[0]) if arrays else 0
     for lo in range(0, n, CSV_ROWS):  # rows as Python objects a block at a time: memory stays bounded
         lists = [a[lo:lo + CSV_ROWS].tolist() for a in arrays]

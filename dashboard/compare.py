@@ -25,7 +25,8 @@ def candidates(w: Any) -> dict[str, tuple[str, int]]:
     out: dict[str, tuple[str, int]] = {}
     for v in reversed(w.history("model")):
         if not v.removed:
-            out[f"{w.name} · model v{v.version} ({v.origin[:60]})" + (" · current" if v.head else "")] = (w.id, v.version)
+            origin = v.origin if len(v.origin) <= 70 else v.origin[:70].rsplit(", ", 1)[0] + ", …"
+            out[f"{w.name} · model v{v.version} ({origin})" + (" · current" if v.head else "")] = (w.id, v.version)
     try:
         others = [i for i in ui_state.workspace_ids() if i.id != w.id]
     except GpudseError:

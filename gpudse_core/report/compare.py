@@ -132,13 +132,14 @@ def headline_table(cmp: dict) -> pd.DataFrame:
         if r.get("trend") is not None and len(r["trend"]):
             val = float(r["trend"].sort_values("train_size").iloc[-1]["median"])
         lost = h["value"] is None and h["interpolates"]
-        rows.append({"run": r["label"], "results": r["results"], "model": r["kind"],
-                     "terms": fmt_count(r["terms"]) if r["terms"] else "–",
+        rows.append({"run": r["label"],
                      "out-of-sample error (median)": "interpolates" if lost else fmt_percent(h["value"]),
                      "measured by": "–" if lost else ({"leave-one-out": "leave-one-out", "validation": "validation "
                                                       + h.get("detail", "")}.get(h["source"], "not measured")),
                      "validation median, largest N": fmt_percent(val) if val is not None else "–",
-                     "R² (training rows)": fmt_r2(r["r2"]) if r["r2"] is not None else "–"})
+                     "R² (training rows)": fmt_r2(r["r2"]) if r["r2"] is not None else "–",
+                     "model": r["kind"], "terms": fmt_count(r["terms"]) if r["terms"] else "–",
+                     "results": r["results"]})
     return pd.DataFrame(rows)
 
 
@@ -166,7 +167,7 @@ def cdf_overlay(cmp: dict) -> Any:
         x, y = ecdf(100 * fin)
         y = y * (x.size / max(e.size, 1))
         top = max(top, float(x.max()) if x.size else 0.0)
-        fig.add_trace(go.Scatter(x=x, y=y, mode="lines", name=f"{r['label']} ({r['errors_source']})",
+        fig.add_trace(go.Scatter(x=x, y=y, mode="lines", name=r["label"],
                                  line=dict(shape="hv", color=style.color(i)),
                                  hovertemplate="%{y:.0%} within %{x:,.3~r} %<extra>" + r["label"] + "</extra>"))
     if top > 1000:
@@ -193,7 +194,8 @@ def trend_overlay(cmp: dict) -> Any:
             y = 100 * t[stat].to_numpy(dtype=float)
             values += [v for v in y if np.isfinite(v) and v > 0]
             fig.add_trace(go.Scatter(x=t.train_size, y=y, mode="lines+markers", name=f"{r['label']} {stat}",
-                                     line=dict(dash=dash, color=style.color(i)), marker=dict(symbol=style.symbol(i)),
+                                     line=dict(dash=dash, color=style.color(i)),
+                                     marker=dict(symbol=style.symbol(i), color=style.color(i)),
                                      hovertemplate=f"{r['label']} {stat} at N = %{{x}}: %{{y:,.3~r}} %<extra></extra>"))
     if values:
         fig.update_yaxes(**style.log_axis(values, "relative error (%, log scale)", unit="%"))
@@ -240,7 +242,8 @@ def curve_overlay(cmp: dict) -> Any:
         response = response or r["response"]
         ticks = ticks if len(ticks) >= len(c) else list(c.value)
         fig.add_trace(go.Scatter(x=c.x, y=c.predicted, mode="lines+markers", name=r["label"],
-                                 line=dict(color=style.color(i)), marker=dict(symbol=style.symbol(i), size=8),
+                                 line=dict(color=style.color(i), dash=("solid", "dash", "dot", "dashdot")[i % 4]),
+                                 marker=dict(symbol=style.symbol(i), size=8, color=style.color(i)),
                                  customdata=c.value,
                                  hovertemplate=f"{param} = %{{customdata}}: %{{y:,.4~r}}<extra>{r['label']}</extra>"))
     unit = fmt.response_unit(response) if response else None
@@ -267,7 +270,8 @@ def figures(cmp: dict) -> list:
 
 def notes(cmp: dict) -> list[str]:
     """What a reader should know about the runs: where a curve is missing and why."""
-    out = []
+    drawn = [f"{r['label']} from {r['errors_source']}" for r in cmp["runs"] if r.get("errors") is not None]
+    out = [f"Error CDFs: {'; '.join(drawn)}."] if drawn else []
     for r in cmp["runs"]:
         if r["headline"]["interpolates"]:
             out.append(f"{r['label']}: {r['headline']['note']}")

@@ -162,10 +162,15 @@ st.caption(f"Model version {model_sv.version}: {model_sv.origin}.")
 if not hasattr(model, "trace"):  # a learner (forest, boosting, hybrid, EBM), possibly chosen by auto
     pred = model.predict(data)
     obs = data[model.response].to_numpy(dtype=float)
-    m = st.columns(3)
-    m[0].metric("Model", KINDS.get(model_kind(model), model_kind(model)))
-    m[1].metric("Training rows", ui.fmt_count(len(data)))
-    m[2].metric("Median relative error on them", ui.fmt_pct(float(np.median(np.abs(pred - obs) / np.abs(obs)))),
+    head = ui.headline(w, model_sv)
+    m = st.columns(4)
+    m[0].metric(head.label if head is not None and head.value is not None else "Out-of-sample error",
+                ui.fmt_pct(head.value) if head is not None and head.value is not None else "–",
+                help="the validation's median error of this model at its largest training size" if head is not None
+                and head.value is not None else "not measured yet: validate on the Accuracy page")
+    m[1].metric("Model", KINDS.get(model_kind(model), model_kind(model)))
+    m[2].metric("Training rows", ui.fmt_count(len(data)))
+    m[3].metric("Median relative error on them", ui.fmt_pct(float(np.median(np.abs(pred - obs) / np.abs(obs)))),
                 help="on the rows it was fitted on: optimistic; the Accuracy page measures it on held-out points")
     sel = getattr(model, "selection", None)
     if sel:

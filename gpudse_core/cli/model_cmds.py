@@ -8,8 +8,8 @@ import sys
 
 from .. import choices
 from ..errors import GpudseError
-from .common import (Progress, add_precision, count_arg, default_params, knots_arg, nonnegative_int, scale_arg, writable,
-                     write_table)
+from .common import (Progress, add_precision, count_arg, default_params, knots_arg, nonnegative_int, scale_arg,
+                     writable, write_table)
 
 
 def trace_line(step) -> str:

@@ -176,7 +176,9 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
                     help="analytical: the built-in simulator (default); command: an external simulator (--config)")
     si.add_argument("--kernel", default="matMul", choices=list(choices.KERNELS), help="analytical backend: Table 4 application")
     si.add_argument("--config", metavar="SIM.toml", help="command backend: the simulator description on this machine")
-    si.add_argument("--noise", type=float, default=0.01, help="analytical: σ of log-normal measurement noise (default 0.01, 1 %%; 0 for noise-free results, which a model can interpolate)")
+    si.add_argument("--noise", type=float, default=0.01,
+                    help="analytical: σ of log-normal measurement noise (default 0.01, 1 %%; 0 gives noise-free "
+                         "results, which a model can interpolate)")
     si.add_argument("--seed", type=nonnegative_int, default=None)
     si.add_argument("--workers", type=count_arg, default=None,
                     help="worker processes (local pool or --scheduler local; default: all cores)")

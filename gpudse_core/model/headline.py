@@ -56,7 +56,8 @@ class Headline:
         if self.value is None:
             return "no out-of-sample error yet (validate on the Accuracy page)" if not short else "not validated"
         name = {"leave-one-out": "leave-one-out", "validation": "validation"}.get(self.source, self.source)
-        return f"{name} error {fmt_percent(self.value)}" + ("" if short else f" (median{', ' + self.detail if self.detail else ''})")
+        detail = f", {self.detail}" if self.detail else ""
+        return f"{name} error {fmt_percent(self.value)}" + ("" if short else f" (median{detail})")
 
 
 def loo_errors(model: Any, data: Any) -> np.ndarray:
@@ -85,15 +86,17 @@ def loo_errors(model: Any, data: Any) -> np.ndarray:
 
 def interpolation_note(r2: float | None, n: int, n_coef: int, loo_median: float | None = None) -> str | None:
     """The note saying a fit interpolates its data, or None (see the module docstring for the rule)."""
+    from ..report.fmt import fmt_count, fmt_number, fmt_percent
+
     if r2 is None or not np.isfinite(r2):
         return None
     gap = 1.0 - float(r2)
     dof = max(int(n) - int(n_coef), 1)
     why = None
     if gap <= max(R2_SATURATED, dof / F_LIMIT):
-        why = f"it reproduces its {n:,} rows (1 − R² = {gap:.1e})"
+        why = f"it reproduces its {fmt_count(n, 'rows')} (1 − R² = {fmt_number(gap, None, 2)})"
     elif loo_median is not None and loo_median < LOO_ZERO:
-        why = f"even left out, each row is predicted to within {100 * loo_median:.1e} %"
+        why = f"even left out, the median row is predicted to within {fmt_percent(loo_median)}"
     if why is None:
         return None
     return (f"This fit interpolates: {why}, as noise-free results allow. R², the ANOVA F-tests, the "
@@ -142,7 +145,8 @@ def fit_headline(model: Any, data: Any, validation: Any = None, noise_free: bool
 _CACHE: dict[tuple, Headline] = {}
 
 
-def cached_headline(key: tuple, model: Any, data: Any, validation: Any = None, noise_free: bool = False) -> Headline:
+def cached_headline(key: tuple, model: Any, data: Any, validation: Any = None,
+                    noise_free: bool = False) -> Headline:
     """:func:`fit_headline` remembered under *key* (stored versions' digests): the sidebar asks on every page."""
     hit = _CACHE.get(key)
     if hit is None:

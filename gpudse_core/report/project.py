@@ -269,7 +269,8 @@ def html_report(project: Project, figures: list[Any], tables: dict[str, pd.DataF
     if m is not None and not hasattr(m, "terms"):  # a learner: no terms or equation to show
         from ..model.registry import model_kind
 
-        parts.append(f"<h2>Model</h2><p>{html.escape(model_kind(m))}, fitted on "
+        lead = f"<p><b>{html.escape(headline.text()[:1].upper() + headline.text()[1:])}.</b></p>" if headline else ""
+        parts.append(f"<h2>Model</h2>{lead}<p>{html.escape(model_kind(m))}, fitted on "
                      f"{html.escape(fmt.fmt_count(len(getattr(m, 'train_', ())), 'observations'))}.</p>")
     elif m is not None:
         lead = ""

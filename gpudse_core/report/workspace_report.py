@@ -198,8 +198,8 @@ def workspace_report(ws: Any, *, include_stale: bool = False) -> str:
             span = sens.groupby("parameter").change.agg(["min", "max"]).reindex(space.parameter_names)
             span.index = [space.parameter(p).display for p in span.index]
             where = ", ".join(f"{p.display} {fmt.fmt_value(base[p.name])}" for p in space.parameters)
-            sections.append(("Explore: one parameter at a time",
-                             [("text", f"From the middle design ({where})."), figures.sensitivity(span, model.response)]))
+            sections.append(("Explore: one parameter at a time", [("text", f"From the middle design ({where})."),
+                                                                  figures.sensitivity(span, model.response)]))
         except GpudseError:
             pass
     heat_sv = rc.analyses.get("heatmap")

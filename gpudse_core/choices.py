@@ -11,6 +11,7 @@ PRESETS = {  # name: file in gpudse_core/_data/presets (data/presets in a checko
     "stargazer": "stargazer.yaml",
     "lee-brooks": "lee-brooks.yaml",
     "zatel": "zatel.yaml",
+    "mgpusim": "mgpusim.yaml",
 }
 SAMPLING_METHODS = ("uniform", "lhs")
 PER_DIM_MODES = ("count", "subgrid")
@@ -37,6 +38,11 @@ AUTO_CANDIDATES = ("stepwise+2way", "paper", "stepwise+3way", "paper+3way", "ebm
 # Stargazer Table 4's eleven applications, in the order of the paper (gpudse_core.sim.simulator)
 KERNELS = ("AES", "BFS", "CP", "LPS", "RAY", "STO", "backprop", "bfs", "hotspot", "nw", "matMul")
 
+# MGPUSim (gpudse_core.sim.mgpusim): the benchmarks sims/mgpusim runs, and the design parameters it
+# takes (the R9 Nano builder's settings; data/presets/mgpusim.yaml)
+MGPUSIM_BENCHMARKS = ("matmul", "fir", "aes", "kmeans", "bfs", "stencil2d")
+MGPUSIM_PARAMETERS = ("cu_per_sa", "sa", "l2_kb", "mem_banks", "line", "freq_mhz")
+
 # Names a parameter or results column may not take: the command backend's placeholders
 # ({config}, {run_dir}, …) and the columns gpudse itself adds to tables (issue 11: a parameter named
 # "config" must not replace the {config} placeholder). Space files, uploads and campaigns refuse them.
@@ -51,4 +57,7 @@ SIMULATOR_OUTPUTS = ("cycles", "cycles_trimmed", "ipc", "compute_cycles", "memor
 GPGPUSIM_METRICS = ("gpu_sim_cycle", "gpu_tot_sim_cycle", "gpu_sim_insn", "gpu_tot_sim_insn", "gpu_ipc", "gpu_tot_ipc",
                     "L1D_total_cache_miss_rate", "L2_total_cache_miss_rate", "bwutil", "dram_eff",
                     "rt_avg_efficiency", "insn", "kernels")
-OUTPUT_NAMES = frozenset(SIMULATOR_OUTPUTS + GPGPUSIM_METRICS)
+MGPUSIM_METRICS = ("kernel_time_s", "kernel_cycles", "simulated_end_s", "l1v_hit_rate", "l1v_hits", "l1v_misses",
+                   "l1v_mshr_hits", "l2_hit_rate", "l2_hits", "l2_misses", "l2_mshr_hits", "dram_reads", "dram_writes",
+                   "dram_read_bytes", "dram_write_bytes", "instructions", "valu_instructions", "ipc", "wall_seconds")
+OUTPUT_NAMES = frozenset(SIMULATOR_OUTPUTS + GPGPUSIM_METRICS + MGPUSIM_METRICS)

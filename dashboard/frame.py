@@ -147,27 +147,27 @@ def stage_summary(w, stage: str) -> str:
 def headline(w, model_sv=None):
     """The model's headline (gpudse_core.model.headline): leave-one-out or validation error, or the
     note that the fit interpolates; None when the data it was fitted on are not kept."""
-    from gpudse_core.model.headline import cached_headline
+    from gpudse_core.workspace.provenance import model_headline
 
     sv = model_sv or w.get("model")
     if sv.value is None:
         return None
-    try:
-        data_sv = w.input_of(sv, "results")
-    except GpudseError:
-        return None
     val = w.get("validation")
     ref = val.inputs.get("model") if val.value is not None and val.ok else None
     validation = val.value if ref is not None and ref.version == sv.version else None
-    key = (w.id, sv.digest, data_sv.digest, val.digest if validation is not None else None)
-    try:
-        from gpudse_core.workspace.provenance import results_provenance
+    ref_results = sv.inputs.get("results")
+    key = (w.id, sv.digest, ref_results.digest if ref_results else None, val.digest if validation is not None else None)
+    if key not in _HEADLINES:  # the sidebar asks on every page: remembered per stored versions
+        if len(_HEADLINES) > 256:
+            _HEADLINES.clear()
+        try:
+            _HEADLINES[key] = model_headline(w, sv, validation)
+        except GpudseError:
+            return None
+    return _HEADLINES[key]
 
-        prov = results_provenance(w, data_sv)
-        return cached_headline(key, sv.value, data_sv.value.table if data_sv.value is not None else None, validation,
-                               noise_free=prov is not None and prov.noise == 0)
-    except GpudseError:
-        return None
+
+_HEADLINES: dict[tuple, object] = {}
 
 
 # ---- numbers and charts: THE formatter and chart style of gpudse_core.report -----------------------

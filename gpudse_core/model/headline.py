@@ -140,18 +140,3 @@ def fit_headline(model: Any, data: Any, validation: Any = None, noise_free: bool
     if noise_free:
         return Headline("leave-one-out", med, True, NOISE_FREE, f"over {loo.size:,} rows")
     return Headline("leave-one-out", med, detail=f"over {loo.size:,} rows")
-
-
-_CACHE: dict[tuple, Headline] = {}
-
-
-def cached_headline(key: tuple, model: Any, data: Any, validation: Any = None,
-                    noise_free: bool = False) -> Headline:
-    """:func:`fit_headline` remembered under *key* (stored versions' digests): the sidebar asks on every page."""
-    hit = _CACHE.get(key)
-    if hit is None:
-        hit = fit_headline(model, data, validation, noise_free)
-        if len(_CACHE) > 256:
-            _CACHE.clear()
-        _CACHE[key] = hit
-    return hit

@@ -61,7 +61,7 @@ def _curve(model: Any, space: Any, param: str | None) -> pd.DataFrame | None:
 def snapshot(ws: Any, version: int | None = None, label: str | None = None, param: str | None = None) -> dict:
     """Run *version* of *ws*'s model (the current one by default) with what the overlays need."""
     from ..model.headline import fit_headline, loo_errors
-    from ..workspace.provenance import results_provenance
+    from ..workspace.provenance import noise_free, results_provenance
 
     model_sv = ws.get("model", version)
     model = model_sv.value
@@ -76,7 +76,7 @@ def snapshot(ws: Any, version: int | None = None, label: str | None = None, para
     space = ws.input_of(data_sv, "space").value if "space" in data_sv.inputs else ws.get("space").value
     validation = _validation_for(ws, model_sv.version)
     prov = results_provenance(ws, data_sv)
-    head = fit_headline(model, data, validation, noise_free=prov is not None and prov.noise == 0)
+    head = fit_headline(model, data, validation, noise_free=noise_free(ws, data_sv))
     kind = getattr(model, "kind", "stepwise")
     errors, source = None, None
     if validation is not None:

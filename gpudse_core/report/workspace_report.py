@@ -103,12 +103,10 @@ def workspace_report(ws: Any, *, include_stale: bool = False) -> str:
     resp_unit = fmt.response_unit(model.response) if model is not None else None
     if model is not None and data is not None:
         try:
-            from ..workspace.provenance import results_provenance
+            from ..workspace.provenance import noise_free
 
-            rsv = _results_sv(ws, rc)
-            prov = results_provenance(ws, rsv) if rsv is not None else None
             headline = fit_headline(model, data, _validation_of(rc, model_sv),
-                                    noise_free=prov is not None and prov.noise == 0)
+                                    noise_free=noise_free(ws, _results_sv(ws, rc)))
         except GpudseError:
             headline = None
         interpolates = headline is not None and headline.interpolates

@@ -79,3 +79,25 @@ def results_kernel(ws: Any, results_sv: Any) -> str | None:
         return None
     p = results_provenance(ws, results_sv)
     return p.kernel if p is not None and p.simulator == "built-in simulator" else None
+
+
+def noise_free(ws: Any, results_sv: Any) -> bool:
+    """True when the results are known to carry no measurement noise (the built-in simulator at 0)."""
+    p = results_provenance(ws, results_sv) if results_sv is not None and results_sv.value is not None else None
+    return p is not None and p.noise == 0
+
+
+def model_headline(ws: Any, model_sv: Any, validation: Any = None) -> Any:
+    """The headline of a stored model version (:func:`gpudse_core.model.headline.fit_headline`) on the
+    results it was fitted on, told whether those are noise-free; None when they are not kept."""
+    from ..model.headline import fit_headline
+
+    if model_sv.value is None:
+        return None
+    try:
+        data_sv = ws.input_of(model_sv, "results")
+    except GpudseError:
+        return None
+    if data_sv.value is None:
+        return None
+    return fit_headline(model_sv.value, data_sv.value.table, validation, noise_free=noise_free(ws, data_sv))

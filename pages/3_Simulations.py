@@ -19,6 +19,7 @@ import streamlit as st
 
 from dashboard import frame as ui
 from dashboard import jobs as ui_jobs
+from dashboard import work as ui_work
 from gpudse_core import GpudseError
 from gpudse_core.choices import MGPUSIM_BENCHMARKS, MGPUSIM_PARAMETERS
 from gpudse_core.sim.campaign import AnalyticalBackend, CommandBackend, points_spec
@@ -60,8 +61,7 @@ st.title("Simulations")
 space = space_sv.value
 
 backends_dir = Path(os.environ.get("GPUDSE_BACKENDS", ui.ROOT / "backends"))
-external = sorted(p for p in backends_dir.glob("*") if p.suffix.lower() in (".toml", ".yaml", ".yml")) \
-    if backends_dir.is_dir() else []
+external = ui_work.external_backends()
 builtin_missing = [p for p in PARAMETERS if p not in space.parameter_names]
 mgpusim_space = set(space.parameter_names) <= set(MGPUSIM_PARAMETERS)
 # a space no simulator here can run (not Stargazer's or MGPUSim's, no external backend): the page opens on Upload

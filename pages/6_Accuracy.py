@@ -13,6 +13,7 @@ from dashboard import work as ui_work
 from dashboard import compare as ui_compare
 from gpudse_core import GpudseError
 from gpudse_core.model.inference import qq_points, residual_table, variable_clusters
+from gpudse_core.model.metrics import STATS
 from gpudse_core.model.validation import MODELS
 from gpudse_core.report import figures, style
 
@@ -71,7 +72,7 @@ with tab_val:
         repeats = "the repeats finished before Stop" if sv.partial else f"{res.repeats} repeats"
         st.markdown(f"**Relative error (%), pooled over {repeats}, {ui.fmt_count(res.test_size, 'test points')} "
                     "each (Lee & Brooks Table 6; Stargazer §7.3)**")
-        pct = {c: "fraction" for c in ("mean", "median", "p75", "p98", "max", "min", "q1", "q3") if c in table}
+        pct = {c: "fraction" for c in STATS if c in table}
         ui.table(table.rename(columns={"train_size": "N"}), kinds=pct)
         for note in res.notes:
             st.caption(f":material/info: {note}")

@@ -23,7 +23,7 @@ ANALYSIS_TITLES = {"validation": "Validation: relative error (%), pooled over re
                    "scan": "Best designs (whole-space scan)", "true_error": "True error over the entire space",
                    "heatmap": "Ray tracing: the per-pixel cost heatmap (Zatel)",
                    "comparison": "Runs side by side", "app_models": "One model per application"}
-ERROR_COLUMNS = ("mean", "median", "p75", "p98", "max", "min", "q1", "q3")  # relative errors: shown in %
+ERROR_COLUMNS = ("mean", "median", "p75", "p90", "p98", "max", "min", "q1", "q3")  # relative errors: shown in %
 ORDER = ("app_models", "validation", "true_error", "scan", "heatmap", "comparison")  # the pages' order
 
 
@@ -176,9 +176,7 @@ def workspace_report(ws: Any, *, include_stale: bool = False) -> str:
     if scan_sv is not None and isinstance(scan_sv.value, dict) and "best" in scan_sv.value:
         value = scan_sv.value
         title = ANALYSIS_TITLES["scan"] + rc.label("scan")[len("scan"):]
-        best = value["best"]
-        best = best[["predicted"] + [c for c in best.columns if c != "predicted"]] if "predicted" in best else best
-        items = [(title, best, {"predicted": resp_unit} if resp_unit else {})]
+        items = [(title, best_designs_table(value, space), {"predicted": resp_unit} if resp_unit else {})]
         front = value.get("pareto")
         if front is not None and len(front) and model is not None:
             req = value.get("request", {})
@@ -223,3 +221,18 @@ def workspace_report(ws: Any, *, include_stale: bool = False) -> str:
             [{"part": stage_title(k), "why": v} for k, v in sorted(rc.left_out.items())])]))
     return html_report(proj, [], tables, title=report_title(ws, rc), subtitle=_subtitle(ws, rc),
                        headline=headline, sections=sections)
+
+
+def best_designs_table(scan: dict, space: Any) -> Any:
+    """The scan's best designs as the report shows them: one row per group the model cannot tell apart
+    (the prediction, its interval, how many designs the row stands for, the used parameters' values
+    and ``any`` or the values of the others; units in the headers), as the Explore page shows them.
+    A scan stored before the rows were grouped is shown with its columns formatted and without the
+    raw ``bounded`` and ``design_index`` columns."""
+    shown = scan.get("shown")
+    if shown is not None:
+        return shown
+    from .fmt import format_table, space_units
+
+    best = scan["best"].drop(columns=[c for c in ("bounded", "design_index") if c in scan["best"].columns])
+    return format_table(best, space_units(space))

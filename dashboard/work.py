@@ -149,20 +149,14 @@ EXPLORE_ORIGIN = "explore"  # the campaigns "Simulate these" starts (their spec'
 def results_backend(ws: Any) -> Any:
     """The built-in simulator the workspace's results came from (its kernel and noise), or None."""
     from gpudse_core.sim.campaign import AnalyticalBackend
+    from gpudse_core.workspace.provenance import results_provenance
 
     results = ws.get("results")
     kernel = results_kernel(ws, results)
     if kernel is None:
         return None
-    origin = results.origin or ""
-    noise = 0.0
-    m = re.match(r"campaign (.+?) \(", origin)
-    if m:
-        spec = next((c.spec or {} for c in ws.campaigns() if c.name == m.group(1)), {})
-        noise = float(spec.get("noise", 0.0) or 0.0)
-    else:
-        pct = re.search(r"([0-9.]+)\s*% noise", origin)
-        noise = float(pct.group(1)) / 100 if pct else 0.0
+    prov = results_provenance(ws, results)  # the campaign's record, or the origin line the dashboard wrote
+    noise = prov.noise if prov is not None and prov.noise is not None else 0.0
     return AnalyticalBackend(kernel, noise=noise, seed=0)
 
 

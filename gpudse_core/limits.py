@@ -91,7 +91,9 @@ class Limits:
     # ---- models --------------------------------------------------------------------------------------
     model_columns: int = 100_000  # columns (coefficients) of a model file
     validation_fits: int = 10_000  # model fits one validation request runs (sizes × repeats × models)
-    refit_rows: int = 200_000  # training rows of a forest/boosting/hybrid/EBM model (refitted from them on load)
+    refit_rows: int = 200_000  # training rows of a forest/boosting/hybrid/EBM model (and of its file)
+    model_bytes: int = 64 * MiB  # one model file (a 200-tree forest of 300 rows is ~3 MB; of 2,000 rows ~20 MB)
+    model_nodes: int = 4_000_000  # tree nodes, or EBM table cells, of one stored learner (checked before decoding)
     # ---- workspaces (issue 14) -------------------------------------------------------------------------
     workspaces: int = 10_000  # workspace files under $GPUDSE_HOME (creating or forking one more is refused)
     workspace_bytes: int = 4 * GiB  # one workspace's SQLite file, checked before each write
@@ -105,6 +107,10 @@ class Limits:
     scan_points: int = 20_000_000_000  # points a scan may visit one by one (about 20 min at 15 M/s)
     explore_candidates: int = 5_000_000  # designs kept as possible members of a top-k or a Pareto front
     simulate_chosen: int = 200  # designs one "Simulate these" (best designs checked by simulation) may run
+    # ---- sequential search (gpudse search) ------------------------------------------------------------
+    search_budget: int = 100_000  # simulations one search may spend (each round refits on all of them)
+    search_batch: int = 1_024  # proposals simulated together in one round
+    lookup_rows: int = 5_000_000  # rows of a measured table used as a lookup simulator
 
     def check(self, name: str, value: float, what: str, hint: str = "") -> None:
         """Raise :class:`LimitError` when *value* exceeds the limit *name*."""

@@ -8,4 +8,5 @@ Modules, each importing only those listed before it:
 ``frame``   the page frame, sidebar, banners for stale or missing inputs, formatting, small widgets
 ``jobs``    a running job on a page: progress bar, running indicator, Stop
 ``replay``  the stepwise fit's replay, row by row
+``compare`` runs side by side on the Accuracy page (a picker over model versions and workspaces)
 """

@@ -168,11 +168,38 @@ def stage_summary(w, stage: str) -> str:
     if stage == "results":
         return f"{fmt_count(len(v.table), 'rows')} of {plain(v.response)}" + (" (partial)" if sv.partial else "")
     if stage == "model":
-        if not hasattr(v, "terms"):  # a learner (forest, boosting, EBM): no terms to count
-            return plain(v.summary()) if hasattr(v, "summary") else type(v).__name__
-        r2 = getattr(v, "r2", None)
-        return f"{fmt_count(len(v.terms), 'terms')}" + (f", R² {fmt_r2(r2)}" if r2 is not None else "")
+        # led by an out-of-sample error (or the note that the fit interpolates), never by R²
+        head = headline(w, sv)
+        what = (fmt_count(len(v.terms), "terms") if hasattr(v, "terms")
+                else plain(v.summary()) if hasattr(v, "summary") else type(v).__name__)
+        return f"{what}, {head.text(short=True)}" if head is not None else what
     return ""
+
+
+def headline(w, model_sv=None):
+    """The model's headline (gpudse_core.model.headline): leave-one-out or validation error, or the
+    note that the fit interpolates; None when the data it was fitted on are not kept."""
+    from gpudse_core.workspace.provenance import model_headline
+
+    sv = model_sv or w.get("model")
+    if sv.value is None:
+        return None
+    val = w.get("validation")
+    ref = val.inputs.get("model") if val.value is not None and val.ok else None
+    validation = val.value if ref is not None and ref.version == sv.version else None
+    ref_results = sv.inputs.get("results")
+    key = (w.id, sv.digest, ref_results.digest if ref_results else None, val.digest if validation is not None else None)
+    if key not in _HEADLINES:  # the sidebar asks on every page: remembered per stored versions
+        if len(_HEADLINES) > 256:
+            _HEADLINES.clear()
+        try:
+            _HEADLINES[key] = model_headline(w, sv, validation)
+        except GpudseError:
+            return None
+    return _HEADLINES[key]
+
+
+_HEADLINES: dict[tuple, object] = {}
 
 
 # ---- user text: THE safe renderer (gpudse_core.report.plaintext) -------------------------------------
@@ -241,7 +268,13 @@ def units(space) -> dict[str, str]:
 
 def response_unit(response: str) -> str | None:
     """The unit of a response column when its name says it (cycles), for the formatter."""
-    return "cycles" if "cycle" in str(response).lower() else None
+    return _fmt.response_unit(response)
+
+
+def anova_units(model) -> dict[str, str]:
+    """Units of the ANOVA table's sums of squares: the response's unit squared on the model's scale."""
+    u = _fmt.squared_unit(_fmt.response_unit(model.response), getattr(model, "transform", "none"))
+    return {"partial_ss": u, "ms": u} if u else {}
 
 
 def help_for(term: str) -> str:

@@ -10,7 +10,6 @@ so the example's Accuracy and Explore pages show exactly what the buttons comput
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from gpudse_core import GpudseError
@@ -150,20 +149,14 @@ EXPLORE_ORIGIN = "explore"  # the campaigns "Simulate these" starts (their spec'
 def results_backend(ws: Any) -> Any:
     """The built-in simulator the workspace's results came from (its kernel and noise), or None."""
     from gpudse_core.sim.campaign import AnalyticalBackend
+    from gpudse_core.workspace.provenance import results_provenance
 
     results = ws.get("results")
     kernel = results_kernel(ws, results)
     if kernel is None:
         return None
-    origin = results.origin or ""
-    noise = 0.0
-    m = re.match(r"campaign (.+?) \(", origin)
-    if m:
-        spec = next((c.spec or {} for c in ws.campaigns() if c.name == m.group(1)), {})
-        noise = float(spec.get("noise", 0.0) or 0.0)
-    else:
-        pct = re.search(r"([0-9.]+)\s*% noise", origin)
-        noise = float(pct.group(1)) / 100 if pct else 0.0
+    prov = results_provenance(ws, results)  # the campaign's record, or the origin line the dashboard wrote
+    noise = prov.noise if prov is not None and prov.noise is not None else 0.0
     return AnalyticalBackend(kernel, noise=noise, seed=0)
 
 
@@ -298,22 +291,7 @@ def example_analyses(ws: Any) -> None:
 # ---- which kernel the results came from ----------------------------------------------------------
 def results_kernel(ws: Any, results: Any) -> str | None:
     """The built-in simulator's kernel the results were simulated with, or None (uploads, external
-    simulators, several applications). Read from the campaign's record when the results came from
-    one, else from the origin the dashboard wrote ("built-in simulator, BFS, …")."""
-    from gpudse_core.sim.simulator import KERNELS
+    simulators, several applications): :func:`gpudse_core.workspace.provenance.results_kernel`."""
+    from gpudse_core.workspace.provenance import results_kernel as kernel_of
 
-    if results.value is None or results.value.app_column:
-        return None
-    origin = results.origin or ""
-    m = re.match(r"campaign (.+?) \(", origin)
-    if m:
-        try:
-            spec = next((c.spec or {} for c in ws.campaigns() if c.name == m.group(1)), {})
-        except GpudseError:
-            spec = {}
-        kernel = spec.get("kernel") if spec.get("backend") == "analytical" else None
-        return kernel if kernel in KERNELS else None
-    if "built-in simulator" not in origin:
-        return None
-    found = [k for k in KERNELS if re.search(rf"(?<![\w-]){re.escape(k)}(?![\w-])", origin)]
-    return found[0] if len(found) == 1 else None
+    return kernel_of(ws, results)

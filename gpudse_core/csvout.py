@@ -54,21 +54,33 @@ def frame_text(df: Any) -> str:
     return _safe_frame(df).to_csv(index=False)
 
 
-def write_frame(df: Any, path: str | Path) -> None:
-    """A DataFrame to a CSV file (no index), neutralised."""
-    _safe_frame(df).to_csv(path, index=False)
+def write_frame(df: Any, path: str | Path, precision: int | str | None = "exact") -> None:
+    """A DataFrame to a CSV file (no index), neutralised; floats at *precision* (see :func:`write_columns`)."""
+    if precision == "exact":
+        _safe_frame(df).to_csv(path, index=False)
+        return
+    with open(path, "w", encoding="utf-8", newline="") as fh:
+        write_columns(fh, {str(c): df[c].to_numpy() for c in df.columns}, precision)
 
 
-def write_columns(fh: Any, columns: Mapping[str, Any]) -> None:
+def write_columns(fh: Any, columns: Mapping[str, Any], precision: int | str | None = "exact") -> None:
     """Columns (NumPy arrays) as CSV, byte for byte what pandas writes for numbers (minimal quoting,
     shortest round-trip floats, empty cells for NaN, ``\\n`` line ends), streamed a block of rows at a
-    time, text cells and column names neutralised."""
+    time, text cells and column names neutralised. *precision* (float columns only): ``"exact"`` as
+    just said; None, the data's own precision, or a number of significant digits
+    (:func:`gpudse_core.report.fmt.csv_floats`, the one number formatter)."""
     import numpy as np
 
     w = csv.writer(fh, lineterminator="\n", quoting=csv.QUOTE_MINIMAL)
     names = list(columns)
     w.writerow([cell(str(n)) for n in names])
     arrays = [np.asarray(columns[c]) for c in names]
+    if precision != "exact":
+        from .report.fmt import csv_floats
+
+        arrays = [np.array(csv_floats(a.tolist(), precision), dtype=object) if a.dtype.kind == "f" else a
+                  for a in arrays]
+    arrays = [a.astype(str) if a.dtype.kind in "mM" else a for a in arrays]
     n = len(arrays[0]) if arrays else 0
     for lo in range(0, n, CSV_ROWS):
         lists = [a[lo:lo + CSV_ROWS].tolist() for a in arrays]

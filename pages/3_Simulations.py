@@ -102,7 +102,7 @@ with tab_run:
                                       index=names.index(last.get("kernel", "matMul")) if last.get("kernel") in names
                                       else names.index("matMul"), key=f"kernel_{w.id}")
                 c2.caption(KERNELS[kernel].description)
-                noise = c2.slider("Measurement noise σ (log-normal)", 0.0, 0.2, float(last.get("noise", 0.0)), 0.01,
+                noise = c2.slider("Measurement noise σ (log-normal)", 0.0, 0.2, float(last.get("noise", 0.01)), 0.01,
                                   key=f"noise_{w.id}")
                 backend = AnalyticalBackend(kernel, noise=noise, seed=int(samples.seed or 0))
         elif kind.startswith("MGPUSim"):

@@ -174,10 +174,15 @@ st.caption(f"Model version {model_sv.version}: {ui.plain(model_sv.origin)}.")
 if not hasattr(model, "trace"):  # a learner (forest, boosting, hybrid, EBM), possibly chosen by auto
     pred = model.predict(data)
     obs = data[model.response].to_numpy(dtype=float)
-    m = st.columns(3)
-    m[0].metric("Model", KINDS.get(model_kind(model), model_kind(model)))
-    m[1].metric("Training rows", ui.fmt_count(len(data)))
-    m[2].metric("Median relative error on them", ui.fmt_pct(float(np.median(np.abs(pred - obs) / np.abs(obs)))),
+    head = ui.headline(w, model_sv)
+    m = st.columns(4)
+    m[0].metric(head.label if head is not None and head.value is not None else "Out-of-sample error",
+                ui.fmt_pct(head.value) if head is not None and head.value is not None else "–",
+                help="the validation's median error of this model at its largest training size" if head is not None
+                and head.value is not None else "not measured yet: validate on the Accuracy page")
+    m[1].metric("Model", KINDS.get(model_kind(model), model_kind(model)))
+    m[2].metric("Training rows", ui.fmt_count(len(data)))
+    m[3].metric("Median relative error on them", ui.fmt_pct(float(np.median(np.abs(pred - obs) / np.abs(obs)))),
                 help="on the rows it was fitted on: optimistic; the Accuracy page measures it on held-out points")
     sel = getattr(model, "selection", None)
     if sel:
@@ -195,12 +200,25 @@ with st.expander("Replay the fit row by row (Stargazer Table 1)", expanded=False
     st.caption("Each row of the trace in turn, with the rule that accepted or rejected its term, for watching "
                "the model grow in a lecture.")
     ui_replay.replay(model, [p for p in params_all if p in results.columns], f"replay_{model_sv.digest[:12]}")
+head = ui.headline(w, model_sv)
+interpolates = head is not None and head.interpolates
 m = st.columns(4)
-m[0].metric("R²", ui.fmt_r2(model.r2))
-m[1].metric("Adjusted R²", ui.fmt_r2(model.adj_r2))
+if head is not None and head.value is not None:  # the headline: an out-of-sample error, labelled as such
+    m[0].metric(head.label, ui.fmt_pct(head.value), help=f"{head.detail}; "
+                "each row predicted by the fit without it (exact for least squares); the Accuracy page "
+                "measures the error on held-out points" if head.source == "leave-one-out" else head.detail)
+else:
+    m[0].metric("Out-of-sample error", "interpolates" if interpolates else "–",
+                help="see the note below" if interpolates else "validate on the Accuracy page")
+if interpolates:
+    m[1].metric("Training rows", ui.fmt_count(model.n))
+else:
+    m[1].metric("R² (on the training rows)", ui.fmt_r2(model.r2), help=f"adjusted R² {ui.fmt_r2(model.adj_r2)}")
 m[2].metric("Terms", len(model.terms))
 m[3].metric("Coefficients", len(model.coefficients))
-saturated = saturation_warning(len(model.coefficients), model.n, model.r2)
+if interpolates:
+    st.warning(head.note, icon=":material/warning:")
+saturated = None if interpolates else saturation_warning(len(model.coefficients), model.n, model.r2)
 if saturated:
     st.warning(saturated, icon=":material/warning:")
 for note in getattr(model, "notes", []) or []:
@@ -218,9 +236,11 @@ with c2:
 with st.expander("The fitted equation", expanded=False):
     st.code(model.equation(digits=5), language=None, wrap_lines=True)
 try:
-    table = anova(model, data)
     st.markdown("**ANOVA: F-tests pooling every term that involves a predictor (Lee & Brooks Table 5, rms::anova)**")
-    ui.table(table)
+    if interpolates:
+        st.caption("Not shown: as the note above says, the F statistics of this fit would not be tests.")
+    else:
+        ui.table(anova(model, data), units=ui.anova_units(model))
     with st.expander("Coefficients with t-tests"):
         ui.table(coefficient_table(model, data))
 except GpudseError as e:

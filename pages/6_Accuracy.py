@@ -10,6 +10,7 @@ import streamlit as st
 from dashboard import frame as ui
 from dashboard import jobs as ui_jobs
 from dashboard import work as ui_work
+from dashboard import compare as ui_compare
 from gpudse_core import GpudseError
 from gpudse_core.model.inference import qq_points, residual_table, variable_clusters
 from gpudse_core.model.metrics import STATS
@@ -26,7 +27,8 @@ params = [p for p in space.parameter_names if p in data.columns]
 st.caption(f"Model version {model_sv.version} ({ui.plain(model_sv.origin)}), fitted on {ui.fmt_count(len(data), 'results')} "
            f"({ui.plain(fitted_on.origin)}).")
 
-tab_val, tab_diag, tab_true = st.tabs(["Validation", "Diagnostics", "True error over the space"])
+tab_val, tab_diag, tab_true, tab_cmp = st.tabs(["Validation", "Diagnostics", "True error over the space",
+                                                "Runs side by side"])
 with tab_val:
     st.caption("Sample-train-test (Stargazer §7.3, Lee & Brooks §5): for each training size N, draw N training "
                "points and a disjoint test set from the results, fit each model on the training points and "
@@ -86,10 +88,14 @@ with tab_diag:
         ui.chart(figures.predicted_vs_observed(model, data))
         st.caption("Residual plots, Q-Q and ANOVA are for the stepwise model; fit one on the Stepwise fit page.")
     else:
-        try:
-            resid = residual_table(model, data)
-        except GpudseError as e:
-            st.error(ui.plain(e))
+        head = ui.headline(w, model_sv)
+        if head is not None and head.interpolates:  # residuals of an interpolating fit are numerical noise
+            st.info(head.note, icon=":material/info:")
+        else:
+            try:
+                resid = residual_table(model, data)
+            except GpudseError as e:
+                st.error(ui.plain(e))
     if resid is not None:
         c1, c2 = st.columns(2)
         ui.chart(figures.predicted_vs_observed(model, data), c1, narrow=True)
@@ -136,3 +142,6 @@ with tab_true:
             m[3].metric("Max error", ui.fmt_pct(errs["max"]))
             fig = figures.space_error_cdf(np.asarray(errs["quantiles"]))  # the CDF through 1,001 quantiles
             ui.chart(style.apply(fig, title_text=f"True error over all {ui.fmt_count(errs['points'])} designs"))
+
+with tab_cmp:
+    ui_compare.section(w, space)

@@ -11,8 +11,9 @@ from ..errors import GpudseError
 PLAIN_EVERY_S = 10.0  # when stderr is not a terminal (a log file, a batch job): a progress line this often
 
 
-def write_table(table: Any, out: Path) -> None:
-    """Write a DataFrame as CSV, Parquet or JSON records according to the file's suffix."""
+def write_table(table: Any, out: Path, precision: int | None = None) -> None:
+    """Write a DataFrame as CSV, Parquet or JSON records according to the file's suffix; CSV through
+    the one CSV writer (space.sampling.write_csv), its floats at *precision* (``--precision``)."""
     if out.suffix.lower() == ".parquet":
         table.to_parquet(out, index=False)
     elif out.suffix.lower() == ".json":
@@ -20,7 +21,23 @@ def write_table(table: Any, out: Path) -> None:
     else:
         from ..csvout import write_frame
 
-        write_frame(table, out)  # formula-like text cells neutralised
+        write_frame(table, out, precision)  # formula-like text cells neutralised
+
+
+def precision_arg(text: str) -> int | None:
+    """``--precision auto`` (None: the data's own precision) or significant digits (1-17)."""
+    from ..report.fmt import csv_precision
+
+    try:
+        return csv_precision(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e).replace("--precision ", "")) from None
+
+
+def add_precision(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--precision", type=precision_arg, default=None, metavar="auto|DIGITS",
+                        help="CSV numbers: auto (default) keeps values the data wrote in up to 12 digits exactly "
+                             "and writes computed ones to 7 significant digits; or a number of significant digits")
 
 
 def writable(path: str, suffixes: tuple[str, ...] = (".csv", ".parquet", ".json", ".yaml", ".yml")) -> Path:

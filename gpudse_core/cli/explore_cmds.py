@@ -9,7 +9,7 @@ import sys
 import time
 
 from ..errors import GpudseError
-from .common import Progress, count_arg, nonnegative_int, writable, write_table
+from .common import Progress, add_precision, count_arg, nonnegative_int, writable, write_table
 
 
 def cmd_explore(args: argparse.Namespace) -> int:
@@ -46,10 +46,10 @@ def cmd_explore(args: argparse.Namespace) -> int:
     unit = "cycles" if "cycle" in str(model.response).lower() else None
     if out is not None:
         if args.top:
-            write_table(found.rows, out)
+            write_table(found.rows, out, args.precision)
         if res.pareto is not None:
             front = out.with_name(out.stem + "_pareto" + out.suffix)
-            write_table(res.pareto, front)
+            write_table(res.pareto, front, args.precision)
             print(f"wrote the Pareto front to {front}", file=sys.stderr)
     notes = list(dict.fromkeys(found.notes))
     if args.json:
@@ -98,6 +98,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
                         description="Find the designs a fitted model predicts best over a whole design space, "
                                     "exactly as predicting every feasible point would, without visiting every "
                                     "point when the model is additive.")
+    add_precision(ex)
     ex.add_argument("model", metavar="MODEL.json", help="a model written by gpudse fit")
     ex.add_argument("space", metavar="SPACE", help="design-space file (YAML/JSON) or preset name")
     ex.add_argument("--top", type=nonnegative_int, default=20, metavar="K",

@@ -8,7 +8,8 @@ import sys
 
 from .. import choices
 from ..errors import GpudseError
-from .common import Progress, count_arg, default_params, knots_arg, nonnegative_int, scale_arg, writable, write_table
+from .common import (Progress, add_precision, count_arg, default_params, knots_arg, nonnegative_int, scale_arg,
+                     writable, write_table)
 
 
 SHOWN = 10  # candidates per trace line, best first
@@ -85,6 +86,25 @@ def fit_settings(args: argparse.Namespace) -> tuple[dict, list[str]]:
     return kw, notes
 
 
+def headline_doc(model, data) -> dict:
+    """The fit's headline for --json: out-of-sample error and whether it interpolates (model.headline)."""
+    from ..model.headline import fit_headline
+
+    h = fit_headline(model, data)
+    return {"source": h.source, "median_error": h.value, "interpolates": h.interpolates, "note": h.note}
+
+
+def final_line(model, data) -> str:
+    """The fit's last line: its terms, led by the out-of-sample error; R² only when it means something."""
+    from ..model.headline import fit_headline
+
+    h = fit_headline(model, data)
+    head = f"final model ({model.n:,} rows): {' + '.join(model.terms)}; "
+    if h.interpolates:
+        return head.rstrip("; ") + "\nnote: " + (h.note or "the fit interpolates")
+    return head + f"{h.text()}; R² {model.r2:.4f}, adj R² {model.adj_r2:.4f} (on the training rows)"
+
+
 def cmd_fit(args: argparse.Namespace) -> int:
     from ..dataio import read_table
     from ..model.stepwise import fit_stepwise
@@ -110,9 +130,10 @@ def cmd_fit(args: argparse.Namespace) -> int:
     model.save(out)
     if args.json:
         print(json.dumps({"terms": model.terms, "r2": model.r2, "adj_r2": model.adj_r2, "n": model.n,
-                          "notes": model.notes, "settings": model.settings, "trace": model.trace}, indent=1))
+                          "headline": headline_doc(model, data), "notes": model.notes, "settings": model.settings,
+                          "trace": model.trace}, indent=1))
     else:
-        print(f"final model ({model.n} rows): {' + '.join(model.terms)}; R² {model.r2:.4f}, adj R² {model.adj_r2:.4f}")
+        print(final_line(model, data))
         print(model.equation(digits=5))
         for note in model.notes:
             print(f"note: {note}")
@@ -143,7 +164,8 @@ def _fit_model(args: argparse.Namespace, data, params, out, echo) -> int:
     if args.json:
         doc = {"model": args.model, "kind": kind, "n": getattr(model, "n", None) or len(data), "selection": sel}
         if kind == "stepwise":
-            doc.update(terms=model.terms, r2=model.r2, adj_r2=model.adj_r2, trace=model.trace)
+            doc.update(terms=model.terms, r2=model.r2, adj_r2=model.adj_r2, headline=headline_doc(model, data),
+                       trace=model.trace)
         print(json.dumps(plain_json(doc), indent=1))
     else:
         if sel:
@@ -152,8 +174,7 @@ def _fit_model(args: argparse.Namespace, data, params, out, echo) -> int:
             print(_cv_table(sel["table"]))
             print(sel["reason"])
         if kind == "stepwise":
-            print(f"final model ({model.n} rows): {' + '.join(model.terms)}; R² {model.r2:.4f}, "
-                  f"adj R² {model.adj_r2:.4f}")
+            print(final_line(model, data))
             print(model.equation(digits=5))
         else:
             print(f"{kind} model of {args.response} ({model.transform} scale) on {len(data):,} rows")
@@ -189,7 +210,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
     out = writable(args.output, (".csv", ".parquet", ".json"))
     det = details(model, points)
     result = with_predictions(points, det)
-    write_table(result, out)
+    write_table(result, out, args.precision)
     n_bounded = int(det.bounded.sum())
     n_outside = int((det.extrapolation != "").sum())
     margin = getattr(model, "bound_margin", BOUND_MARGIN)
@@ -302,6 +323,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
 
     pr2 = sub.add_parser("predict", help="predict design points with a fitted model (adds predicted, bounded and "
                                          "extrapolation columns)")
+    add_precision(pr2)
     pr2.add_argument("model", metavar="MODEL.json")
     pr2.add_argument("points", metavar="POINTS", help="points table: .csv, .parquet or .json")
     pr2.add_argument("-o", "--output", required=True, metavar="predictions.csv")

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from .. import choices
 from ..errors import GpudseError
-from .common import Progress, count_arg, nonnegative_int, positive_number, writable, write_table
+from .common import Progress, add_precision, count_arg, nonnegative_int, positive_number, writable, write_table
 
 
 def cmd_simulate(args: argparse.Namespace) -> int:
@@ -59,7 +59,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         table = store.table()
         keep = [c for c in table.columns if c not in ("status", "attempts", "error")]
         table = table[keep] if len(table) else points.iloc[0:0]
-        write_table(table, out)
+        write_table(table, out, args.precision)
         print(f"wrote {len(table):,} results to {out}", file=sys.stderr)
         return _report_missing(store, final, args.retries + 1, stopped=bool(wsc and wsc.should_stop()))
 
@@ -152,7 +152,7 @@ def cmd_import(args: argparse.Namespace) -> int:
     out = writable(args.output, (".csv", ".parquet", ".json"))
     for p in rep.problems:
         print(f"  {p.kind}: {p}", file=sys.stderr)
-    write_table(rep.table, out)
+    write_table(rep.table, out, args.precision)
     if args.store:
         with CampaignStore(args.store, name=args.campaign) as store:
             store.import_results({"backend": "upload", "source": path.name, "space": space.name}, rep.table,
@@ -203,6 +203,7 @@ def cmd_wfg(args: argparse.Namespace) -> int:
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:
     si = sub.add_parser("simulate", help="run design points through a simulator backend, resumably (a campaign)")
+    add_precision(si)
     si.add_argument("points", metavar="SAMPLES", help="design points: .csv, .parquet or .json (e.g. from gpudse sample)")
     si.add_argument("--backend", choices=("analytical", "command", "mgpusim"), default="analytical",
                     help="analytical: the built-in simulator (default); command: an external simulator (--config); "
@@ -216,7 +217,9 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     si.add_argument("--timeout", type=positive_number, default=600.0,
                     help="mgpusim backend: seconds one point may take before it is killed (default 600)")
     si.add_argument("--config", metavar="SIM.toml", help="command backend: the simulator description on this machine")
-    si.add_argument("--noise", type=float, default=0.0, help="analytical: σ of log-normal measurement noise")
+    si.add_argument("--noise", type=float, default=0.01,
+                    help="analytical: σ of log-normal measurement noise (default 0.01, 1 %%; 0 gives noise-free "
+                         "results, which a model can interpolate)")
     si.add_argument("--seed", type=nonnegative_int, default=None)
     si.add_argument("--workers", type=count_arg, default=None,
                     help="worker processes (local pool or --scheduler local; default: all cores)")
@@ -243,6 +246,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     mg.set_defaults(func=cmd_mgpusim)
 
     im = sub.add_parser("import", help="validate uploaded simulation results against a design space")
+    add_precision(im)
     im.add_argument("results", metavar="RESULTS", help=".csv, .parquet or .json")
     im.add_argument("--space", required=True, help="YAML/JSON file or preset")
     im.add_argument("--responses", metavar="a,b", help="response columns (default: numeric non-parameter columns)")

@@ -8,7 +8,7 @@ import sys
 
 from .. import choices
 from ..errors import printable
-from .common import count_arg, fraction, nonnegative_int, writable
+from .common import add_precision, count_arg, fraction, nonnegative_int, writable
 
 
 def space_text(space) -> str:
@@ -81,7 +81,7 @@ def cmd_sample(args: argparse.Namespace) -> int:
     out = writable(args.output, (".csv", ".parquet", ".json"))
     result = sample(space, args.n, fraction=args.fraction, per_dim_fraction=args.per_dim_fraction,
                     per_dim_mode=args.per_dim_mode, seed=args.seed, method=args.method)
-    result.save(out, with_index=args.with_index)
+    result.save(out, with_index=args.with_index, precision=args.precision)
     share = len(result) / (result.feasible_size or space.size)
     extra = f"; {result.replaced} LHS rows re-drawn" if result.replaced else ""
     seed = f"seed {args.seed}" if args.seed is not None else "no seed: pass --seed N to draw the same points again"
@@ -113,6 +113,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     add_space_parsers(ssub)
 
     sa = sub.add_parser("sample", help="sample design points uniformly at random (Stargazer §5.1)")
+    add_precision(sa)
     sa.add_argument("space", metavar="SPACE", help="YAML/JSON file or preset")
     how = sa.add_mutually_exclusive_group(required=True)
     how.add_argument("-n", type=count_arg, metavar="N", help="number of points")

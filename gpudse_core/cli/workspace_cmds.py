@@ -12,7 +12,7 @@ import sys
 import time
 
 from ..errors import GpudseError
-from .common import writable
+from .common import add_precision, writable
 
 
 def _when(t: float | None) -> str:
@@ -135,7 +135,7 @@ def cmd_ws_export(args: argparse.Namespace) -> int:
             out = writable(args.output, (".csv", ".parquet", ".json"))
             (sv,) = ws.require(args.stage)
             table = sv.value.table() if args.stage == "samples" else sv.value.table
-            write_table(table, out)
+            write_table(table, out, args.precision)
             print(f"wrote {len(table):,} rows of the {args.stage} (v{sv.version}) to {out}", file=sys.stderr)
             return 0
         from ..workspace import export_project
@@ -199,6 +199,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--yes", action="store_true", help="confirm: deleting cannot be undone")
     p = action("export", "write the current stages as a project zip, or one stage's table", cmd_ws_export)
     p.add_argument("--stage", choices=("samples", "results"), help="write this stage's table instead of a project")
+    add_precision(p)
     p.add_argument("--include-stale", action="store_true", help="project: keep stale stages (labelled in "
                    "settings.json) instead of leaving them out")
     p.add_argument("-o", "--output", required=True, metavar="project.zip|table.csv")

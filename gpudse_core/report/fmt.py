@@ -321,6 +321,8 @@ def format_cell(value: Any, kind: str, unit: str | None = None, sig: int = 4) ->
         if v is not None and count_unit and 10 <= abs(v) < SI_FROM - 0.5:
             return _group(_round(v, 0))
         return fmt_number(value, None, sig)
+    if type(value).__name__ in ("bool", "bool_"):  # a flag reads as a word, never True/False
+        return "yes" if value else "no"
     return MISSING if _is_missing(value) else str(value)
 
 
@@ -389,3 +391,72 @@ def text_table(df: Any, units: Mapping[str, str] | None = None, kinds: Mapping[s
                sig: int = 4) -> str:
     """:func:`format_table` as plain text for the terminal (the CLI's tables), right-aligned columns."""
     return format_table(df, units, kinds, sig).to_string(index=False)
+
+
+def response_unit(response: Any) -> str | None:
+    """The unit of a response column when its name says it (cycles), else None."""
+    return "cycles" if "cycle" in str(response).lower() else None
+
+
+def squared_unit(unit: str | None, transform: str = "none") -> str | None:
+    """The unit of a sum of squares of a response in *unit* on the model's *transform* scale:
+    cycles² raw, (log cycles)² on the log scale, cycles on the square-root scale."""
+    if not unit:
+        return None
+    return {"none": f"{unit}²", "log": f"(log {unit})²", "sqrt": unit}.get(transform, f"({transform} {unit})²")
+
+
+# ---- numbers in CSV files ---------------------------------------------------------------------------
+CSV_EXACT_DIGITS = 12  # a column whose every value Python writes in at most this many digits is data: kept exactly
+CSV_COMPUTED_DIGITS = 7  # else (computed: noise, averages, model output) 7 significant digits, 1 part in 10⁷
+
+
+def _repr_digits(text: str) -> int:
+    """Significant digits of a float's shortest representation (``'1.25e-05'`` → 3)."""
+    mantissa = text.lower().lstrip("+-").split("e")[0].replace(".", "").lstrip("0")
+    return len(mantissa.rstrip("0")) or 1
+
+
+def csv_precision(text: str) -> int | None:
+    """``--precision``: ``auto`` (None) or significant digits from 1 to 17."""
+    if str(text).strip().lower() == "auto":
+        return None
+    try:
+        n = int(text)
+    except (TypeError, ValueError):
+        n = 0
+    if not 1 <= n <= 17:
+        raise ValueError(f"--precision {text!r}: give auto or significant digits from 1 to 17")
+    return n
+
+
+def csv_floats(values: Any, precision: int | None = None) -> list:
+    """A float column's CSV cells. *precision* None (``auto``): values the data wrote in at most
+    CSV_EXACT_DIGITS digits (design values, measurements read from a file) are kept exactly, as the
+    shortest text that reads back to the same float; a column of computed values (11-17 digits of
+    which only the first few mean anything) is written to CSV_COMPUTED_DIGITS significant digits.
+    An integer: that many significant digits. Positional notation, trailing zeros trimmed, NaN empty."""
+    import numpy as np
+
+    vals = [float(v) for v in values]
+    finite = [v for v in vals if math.isfinite(v)]
+    digits = precision
+    if digits is None:
+        if all(_repr_digits(repr(v)) <= CSV_EXACT_DIGITS for v in finite):
+            return ["" if math.isnan(v) else repr(v) if math.isinf(v) else _plain(v) for v in vals]
+        digits = CSV_COMPUTED_DIGITS
+    out = []
+    for v in vals:
+        if math.isnan(v):
+            out.append("")
+        elif math.isinf(v):
+            out.append("inf" if v > 0 else "-inf")
+        else:
+            out.append(np.format_float_positional(v, precision=digits, unique=True, fractional=False, trim="-"))
+    return out
+
+
+def _plain(v: float) -> str:
+    """The shortest text that reads back to *v*, as pandas writes it (``repr``)."""
+    return repr(v)
+

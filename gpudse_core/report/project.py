@@ -218,6 +218,7 @@ REPORT_CSS = (
     "td:first-child,th:first-child,.l{text-align:left}summary{cursor:pointer;color:#3E4C59}"
     "pre{background:#F5F7FA;padding:1em;white-space:pre-wrap;font-size:.9em}"
     ".figure{margin:1.2em 0}.muted{color:#5F6B7A}.table{overflow-x:auto;max-width:100%}"
+    ".note{background:#FFF8E1;border-left:4px solid #F0B429;padding:.6em 1em}h3{font-size:1.1em}"
 )
 
 
@@ -236,17 +237,26 @@ def _report_table(df: pd.DataFrame, units: dict[str, str] | None = None, kinds: 
 
 
 def html_report(project: Project, figures: list[Any], tables: dict[str, pd.DataFrame] | None = None,
-                title: str = "gpudse analysis", table_kinds: dict[str, dict[str, str]] | None = None) -> str:
+                title: str = "gpudse analysis", table_kinds: dict[str, dict[str, str]] | None = None, *,
+                subtitle: str | None = None, headline: Any = None, sections: list[tuple[str, list]] | None = None,
+                table_units: dict[str, dict[str, str]] | None = None) -> str:
     """A standalone HTML page: summary, equation, tables, and the given Plotly figures (interactive).
 
     Charts carry the gpudse style (template and colours inside each figure, so they look as on the pages);
     plotly.js is inlined once, so the file opens offline. Numbers go through :mod:`.fmt`; *table_kinds*
     may say how a table's columns are shown (e.g. ``{"mean": "fraction"}``, see ``fmt.column_kind``).
+
+    *subtitle*: a line under the title (versions, date). *headline*: the model's out-of-sample headline
+    (:class:`gpudse_core.model.headline.Headline`): it leads the model section, and when the fit
+    interpolates its note replaces R². *sections*: ``[(heading, items)]`` drawn after *tables* and before
+    *figures*, in order, each item a DataFrame, a Plotly figure, a ``("text", str)`` paragraph or a
+    ``(name, DataFrame)`` captioned table; *table_units* gives a table's column units by table name.
     """
     from .. import __version__
     from . import fmt, style
 
-    parts = [f"<h1>{html.escape(title)}</h1>", f"<p class='muted'>gpudse {html.escape(__version__)}</p>"]
+    parts = [f"<h1>{html.escape(title)}</h1>",
+             f"<p class='muted'>{html.escape(subtitle) if subtitle else 'gpudse ' + html.escape(__version__)}</p>"]
     s = project.space
     units = fmt.space_units(s)
     parts.append(f"<p>Design space <b>{html.escape(s.name)}</b>: {len(s.parameters)} parameters, "
@@ -262,23 +272,52 @@ def html_report(project: Project, figures: list[Any], tables: dict[str, pd.DataF
     if m is not None and not hasattr(m, "terms"):  # a learner: no terms or equation to show
         from ..model.registry import model_kind
 
-        parts.append(f"<h2>Model</h2><p>{html.escape(model_kind(m))}, fitted on "
+        lead = f"<p><b>{html.escape(headline.text()[:1].upper() + headline.text()[1:])}.</b></p>" if headline else ""
+        parts.append(f"<h2>Model</h2>{lead}<p>{html.escape(model_kind(m))}, fitted on "
                      f"{html.escape(fmt.fmt_count(len(getattr(m, 'train_', ())), 'observations'))}.</p>")
     elif m is not None:
-        parts.append(f"<h2>Model</h2><p>Terms in selection order: {html.escape(' + '.join(m.terms))}; "
-                     f"R² {fmt.fmt_r2(m.r2)}, adjusted R² {fmt.fmt_r2(m.adj_r2)}, "
-                     f"{html.escape(fmt.fmt_count(m.n, 'observations'))}.</p>")
+        lead = ""
+        if headline is not None:  # an out-of-sample error leads, R² follows (and is left out when it means nothing)
+            lead = f"<p><b>{html.escape(headline.text()[:1].upper() + headline.text()[1:])}.</b></p>"
+            if headline.interpolates:
+                lead += f"<p class='note'>{html.escape(headline.note or '')}</p>"
+        r2 = ("" if headline is not None and headline.interpolates
+              else f"R² {fmt.fmt_r2(m.r2)}, adjusted R² {fmt.fmt_r2(m.adj_r2)} on the training rows, ")
+        parts.append(f"<h2>Model</h2>{lead}<p>Terms in selection order: {html.escape(' + '.join(m.terms))}; "
+                     f"{r2}{html.escape(fmt.fmt_count(m.n, 'observations'))}.</p>")
         parts.append("<details><summary>The fitted equation</summary>"  # long: folded, as on the fit page
                      f"<pre>{html.escape(m.equation(digits=5))}</pre></details>")
     for name, df in (tables or {}).items():
         parts.append(f"<h2>{html.escape(name)}</h2><div class='table'>"
-                     + _report_table(df, units, (table_kinds or {}).get(name)) + "</div>")
+                     + _report_table(df, {**units, **(table_units or {}).get(name, {})}, (table_kinds or {}).get(name))
+                     + "</div>")
     config = {"displaylogo": False, "responsive": True}
-    for i, fig in enumerate(figures):
+    drawn = [0]
+
+    def figure(fig: Any) -> str:
         # a figure drawn elsewhere (or under Streamlit's template) gets the gpudse style too; legends as built
         style.apply(fig, one_entry_per_group=False)
-        parts.append("<div class='figure'>" + fig.to_html(full_html=False, include_plotlyjs="inline" if i == 0
-                                                         else False, config=config) + "</div>")
+        first = drawn[0] == 0
+        drawn[0] += 1
+        return "<div class='figure'>" + fig.to_html(full_html=False, include_plotlyjs="inline" if first else False,
+                                                    config=config) + "</div>"
+
+    for heading, items in sections or []:
+        parts.append(f"<h2>{html.escape(heading)}</h2>")
+        for item in items:
+            if isinstance(item, pd.DataFrame):
+                parts.append("<div class='table'>" + _report_table(item, units) + "</div>")
+            elif isinstance(item, tuple) and item[0] == "text":
+                parts.append(f"<p>{html.escape(str(item[1]))}</p>")
+            elif isinstance(item, tuple):  # (caption, table[, units[, kinds]])
+                name, df, *rest = item
+                parts.append(f"<h3>{html.escape(str(name))}</h3><div class='table'>"
+                             + _report_table(df, {**units, **(rest[0] if rest else {})}, rest[1] if len(rest) > 1
+                                             else None) + "</div>")
+            else:
+                parts.append(figure(item))
+    for fig in figures:
+        parts.append(figure(fig))
     return (f"<!doctype html><html lang='en'><head><meta charset='utf-8'>"
             f"<meta name='viewport' content='width=device-width, initial-scale=1'><title>{html.escape(title)}</title>"
             f"<style>{REPORT_CSS}</style></head><body>{''.join(parts)}</body></html>")

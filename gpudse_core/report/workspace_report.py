@@ -1,18 +1,83 @@
-"""The HTML report of a workspace: only what is current, with stale analyses left out and listed (issue 14).
+"""The HTML report of a workspace for a design review: what produced the results, every current
+analysis in the dashboard's page order, and nothing stale (left out and listed).
 
 :func:`workspace_report` draws from :func:`gpudse_core.workspace.report_contents` — the current
 stages, the results version the model was fitted on, and the current analyses — and writes one
-standalone page with :func:`gpudse_core.report.project.html_report`. The dashboard's Home page and
-``gpudse workspace report`` call it, so both export the same thing.
+standalone page with :func:`gpudse_core.report.project.html_report`. The title names the workspace
+and what produced its results (application, simulator, measurement noise, sample size); a line
+under it gives the gpudse version, the date and the version of every stage. The model is headed by
+its out-of-sample error (:mod:`gpudse_core.model.headline`), never by R², and a fit that interpolates
+says so instead of showing F-tests and residual plots of numerical noise. Then, as the pages show
+them: the fit (Stargazer Fig. 3, a response curve, Lee & Brooks' ANOVA), accuracy (validation
+tables, error CDFs, Stargazer Figs. 5-6, diagnostics, the true error over the space), exploration
+(best designs, Pareto front, one-at-a-time sensitivity), ray tracing (the heatmap), and runs side
+by side. The dashboard's Home page and ``gpudse workspace report`` call it, so both export the same.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 from typing import Any
 
 ANALYSIS_TITLES = {"validation": "Validation: relative error (%), pooled over repeats",
-                   "scan": "Best designs (whole-space scan)", "true_error": "True error over the entire space"}
+                   "scan": "Best designs (whole-space scan)", "true_error": "True error over the entire space",
+                   "heatmap": "Ray tracing: the per-pixel cost heatmap (Zatel)",
+                   "comparison": "Runs side by side", "app_models": "One model per application"}
 ERROR_COLUMNS = ("mean", "median", "p75", "p90", "p98", "max", "min", "q1", "q3")  # relative errors: shown in %
+ORDER = ("app_models", "validation", "true_error", "scan", "heatmap", "comparison")  # the pages' order
+
+
+def report_title(ws: Any, rc: Any) -> str:
+    """``gpudse — NAME: BFS on the built-in simulator, 1 % noise, 300 results``."""
+    from ..workspace.provenance import results_provenance
+
+    sv = _results_sv(ws, rc)
+    prov = results_provenance(ws, sv) if sv is not None else None
+    return f"gpudse — {ws.name}" + (f": {prov.describe()}" if prov is not None else "")
+
+
+def _results_sv(ws: Any, rc: Any) -> Any:
+    """The results the report speaks about: those the model was fitted on, else the current ones."""
+    model_sv = ws.get("model")
+    if rc.project.model is not None and "results" in model_sv.inputs:
+        return ws.input_of(model_sv, "results")
+    sv = ws.get("results")
+    return sv if sv.value is not None and (sv.ok or rc.project.results is not None) else None
+
+
+def _subtitle(ws: Any, rc: Any) -> str:
+    from .. import __version__
+    from ..workspace.stages import title as stage_title
+
+    versions = [f"{stage_title(s)} v{ws.get(s).version}" for s in ("space", "samples", "results", "model")
+                if ws.get(s).value is not None and s not in rc.left_out]
+    versions += [f"{stage_title(n)} v{sv.version}" for n, sv in sorted(rc.analyses.items())]
+    when = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    return f"gpudse {__version__} · made {when} · " + ", ".join(versions)
+
+
+def _validation_of(rc: Any, model_sv: Any) -> Any:
+    sv = rc.analyses.get("validation")
+    if sv is None or not sv.ok:
+        return None
+    ref = sv.inputs.get("model")
+    return sv.value if ref is not None and ref.version == model_sv.version else None
+
+
+def _heatmap_figure(value: dict) -> Any:
+    import numpy as np
+    import plotly.graph_objects as go
+
+    from . import style
+
+    cost = np.asarray(value.get("cost"), dtype=float)
+    step = max(1, int(np.ceil(max(cost.shape) / 400)))  # at most 400 px a side in the page
+    fig = go.Figure(go.Heatmap(z=cost[::step, ::step], colorscale=style.SEQUENTIAL, colorbar=dict(title="cost"),
+                               hovertemplate="x %{x}, y %{y}: %{z:,.4~r}<extra></extra>"))
+    fig.update_yaxes(autorange="reversed", scaleanchor="x")
+    fig.update_layout(height=520)
+    return style.apply(fig, title_text=f"Per-pixel cost, {cost.shape[1]:,} × {cost.shape[0]:,} pixels",
+                       source="Zatel Fig. 3")
 
 
 def workspace_report(ws: Any, *, include_stale: bool = False) -> str:
@@ -20,54 +85,142 @@ def workspace_report(ws: Any, *, include_stale: bool = False) -> str:
     current design space."""
     import pandas as pd
 
+    from ..errors import GpudseError
+    from ..model.headline import fit_headline
     from ..workspace import report_contents
-    from . import figures
+    from . import figures, fmt
     from .project import html_report
 
     rc = report_contents(ws, include_stale=include_stale)
     proj = rc.project
-    figs: list[Any] = []
-    tables: dict[str, pd.DataFrame] = {}
+    space = proj.space
+    units = fmt.space_units(space)
     model, data = proj.model, rc.model_data
+    model_sv = ws.get("model")
+    sections: list[tuple[str, list]] = []
+    headline = None
+    interpolates = False
+    resp_unit = fmt.response_unit(model.response) if model is not None else None
+    if model is not None and data is not None:
+        try:
+            from ..workspace.provenance import noise_free
+
+            headline = fit_headline(model, data, _validation_of(rc, model_sv),
+                                    noise_free=noise_free(ws, _results_sv(ws, rc)))
+        except GpudseError:
+            headline = None
+        interpolates = headline is not None and headline.interpolates
     if model is not None and data is not None and hasattr(model, "terms"):
-        figs.append(figures.contributions(model))
-        used = [p for p in proj.space.parameter_names if p in getattr(model, "bases", {})]
+        items: list = []
+        apps = rc.analyses.get("app_models")
+        items.append(figures.contributions(model, apps.value if apps is not None and apps.ok else None))
+        used = [p for p in space.parameter_names if p in getattr(model, "bases", {})]
         if used:
             from ..explore.scan import response_curve
 
-            base = {p.name: p.values[len(p.values) // 2] for p in proj.space.parameters}
+            base = {p.name: p.values[len(p.values) // 2] for p in space.parameters}
             first = used[0]
-            label = proj.space.parameter(first).display
-            figs.append(figures.response_curve(response_curve(model, data, first, base, proj.space), first, label,
-                                               model.response, data, parameter=proj.space.parameter(first)))
-        figs.append(figures.predicted_vs_observed(model, data))
-        from ..errors import GpudseError
+            label = space.parameter(first).display
+            items.append(figures.response_curve(response_curve(model, data, first, base, space), first, label,
+                                                model.response, data, parameter=space.parameter(first)))
         from ..model.inference import anova
 
+        if interpolates:
+            items.append(("text", "The F-tests of Lee & Brooks Table 5 are not shown: as the note under Model "
+                                  "says, they would not be tests here."))
+        else:
+            try:
+                sq = fmt.squared_unit(resp_unit, model.transform)
+                items.append(("ANOVA (Lee & Brooks Table 5)", anova(model, data),
+                              {"partial_ss": sq, "ms": sq} if sq else {}))
+            except GpudseError:
+                pass
+        sections.append(("The fit: contributions and a response curve" + ("" if interpolates else ", ANOVA"), items))
+    kinds_err = {c: "fraction" for c in ERROR_COLUMNS}
+    val_sv = rc.analyses.get("validation")
+    if val_sv is not None:
+        value = val_sv.value
+        title = ANALYSIS_TITLES["validation"] + rc.label("validation")[len("validation"):]
+        items = [(title, value.summary().drop(columns=["p75"], errors="ignore").rename(columns={"train_size": "N"}),
+                  {}, kinds_err), figures.error_cdf(value), figures.error_trend(value)]
+        if {"stepwise", "fixed"} <= set(value.models):
+            items.append(figures.error_by_size(value))  # Stargazer Fig. 6
+        sections.append(("Accuracy: validation (Stargazer §7.3, Figs. 5–6; Lee & Brooks Table 6)", items))
+    if model is not None and data is not None:
+        items = [figures.predicted_vs_observed(model, data)]
+        if interpolates:
+            items.append(("text", "Residual plots are not shown: as the note under Model says, these residuals "
+                                  "are not measurement noise."))
+        elif hasattr(model, "bases"):
+            from ..model.inference import qq_points, residual_table
+
+            try:
+                resid = residual_table(model, data)
+                items += [figures.residuals_vs_fitted(resid, model.transform),
+                          figures.qq_plot(qq_points(resid.residual.to_numpy()))]
+            except GpudseError:
+                pass
+        sections.append(("Accuracy: diagnostics (Lee & Brooks §2.5)", items))
+    true_sv = rc.analyses.get("true_error")
+    if true_sv is not None and isinstance(true_sv.value, dict):
+        import numpy as np
+
+        value = true_sv.value
+        title = ANALYSIS_TITLES["true_error"] + rc.label("true_error")[len("true_error"):]
+        items = [(title, pd.DataFrame([{k: value[k] for k in ("kernel", "points", "mean", "median", "p98", "max")
+                                        if k in value}]), {}, kinds_err)]
+        if value.get("quantiles") is not None:
+            items.append(figures.space_error_cdf(np.asarray(value["quantiles"])))
+        sections.append(("Accuracy: the true error over the space (built-in simulator)", items))
+    scan_sv = rc.analyses.get("scan")
+    if scan_sv is not None and isinstance(scan_sv.value, dict) and "best" in scan_sv.value:
+        value = scan_sv.value
+        title = ANALYSIS_TITLES["scan"] + rc.label("scan")[len("scan"):]
+        items = [(title, best_designs_table(value, space), {"predicted": resp_unit} if resp_unit else {})]
+        front = value.get("pareto")
+        if front is not None and len(front) and model is not None:
+            req = value.get("request", {})
+            cost = req.get("cost")
+            cost_label = ("sum of parameter levels" if cost == "levels" else space.parameter(cost).display
+                          if cost in space.parameter_names else str(cost))
+            items.append(figures.pareto(front, cost_label, model.response, value.get("cloud")))
+        sections.append(("Explore: the best designs and the Pareto front", items))
+    if model is not None and proj.model is not None and "model" not in rc.left_out:
+        from ..explore.scan import sensitivity
+
+        base = {p.name: p.values[len(p.values) // 2] for p in space.parameters}
         try:
-            tables["ANOVA (Lee & Brooks Table 5)"] = anova(model, data)
+            sens = sensitivity(model, base, space)
+            span = sens.groupby("parameter").change.agg(["min", "max"]).reindex(space.parameter_names)
+            span.index = [space.parameter(p).display for p in span.index]
+            where = ", ".join(f"{p.display} {fmt.fmt_value(base[p.name])}" for p in space.parameters)
+            sections.append(("Explore: one parameter at a time", [("text", f"From the middle design ({where})."),
+                                                                  figures.sensitivity(span, model.response)]))
         except GpudseError:
             pass
-    kinds: dict[str, dict[str, str]] = {}
-    for name, sv in sorted(rc.analyses.items()):
-        title = ANALYSIS_TITLES.get(name, name) + rc.label(name)[len(name):]  # "(partial: …)", "— out of date: …"
-        value = sv.value
-        if name == "validation":
-            figs += [figures.error_cdf(value), figures.error_trend(value)]
-            tables[title] = value.summary().drop(columns=["p75"], errors="ignore").rename(
-                columns={"train_size": "N"})  # as the Accuracy page shows it (p75 is q3)
-            kinds[title] = {c: "fraction" for c in ERROR_COLUMNS}
-        elif name == "scan" and isinstance(value, dict) and "best" in value:
-            tables[title] = best_designs_table(value, proj.space)
-        elif name == "true_error" and isinstance(value, dict):
-            tables[title] = pd.DataFrame([{k: value[k] for k in ("kernel", "points", "mean", "median", "p98", "max")}])
-            kinds[title] = {c: "fraction" for c in ERROR_COLUMNS}
+    heat_sv = rc.analyses.get("heatmap")
+    if heat_sv is not None and isinstance(heat_sv.value, dict) and heat_sv.value.get("cost") is not None:
+        sections.append((ANALYSIS_TITLES["heatmap"], [("text", f"In use: {heat_sv.origin}."),
+                                                      _heatmap_figure(heat_sv.value)]))
+    cmp_sv = rc.analyses.get("comparison")
+    if cmp_sv is not None and isinstance(cmp_sv.value, dict) and cmp_sv.value.get("runs"):
+        from . import compare
+
+        sections.append(("Runs side by side", compare.report_items(cmp_sv.value)))
+    shown = {"validation", "true_error", "scan", "heatmap", "comparison", "app_models"}
+    others = [(n, sv) for n, sv in sorted(rc.analyses.items()) if n not in shown]
+    if others:
+        sections.append(("Other analyses in the workspace",
+                         [pd.DataFrame([{"analysis": rc.label(n), "version": sv.version, "origin": sv.origin}
+                                        for n, sv in others])]))
+    tables: dict[str, pd.DataFrame] = {}
     if rc.left_out:
         from ..workspace.stages import title as stage_title
 
-        tables["Left out of this report"] = pd.DataFrame(
-            [{"part": stage_title(k), "why": v} for k, v in sorted(rc.left_out.items())])
-    return html_report(proj, figs, tables, title=f"gpudse — {ws.name}", table_kinds=kinds)
+        sections.append(("Left out of this report", [pd.DataFrame(
+            [{"part": stage_title(k), "why": v} for k, v in sorted(rc.left_out.items())])]))
+    return html_report(proj, [], tables, title=report_title(ws, rc), subtitle=_subtitle(ws, rc),
+                       headline=headline, sections=sections)
 
 
 def best_designs_table(scan: dict, space: Any) -> Any:
@@ -83,4 +236,3 @@ def best_designs_table(scan: dict, space: Any) -> Any:
 
     best = scan["best"].drop(columns=[c for c in ("bounded", "design_index") if c in scan["best"].columns])
     return format_table(best, space_units(space))
-

@@ -173,7 +173,7 @@ class SampleSet:
         pq.write_table(self.to_arrow(with_index), buf)
         return buf.getvalue()
 
-    def save(self, path: str | Path, with_index: bool = False) -> Path:
+    def save(self, path: str | Path, with_index: bool = False, precision: int | str | None = "exact") -> Path:
         """Write CSV, Parquet or JSON according to the suffix (JSON carries the request too). Memory
         stays bounded: rows are converted a block at a time; a JSON document longer than gpudse reads
         back (``json_table_bytes``) is refused and nothing is left behind."""
@@ -192,15 +192,17 @@ class SampleSet:
                 raise
         else:
             with open(path, "w", encoding="utf-8", newline="") as fh:
-                write_csv(fh, self.table_columns(with_index))
+                write_csv(fh, self.table_columns(with_index), precision)
         return path
 
 
-def write_csv(fh: Any, columns: Mapping[str, np.ndarray]) -> None:
-    """Columns as CSV through the one CSV writer (:func:`gpudse_core.csvout.write_columns`)."""
+def write_csv(fh: Any, columns: Mapping[str, np.ndarray], precision: int | str | None = "exact") -> None:
+    """Columns as CSV through the one CSV writer (:func:`gpudse_core.csvout.write_columns`): byte for
+    byte what pandas writes by default (*precision* ``"exact"``); None, the data's own precision, or a
+    number of significant digits for float columns (:func:`gpudse_core.report.fmt.csv_floats`)."""
     from ..csvout import write_columns
 
-    write_columns(fh, columns)
+    write_columns(fh, columns, precision)
 
 
 def sample_size(space: DesignSpace, n: int | None = None, fraction: float | None = None,

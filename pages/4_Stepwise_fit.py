@@ -79,6 +79,9 @@ else:
                                             "pass.")
     base = {**StepwiseRegression().get_params(), **PAPER_SETTINGS} if preset.startswith("Stargazer") else (
         defaults if not is_paper else StepwiseRegression().get_params())
+    # outside the form: the inputs below depend on it (a gain is compared only under the adjusted-R² rule)
+    criterion = st.selectbox("Criterion", CRITERIA, index=pick(CRITERIA, base["criterion"]),
+                             help=ui.help_for("criterion"), key=f"criterion_{preset}")
 
 go_fit = False
 trace_box = st.empty()
@@ -87,12 +90,16 @@ if kind == "stepwise":
         c1, c2, c3, c4 = st.columns(4)
         response = c1.selectbox("Response", numeric, index=pick(numeric, prev.response if prev is not None
                                                                           and prev.response in numeric else res.response))
-        transform = c1.selectbox("Transform", FIT_TRANSFORMS, index=pick(FIT_TRANSFORMS, defaults.get("response_transform")),
-                                 help=ui.help_for("transform"))
-        criterion = c2.selectbox("Criterion", CRITERIA, index=pick(CRITERIA, base["criterion"]),
-                                 help=ui.help_for("criterion"))
-        compare = c2.selectbox("Gain measured against", ["r2", "adj_r2"], index=pick(["r2", "adj_r2"], base["compare"]),
-                               format_func=lambda v: {"r2": "R² (Algorithm 1)", "adj_r2": "adjusted R²"}[v])
+        # Stargazer as written has no response transform (PAPER_SETTINGS); the robust defaults keep the last fit's
+        transform = c1.selectbox("Transform", FIT_TRANSFORMS, index=pick(
+            FIT_TRANSFORMS, base["response_transform"] if preset.startswith("Stargazer") else
+            defaults.get("response_transform")), help=ui.help_for("transform"))
+        if criterion == "adjr2":  # only the adjusted-R² rule measures a gain against the current model
+            compare = c2.selectbox("Gain measured against", ["r2", "adj_r2"],
+                                   index=pick(["r2", "adj_r2"], base["compare"]),
+                                   format_func=lambda v: {"r2": "R² (Algorithm 1)", "adj_r2": "adjusted R²"}[v])
+        else:
+            compare = base["compare"]
         theta = c3.number_input("θ (add a parameter)", value=float(base["theta"]), step=0.001, format="%.4f",
                                 help=ui.help_for("theta"))
         phi = c3.number_input("φ (add an interaction)", value=float(base["phi"]), step=0.001, format="%.4f",
@@ -119,7 +126,7 @@ if kind == "stepwise":
 
         def show(step) -> None:
             rows.append(step.to_dict())
-            trace_box.dataframe(ui.trace_table(rows, params), width="stretch")
+            ui.trace_table(rows, params, trace_box, current=len(rows), follow=True)
 
         try:
             new = ui.fit_model(settings, params, callback=show, response=response)
@@ -177,8 +184,10 @@ if not hasattr(model, "trace"):  # a learner (forest, boosting, hybrid, EBM), po
     st.stop()
 
 if not go_fit:
-    trace_box.dataframe(ui.trace_table(model.trace, [p for p in params_all if p in results.columns]),
-                        width="stretch")
+    ui.trace_table(model.trace, [p for p in params_all if p in results.columns], trace_box)
+    st.caption("Stargazer Table 1: a row per step, a column per candidate with its R² (first row) or adjusted R² "
+               "(later rows) with it added; **bold on green**: the term that entered, red: the best candidate, "
+               "rejected. The statistic is the one the criterion decided by.")
 with st.expander("Replay the fit row by row (Stargazer Table 1)", expanded=False, icon=":material/slideshow:"):
     st.caption("Each row of the trace in turn, with the rule that accepted or rejected its term, for watching "
                "the model grow in a lecture.")

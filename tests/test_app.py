@@ -636,10 +636,17 @@ def test_replay_survives_unscored_candidates_and_names_the_look_ahead_block():
     fig = ui_replay.candidates_chart(look, before, settings)
     colours = dict(zip(fig.data[0].y, fig.data[0].marker.color))
     assert colours["tc + tc:ccp"] != colours["blk + blk:simd"] == colours["tc + tc:cc"]  # the chosen block stands out
-    table = ui.trace_table([unscored, look], ["a", "b", "c", "tc"]).data
-    assert table["kind"].tolist() == ["revisit", "look-ahead"]
-    assert table["interactions"][0] == "a:c 0.200, a:b –"  # scored first, best first, unscored last
-    assert table["interactions"][1].startswith("tc + tc:ccp < 0.001, blk + blk:simd < 0.001")
+    from gpudse_core.report import trace as report_trace
+
+    unscored_r2 = {**unscored, "adj_r2s": {"a:b": None, "a:c": 0.71}}
+    look_r2 = {**look, "adj_r2s": {"blk + blk:simd": 0.95, "tc + tc:ccp": 0.97, "tc + tc:cc": 0.96}}
+    table = report_trace.build([unscored_r2, look_r2], ["a", "b", "c", "tc", "blk"])
+    r1, r2 = table.rows
+    assert r1.label == "adj. R² of a:" and r1.values == {"b": None, "c": 0.71} and r1.column == "b"
+    assert report_trace.cell(r1, "b") == "–" and report_trace.cell(r1, "c") == "0.710"  # unscored: a dash
+    assert r2.values == {"blk": 0.95, "tc": 0.97} and r2.column == "tc"  # a look-ahead block under its parameter
+    page = report_trace.html(table)
+    assert "<td class='add'>0.9700</td>" in page and "<td class='rej'>–</td>" in page
     assert "interactions of the revisit pass" in ui_replay.explain({**unscored, "candidates": {"a:b": 0.5, "a:c": 0.7}},
                                                                   before, settings)
 

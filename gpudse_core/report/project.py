@@ -31,7 +31,7 @@ import json
 import zipfile
 import zlib
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Sequence
 
 import pandas as pd
 
@@ -233,12 +233,14 @@ def _report_table(df: pd.DataFrame, units: dict[str, str] | None = None, kinds: 
 
 
 def html_report(project: Project, figures: list[Any], tables: dict[str, pd.DataFrame] | None = None,
-                title: str = "gpudse analysis", table_kinds: dict[str, dict[str, str]] | None = None) -> str:
+                title: str = "gpudse analysis", table_kinds: dict[str, dict[str, str]] | None = None,
+                model_sections: Sequence[str] = ()) -> str:
     """A standalone HTML page: summary, equation, tables, and the given Plotly figures (interactive).
 
     Charts carry the gpudse style (template and colours inside each figure, so they look as on the pages);
     plotly.js is inlined once, so the file opens offline. Numbers go through :mod:`.fmt`; *table_kinds*
     may say how a table's columns are shown (e.g. ``{"mean": "fraction"}``, see ``fmt.column_kind``).
+    *model_sections*: HTML built by gpudse (its text escaped), placed after the model (the trace table).
     """
     from .. import __version__
     from . import fmt, style
@@ -267,6 +269,7 @@ def html_report(project: Project, figures: list[Any], tables: dict[str, pd.DataF
                      f"{html.escape(fmt.fmt_count(m.n, 'observations'))}.</p>")
         parts.append("<details><summary>The fitted equation</summary>"  # long: folded, as on the fit page
                      f"<pre>{html.escape(m.equation(digits=5))}</pre></details>")
+    parts.extend(model_sections)
     for name, df in (tables or {}).items():
         parts.append(f"<h2>{html.escape(name)}</h2><div class='table'>"
                      + _report_table(df, units, (table_kinds or {}).get(name)) + "</div>")

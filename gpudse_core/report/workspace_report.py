@@ -29,6 +29,7 @@ def workspace_report(ws: Any, *, include_stale: bool = False) -> str:
     figs: list[Any] = []
     tables: dict[str, pd.DataFrame] = {}
     model, data = proj.model, rc.model_data
+    sections = [trace_section(model, proj.space.parameter_names)] if getattr(model, "trace", None) else []
     if model is not None and data is not None and hasattr(model, "terms"):
         figs.append(figures.contributions(model))
         used = [p for p in proj.space.parameter_names if p in getattr(model, "bases", {})]
@@ -67,4 +68,15 @@ def workspace_report(ws: Any, *, include_stale: bool = False) -> str:
 
         tables["Left out of this report"] = pd.DataFrame(
             [{"part": stage_title(k), "why": v} for k, v in sorted(rc.left_out.items())])
-    return html_report(proj, figs, tables, title=f"gpudse — {ws.name}", table_kinds=kinds)
+    return html_report(proj, figs, tables, title=f"gpudse — {ws.name}", table_kinds=kinds, model_sections=sections)
+
+
+def trace_section(model: Any, params: Any) -> str:
+    """The stepwise trace as Stargazer Table 1 (the fit page's table: gpudse_core.report.trace)."""
+    from . import trace
+
+    table = trace.build(model.trace, [p for p in params if p in getattr(model, "params", params)])
+    return ("<h2>The stepwise trace (Stargazer Table 1)</h2><p class='muted'>A row per step, a column per candidate "
+            "with its R² (first row) or adjusted R² (later rows) with it added; bold on green: the term that entered, "
+            "red: the best candidate, rejected; the statistic is the one the criterion decided by.</p>"
+            f"<style>{trace.TABLE_CSS}</style>" + trace.html(table))

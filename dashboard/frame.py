@@ -469,7 +469,7 @@ TRACE_KINDS = _trace.KIND_WORDS  # a step's kind in words ("pair", "look-ahead")
 
 
 def trace_table(rows: list[dict], params: list[str], where=None, *, current: int | None = None,
-                follow: bool = False, height_rem: float | None = None) -> None:
+                follow: bool = False, height_rem: float | None = None, model_column: bool = True) -> None:
     """Stargazer Table 1 (gpudse_core.report.trace, the same table as the CLI and the report): a row per
     step, the candidates' R² / adjusted R² per column, the accepted term bold, the criterion's statistic
     beside; step and decision columns frozen. *current*: the row highlighted; *follow*: scrolled to the
@@ -477,4 +477,4 @@ def trace_table(rows: list[dict], params: list[str], where=None, *, current: int
     table = _trace.build(rows, params)
     style = f"--gtrace-h:{height_rem}rem;" if height_rem else ""
     (where or st).html(f"<style>{_trace.TABLE_CSS}</style><div style='{style}'>"
-                       + _trace.html(table, current=current, follow=follow) + "</div>")
+                       + _trace.html(table, current=current, follow=follow, model_column=model_column) + "</div>")

@@ -239,9 +239,11 @@ def replay(model: Any, params: list[str], key: str) -> None:
         row, before = rows[i - 1], rows[i - 2] if i >= 2 else None
         kind = ui.TRACE_KINDS.get(row["kind"], row["kind"])
         st.markdown(f"**Row {i} of {len(rows)}** ({kind}). " + explain(row, before, settings))
-        a, b = st.columns([3, 2])
-        # the rows so far, the newest at the bottom, highlighted and kept in view (the table follows it)
-        ui.trace_table(rows[:i], params, a, current=i, follow=True, height_rem=19 if ui.presenting() else 24)
-        ui.chart(candidates_chart(row, before, settings), b, narrow=True)
+        # the rows so far, the newest at the bottom, highlighted and kept in view (the table follows it);
+        # the whole width, so every candidate's column shows at 1280 px; the chart of this row below
+        ui.trace_table(rows[:i], params, current=i, follow=True, height_rem=14 if ui.presenting() else 20,
+                       model_column=False)
+        a, _ = st.columns([3, 2])
+        ui.chart(candidates_chart(row, before, settings), a, narrow=True)
 
     panel()

@@ -186,11 +186,12 @@ if not hasattr(model, "trace"):  # a learner (forest, boosting, hybrid, EBM), po
 if not go_fit:
     ui.trace_table(model.trace, [p for p in params_all if p in results.columns], trace_box)
     st.caption("Stargazer Table 1: a row per step, a column per candidate with its R² (first row) or adjusted R² "
-               "(later rows) with it added; **bold on green**: the term that entered, red: the best candidate, "
-               "rejected. The statistic is the one the criterion decided by.")
+               "(later rows) with it added; **bold on green**: the term that entered (+), red: the best candidate, "
+               "rejected (✗). The statistic is the one the criterion decided by; R²: the model after the step.")
 with st.expander("Replay the fit row by row (Stargazer Table 1)", expanded=False, icon=":material/slideshow:"):
-    st.caption("Each row of the trace in turn, with the rule that accepted or rejected its term, for watching "
-               "the model grow in a lecture.")
+    if not ui.presenting():
+        st.caption("Each row of the trace in turn, with the rule that accepted or rejected its term, for watching "
+                   "the model grow in a lecture.")
     ui_replay.replay(model, [p for p in params_all if p in results.columns], f"replay_{model_sv.digest[:12]}")
 m = st.columns(4)
 m[0].metric("R²", ui.fmt_r2(model.r2))

@@ -232,8 +232,8 @@ TABLE_CSS = """
 .gtrace th{position:sticky;top:0;z-index:2;background:#f4f5f7;font-weight:600}
 .gtrace .st,.gtrace .tm{position:sticky;z-index:1;text-align:left;background:#fafbfc}
 .gtrace th.st,.gtrace th.tm{z-index:3;background:#eef0f3}
-.gtrace .st{left:0;min-width:2.6em;max-width:2.6em}
-.gtrace .tm{left:2.6em;border-right:2px solid #d0d4da}
+.gtrace .st{left:0;min-width:2.4em;max-width:2.4em;width:2.4em;box-sizing:border-box}
+.gtrace .tm{left:2.4em;border-right:2px solid #d0d4da}
 .gtrace .lb{text-align:left;color:#555}
 .gtrace .model{text-align:left;white-space:normal;min-width:18em;color:#444}
 .gtrace td.add{font-weight:700;background:#c8e6c9}
@@ -252,7 +252,7 @@ def html(table: Table, *, current: int | None = None, follow: bool = False, mode
     the newest row stays in view without script). Include :data:`TABLE_CSS` once on the page."""
     e = _html.escape
     cols = used_columns(table)
-    head = ("<tr><th class='st'>step</th><th class='tm'>decision</th><th class='lb'>values</th>"
+    head = ("<tr><th class='st'>step</th><th class='tm'>term</th><th class='lb'>values</th>"
             + "".join(f"<th>{e(c)}</th>" for c in cols)
             + "<th>statistic</th><th>R²</th>" + ("<th class='model'>model after the step</th>" if model_column else "")
             + "</tr>")
@@ -265,7 +265,10 @@ def html(table: Table, *, current: int | None = None, follow: bool = False, mode
                 cls = " class='add'" if r.accepted else " class='rej'"
             tds.append(f"<td{cls}>{e(cell(r, c))}</td>")
         kind = KIND_WORDS.get(r.kind, r.kind)
-        decision = f"<b>{e(term_text(r))}</b>" if r.accepted and r.kind not in ("prune", "transform") else e(term_text(r))
+        words = term_text(r)
+        if r.chosen is not None and r.kind not in ("prune", "transform"):  # narrow: '+ simd:blk', '✗ dramq'
+            words = f"+ {r.chosen}" if r.accepted else f"✗ {r.chosen}"
+        decision = f"<b>{e(words)}</b>" if r.accepted and r.kind not in ("prune", "transform") else e(words)
         body.append(f"<tr data-row='{i}'{' class=now' if current == i else ''}>"
                     f"<td class='st'>{r.step}</td><td class='tm' title='{e(kind)}'>{decision}</td>"
                     f"<td class='lb'>{e(r.label)}</td>{''.join(tds)}<td>{e(statistic_text(r))}</td>"

@@ -28,12 +28,16 @@ restricted cubic splines, F-tests, residual checks, error CDFs). For ray-tracing
 representative pixels from a per-pixel cost heatmap (**Zatel**).
 """
 )
-from dashboard import frame as ui  # noqa: E402  (after the first paint, above)
-from dashboard import state as ui_state  # noqa: E402
-from gpudse_core import GpudseError  # noqa: E402
-from gpudse_core.workspace.workspace import DEFAULT_NAME  # noqa: E402
+# the first visit to a server builds the example (sampled, simulated, fitted, validated, scanned): ~12 s
+# on two busy cores, with a spinner that says so rather than a bare title
+with st.spinner("Opening the workspace… (the first visit to this server builds the built-in example: "
+                "about 10–15 s)"):
+    from dashboard import frame as ui  # noqa: E402  (after the first paint, above)
+    from dashboard import state as ui_state  # noqa: E402
+    from gpudse_core import GpudseError  # noqa: E402
+    from gpudse_core.workspace.workspace import DEFAULT_NAME  # noqa: E402
 
-w = ui.page("Home")
+    w = ui.page("Home")
 
 st.subheader("Where you are")
 overview = w.overview()

@@ -33,15 +33,20 @@ with tab_val:
     running = ui_jobs.job_panel(w, "validation", "Validation")
     n = len(data)
     dflt = ui_work.EXAMPLE_VALIDATION
+    done = w.get("validation").value  # after a reload the form shows what the table below was computed with
+    if done is not None and hasattr(done, "repeats"):
+        dflt = {**dflt, "train_sizes": list(done.train_sizes), "test_size": int(done.test_size),
+                "repeats": int(done.repeats),
+                "models": [m for m in done.models if m in MODELS and m != "application"] or dflt["models"]}
     with st.form("validate"):
         c1, c2, c3 = st.columns(3)
         test_size = c1.number_input("Test points per repeat", 10, max(10, n - 20),
-                                    min(dflt["test_size"], max(10, n // 3)))
+                                    min(dflt["test_size"], max(10, (n - 20) if done is not None else n // 3)))
         max_train = max(20, n - int(test_size))
         options = [s for s in (20, 30, 60, 90, 120, 150, 200, 250, 300, 400, 600) if s <= max_train]
         sizes = c1.multiselect("Training sizes N", options, default=[s for s in dflt["train_sizes"] if s in options]
                                or options[:1])
-        repeats = c2.slider("Repeats", 1, 10, dflt["repeats"])
+        repeats = c2.slider("Repeats", 1, 10, min(10, max(1, dflt["repeats"])))
         models = c2.multiselect("Models", [m for m in MODELS if m != "application"], default=dflt["models"],
                                 help="stepwise: Algorithm 1; fixed: Stargazer §7.4's three-factor model; "
                                      "regional: Lee & Brooks' S+R; forest, boosting, hybrid: beyond the papers. "

@@ -155,6 +155,9 @@ def test_switching_space_samples_results_and_model_under_every_page(app):
     goto(app, "Design space")
     app.selectbox[0].set_value("lee-brooks").run()
     button(app, "Load preset").click().run()
+    assert w.get("space").value.name == "stargazer"  # replacing a space asks first: nothing changed yet
+    assert any("Replace the design space **stargazer**" in t for t in texts(app, "warning")), texts(app, "warning")
+    button(app, "Replace").click().run()
     ok(app, "load lee-brooks")
     assert metrics(app)["Design points"] == "937,500,000"
     assert any("**lee-brooks** loaded (preset lee-brooks): 937,500,000 design points. Out of date now: samples, "
@@ -172,6 +175,7 @@ def test_switching_space_samples_results_and_model_under_every_page(app):
     goto(app, "Design space")
     app.selectbox[0].set_value("stargazer").run()
     button(app, "Load preset").click().run()
+    button(app, "Replace").click().run()
     assert all(s.ok for s in w.overview().values())
 
     # 3. new samples: the sidebar counts them, results and model are out of date
@@ -414,8 +418,11 @@ def test_sampling_page_errors_keep_previous_samples(app):
 
 def test_sampling_page_fraction_mode(app):
     goto(app, "Sampling")
-    app.radio[0].set_value("Fraction of the whole space")
-    app.number_input[1].set_value(0.001)
+    assert [n.label for n in app.number_input] == ["N (points)", "Seed"]  # a count: no fraction input
+    app.radio[0].set_value("Fraction of the whole space").run()  # the inputs follow the choice
+    assert [n.label for n in app.number_input] == ["Fraction (0–1]", "Seed"]
+    assert "Per-dimension reading" not in [b.label for b in app.selectbox]  # only for each dimension's fraction
+    app.number_input[0].set_value(0.001)
     button(app, "Sample").click().run()
     ok(app, "sample")
     assert not app.error and metrics(app)["Points"] == f"{round(0.001 * 933120):,}"

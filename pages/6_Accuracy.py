@@ -75,7 +75,9 @@ with tab_val:
         st.markdown(f"**Relative error (%), pooled over {repeats}, {ui.fmt_count(res.test_size, 'test points')} "
                     "each (Lee & Brooks Table 6; Stargazer §7.3)**")
         pct = {c: "fraction" for c in ("mean", "median", "p75", "p98", "max", "min", "q1", "q3") if c in table}
-        ui.table(table.rename(columns={"train_size": "N"}), kinds=pct)
+        ui.table(table.rename(columns={"train_size": "N"}), kinds=pct,  # no header cut to "extr…" at 1280 px
+                 column_config={c: st.column_config.TextColumn(c, width="medium")
+                                for c in ("extrapolated", "bounded", "nonfinite") if c in table})
         for note in res.notes:
             st.caption(f":material/info: {note}")
         c1, c2 = st.columns(2)

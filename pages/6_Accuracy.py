@@ -74,7 +74,7 @@ with tab_val:
         repeats = "the repeats finished before Stop" if sv.partial else f"{res.repeats} repeats"
         st.markdown(f"**Relative error (%), pooled over {repeats}, {ui.fmt_count(res.test_size, 'test points')} "
                     "each (Lee & Brooks Table 6; Stargazer §7.3)**")
-        pct = {c: "fraction" for c in ("mean", "median", "p75", "p98", "max", "min", "q1", "q3") if c in table}
+        pct = {c: "error" for c in ("mean", "median", "p75", "p98", "max", "min", "q1", "q3") if c in table}
         ui.table(table.rename(columns={"train_size": "N"}), kinds=pct,  # no header cut to "extr…" at 1280 px
                  column_config={c: st.column_config.TextColumn(c, width="medium")
                                 for c in ("extrapolated", "bounded", "nonfinite") if c in table})

@@ -111,3 +111,68 @@ def test_a_lecture_replays_the_r2_table_in_presentation_mode(browser, server):  
     a.check("reload")
     _shot(a, "05_after_reload")
     a.close()
+
+
+METRICS_CUT = """() => [...document.querySelectorAll('[data-testid=stMetricValue]')]
+  .filter(e => e.offsetParent !== null && e.scrollWidth > e.clientWidth + 1).map(e => e.innerText)"""
+PRIMARY = """() => [...document.querySelectorAll('button')]
+  .filter(b => (b.getAttribute('data-testid') || '').includes('primary') && b.offsetParent !== null).length"""
+
+
+def test_the_smaller_lecture_items_in_presentation_mode(browser, server):  # noqa: F811
+    """The issue's smaller items, each seen at 1280×800 in presentation mode with an input changed."""
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    a = Tab(browser, server, "lecture_items")
+    page = a.page
+    page.goto(server, wait_until="domcontentloaded")
+    a.text("Where you are", timeout=180_000)
+    a.settle()
+    ws_id = a.ws_id
+    a.key_cookie(ws_id)
+
+    # Sampling: the inputs follow "How many"; one primary button
+    _present(a, ws_id, "Sampling", "Sample design points")
+    assert page.get_by_role("spinbutton", name="N (points)").count() == 1
+    assert page.get_by_role("spinbutton", name="Fraction (0–1]").count() == 0
+    page.get_by_text("Fraction of the whole space").first.click()
+    a.settle()
+    assert page.get_by_role("spinbutton", name="N (points)").count() == 0
+    assert page.get_by_role("spinbutton", name="Fraction (0–1]").count() == 1
+    assert page.evaluate(PRIMARY) == 1
+    a.check("sampling")
+    _shot(a, "10_sampling_fraction")
+
+    # Design space: Load preset asks before it replaces the space; Cancel keeps it
+    _present(a, ws_id, "Design_space", "Design space")
+    a.text("Load a preset or a file").click()
+    a.settle()
+    a.choose("Preset", "lee-brooks")
+    a.button("Load preset").click()
+    a.settle()
+    assert "Replace the design space" in " ".join(a.alerts()) and a.has("933,120")
+    _shot(a, "11_load_preset_asks")
+    a.button("Cancel").click()
+    a.settle()
+    assert not a.has("937,500,000") and a.has("933,120")
+    a.check("design space")
+
+    # Response curves: a categorical parameter says it has markers, not a line; the heatmap at legal values
+    _present(a, ws_id, "Response_curves", "Response curves")
+    a.choose("Curve along", "simd")
+    assert a.has("enters the model as categories")
+    heat = page.evaluate("() => [...document.querySelectorAll('.js-plotly-plot')].map(g => g._fullLayout.xaxis.type)")
+    assert heat[-1] == "category", heat  # the interaction heatmap: one cell per legal design
+    a.check("response curves")
+    _shot(a, "12_response_simd")
+
+    # Analytical models: the work flow graph's headline numbers whole; launch overhead in µs like its chart
+    _present(a, ws_id, "Analytical_models", "Analytical models")
+    page.get_by_role("tab", name="Launch overhead").click()
+    a.settle()
+    assert any("µs" in t for t in page.locator("[data-testid=stMetricValue]").all_inner_texts())
+    page.get_by_role("tab", name="Work flow graph").click()
+    a.settle()
+    assert page.evaluate(METRICS_CUT) == []
+    a.check("analytical models")
+    _shot(a, "13_work_flow_graph")
+    a.close()

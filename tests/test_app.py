@@ -357,6 +357,10 @@ def test_validation_runs_as_a_job_with_stop_and_keeps_what_was_done(app):
     assert any("Partial result (stopped)" in i for i in texts(app, "info"))
     assert len(app.dataframe) == 1  # what was done is shown, labelled partial
     assert jobs_mod.FLUSH_S <= 0.5  # progress reaches the page at least twice a second
+    # a new session on the same workspace (a reload): the form shows what the table was computed with
+    again = new_app(w.id)
+    goto(again, "Accuracy")
+    assert again.slider[0].value == 10 and again.multiselect[0].value == [30, 60, 90, 120, 150]
 
 
 def test_ray_casting_is_a_job_whose_heatmap_stays_in_the_workspace(app):

@@ -473,9 +473,14 @@ def test_html_report_holds_only_current_parts(app):
     html = ui.report_html(w)
     assert html.startswith("<!doctype html>") and "Plotly.newPlot" in html and "ANOVA" in html
     assert "Validation" in html and "Best designs" in html
+    # the stepwise trace as on the fit page: Stargazer Table 1, the first row each parameter's R² alone
+    assert "The stepwise trace (Stargazer Table 1)" in html and "<td class='lb'>R²</td>" in html
+    assert html.count("<td class='add'>") == sum(r["accepted"] and bool(r.get("adj_r2s"))
+                                                 for r in w.get("model").value.trace)
     w.set_results(w.get("results").value.table.head(250), "cycles", "fewer rows", inputs=("space",))
     html = ui.report_html(w)
     assert "Left out of this report" in html and "ANOVA" not in html and "whole-space scan" not in html
+    assert "The stepwise trace" not in html  # the model is out of date: its trace is left out too
     assert "Best designs (Explore)" in html and "true_error" not in html  # left-out parts named in words
 
 

@@ -16,7 +16,8 @@ import streamlit as st
 # The first paint: the frame and the title are drawn before the dashboard's own modules (and
 # through them pandas, Plotly and the core) are imported, which on a cold server takes ~0.3 s.
 st.set_page_config(page_title="Home · gpudse", page_icon=str(Path(__file__).parent / "dashboard" / "assets" / "gpudse.png"),
-                   layout="wide")  # the same frame as ui.configure("Home")
+                   layout="wide",  # the same frame as ui.configure("Home"), presentation mode (?present=1) too
+                   initial_sidebar_state="collapsed" if st.query_params.get("present") == "1" else "auto")
 st.title("gpudse — GPU design space exploration")  # drawn before the workspace opens: the first paint
 st.markdown(
     """

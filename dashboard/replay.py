@@ -244,6 +244,6 @@ def replay(model: Any, params: list[str], key: str) -> None:
         ui.trace_table(rows[:i], params, current=i, follow=True, height_rem=14 if ui.presenting() else 20,
                        model_column=False)
         a, _ = st.columns([3, 2])
-        ui.chart(candidates_chart(row, before, settings), a, narrow=True)
+        ui.chart(candidates_chart(row, before, settings), a)
 
     panel()

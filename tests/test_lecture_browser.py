@@ -21,7 +21,8 @@ ROW_IN_VIEW = """() => {
           headers: [...box.querySelectorAll('thead th')].map(th => th.innerText),
           labels: [...box.querySelectorAll('td.lb')].map(td => td.innerText)};
 }"""
-SCROLL_TO_REPLAY = "() => [...document.querySelectorAll('[data-testid=stExpander]')].pop().scrollIntoView({block: 'start'})"
+SCROLL_TO_REPLAY = """() => [...document.querySelectorAll('[data-testid=stExpander]')]
+  .find(e => e.innerText.includes('Replay the fit row by row')).scrollIntoView({block: 'start'})"""
 PRESENTING = """() => ({font: getComputedStyle(document.documentElement).fontSize,
   sidebar: document.querySelector('[data-testid=stSidebar]')?.getAttribute('data-collapsed')})"""
 
@@ -45,6 +46,9 @@ def test_a_lecture_replays_the_r2_table_in_presentation_mode(browser, server):  
     a.settle()
     ws_id = a.ws_id
     a.key_cookie(ws_id)
+    _present(a, ws_id, "", "gpudse — GPU design space exploration")  # the link a lecturer bookmarks
+    assert page.evaluate(PRESENTING) == {"font": "19px", "sidebar": "true"}
+    _shot(a, "00_home")
     _present(a, ws_id, "Stepwise_fit", "Fit a model")
     a.check("fit page, presentation mode")
     look = page.evaluate(PRESENTING)
@@ -132,6 +136,8 @@ def test_the_smaller_lecture_items_in_presentation_mode(browser, server):  # noq
 
     # Sampling: the inputs follow "How many"; one primary button
     _present(a, ws_id, "Sampling", "Sample design points")
+    a.text("Points per value")  # the whole page drawn
+    _shot(a, "09_sampling")
     assert page.get_by_role("spinbutton", name="N (points)").count() == 1
     assert page.get_by_role("spinbutton", name="Fraction (0–1]").count() == 0
     page.get_by_text("Fraction of the whole space").first.click()

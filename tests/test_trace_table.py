@@ -74,3 +74,13 @@ def test_names_from_the_data_are_escaped():
              "r2s": {"<b>x</b>": 0.5}, "adj_r2s": {"<b>x</b>": 0.4}}]
     page = trace.html(trace.build(rows, ["<b>x</b>"]))
     assert "<b>x</b>" not in page and "<td class='st'>1</td><td class='tm' title='first term'><b>+ &lt;b&gt;x&lt;/b&gt;" in page
+
+
+def test_two_non_linear_parts_in_one_row_keep_both_values_and_mark_the_chosen():
+    row = {"step": 16, "kind": "revisit", "metric": "p_value", "chosen": "b:a (full)", "accepted": True,
+           "candidates": {"c:a (full)": 0.2, "b:a (full)": 1e-5}, "gain": 1e-5, "terms": ["a", "b", "c"],
+           "r2": 0.99, "adj_r2": 0.98, "r2s": {}, "adj_r2s": {"c:a (full)": 0.9801, "b:a (full)": 0.9812}}
+    table = trace.build([row], ["a", "b", "c"])
+    r = table.rows[0]
+    assert r.values == {trace.NONLINEAR: 0.9812, "c:a (full)": 0.9801} and r.column == trace.NONLINEAR
+    assert "<td class='add'>0.9812</td>" in trace.html(table)

@@ -116,7 +116,8 @@ def build(trace: Iterable[Mapping[str, Any]], params: Sequence[str]) -> Table:
         values: dict[str, float | None] = {}
         column: str | None = None
         prefix = _paper_prefix(list(scores), pset)
-        for key, v in scores.items():
+        for key, v in sorted(scores.items(), key=lambda kv: kv[0] != chosen_key):  # the chosen one first: it
+            # gets the shared column when two non-linear parts meet in one row
             col = key.rsplit(":", 1)[1] if prefix else _column(key, pset)
             if col in values and " + " not in key:  # two non-linear parts in one row: each its own column
                 col = key
@@ -232,8 +233,8 @@ TABLE_CSS = """
 .gtrace th{position:sticky;top:0;z-index:2;background:#f4f5f7;font-weight:600}
 .gtrace .st,.gtrace .tm{position:sticky;z-index:1;text-align:left;background:#fafbfc}
 .gtrace th.st,.gtrace th.tm{z-index:3;background:#eef0f3}
-.gtrace .st{left:0;min-width:2.4em;max-width:2.4em;width:2.4em;box-sizing:border-box}
-.gtrace .tm{left:2.4em;border-right:2px solid #d0d4da}
+.gtrace .st{left:0;min-width:3.4em;max-width:3.4em;width:3.4em;box-sizing:border-box}
+.gtrace .tm{left:3.4em;border-right:2px solid #d0d4da}
 .gtrace .lb{text-align:left;color:#555}
 .gtrace .model{text-align:left;white-space:normal;min-width:18em;color:#444}
 .gtrace td.add{font-weight:700;background:#c8e6c9}

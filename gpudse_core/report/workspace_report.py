@@ -79,4 +79,5 @@ def trace_section(model: Any, params: Any) -> str:
     return ("<h2>The stepwise trace (Stargazer Table 1)</h2><p class='muted'>A row per step, a column per candidate "
             "with its R² (first row) or adjusted R² (later rows) with it added; bold on green: the term that entered, "
             "red: the best candidate, rejected; the statistic is the one the criterion decided by.</p>"
-            f"<style>{trace.TABLE_CSS}</style>" + trace.html(table))
+            f"<style>{trace.TABLE_CSS}</style><div style='--gtrace-h:none'>" + trace.html(table)
+            + "</div>")  # a page to read or print: every row, no inner scrolling

@@ -475,7 +475,7 @@ def test_html_report_holds_only_current_parts(app):
     assert "Validation" in html and "Best designs" in html
     # the stepwise trace as on the fit page: Stargazer Table 1, the first row each parameter's R² alone
     assert "The stepwise trace (Stargazer Table 1)" in html and "<td class='lb'>R²</td>" in html
-    assert html.count("<td class='add'>") == sum(r["accepted"] and bool(r.get("adj_r2s"))
+    assert html.count("<td class='add'") == sum(r["accepted"] and bool(r.get("adj_r2s"))
                                                  for r in w.get("model").value.trace)
     w.set_results(w.get("results").value.table.head(250), "cycles", "fewer rows", inputs=("space",))
     html = ui.report_html(w)
@@ -662,7 +662,7 @@ def test_replay_survives_unscored_candidates_and_names_the_look_ahead_block():
     assert report_trace.cell(r1, "b") == "–" and report_trace.cell(r1, "c") == "0.710"  # unscored: a dash
     assert r2.values == {"blk": 0.95, "tc": 0.97} and r2.column == "tc"  # a look-ahead block under its parameter
     page = report_trace.html(table)
-    assert "<td class='add'>0.9700</td>" in page and "<td class='rej'>–</td>" in page
+    assert "<td class='add' title=\"p = 6.8e-05\">0.9700</td>" in page and "<td class='rej'>–</td>" in page
     assert "interactions of the revisit pass" in ui_replay.explain({**unscored, "candidates": {"a:b": 0.5, "a:c": 0.7}},
                                                                   before, settings)
 

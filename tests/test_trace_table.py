@@ -83,4 +83,5 @@ def test_two_non_linear_parts_in_one_row_keep_both_values_and_mark_the_chosen():
     table = trace.build([row], ["a", "b", "c"])
     r = table.rows[0]
     assert r.values == {trace.NONLINEAR: 0.9812, "c:a (full)": 0.9801} and r.column == trace.NONLINEAR
-    assert "<td class='add'>0.9812</td>" in trace.html(table)
+    assert "<td class='add' title=\"p = 1.0e-05\">0.9812</td>" in trace.html(table)  # its p on the cell
+    assert r.scores == {trace.NONLINEAR: 1e-5, "c:a (full)": 0.2}

@@ -49,9 +49,14 @@ class Row:
     r2: float
     adj_r2: float
     terms: list[str] = field(default_factory=list)
+    # each column's candidate scored by the criterion itself (p-value, AIC, BIC; adjusted R² under the
+    # paper's rule, where it is the value): the page shows it when the pointer rests on the cell
+    scores: dict[str, float | None] = field(default_factory=dict)
+    metric: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return {"step": self.step, "kind": self.kind, "label": self.label, "values": dict(self.values),
+                "scores": dict(self.scores), "metric": self.metric,
                 "chosen": self.chosen, "column": self.column, "accepted": self.accepted,
                 "statistic": self.statistic, "statistic_value": self.statistic_value, "r2": self.r2,
                 "adj_r2": self.adj_r2, "terms": list(self.terms)}
@@ -114,6 +119,7 @@ def build(trace: Iterable[Mapping[str, Any]], params: Sequence[str]) -> Table:
                 chosen_key = max(blocks, key=lambda k: scores[k] if _finite(scores[k]) else -math.inf)
         label = "R²" if first else "adj. R²"
         values: dict[str, float | None] = {}
+        crit: dict[str, float | None] = {}
         column: str | None = None
         prefix = _paper_prefix(list(scores), pset)
         for key, v in sorted(scores.items(), key=lambda kv: kv[0] != chosen_key):  # the chosen one first: it
@@ -129,6 +135,8 @@ def build(trace: Iterable[Mapping[str, Any]], params: Sequence[str]) -> Table:
                         column = col
                     continue
             values[col] = v
+            c = cands.get(key)
+            crit[col] = float(c) if _finite(c) else None
             if col not in columns:
                 columns.append(col)
             if key == chosen_key:
@@ -148,7 +156,7 @@ def build(trace: Iterable[Mapping[str, Any]], params: Sequence[str]) -> Table:
                         column=column, accepted=bool(r.get("accepted")), statistic=stat_name,
                         statistic_value=float(stat) if _finite(stat) else None,
                         r2=float(r.get("r2", math.nan)), adj_r2=float(r.get("adj_r2", math.nan)),
-                        terms=list(r.get("terms") or [])))
+                        terms=list(r.get("terms") or []), scores=crit, metric=str(r.get("metric", ""))))
     return Table(columns=columns, rows=rows)
 
 
@@ -179,6 +187,19 @@ def statistic_text(row: Row) -> str:
     if row.statistic == "gain":
         return f"gain {v:+.4f}"
     return f"{row.statistic} {fmt.fmt_number(v, sig=4)}"
+
+
+def score_text(row: Row, column: str) -> str:
+    """What the criterion made of the candidate in *column* ('p = 3.1e-05', 'AIC 1,234'); '' under the
+    paper's adjusted-R² rule, whose score is the value itself."""
+    v = row.scores.get(column)
+    if v is None or row.metric in ("r2", "adj_r2"):
+        return ""
+    if row.metric == "p_value":
+        return "p < 1e-300" if v <= 0 else (f"p = {v:.2g}" if v >= 1e-4 else f"p = {v:.1e}")
+    if row.metric == "loo_error":
+        return f"LOO error {fmt.fmt_percent(v)}"
+    return f"{row.metric.upper()} {fmt.fmt_number(v, sig=5)}"
 
 
 def term_text(row: Row) -> str:
@@ -264,7 +285,8 @@ def html(table: Table, *, current: int | None = None, follow: bool = False, mode
             cls = ""
             if c == r.column and c in r.values:
                 cls = " class='add'" if r.accepted else " class='rej'"
-            tds.append(f"<td{cls}>{e(cell(r, c))}</td>")
+            tip = score_text(r, c)
+            tds.append(f"<td{cls}" + (f' title="{e(tip)}"' if tip else "") + f">{e(cell(r, c))}</td>")
         kind = KIND_WORDS.get(r.kind, r.kind)
         words = term_text(r)
         if r.chosen is not None and r.kind not in ("prune", "transform"):  # narrow: '+ simd:blk', '✗ dramq'

@@ -33,7 +33,9 @@ with tab_val:
     running = ui_jobs.job_panel(w, "validation", "Validation")
     n = len(data)
     dflt = ui_work.EXAMPLE_VALIDATION
-    done = w.get("validation").value  # after a reload the form shows what the table below was computed with
+    # after a reload the form shows what the table below was computed with (a current validation only: an
+    # out-of-date one was computed from other results, whose size its test set may not fit)
+    done = w.get("validation").value if w.get("validation").ok else None
     if done is not None and hasattr(done, "repeats"):
         dflt = {**dflt, "train_sizes": list(done.train_sizes), "test_size": int(done.test_size),
                 "repeats": int(done.repeats),

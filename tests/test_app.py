@@ -726,3 +726,25 @@ def test_home_cards_and_workspace_list_speak_in_stages(app):
     assert caps.count("computed") == 2, caps
     listed = " ".join(str(v) for df in app.dataframe for v in df.value.get("stages", []))
     assert "space current" in listed and "true_error" not in listed and "scan" not in listed, listed
+
+
+def test_presentation_mode_toggle_writes_the_address(app):
+    """The sidebar's toggle turns presentation mode on and off and keeps it in the address (?present=1), so a
+    reload or a copied link opens the same way; a session opened with ?present=1 starts in it."""
+    from dashboard import frame as ui
+
+    goto(app, "Stepwise fit")
+    toggle = next(t for t in app.toggle if t.label == "Presentation mode")
+    assert toggle.value is False and "present" not in app.query_params
+    toggle.set_value(True).run()
+    ok(app, "present on")
+    assert app.query_params.get("present") in ("1", ["1"]) and app.session_state["_present"]
+    assert any(ui.PRESENT_CSS.strip()[:20] in getattr(h, "proto", h).body for h in app.get("html")
+               if hasattr(getattr(h, "proto", h), "body"))
+    next(t for t in app.toggle if t.label == "Presentation mode").set_value(False).run()
+    assert "present" not in app.query_params and not app.session_state["_present"]
+    linked = AppTest.from_file(str(ROOT / "app.py"), default_timeout=180)
+    linked.query_params.update({"ws": ws(app).id, "present": "1"})
+    linked.run()
+    ok(linked, "present link")
+    assert linked.session_state["_present"] and next(t for t in linked.toggle if t.label == "Presentation mode").value

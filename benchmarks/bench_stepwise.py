@@ -12,7 +12,7 @@ Run: python benchmarks/bench_stepwise.py [--big]
    previous engine); wall time, peak memory allocated during the fit (tracemalloc) and the process's
    peak resident memory.
 
-All three use the paper's settings (``PAPER_SETTINGS``: even knots on raw values, pairwise terms),
+All three use Algorithm 1's plain settings (``ALGORITHM1_SETTINGS``: even knots on raw values, pairwise terms),
 the model the obvious implementation reproduces; the robust default's search is the same engine.
 """
 
@@ -34,9 +34,9 @@ import statsmodels.formula.api as smf  # noqa: E402
 
 from gpudse_core import DesignSpace, Parameter, load_preset, sample  # noqa: E402
 from gpudse_core.model.splines import make_basis  # noqa: E402
-from gpudse_core.model.stepwise import PAPER_SETTINGS, fit_stepwise, interaction_block  # noqa: E402
+from gpudse_core.model.stepwise import ALGORITHM1_SETTINGS, fit_stepwise, interaction_block  # noqa: E402
 
-PAPER = {**PAPER_SETTINGS, "theta": 0.0, "phi": 0.0}
+PAPER = {**ALGORITHM1_SETTINGS, "theta": 0.0, "phi": 0.0}
 # the terms the previous engine (gpudse before issue 12) selected in the --big case, in order
 BIG_TERMS = """
     p3 p2 p2:p3 p0 p0:p2 p1 p1:p3 p4 p4:p3 p4:p2 p9 p9:p2 p9:p0 p9:p1 p5 p5:p0 p5:p4 p5:p1 p5:p3 p11 p11:p5

@@ -359,10 +359,12 @@ def describe_fit(settings: dict, chosen: str | None = None) -> str:
     """The model's origin line: Algorithm 1 and the settings a reader needs (θ, φ, knots, transform)."""
     from gpudse_core.model.stepwise import PAPER_SETTINGS
 
-    # the response transform is a choice of its own (said below), not part of "as written"
-    paper = all(settings.get(k) == v for k, v in PAPER_SETTINGS.items() if k != "response_transform")
-    parts = [f"θ = {settings.get('theta')}", f"φ = {settings.get('phi')}", f"{settings.get('criterion')}",
-             f"k = {settings.get('knots')} ({settings.get('knot_placement')})"]
+    paper = bool(settings.get("reference"))  # Stargazer 1.0; its θ, φ, rule and transform said below
+    parts = [f"θ = {settings.get('theta')}", f"φ = {settings.get('phi')}"]
+    if paper:
+        parts.append(f"{settings.get('threshold_rule', PAPER_SETTINGS['threshold_rule'])} thresholds")
+    else:
+        parts += [f"{settings.get('criterion')}", f"k = {settings.get('knots')} ({settings.get('knot_placement')})"]
     tr = settings.get("response_transform")
     if tr == "auto":
         parts.append(f"{chosen + ' ' if chosen else ''}response scale chosen by leave-one-out error")

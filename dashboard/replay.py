@@ -83,6 +83,11 @@ def explain(row: dict, before: dict | None, settings: dict) -> str:
     elif crit == "ftest":
         cmp = "below" if row["accepted"] else "not below"
         rule = f"its F-test p-value {_p(score)} is {cmp} {bound}"
+    elif crit == "adjr2" and settings.get("threshold_rule") == "relative" and limit is not None:
+        gain = row["gain"] if row["gain"] is not None else score - r2_now
+        cmp = "at least" if row["accepted"] else "less than"
+        rule = (f"its gain over the current {against} ({ui.fmt_r2(r2_now)}) is {gain:+.5f}, {cmp} {sym} × "
+                f"{against} = {limit:g} × {ui.fmt_r2(r2_now)} = {limit * r2_now:.5f}")
     elif crit == "adjr2":
         gain = row["gain"] if row["gain"] is not None else score - r2_now
         cmp = "more than" if row["accepted"] else "not more than"

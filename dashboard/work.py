@@ -48,13 +48,15 @@ def pareto_cost(space: Any, name: str) -> Any:
     return name
 
 
-def scan_work(model: Any, space: Any, request: dict, ctx: JobContext | None = None) -> dict:
-    """The *k* best designs of the whole space and its Pareto front against the cost, exactly
-    (:func:`gpudse_core.explore.best.find_best`), with a random cloud of designs for the chart.
-    Stopped early, it keeps what the scan found so far (labelled partial)."""
+def scan_work(model: Any, space: Any, request: dict, ctx: JobContext | None = None, results: Any = None) -> dict:
+    """The *k* best groups of designs the model cannot tell apart over the whole space, exactly, with
+    prediction intervals and the designs already simulated in *results* marked
+    (:func:`gpudse_core.explore.designs.best_designs`), the Pareto front against the cost, and a
+    random cloud of designs for the chart. Stopped early, it keeps what the scan found so far
+    (labelled partial)."""
     import numpy as np
 
-    from gpudse_core.explore.best import find_best
+    from gpudse_core.explore.designs import best_designs
     from gpudse_core.space.sampling import sample
 
     cost = pareto_cost(space, request["cost"])
@@ -64,8 +66,10 @@ def scan_work(model: Any, space: Any, request: dict, ctx: JobContext | None = No
 
     if ctx is not None:
         ctx.progress(0, None, "planning the scan")
-    res = find_best(model, space, top=int(request["k"]), maximize=bool(request["maximize"]), pareto=cost,
-                    progress=progress, stop=None if ctx is None else ctx.stopped, workers=1)
+    found = best_designs(model, space, top=int(request["k"]), maximize=bool(request["maximize"]), pareto=cost,
+                         progress=progress, stop=None if ctx is None else ctx.stopped, workers=1, results=results,
+                         exclude_simulated=bool(request.get("exclude_simulated", False)))
+    res = found.result
     n = min(CLOUD_POINTS, space.feasible_size or space.size)
     pts = sample(space, n=n, seed=0).table()
     if isinstance(cost, dict):
@@ -77,9 +81,12 @@ def scan_work(model: Any, space: Any, request: dict, ctx: JobContext | None = No
     else:
         c = pts[cost].to_numpy(dtype=float)
     cloud = pts.assign(predicted=model.predict(pts), cost=c)[["predicted", "cost"]]
-    value = {"best": res.best, "pareto": res.pareto, "space_size": int(res.space_size),
+    unit = "cycles" if "cycle" in str(model.response).lower() else None
+    value = {"best": found.rows, "shown": found.display(space, model.response, unit), "used": list(found.used),
+             "level": found.level, "left_out": int(found.left_out), "pareto": res.pareto,
+             "space_size": int(res.space_size),
              "feasible": None if res.feasible is None else int(res.feasible), "evaluated": int(res.evaluated),
-             "method": res.method, "complete": bool(res.complete), "notes": list(res.notes),
+             "method": res.method, "complete": bool(res.complete), "notes": list(dict.fromkeys(found.notes)),
              "cloud": cloud, "request": dict(request)}
     if ctx is not None and (ctx.stopped() or not res.complete):
         raise Stopped(partial=value)
@@ -130,8 +137,103 @@ def raycast_work(size: int, spheres: int, boxes: int, seed: int, ctx: JobContext
 # ---- starting jobs -------------------------------------------------------------------------------
 def start_scan(ws: Any, request: dict):
     space, model = ws.require("space", "model")
-    return ws.start_job("scan", lambda ctx: scan_work(model.value, space.value, request, ctx), stage="scan",
-                        inputs=[model, space], origin=f"scan: {describe_scan(request)}")
+    results = ws.get("results")
+    table = results.value.table if results.value is not None else None
+    inputs = [model, space] + ([results] if table is not None else [])  # simulated designs are marked
+    return ws.start_job("scan", lambda ctx: scan_work(model.value, space.value, request, ctx, table), stage="scan",
+                        inputs=inputs, origin=f"scan: {describe_scan(request)}")
+
+
+EXPLORE_ORIGIN = "explore"  # the campaigns "Simulate these" starts (their spec's chosen_by)
+
+
+def results_backend(ws: Any) -> Any:
+    """The built-in simulator the workspace's results came from (its kernel and noise), or None."""
+    from gpudse_core.sim.campaign import AnalyticalBackend
+
+    results = ws.get("results")
+    kernel = results_kernel(ws, results)
+    if kernel is None:
+        return None
+    origin = results.origin or ""
+    noise = 0.0
+    m = re.match(r"campaign (.+?) \(", origin)
+    if m:
+        spec = next((c.spec or {} for c in ws.campaigns() if c.name == m.group(1)), {})
+        noise = float(spec.get("noise", 0.0) or 0.0)
+    else:
+        pct = re.search(r"([0-9.]+)\s*% noise", origin)
+        noise = float(pct.group(1)) / 100 if pct else 0.0
+    return AnalyticalBackend(kernel, noise=noise, seed=0)
+
+
+def simulate_limit() -> int:
+    """Designs one "Simulate these" may run (limits.simulate_chosen)."""
+    from gpudse_core import limits
+
+    return int(limits.current().simulate_chosen)
+
+
+def external_backends() -> list:
+    """The external simulators described on this server (TOML/YAML files in GPUDSE_BACKENDS, or
+    backends/ of the checkout), for the Simulations page and "Simulate these"."""
+    import os
+    from pathlib import Path
+
+    folder = Path(os.environ.get("GPUDSE_BACKENDS", Path(__file__).resolve().parent.parent / "backends"))
+    if not folder.is_dir():
+        return []
+    return sorted(p for p in folder.glob("*") if p.suffix.lower() in (".toml", ".yaml", ".yml"))
+
+
+def start_simulate_best(ws: Any, backend: Any, rows: Any, every: bool = False, per_row: int = 1) -> Any:
+    """Run the chosen best-design *rows* of the scan (a representative design each, or with *every*
+    up to *per_row* designs of each row's group) through *backend* as a campaign whose results are
+    added to the workspace's results (a new version); the predictions go with the campaign so the
+    page can show them beside the simulations."""
+    import hashlib
+    import json
+
+    from gpudse_core import limits
+    from gpudse_core.explore.designs import group_designs
+    from gpudse_core.workspace import start_campaign
+
+    space, scan = ws.require("space", "scan")
+    params = list(space.value.parameter_names)
+    used = list(scan.value["used"])
+    rows = rows.reset_index(drop=True)
+    if every:
+        limits.check("simulate_chosen", int(per_row), "designs per row to simulate", "choose fewer")
+        listed = group_designs(space.value, used, rows, per_row)
+        chosen = listed.join(rows[["predicted", "lower", "upper"]], on="group")
+    else:
+        chosen = rows.assign(group=range(len(rows)))
+    limits.check("simulate_chosen", len(chosen), "designs chosen to simulate", "choose fewer rows or fewer "
+                 "designs per row")
+    if not len(chosen):
+        raise GpudseError("choose at least one row to simulate")
+    points = chosen[params].reset_index(drop=True)
+    keep = params + ["predicted", "lower", "upper", "group"]
+    records = [{k: (v.item() if hasattr(v, "item") else v) for k, v in r.items()}
+               for r in chosen[keep].to_dict(orient="records")]
+    records = [{k: (None if isinstance(v, float) and v != v else v) for k, v in r.items()} for r in records]
+    extra = {"chosen_by": EXPLORE_ORIGIN, "scan_version": int(scan.version), "rows": records}
+    digest = hashlib.sha256(json.dumps(extra, sort_keys=True, default=str).encode()).hexdigest()[:8]
+    return start_campaign(ws, backend, name=f"explore {digest}", points=points, extra=extra, append=True,
+                          origin=EXPLORE_ORIGIN)
+
+
+def latest_simulated_best(ws: Any) -> tuple[Any, Any] | None:
+    """(campaign info, predicted vs simulated table) of the latest "Simulate these", or None."""
+    from gpudse_core.explore.designs import predicted_vs_simulated
+    from gpudse_core.workspace.campaigns import campaign_table
+
+    for c in ws.campaigns():  # newest first
+        if (c.spec or {}).get("chosen_by") == EXPLORE_ORIGIN:
+            model = ws.get("model")
+            response = model.value.response if model.value is not None else "cycles"
+            return c, predicted_vs_simulated(c.spec, campaign_table(ws, c.name, include_failed=True), response)
+    return None
 
 
 def start_true_error(ws: Any, kernel: str):
@@ -183,12 +285,12 @@ def example_analyses(ws: Any) -> None:
     params = [p for p in space.value.parameter_names if p in res.table.columns]
     val = validate(res.table[params + [res.response]], res.response, params,
                    transform=getattr(model.value, "transform", "none"), **EXAMPLE_VALIDATION)
-    scan = scan_work(model.value, space.value, EXAMPLE_SCAN)
+    scan = scan_work(model.value, space.value, EXAMPLE_SCAN, results=res.table)
     kernel = results_kernel(ws, results)
     true = true_error_work(model.value, space.value, kernel) if kernel else None
     with ws.batch():
         ws.put_analysis("validation", val, inputs=[results, model], origin="validation")
-        ws.put_analysis("scan", scan, inputs=[model, space], origin=f"scan: {describe_scan(EXAMPLE_SCAN)}")
+        ws.put_analysis("scan", scan, inputs=[model, space, results], origin=f"scan: {describe_scan(EXAMPLE_SCAN)}")
         if true is not None:
             ws.put_analysis("true_error", true, inputs=[results, model, space], origin=f"true error against {kernel}")
 

@@ -11,6 +11,7 @@ PRESETS = {  # name: file in gpudse_core/_data/presets (data/presets in a checko
     "stargazer": "stargazer.yaml",
     "lee-brooks": "lee-brooks.yaml",
     "zatel": "zatel.yaml",
+    "mgpusim": "mgpusim.yaml",
 }
 SAMPLING_METHODS = ("uniform", "lhs")
 PER_DIM_MODES = ("count", "subgrid")
@@ -18,6 +19,8 @@ PER_DIM_MODES = ("count", "subgrid")
 TRANSFORMS = ("none", "log", "sqrt")
 FIT_TRANSFORMS = TRANSFORMS + ("auto",)  # stepwise fits: auto = chosen by leave-one-out error
 CRITERIA = ("adjr2", "aic", "bic", "ftest")
+# adjusted-R² thresholds θ/φ: relative (a share of the model's R², Stargazer 1.0 and Fig. 5) or absolute (§5.2's text)
+THRESHOLD_RULES = ("relative", "absolute")
 INTERACTION_FORMS = ("full", "restricted", "adaptive")  # adaptive: restricted + F-tested full parts
 KNOT_PLACEMENTS = ("even", "quantile", "distinct")  # distinct: quantiles of the distinct values (issue 13)
 SCALES = ("linear", "log2")  # the scale a numeric parameter is modelled on (a space file's `scale:` key)
@@ -27,15 +30,20 @@ MAX_ORDERS = (2, 3)  # highest interaction order the stepwise search tries
 SPLINE_NORMS = ("harrell", "none")
 
 # Model kinds (gpudse_core.model.registry): "stepwise" is the robust default interpretable model,
-# "paper" the stepwise model with Stargazer's settings, "auto" the choice by cross-validation.
+# "paper" Stargazer as written (the authors' Stargazer 1.0 exactly), "auto" the choice by cross-validation.
 MODEL_KINDS = ("auto", "stepwise", "paper", "ebm", "forest", "boosting", "hybrid")
 # Candidates that --model auto cross-validates, simplest and most interpretable first (a tie in
 # cross-validation goes to the earlier one). "+2way"/"+3way" set the stepwise search's highest
-# interaction order (pairs only / three-way terms too); "paper" alone is pairs only, as written.
-AUTO_CANDIDATES = ("stepwise+2way", "paper", "stepwise+3way", "paper+3way", "ebm", "forest", "boosting", "hybrid")
+# interaction order (pairs only / three-way terms too); "paper" is pairs only, as released.
+AUTO_CANDIDATES = ("stepwise+2way", "paper", "stepwise+3way", "ebm", "forest", "boosting", "hybrid")
 
 # Stargazer Table 4's eleven applications, in the order of the paper (gpudse_core.sim.simulator)
 KERNELS = ("AES", "BFS", "CP", "LPS", "RAY", "STO", "backprop", "bfs", "hotspot", "nw", "matMul")
+
+# MGPUSim (gpudse_core.sim.mgpusim): the benchmarks sims/mgpusim runs, and the design parameters it
+# takes (the R9 Nano builder's settings; data/presets/mgpusim.yaml)
+MGPUSIM_BENCHMARKS = ("matmul", "fir", "aes", "kmeans", "bfs", "stencil2d")
+MGPUSIM_PARAMETERS = ("cu_per_sa", "sa", "l2_kb", "mem_banks", "line", "freq_mhz")
 
 # Names a parameter or results column may not take: the command backend's placeholders
 # ({config}, {run_dir}, …) and the columns gpudse itself adds to tables (issue 11: a parameter named
@@ -51,4 +59,7 @@ SIMULATOR_OUTPUTS = ("cycles", "cycles_trimmed", "ipc", "compute_cycles", "memor
 GPGPUSIM_METRICS = ("gpu_sim_cycle", "gpu_tot_sim_cycle", "gpu_sim_insn", "gpu_tot_sim_insn", "gpu_ipc", "gpu_tot_ipc",
                     "L1D_total_cache_miss_rate", "L2_total_cache_miss_rate", "bwutil", "dram_eff",
                     "rt_avg_efficiency", "insn", "kernels")
-OUTPUT_NAMES = frozenset(SIMULATOR_OUTPUTS + GPGPUSIM_METRICS)
+MGPUSIM_METRICS = ("kernel_time_s", "kernel_cycles", "simulated_end_s", "l1v_hit_rate", "l1v_hits", "l1v_misses",
+                   "l1v_mshr_hits", "l2_hit_rate", "l2_hits", "l2_misses", "l2_mshr_hits", "dram_reads", "dram_writes",
+                   "dram_read_bytes", "dram_write_bytes", "instructions", "valu_instructions", "ipc", "wall_seconds")
+OUTPUT_NAMES = frozenset(SIMULATOR_OUTPUTS + GPGPUSIM_METRICS + MGPUSIM_METRICS)

@@ -104,6 +104,7 @@ class Limits:
     explore_top: int = 10_000  # best designs one request may ask for (--top)
     scan_points: int = 20_000_000_000  # points a scan may visit one by one (about 20 min at 15 M/s)
     explore_candidates: int = 5_000_000  # designs kept as possible members of a top-k or a Pareto front
+    simulate_chosen: int = 200  # designs one "Simulate these" (best designs checked by simulation) may run
 
     def check(self, name: str, value: float, what: str, hint: str = "") -> None:
         """Raise :class:`LimitError` when *value* exceeds the limit *name*."""

@@ -19,11 +19,41 @@ import streamlit as st
 
 from dashboard import frame as ui
 from dashboard import jobs as ui_jobs
+from dashboard import work as ui_work
 from gpudse_core import GpudseError
+from gpudse_core.choices import MGPUSIM_BENCHMARKS, MGPUSIM_PARAMETERS
 from gpudse_core.sim.campaign import AnalyticalBackend, CommandBackend, points_spec
 from gpudse_core.sim.simulator import KERNELS, PARAMETERS
 from gpudse_core.sim.upload import DUPLICATES, read_upload, validate_results
 from gpudse_core.workspace import start_campaign
+
+
+
+def _mgpusim_backend(points, col):
+    """MGPUSim for the mgpusim preset's points: the benchmark, its size, and the binary built once."""
+    from gpudse_core.sim import mgpusim
+
+    if not set(points.columns) <= set(MGPUSIM_PARAMETERS):
+        st.info(f"MGPUSim takes the parameters of the **mgpusim** preset ({', '.join(MGPUSIM_PARAMETERS)}); these "
+                "samples have others. Load the mgpusim preset on the Design space page.", icon=":material/info:")
+        return None
+    bench = col.selectbox("Benchmark", MGPUSIM_BENCHMARKS, key=f"mgpusim_bench_{w.id}")
+    col.caption("One timing simulation per point at the benchmark's default size (a few seconds each). "
+                f"MGPUSim {mgpusim.VERSION} (Sun et al., ISCA 2019).")
+    try:
+        if not mgpusim.binary_path().is_file():
+            if not col.button("Build MGPUSim", help="compiles the simulator once with Go (1–2 minutes; needs 'go' "
+                              "on the server and the Go module proxy)", disabled=not w.writable):
+                return None
+            with st.status("Building MGPUSim…") as box:
+                mgpusim.build(progress=box.write)
+        backend = mgpusim.MgpusimBackend(bench, binary=str(mgpusim.binary_path()))
+        backend.check_table(points, "the samples")
+        return backend
+    except GpudseError as e:
+        st.error(str(e))
+        return None
+
 
 w = ui.page("Simulations")
 st.title("Simulations")
@@ -31,11 +61,11 @@ st.title("Simulations")
 space = space_sv.value
 
 backends_dir = Path(os.environ.get("GPUDSE_BACKENDS", ui.ROOT / "backends"))
-external = sorted(p for p in backends_dir.glob("*") if p.suffix.lower() in (".toml", ".yaml", ".yml")) \
-    if backends_dir.is_dir() else []
+external = ui_work.external_backends()
 builtin_missing = [p for p in PARAMETERS if p not in space.parameter_names]
-# a space no simulator here can run (not Stargazer's, no external backend): the page opens on Upload
-no_simulator = bool(builtin_missing) and not external
+mgpusim_space = set(space.parameter_names) <= set(MGPUSIM_PARAMETERS)
+# a space no simulator here can run (not Stargazer's or MGPUSim's, no external backend): the page opens on Upload
+no_simulator = bool(builtin_missing) and not mgpusim_space and not external
 tab_run, tab_upload = st.tabs(["Run a campaign", "Upload results"],
                               default="Upload results" if no_simulator else "Run a campaign")
 
@@ -53,7 +83,9 @@ with tab_run:
                    "ends; a stopped campaign resumes where it left off.")
         last = next((c.spec for c in campaigns if c.spec and c.spec.get("backend") == "analytical"), None) or {}
         c1, c2 = st.columns(2)
-        kind = c1.radio("Simulator", ["Built-in analytical simulator", "External simulator (configured on the server)"])
+        kind = c1.radio("Simulator", ["Built-in analytical simulator", "MGPUSim (cycle-level AMD GCN3 GPU)",
+                                      "External simulator (configured on the server)"],
+                        index=1 if mgpusim_space else 0)
         backend = None
         if kind.startswith("Built-in"):
             missing = [p for p in PARAMETERS if p not in points.columns]
@@ -72,6 +104,8 @@ with tab_run:
                 noise = c2.slider("Measurement noise σ (log-normal)", 0.0, 0.2, float(last.get("noise", 0.0)), 0.01,
                                   key=f"noise_{w.id}")
                 backend = AnalyticalBackend(kernel, noise=noise, seed=int(samples.seed or 0))
+        elif kind.startswith("MGPUSim"):
+            backend = _mgpusim_backend(points, c2)
         elif not external:
             st.info(f"No external simulator is configured on this server. An administrator describes one in a TOML "
                     f"file (command, config template, metrics, timeout) in {backends_dir} or the folder named by "
@@ -91,7 +125,7 @@ with tab_run:
         if backend is not None:
             spec = {**backend.spec(), **points_spec(points)}
             digest = hashlib.sha256(json.dumps(spec, sort_keys=True, default=str).encode()).hexdigest()[:8]
-            name = f"{spec.get('kernel', backend.name)} {digest}"
+            name = f"{spec.get('kernel') or spec.get('benchmark') or backend.name} {digest}"
             done_before = next((c for c in campaigns if c.name == name), None)
             label = "Resume" if done_before is not None and done_before.progress.remaining else "Start"
             if done_before is not None and not done_before.progress.remaining:
@@ -113,7 +147,7 @@ with tab_run:
             state = c.job.state if c.job is not None else "recorded"
             with st.container(border=True):
                 a, b = st.columns([4, 1], vertical_alignment="center")
-                kernel = (c.spec or {}).get("kernel")
+                kernel = (c.spec or {}).get("kernel") or (c.spec or {}).get("benchmark")
                 a.markdown(f"**{c.name}** · {c.origin}" + (f" · {kernel}" if kernel else "") + f" · *{state}*")
                 a.progress(p.done / max(p.total, 1), text=f"{ui.fmt_count(p.done)} of {ui.fmt_count(p.total)} points "
                            f"done, {ui.fmt_count(p.failed)} failed")

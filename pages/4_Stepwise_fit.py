@@ -18,7 +18,7 @@ from dashboard import jobs as ui_jobs
 from dashboard import work as ui_work
 from dashboard import replay as ui_replay
 from gpudse_core import GpudseError
-from gpudse_core.choices import FIT_TRANSFORMS
+from gpudse_core.choices import FIT_TRANSFORMS, THRESHOLD_RULES
 from gpudse_core.model.inference import anova, coefficient_table
 from gpudse_core.model.registry import model_kind, model_to_dict
 from gpudse_core.model.splines import PLACEMENTS
@@ -44,7 +44,7 @@ current = model_sv.value
 kind_now = model_kind(current) if current is not None else "stepwise"
 prev = current if current is not None and hasattr(current, "trace") else None
 defaults = {**StepwiseRegression().get_params(), **((prev.settings or {}) if prev is not None else {})}
-is_paper = all(defaults.get(k) == v for k, v in PAPER_SETTINGS.items() if k != "response_transform")
+is_paper = bool(defaults.get("reference"))  # the previous model is Stargazer as written
 KINDS = {"stepwise": "Stepwise (Stargazer Algorithm 1)", "auto": "Chosen by cross-validation (auto)",
          "ebm": "Explainable boosting machine (EBM)", "forest": "Random forest", "boosting": "Gradient boosting",
          "hybrid": "Stepwise + boosting on its residuals (hybrid)"}
@@ -72,16 +72,19 @@ if kind != "stepwise":
 else:
     go_learner = False
     preset = st.radio("Settings", ["Robust defaults", "Stargazer as written"], index=1 if is_paper else 0,
-                      horizontal=True, help="Stargazer as written: natural cubic splines with evenly spaced knots on "
-                                            "the raw values, pairwise interactions, adjusted R² with θ = φ = 0.01 "
-                                            "(§5.2–5.4). Robust defaults: F-tests, knots at distinct values on a log2 "
+                      horizontal=True, help="Stargazer as written: the authors' released implementation (Stargazer "
+                                            "1.0) exactly: R's natural splines on its own knots, pairwise "
+                                            "interactions, adjusted R² against R² with θ = φ = 0 relative to R², the "
+                                            "raw response (README 'Stargazer as written'). Robust defaults: F-tests, knots at distinct values on a log2 "
                                             "scale where the values are powers of two, three-way terms, a revisit "
                                             "pass.")
-    base = {**StepwiseRegression().get_params(), **PAPER_SETTINGS} if preset.startswith("Stargazer") else (
+    paper = preset.startswith("Stargazer")
+    base = {**StepwiseRegression().get_params(), **PAPER_SETTINGS} if paper else (
         defaults if not is_paper else StepwiseRegression().get_params())
     # outside the form: the inputs below depend on it (a gain is compared only under the adjusted-R² rule)
-    criterion = st.selectbox("Criterion", CRITERIA, index=pick(CRITERIA, base["criterion"]),
-                             help=ui.help_for("criterion"), key=f"criterion_{preset}")
+    criterion = st.selectbox("Criterion", CRITERIA, index=pick(CRITERIA, base["criterion"]), disabled=paper,
+                             help="Stargazer 1.0 fixes this" if paper else ui.help_for("criterion"),
+                             key=f"criterion_{preset}")
 
 go_fit = False
 trace_box = st.empty()
@@ -90,28 +93,35 @@ if kind == "stepwise":
         c1, c2, c3, c4 = st.columns(4)
         response = c1.selectbox("Response", numeric, index=pick(numeric, prev.response if prev is not None
                                                                           and prev.response in numeric else res.response))
-        # Stargazer as written has no response transform (PAPER_SETTINGS); the robust defaults keep the last fit's
-        transform = c1.selectbox("Transform", FIT_TRANSFORMS, index=pick(
-            FIT_TRANSFORMS, base["response_transform"] if preset.startswith("Stargazer") else
-            defaults.get("response_transform")), help=ui.help_for("transform"))
+        fixed = "Stargazer 1.0 fixes this" if paper else None  # the paper model's own knots, splines, search
+        tf_options = [t for t in FIT_TRANSFORMS if t != "auto"] if paper else FIT_TRANSFORMS
+        transform = c1.selectbox("Transform", tf_options,
+                                 index=pick(tf_options, base["response_transform"] if paper
+                                            else defaults.get("response_transform")), help=ui.help_for("transform"))
         if criterion == "adjr2":  # only the adjusted-R² rule measures a gain against the current model
             compare = c2.selectbox("Gain measured against", ["r2", "adj_r2"],
                                    index=pick(["r2", "adj_r2"], base["compare"]),
-                                   format_func=lambda v: {"r2": "R² (Algorithm 1)", "adj_r2": "adjusted R²"}[v])
+                                   format_func=lambda v: {"r2": "R² (Algorithm 1)", "adj_r2": "adjusted R²"}[v],
+                                   disabled=paper, help=fixed)
         else:
             compare = base["compare"]
         theta = c3.number_input("θ (add a parameter)", value=float(base["theta"]), step=0.001, format="%.4f",
                                 help=ui.help_for("theta"))
         phi = c3.number_input("φ (add an interaction)", value=float(base["phi"]), step=0.001, format="%.4f",
                               help=ui.help_for("phi"))
+        rule = c3.selectbox("Thresholds", THRESHOLD_RULES, index=pick(THRESHOLD_RULES, base["threshold_rule"]),
+                            help="relative: θ and φ are shares of the model's R² (Stargazer 1.0, θ = φ = 0); "
+                                 "absolute: the paper text's reading (θ = φ = 0.01). Adjusted-R² criterion only.")
         knots = c4.slider("Knots per spline (k)", 3, 7, int(base["knots"]) if isinstance(base["knots"], int) else 4,
-                          help=ui.help_for("knots"))
+                          help=fixed or ui.help_for("knots"), disabled=paper)
         placement = c4.selectbox("Knot placement", PLACEMENTS, index=pick(PLACEMENTS, base["knot_placement"]),
-                                 help="even: Stargazer; quantile: Lee & Brooks (rms); distinct: quantiles of the "
-                                      "distinct values")
-        interactions = c4.selectbox("Interactions", INTERACTION_FORMS, index=pick(INTERACTION_FORMS, base["interactions"]))
+                                 help=fixed or "even: Stargazer; quantile: Lee & Brooks (rms); distinct: quantiles of "
+                                               "the distinct values", disabled=paper)
+        interactions = c4.selectbox("Interactions", INTERACTION_FORMS, index=pick(INTERACTION_FORMS, base["interactions"]),
+                                    disabled=paper, help=fixed)
         max_order = c2.selectbox("Largest interaction", [2, 3], index=pick([2, 3], base["max_order"]),
-                                 format_func=lambda v: {2: "pairs (Algorithm 1)", 3: "pairs and three-way"}[v])
+                                 format_func=lambda v: {2: "pairs (Algorithm 1)", 3: "pairs and three-way"}[v],
+                                 disabled=paper, help=fixed)
         params = st.multiselect("Parameters", params_all, default=params_all)
         app_col = res.app_column
         per_app = bool(app_col) and st.checkbox(f"Also fit one model per {app_col} (a bar each in the contribution "
@@ -119,9 +129,10 @@ if kind == "stepwise":
         go_fit = st.form_submit_button("Fit", type="primary", disabled=running or not w.writable)
 
     if go_fit:
-        settings = {**base, "theta": theta, "phi": phi, "criterion": criterion, "compare": compare, "knots": knots,
-                    "knot_placement": placement, "interactions": interactions, "response_transform": transform,
-                    "max_order": max_order}
+        settings = {**base, "theta": theta, "phi": phi, "threshold_rule": rule, "response_transform": transform}
+        if not paper:
+            settings.update(criterion=criterion, compare=compare, knots=knots, knot_placement=placement,
+                            interactions=interactions, max_order=max_order)
         rows = []
 
         def show(step) -> None:

@@ -13,11 +13,36 @@ import streamlit as st
 from dashboard import frame as ui
 from dashboard import jobs as ui_jobs
 from dashboard import work as ui_work
+from gpudse_core import GpudseError
 from gpudse_core.explore.scan import sensitivity
 from gpudse_core.report import figures
 
 w = ui.page("Explore")
 st.title("Explore the design space")
+
+
+def simulated_best(space, model) -> None:
+    """The latest "Simulate these": each chosen design's prediction beside its simulation (shown also
+    once the scan and the model are out of date, which the added results make them)."""
+    ui_jobs.job_panel(w, "campaign", "Simulating the chosen designs")
+    latest = ui_work.latest_simulated_best(w)
+    if latest is not None:
+        unit = ui.response_unit(model.response)
+        info, table = latest
+        params = [p for p in space.parameter_names if p in table.columns]
+        cols = ["group", "predicted", "lower", "upper", "simulated", "error", "in interval", *params]
+        table = table[[c for c in cols if c in table.columns]].rename(columns={"group": "row"})
+        table["row"] = table["row"] + 1
+        inside = (table["in interval"] == "yes").sum()
+        done = table["simulated"].notna().sum()
+        st.markdown(f"**Predicted vs simulated** ({info.name}: {ui.fmt_count(done)} of "
+                    f"{ui.fmt_count(len(table), 'designs')} simulated, {inside} inside the interval)")
+        ui.table(table, units=ui.units(space) | {c: unit for c in ("predicted", "lower", "upper", "simulated")},
+                 kinds={"error": "fraction", "row": "count"})
+
+
+if w.ready("space", "model") is not None and w.get("space").value is not None and w.get("model").value is not None:
+    simulated_best(w.get("space").value, w.get("model").value)  # the check stays in view while a refit is due
 space_sv, model_sv = ui.need("space", "model")
 space, model = space_sv.value, model_sv.value
 c1, c2, c3 = st.columns(3)
@@ -37,6 +62,49 @@ if sv.value is not None and "best" not in sv.value:  # stored by an earlier vers
 
 def compute(req: dict = request) -> None:
     ui_work.start_scan(w, req)
+
+
+def simulate_these(value: dict) -> None:
+    """Run chosen rows through the simulator the results came from; predicted beside simulated."""
+    best = value["best"]
+    with st.container(border=True):
+        st.markdown("**Simulate these** — check the predictions with the simulator; the simulated designs are "
+                    "added to the results (a new version)")
+        builtin = ui_work.results_backend(w)
+        external = ui_work.external_backends()
+        kinds = ([f"built-in ({builtin.kernel}, noise σ {builtin.noise:g}), as the results"] if builtin else []) + \
+            ([f"external: {p.name}" for p in external])
+        backend = builtin
+        if kinds:
+            kind = st.radio("Simulator", kinds, horizontal=True, key="sim_backend")
+            if kind.startswith("external: "):
+                from gpudse_core.sim.campaign import CommandBackend
+
+                try:
+                    backend = CommandBackend.from_file(external[kinds.index(kind) - (1 if builtin else 0)])
+                except GpudseError as e:
+                    st.error(str(e))
+                    backend = None
+        unit = ui.response_unit(model.response)
+        names = [f"{i + 1}: {ui.fmt_num(v, unit)}" for i, v in enumerate(best.predicted)]
+        c1, c2 = st.columns([3, 2])
+        rows = c1.multiselect("Rows", list(range(len(best))), default=list(range(min(5, len(best)))),
+                              format_func=lambda i: names[i], key="sim_rows")
+        how = c2.radio("Designs", ["one per row (its first design)", "every design of each row, up to"],
+                       key="sim_how")
+        per_row = c2.number_input("designs per row", 1, ui_work.simulate_limit(), 5, key="sim_per_row",
+                                  disabled=how.startswith("one"), label_visibility="collapsed")
+        if not kinds:
+            st.info("The results did not come from the built-in simulator and no external simulator is configured "
+                    "on this server, so there is none to run here; simulate the designs elsewhere and upload their "
+                    "results.", icon=":material/info:")
+        busy = ui_jobs.active(w, "campaign") is not None
+        if backend is not None:
+            if st.button("Simulate these", type="primary", icon=":material/play_arrow:",
+                         disabled=busy or not rows or not w.writable) and ui.guarded(
+                    lambda: ui_work.start_simulate_best(w, backend, best.iloc[rows], not how.startswith("one"),
+                                                        int(per_row))):
+                st.rerun()
 
 
 label = f"Find the best of all {ui.fmt_count(space.size)} designs"
@@ -62,8 +130,19 @@ elif ui.analysis_banner(sv, lambda: compute(dict(sv.value.get("request", request
                 f"{how.get(value['method'], value['method'] + ' scan')})")
     for note in value.get("notes", []):
         st.caption(f":material/info: {note}")
-    best = best[["predicted"] + [c for c in best.columns if c != "predicted"]]
-    ui.table(best, units=ui.units(space) | {"predicted": ui.response_unit(model.response)})
+    shown = value.get("shown")
+    if shown is not None:  # one row per group of designs the model cannot tell apart
+        st.caption(f"The model reads {', '.join(value.get('used', []))}: each row stands for every design with "
+                   f"those values (**designs**); **any** marks a parameter the model does not read. The interval "
+                   f"is where a simulation is expected to land (95 %).")
+        ui.table(shown)
+        if value.get("left_out"):
+            st.caption(f"{value['left_out']} row(s) left out: a design of theirs failed to simulate.")
+    else:  # stored by an earlier version: one row per design
+        best = best[["predicted"] + [c for c in best.columns if c != "predicted"]]
+        ui.table(best, units=ui.units(space) | {"predicted": ui.response_unit(model.response)})
+    if shown is not None and len(best):
+        simulate_these(value)
     front = value.get("pareto")
     if front is not None and len(front):
         cost_label = ("sum of parameter levels" if req.get("cost") == "levels"
@@ -71,6 +150,8 @@ elif ui.analysis_banner(sv, lambda: compute(dict(sv.value.get("request", request
                       else str(req.get("cost")))
         ui.chart(figures.pareto(front, cost_label, model.response, value.get("cloud")))
         st.caption(ui.help_for("pareto"))
+
+simulated_best(space, model)
 
 st.subheader("One parameter at a time")
 base = ui.base_point(space, "ex")

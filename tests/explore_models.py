@@ -160,3 +160,31 @@ def brute_force(model: Any, space: DesignSpace, k: int, maximize: bool = False, 
         keep = np.asarray(keep, dtype=np.int64)
         front = frame.iloc[keep].assign(cost=c[keep], predicted=pred[keep], design_index=idx[keep]).reset_index(drop=True)
     return best, front
+
+
+def brute_force_distinct(model: Any, space: DesignSpace, k: int, maximize: bool = False,
+                         where: str | None = None) -> pd.DataFrame:
+    """Every feasible design predicted with model.predict, grouped by the values of the parameters the
+    model reads; each group given by its first design; the k best groups (ties: smaller first design),
+    with ``designs``, the number of feasible designs in the group."""
+    idx = np.arange(space.size)
+    digits = space.decode(idx)
+    ok = space.feasible_mask(digits)
+    cols = space.columns(digits)
+    if where:
+        ok &= compile_expression(where, expression_types(space)).mask(cols, len(idx))
+    frame = space.frame(digits)
+    pred = np.asarray(model.predict(frame), dtype=float)
+    sel = np.flatnonzero(ok)
+    if not sel.size:
+        return frame.iloc[:0].assign(predicted=[], design_index=[], designs=[])
+    used = list(model.parameters)
+    keys = frame.iloc[sel][used].astype(str).agg("\x1f".join, axis=1) if used else pd.Series("", index=sel)
+    first = pd.Series(sel).groupby(keys.to_numpy()).min()
+    count = pd.Series(sel).groupby(keys.to_numpy()).size()
+    firsts = first.to_numpy()
+    key = -pred[firsts] if maximize else pred[firsts]
+    order = np.lexsort((firsts, key))[:k]
+    chosen = firsts[order]
+    return frame.iloc[chosen].assign(predicted=pred[chosen], design_index=chosen,
+                                     designs=count.to_numpy()[order]).reset_index(drop=True)

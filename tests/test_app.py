@@ -576,7 +576,17 @@ def test_replay_explains_each_row_with_its_rule_and_numbers():
     space = load_preset("stargazer")
     pts = sample(space, 300, seed=1).table()
     data = pts.join(simulate(pts, "matMul"))[list(space.parameter_names) + ["cycles"]]
-    paper = fit_stepwise(data, "cycles", transform="log", **PAPER_SETTINGS)
+    paper = fit_stepwise(data, "cycles", **PAPER_SETTINGS)  # θ = φ = 0 relative to R²
+    rows = paper.trace
+    texts_ = [ui_replay.explain(r, rows[i - 1] if i else None, paper.settings) for i, r in enumerate(rows)]
+    for i, (row, text) in enumerate(zip(rows, texts_)):
+        if row["kind"] in ("main", "interaction") and row["chosen"]:
+            sym = "θ" if row["kind"] == "main" else "φ"
+            assert f"{sym} × R² = 0 × {ui_replay.ui.fmt_r2(rows[i - 1]['r2'])}" in text
+            assert ("at least" in text) == row["accepted"] and ("less than" in text) != row["accepted"]
+    # the paper text's absolute reading
+    paper = fit_stepwise(data, "cycles", **{**PAPER_SETTINGS, "threshold_rule": "absolute", "theta": 0.01,
+                                            "phi": 0.01})
     rows = paper.trace
     texts_ = [ui_replay.explain(r, rows[i - 1] if i else None, paper.settings) for i, r in enumerate(rows)]
     assert texts_[0].startswith(f"Of the 10 parameters, **{rows[0]['chosen']}** explains most on its own")

@@ -469,3 +469,42 @@ def _save_timings() -> None:
     old = json.loads(path.read_text()) if path.exists() else {}
     path.write_text(json.dumps({**old, **TIMINGS}, indent=1))
     print("timings (measured on a shared machine):", json.dumps(TIMINGS))
+
+
+def test_simulate_these_checks_the_best_designs_with_the_builtin_simulator(server, browser, home):
+    """Explore's grouped best designs → "Simulate these" → the built-in simulator runs one design per
+    chosen row as a campaign → predicted beside simulated, and the results gain the designs."""
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    a = Tab(browser, server, "simulate")
+    a.page.goto(server, wait_until="domcontentloaded")
+    a.text("Where you are", timeout=180_000)
+    a.settle()
+    ws_id = a.ws_id
+    a.key_cookie(ws_id)
+    w = workspace(home, ws_id)
+    n_results = len(w.get("results").value.table)
+    a.open("Explore")
+    a.text("each row stands for every design with those values", timeout=60_000)
+    end = time.monotonic() + 30
+    while not a.has("95 % interval (cycles)") and time.monotonic() < end:  # the grid's headers (a canvas)
+        a.page.wait_for_timeout(200)
+    assert a.has("95 % interval (cycles)") and a.has("designs")
+    a.check("explore")
+    a.shot("explore_grouped")
+    a.button("Simulate these").click()
+    a.text("Predicted vs simulated", timeout=120_000)
+    end = time.monotonic() + 120
+    while not a.has("5 of 5 designs simulated") and time.monotonic() < end:
+        a.page.wait_for_timeout(500)
+        if not a.has("5 of 5 designs simulated"):
+            a.page.reload(wait_until="domcontentloaded")
+            a.heading("Explore")
+    a.shot("explore_predicted_vs_simulated")
+    assert a.has("5 of 5 designs simulated"), a.alerts()
+    a.check("simulated")
+    a.alert("Refit on the new results")  # the check stays in view above the refit it calls for
+    w = workspace(home, ws_id)
+    results = w.get("results")
+    assert len(results.value.table) == n_results + 5 and "simulated designs added" in results.note
+    assert not w.get("model").ok and not w.get("scan").ok  # fitted and scanned before the new results
+    a.close()

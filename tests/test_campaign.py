@@ -365,7 +365,7 @@ def test_stop_hands_back_points_not_started(tmp_path):
 
 
 def test_the_example_description_reads_and_fits_the_stargazer_space(tmp_path):
-    be = CommandBackend.from_file(ROOT / "examples" / "gpgpusim.toml")
+    be = CommandBackend.from_file(ROOT / "docs" / "examples" / "gpgpusim.toml")
     be.check_points(points(1).columns)
     assert be.command[-1] == "{config}" and be.timeout == 14400 and be.env == {"CUDA_INSTALL_PATH": "/usr/local/cuda"}
     assert parse_log("x", text="total_rays = 12\n", extra=be.extra).extra == {"rays": 12.0}

@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from conftest import ROOT
-from explore_models import StepModel, TableModel, brute_force, random_stepwise, small_spaces
+from explore_models import StepModel, TableModel, brute_force, brute_force_distinct, random_stepwise, small_spaces
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -80,6 +80,41 @@ def test_top_k_equals_brute_force_on_random_table_models(data):
     space = data.draw(small_spaces())
     model = data.draw(table_models(space))
     check_best(model, space, data.draw(st.integers(1, 12)), data.draw(st.booleans()), where_of(data.draw, space))
+
+
+def check_distinct(model, space, k, maximize, where, configs=CONFIGS):
+    expected = brute_force_distinct(model, space, k, maximize, where)
+    for method, dtype, block in configs:
+        if len(expected) == 0:
+            continue
+        r = find_best(model, space, top=k, maximize=maximize, where=where, method=method, dtype=dtype, block=block,
+                      distinct=True)
+        assert r.best.design_index.tolist() == expected.design_index.tolist(), (method, dtype, block)
+        np.testing.assert_allclose(r.best.predicted.to_numpy(), expected.predicted.to_numpy(), rtol=1e-12, atol=0)
+        used = list(model.parameters)
+        assert not r.best[used].astype(str).duplicated().any()  # never two rows the model cannot tell apart
+
+
+@settings(max_examples=120, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_distinct_top_k_equals_grouped_brute_force(data):
+    space = data.draw(small_spaces())
+    model = data.draw(table_models(space))
+    check_distinct(model, space, data.draw(st.integers(1, 12)), data.draw(st.booleans()), where_of(data.draw, space))
+
+
+@settings(max_examples=30, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data(), st.integers(0, 1000))
+def test_distinct_top_k_of_a_non_additive_model_and_with_a_front(data, seed):
+    space = data.draw(small_spaces())
+    model = StepModel(space, seed) if data.draw(st.booleans()) else data.draw(table_models(space))
+    k = data.draw(st.integers(1, 10))
+    expected = brute_force_distinct(model, space, k)
+    if len(expected) == 0:
+        return
+    cost = cost_of(data.draw, space)
+    r = find_best(model, space, top=k, pareto=cost, distinct=True)  # the cost's axes split groups into cells
+    assert r.best.design_index.tolist() == expected.design_index.tolist()
 
 
 @settings(max_examples=60, suppress_health_check=[HealthCheck.too_slow])

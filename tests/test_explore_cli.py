@@ -38,12 +38,22 @@ def test_json_contract_best_first(model_file, capsys):
     assert list(doc)[:4] == ["space_size", "evaluated", "method", "best"]
     assert doc["space_size"] == 933_120 and doc["method"] == "exact" and doc["evaluated"] < 1000
     assert len(doc["best"]) == 7
-    for row in doc["best"]:
-        assert list(row) == [*SPACE.parameter_names, "predicted"]
+    for row in doc["best"]:  # the design's parameters and prediction first (the earlier contract), then the group
+        assert list(row)[:len(SPACE.parameter_names) + 1] == [*SPACE.parameter_names, "predicted"]
+        assert {"lower", "upper", "designs", "simulated", "measured", "any", "values"} <= set(row)
+        assert row["lower"] < row["predicted"] < row["upper"]
     preds = [r["predicted"] for r in doc["best"]]
     assert preds == sorted(preds)
     model = StepwiseModel.load(model_file)
-    ref = find_best(model, SPACE, top=7)
+    used = doc["used"]
+    assert used == model.parameters and len(used) < len(SPACE.parameter_names)
+    # k distinct rows: no two share the values of every parameter the model reads
+    assert len({tuple(r[p] for p in used) for r in doc["best"]}) == 7
+    free = [p for p in SPACE.parameter_names if p not in used]
+    sizes = {p: SPACE.parameter(p).size for p in free}
+    for r in doc["best"]:  # the space is unconstrained: each row stands for every value of the others
+        assert r["any"] == free and r["values"] == {} and r["designs"] == int(np.prod(list(sizes.values())))
+    ref = find_best(model, SPACE, top=7, distinct=True)
     assert preds == ref.best.predicted.tolist()
     assert [r["blk"] for r in doc["best"]] == ref.best.blk.tolist()
     # each design's prediction is what `gpudse predict` gives for it
@@ -121,3 +131,24 @@ def test_progress_in_a_log_has_no_carriage_returns(model_file, tmp_path):
     assert r.returncode == 0
     text = log.read_text()
     assert "cells (100 %)" in text and "\r" not in text and "\033" not in text
+
+
+def test_results_mark_simulated_groups_and_exclude_simulated_leaves_them_out(model_file, tmp_path, capsys):
+    plain = explore_json(capsys, model_file, "stargazer", "--top", "3")["best"]
+    first = {p: plain[0][p] for p in SPACE.parameter_names}
+    other = dict(first, **{p: SPACE.parameter(p).values[-1] for p in plain[0]["any"]})  # same group, other design
+    failed = {p: plain[1][p] for p in SPACE.parameter_names}
+    res = tmp_path / "res.csv"
+    pd.DataFrame([dict(first, cycles=1000.0), dict(other, cycles=2000.0), dict(failed, cycles=None)]).to_csv(res,
+                                                                                                       index=False)
+    marked = explore_json(capsys, model_file, "stargazer", "--top", "3", "--results", res)
+    assert marked["best"][0]["simulated"] == 2 and marked["best"][0]["measured"] == 1500.0
+    assert marked["best"][1]["predicted"] == plain[2]["predicted"]  # the failed group is left out
+    assert marked["left_out"] == 1
+    fresh = explore_json(capsys, model_file, "stargazer", "--top", "3", "--exclude-simulated", res)
+    assert fresh["best"][0]["predicted"] == plain[2]["predicted"] and fresh["left_out"] == 2
+    assert all(r["simulated"] == 0 for r in fresh["best"])
+    assert main(["explore", str(model_file), "stargazer", "--top", "3", "--results", str(res)]) == 0
+    text = capsys.readouterr().out
+    assert "any" in text and "95 % interval (cycles)" in text and "measured (cycles)" in text
+    assert "True" not in text and "False" not in text

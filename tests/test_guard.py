@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from gpudse_core import load_preset, sample
-from gpudse_core.model.stepwise import PAPER_SETTINGS, StepwiseModel, StepwiseRegression, fit_stepwise
+from gpudse_core.model.stepwise import ALGORITHM1_SETTINGS, StepwiseModel, StepwiseRegression, fit_stepwise
 from gpudse_core.sim.simulator import simulate
 
 
@@ -31,11 +31,11 @@ def test_n30_blow_up_is_bounded_and_flagged(n30):
     X = test.drop(columns="cycles")
     at = ((test.blk == 8) & (test.simd == 8)).to_numpy()
     # the paper's model unguarded: the log-scale prediction runs away where blk=8 meets simd=8
-    raw = fit_stepwise(train, "cycles", transform="log", bound_margin=None, **PAPER_SETTINGS)
+    raw = fit_stepwise(train, "cycles", transform="log", bound_margin=None, **ALGORITHM1_SETTINGS)
     ratio = raw.predict(X) / test.cycles.to_numpy()
     assert ratio[at].max() > 1e4
     # guarded (the default): bounded to the training range widened by the margin, and flagged with the reason
-    m = fit_stepwise(train, "cycles", transform="log", **PAPER_SETTINGS)
+    m = fit_stepwise(train, "cycles", transform="log", **ALGORITHM1_SETTINGS)
     d = m.predict_details(X)
     assert list(d.columns) == ["predicted", "bounded", "extrapolation"]
     worst = np.argmax(np.where(at, ratio, 0))
@@ -60,7 +60,7 @@ def test_predictions_are_never_non_finite():
     rng = np.random.default_rng(0)
     df = pd.DataFrame({"a": rng.integers(1, 9, 80).astype(float), "b": rng.choice(["x", "y"], 80)})
     df["y"] = np.exp(df.a + (df.b == "y"))
-    m = fit_stepwise(df, "y", transform="log", bound_margin=None, **PAPER_SETTINGS)
+    m = fit_stepwise(df, "y", transform="log", bound_margin=None, **ALGORITHM1_SETTINGS)
     far = pd.DataFrame({"a": [1e300, -1e300, 4.0, 1e6], "b": ["x", "y", "zz", "x"]})
     d = m.predict_details(far)
     assert np.all(np.isfinite(d.predicted)) and d.bounded.iloc[:2].all()
@@ -70,7 +70,7 @@ def test_predictions_are_never_non_finite():
 
 def test_bound_can_be_turned_off_and_counts():
     m = fit_stepwise(pd.DataFrame({"a": np.arange(1.0, 21.0), "y": np.arange(1.0, 21.0) ** 2}), "y",
-                     bound_margin=0.0, **{k: v for k, v in PAPER_SETTINGS.items()})
+                     bound_margin=0.0, **ALGORITHM1_SETTINGS)
     z, mask = m.bound(np.array([0.5, 1.0, 400.0, 401.0, np.nan]))
     np.testing.assert_array_equal(mask, [True, False, False, True, True])
     assert z[0] == 1.0 and z[3] == 400.0 and np.isfinite(z[4])

@@ -232,7 +232,7 @@ def test_bad_project_leaves_the_workspace_untouched(tmp_path):
 
 
 def test_parse_upload_routes_through_safeload(monkeypatch):
-    import ui
+    from dashboard import frame as ui
 
     errors: list[str] = []
     monkeypatch.setattr(ui, "st", types.SimpleNamespace(error=lambda text, **kw: errors.append(text)))

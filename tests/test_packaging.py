@@ -100,6 +100,15 @@ def test_pip_install_gives_gpudse_command(tmp_path):
     data = subprocess.run([str(py), "-c", "import gpudse_core.space.presets as p; print(p.__file__)"],
                           capture_output=True, text=True, cwd=tmp_path, env=clean_env)
     assert str(env_dir) in data.stdout, data.stderr
+    # the MGPUSim driver program's Go sources travel with the wheel (built on first use)
+    src = subprocess.run([str(py), "-c", "from gpudse_core.sim.mgpusim import source_dir, source_hash; "
+                          "print(source_dir()); print(source_hash())"], capture_output=True, text=True, cwd=tmp_path,
+                         env=clean_env)
+    where_src, digest = src.stdout.split()
+    assert str(env_dir) in where_src and where_src.endswith("_sims/mgpusim"), src.stderr
+    from gpudse_core.sim.mgpusim import source_hash
+
+    assert digest == source_hash()  # the same files as the checkout's gpudse_core/_sims/mgpusim
 
 
 def test_requirements_install_the_package_itself_editable():

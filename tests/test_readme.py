@@ -294,11 +294,24 @@ def _run(cmd: Command, workdir: Path) -> subprocess.CompletedProcess:
     return r
 
 
+def _needs_go(argv: list[str]) -> bool:
+    """``gpudse mgpusim …`` and ``simulate --backend mgpusim`` build MGPUSim with Go on first use."""
+    k = argv.index("--backend") if "--backend" in argv else -1
+    return argv[:1] == ["mgpusim"] or (0 <= k < len(argv) - 1 and argv[k + 1] == "mgpusim")
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("cmd", run_order(COMMANDS), ids=lambda c: c.id)
 def test_readme_command_runs(cmd: Command, workdir: Path):
     if cmd.skip:
         pytest.skip(f"{cmd.where} marks it not run: {cmd.skip}")
+    if _needs_go(cmd.argv):
+        from gpudse_core.sim.mgpusim import MgpusimError, find_go
+
+        try:
+            find_go()
+        except MgpusimError as e:
+            pytest.skip(f"MGPUSim is built with Go: {e}")
     r = _run(cmd, workdir)
     assert r.returncode == cmd.exit, f"{cmd.where}: {cmd.text}\n{r.stderr[-3000:]}"
     assert "Traceback" not in r.stderr, r.stderr[-3000:]

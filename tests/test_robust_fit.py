@@ -21,7 +21,7 @@ from gpudse_core.model import encoding
 from gpudse_core.model.fitted import StepwiseModel
 from gpudse_core.model.inference import design_matrix
 from gpudse_core.model.splines import make_basis
-from gpudse_core.model.stepwise import PAPER_SETTINGS, StepwiseRegression, fit_stepwise, interaction_block
+from gpudse_core.model.stepwise import ALGORITHM1_SETTINGS, StepwiseRegression, fit_stepwise, interaction_block
 
 NOISE = 0.01
 
@@ -285,7 +285,7 @@ def test_auto_transform_chooses_by_leave_one_out_error():
 def test_paper_preset_switches_every_addition_off():
     for k, v in {"lookahead": False, "prune": False, "unseen": "model", "interactions": "restricted",
                  "response_transform": "none"}.items():
-        assert PAPER_SETTINGS[k] == v
+        assert ALGORITHM1_SETTINGS[k] == v
     defaults = StepwiseRegression().get_params()
     assert defaults["interactions"] == "adaptive" and defaults["response_transform"] == "auto"
     assert defaults["lookahead"] and defaults["prune"] and defaults["unseen"] == "lower-order"

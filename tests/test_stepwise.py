@@ -14,6 +14,7 @@ from gpudse_core import load_preset, sample
 from gpudse_core.model import encoding
 from gpudse_core.model.splines import make_basis
 from gpudse_core.model.stepwise import (
+    ALGORITHM1_SETTINGS,
     PAPER_SETTINGS,
     FitError,
     StepwiseModel,
@@ -22,7 +23,7 @@ from gpudse_core.model.stepwise import (
     interaction_block,
 )
 
-PAPER = {k: v for k, v in PAPER_SETTINGS.items() if k not in ("theta", "phi", "compare")}
+PAPER = {k: v for k, v in ALGORITHM1_SETTINGS.items() if k not in ("theta", "phi", "compare")}
 
 
 @pytest.fixture(scope="module")

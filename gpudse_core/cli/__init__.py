@@ -16,9 +16,11 @@ It calls the same functions as the dashboard pages. User errors print one line
                    [--scheduler ADDRESS|local] [--workers W] [-o best.csv] [--json]
     gpudse validate DATA --response COL [--transform …] [--train-sizes 30,60,…] [--test-size 200]
                     [--repeats 5] [--models stepwise,fixed,regional,forest,boosting,hybrid] [--json]
-    gpudse simulate SAMPLES --backend analytical|command [--kernel NAME] [--config SIM.toml]
+    gpudse simulate SAMPLES --backend analytical|command|mgpusim [--kernel NAME] [--config SIM.toml]
+                    [--benchmark matmul|fir|aes|kmeans|bfs|stencil2d] [--size N] [--timeout S]
                     [--workers W | --scheduler ADDRESS] [--store campaign.db | --workspace ID] [--retries R]
                     -o results.csv
+    gpudse mgpusim build [--force] | benchmarks [--json]
     gpudse import RESULTS --space SPACE [--responses a,b] [--snap reject|nearest]
                   [--duplicates keep|average|reject] [--store campaign.db] -o clean.csv
     gpudse pixels HEATMAP --sms N --mem M [--k K] [--division fine|coarse] [--distribution uniform|lintmp|exptmp]

@@ -1,4 +1,5 @@
-"""``gpudse explore``: the best designs of a whole space and its Pareto front (issue 12)."""
+"""``gpudse explore``: the best designs of a whole space (one row per group the model cannot tell
+apart, with a prediction interval) and its Pareto front."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from .common import Progress, count_arg, nonnegative_int, writable, write_table
 
 
 def cmd_explore(args: argparse.Namespace) -> int:
-    from ..explore.best import find_best
+    from ..explore.designs import best_designs
     from ..model.registry import load_model
     from ..space.presets import load_space
 
@@ -31,34 +32,65 @@ def cmd_explore(args: argparse.Namespace) -> int:
             line(f"{done:,} of {total:,} cells ({100 * done / max(total, 1):.0f} %)")
 
     scheduler = args.scheduler or ("local" if args.workers else None)
-    res = find_best(model, space, top=args.top, maximize=args.maximize, pareto=args.pareto, where=args.where,
-                    scheduler=scheduler, workers=args.workers, progress=progress)
+    results = None
+    if args.results or args.exclude_simulated:
+        from ..dataio import read_table
+
+        results = read_table(args.exclude_simulated or args.results)
+    level = None if args.no_interval else args.level
+    found = best_designs(model, space, top=args.top, maximize=args.maximize, pareto=args.pareto, where=args.where,
+                         scheduler=scheduler, workers=args.workers, progress=progress, results=results,
+                         exclude_simulated=bool(args.exclude_simulated), level=level)
+    res = found.result
     line.end()
+    unit = "cycles" if "cycle" in str(model.response).lower() else None
     if out is not None:
         if args.top:
-            write_table(res.best, out)
+            write_table(found.rows, out)
         if res.pareto is not None:
             front = out.with_name(out.stem + "_pareto" + out.suffix)
             write_table(res.pareto, front)
             print(f"wrote the Pareto front to {front}", file=sys.stderr)
+    notes = list(dict.fromkeys(found.notes))
     if args.json:
-        print(json.dumps(res.to_json_dict(space.parameter_names), indent=1, default=str))
+        doc = res.to_json_dict(space.parameter_names)
+        doc["best"] = found.to_json_rows(space.parameter_names)
+        doc.update(used=found.used, level=found.level, left_out=found.left_out, notes=notes)
+        print(json.dumps(doc, indent=1, default=str))
     else:
-        feasible = f"{res.feasible:,}" if res.feasible is not None else "?"
-        print(f"{space.name}: {res.space_size:,} points, {feasible} feasible; method {res.method}: "
-              f"{res.evaluated:,} evaluated in {res.elapsed:.2f} s")
+        from ..report.fmt import fmt_count, fmt_duration, text_table
+
+        feasible = fmt_count(res.feasible) if res.feasible is not None else "?"
+        print(f"{space.name}: {fmt_count(res.space_size)} points, {feasible} feasible; method {res.method}: "
+              f"{fmt_count(res.evaluated)} evaluated in {fmt_duration(res.elapsed)}")
         goal = "highest" if args.maximize else "lowest"
         if args.top:  # --top 0 --pareto: the front alone
-            print(f"the {len(res.best)} designs with the {goal} predicted {model.response}:")
-            print(res.best.to_string(index=False))
+            print(f"the {len(found.rows)} {goal} distinct predictions of {model.response}; the model reads "
+                  f"{', '.join(found.used)}, so each row stands for every design with those values "
+                  f"('designs'; 'any': every value of a parameter the model does not read):")
+            print(found.display(space, model.response, unit).to_string(index=False))
+            if found.left_out:
+                what = "simulated or failed" if args.exclude_simulated else "failed"
+                print(f"left out: {found.left_out} group(s) with a {what} design")
         if res.pareto is not None:
             print(f"Pareto front against {args.pareto} ({len(res.pareto)} designs):")
-            print(res.pareto.to_string(index=False))
-        for note in res.notes:
+            front = res.pareto.drop(columns=[c for c in ("bounded", "design_index") if c in res.pareto.columns])
+            print(text_table(front, {"predicted": unit} if unit else {}))
+        for note in notes:
             print(f"note: {note}", file=sys.stderr)
     if out is not None and args.top:
-        print(f"wrote {len(res.best)} designs to {out}", file=sys.stderr)
+        print(f"wrote {len(found.rows)} rows (one per group, its first design) to {out}", file=sys.stderr)
     return 0
+
+
+def _level(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        v = -1.0
+    if not 0.5 <= v < 1:
+        raise argparse.ArgumentTypeError(f"--level {text!r}: give a number in [0.5, 1), e.g. 0.95")
+    return v
 
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:
@@ -81,5 +113,16 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
                     help="processes of a local Dask cluster (implies --scheduler local)")
     ex.add_argument("-o", "--output", metavar="best.csv", help="write the best designs (.csv, .parquet, .json); "
                                                                "the front goes to best_pareto.csv")
-    ex.add_argument("--json", action="store_true", help='print {"space_size", "evaluated", "method", "best": [...]}')
+    ex.add_argument("--results", metavar="RESULTS.csv", help="mark the rows whose designs were simulated (their "
+                                                             "count and mean measured response); groups holding a "
+                                                             "failed design (missing response, status not ok) are "
+                                                             "left out")
+    ex.add_argument("--exclude-simulated", metavar="RESULTS.csv", help="like --results, and leave out every group "
+                                                                       "with a simulated design: what to simulate next")
+    ex.add_argument("--level", type=_level, default=0.95, help="prediction interval level (default 0.95)")
+    ex.add_argument("--no-interval", action="store_true", help="no prediction intervals (a learner's interval "
+                                                               "refits it 5 times)")
+    ex.add_argument("--json", action="store_true", help='print {"space_size", "evaluated", "method", "best": [...]}; '
+                                                        'each best row: parameters (its first design), predicted, '
+                                                        'lower, upper, designs, simulated, measured, any, values')
     ex.set_defaults(func=cmd_explore)

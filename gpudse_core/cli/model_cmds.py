@@ -15,14 +15,14 @@ def trace_table(model, params) -> str:
     """Stargazer Table 1 of a fitted model as text (gpudse_core.report.trace: the page's and the report's table)."""
     from ..report import trace
 
-    return trace.text(trace.build(model.trace, [p for p in params if p in getattr(model, "params", params)]))
+    return trace.text(trace.build(model.trace, list(params)))
 
 
 def trace_json(model, params) -> dict:
     """The same table as data, for ``--json`` (beside the raw trace)."""
     from ..report import trace
 
-    return trace.build(model.trace, [p for p in params if p in getattr(model, "params", params)]).to_dict()
+    return trace.build(model.trace, list(params)).to_dict()
 
 
 def step_progress(line: Progress):
@@ -34,22 +34,39 @@ def step_progress(line: Progress):
     return echo
 
 
+# the robust search's settings that Stargazer 1.0 fixes (a flag for one of them is an error with the paper model)
+PAPER_FIXED = ("phi3", "criterion", "compare", "knots", "knot_placement", "interactions", "max_order")
+
+
 def fit_settings(args: argparse.Namespace) -> tuple[dict, list[str]]:
     """Estimator settings from ``gpudse fit`` flags: the preset's (``--preset stargazer``: the paper's
     exact reading, stepwise.PAPER_SETTINGS) or the robust defaults, overridden by every flag given.
     With ``--space``, parameters' scales come from the space file. Returns (settings, notes)."""
     from ..model.encoding import scales_from_space
-    from ..model.stepwise import PAPER_SETTINGS
+    from ..model.stepwise import ABSOLUTE_THRESHOLD, PAPER_SETTINGS
 
-    kw: dict = dict(PAPER_SETTINGS) if args.preset == "stargazer" else {}
+    paper = args.preset == "stargazer"
+    kw: dict = dict(PAPER_SETTINGS) if paper else {}
     notes: list[str] = []
     flags = {"theta": args.theta, "phi": args.phi, "phi3": args.phi3, "criterion": args.criterion,
              "compare": args.compare, "knots": args.knots, "knot_placement": args.knot_placement,
-             "interactions": args.interactions, "max_order": args.max_order, "max_terms": args.max_terms}
+             "interactions": args.interactions, "max_order": args.max_order, "max_terms": args.max_terms,
+             "threshold_rule": args.threshold_rule}
+    if paper:
+        unused = [f"--{k.replace('_', '-')}" for k in PAPER_FIXED if flags.get(k) is not None
+                  and not (k == "max_order" and flags[k] == 2)] + (["--scale"] if args.scale is not None else [])
+        if unused:
+            raise GpudseError(f"{', '.join(unused)}: the paper model is Stargazer 1.0 as released, with its own "
+                              f"knots, splines and pairwise search (θ, φ, --threshold-rule, --max-terms, --force and "
+                              f"--transform apply); use --model stepwise to tune those")
+        if args.threshold_rule == "absolute":  # the paper text's reading: θ = φ = 0.01 unless given
+            kw.update(theta=ABSOLUTE_THRESHOLD, phi=ABSOLUTE_THRESHOLD)
     kw.update({k: v for k, v in flags.items() if v is not None})
     if args.bound_margin is not None:
         kw["bound_margin"] = None if args.bound_margin < 0 else args.bound_margin
     scale = args.scale
+    if paper:
+        return kw, notes
     if args.space:
         from ..space.presets import load_space
 
@@ -76,7 +93,9 @@ def cmd_fit(args: argparse.Namespace) -> int:
         param_note = ""
     line = Progress()
     echo = (lambda s: None) if args.json else step_progress(line)
-    if args.model != "stepwise":
+    if args.model == "paper" or (args.preset == "stargazer" and args.model == "stepwise"):
+        args.preset = "stargazer"  # one model: Stargazer 1.0 (stepwise.PAPER_SETTINGS), however it is asked for
+    elif args.model != "stepwise":
         code = _fit_model(args, data, params, out, echo)
         if param_note:  # after the work: an error is the first thing a failed command prints
             print(f"note: {param_note}", file=sys.stderr)
@@ -105,8 +124,8 @@ def cmd_fit(args: argparse.Namespace) -> int:
 
 
 def _fit_model(args: argparse.Namespace, data, params, out, echo) -> int:
-    """``fit --model paper|auto|ebm|forest|boosting|hybrid`` (the stepwise flags θ, φ, knots … tune
-    only ``--model stepwise``; ``paper`` is Stargazer as written, ``auto`` compares presets)."""
+    """``fit --model auto|ebm|forest|boosting|hybrid`` (the stepwise flags θ, φ, knots … tune only
+    ``--model stepwise``; ``auto`` compares presets)."""
     from ..model.registry import fit_model, model_kind, plain_json, save_model
 
     line = Progress()
@@ -116,7 +135,7 @@ def _fit_model(args: argparse.Namespace, data, params, out, echo) -> int:
             line(f"cross-validation: {done}/{total} fits ({message})")
 
     model = fit_model(args.model, data, args.response, params, transform=args.transform, seed=args.seed,
-                      folds=args.folds, callback=echo if args.model == "paper" else None, progress=progress)
+                      folds=args.folds, progress=progress)
     save_model(model, out)
     kind = model_kind(model)
     sel = getattr(model, "selection", None)
@@ -188,6 +207,7 @@ def with_predictions(points, details):
 
 def cmd_validate(args: argparse.Namespace) -> int:
     from ..dataio import read_table
+    from ..model.metrics import STATS
     from ..model.validation import validate
 
     data = read_table(args.data)
@@ -219,7 +239,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
         return 0
     line.end()
     table = res.summary()
-    for col in ("mean", "median", "p75", "p98", "max", "min", "q1", "q3"):
+    for col in STATS:
         table[col] = (100 * table[col]).map(lambda v: f"{v:.2f}")
     print(f"relative error (%) of {args.response}, {args.test_size} test points x {args.repeats} repeats "
           f"({total} fits per model)")
@@ -241,12 +261,16 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
                     help="response transform; default auto (log, sqrt or none, whichever predicts the training "
                          "rows best left out one at a time; with --preset stargazer: none)")
     fi.add_argument("--preset", choices=choices.FIT_PRESETS,
-                    help="stargazer: the paper's exact settings (even knots on raw values, pairwise terms, θ = φ = "
-                         "0.01); other flags still override them. Default: the robust settings (README)")
+                    help="stargazer: the paper model, Stargazer 1.0 exactly (the same as --model paper; README "
+                         "'Stargazer as written'). Default: the robust settings (README)")
     fi.add_argument("--theta", type=float, default=None, help="θ: threshold to add a parameter (default 0.001, "
                                                               "a p-value with the default ftest criterion)")
     fi.add_argument("--phi", type=float, default=None, help="φ: threshold to add a pairwise interaction")
     fi.add_argument("--phi3", type=float, default=None, help="threshold to add a three-way interaction")
+    fi.add_argument("--threshold-rule", choices=choices.THRESHOLD_RULES, default=None,
+                    help="adjusted-R² thresholds: relative (θ and φ are shares of the model's R², Stargazer 1.0; "
+                         "the paper model's default, θ = φ = 0) or absolute (the paper text's reading; with the "
+                         "paper model θ = φ = 0.01 unless given; the robust search's default)")
     fi.add_argument("--criterion", choices=choices.CRITERIA, default=None, help="default ftest; the paper's adjr2")
     fi.add_argument("--compare", choices=("r2", "adj_r2"), default=None,
                     help="adjr2 criterion: compare the candidate's adjusted R² with the model's R² "
@@ -304,5 +328,5 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     va.add_argument("--phi", type=float, default=None, help="φ of the stepwise model (default: its own)")
     va.add_argument("--seed", type=nonnegative_int, default=0)
     va.add_argument("--json", action="store_true",
-                    help='print {"models": {name: {"N": {mean, median, p75, p98, max, …, nonfinite, bounded}}}}')
+                    help='print {"models": {name: {"N": {mean, median, p75, p90, p98, max, …, nonfinite, bounded}}}}')
     va.set_defaults(func=cmd_validate)

@@ -21,14 +21,14 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     check_workers(args.workers, args.scheduler)
     points = read_table(args.points)
     out = writable(args.output, (".csv", ".parquet", ".json"))
-    backend = _backend(args)
+    store_path = Path(args.store) if args.store else out.with_suffix(".db")
+    backend = _backend(args, store_path)
     check = getattr(backend, "check_points", None)
     if check is not None:
         check(points.columns)  # before the store is touched
     check_table = getattr(backend, "check_table", None)
     if check_table is not None:
         check_table(points, str(args.points))
-    store_path = Path(args.store) if args.store else out.with_suffix(".db")
     wsc = None
     if args.workspace:  # issue 14: the campaign goes into the workspace's database, live in the dashboard
         from ..workspace.campaigns import CliCampaign
@@ -64,9 +64,18 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         return _report_missing(store, final, args.retries + 1, stopped=bool(wsc and wsc.should_stop()))
 
 
-def _backend(args: argparse.Namespace):
+def _backend(args: argparse.Namespace, store_path: Path):
     from ..sim.campaign import AnalyticalBackend, CommandBackend
 
+    if args.backend != "mgpusim" and (args.benchmark or args.size):
+        raise GpudseError(f"--benchmark and --size choose the workload of --backend mgpusim; the {args.backend} "
+                          f"backend " + ("takes --kernel" if args.backend == "analytical" else "reads its --config"))
+    if args.backend == "mgpusim":
+        from ..sim.mgpusim import MgpusimBackend, build
+
+        binary = build(progress=lambda line: print(line, file=sys.stderr))
+        return MgpusimBackend(args.benchmark or "matmul", size=args.size or 0, timeout=args.timeout,
+                              binary=str(binary), workdir=str(store_path.with_name(store_path.name + ".runs")))
     if args.backend == "command":
         if not args.config:
             raise GpudseError("--backend command needs --config SIM.toml (the simulator's description on this machine)")
@@ -100,6 +109,30 @@ def _report_missing(store, final, attempts: int, stopped: bool = False) -> int:
           f"is done: run the same command again to resume (add --retry-failed to retry the failed points)",
           file=sys.stderr)
     return 1
+
+
+def cmd_mgpusim(args: argparse.Namespace) -> int:
+    """``gpudse mgpusim build | benchmarks``: build the MGPUSim driver program, list its benchmarks."""
+    import time
+
+    from ..sim import mgpusim
+
+    if args.action == "build":
+        start = time.perf_counter()
+        path = mgpusim.build(progress=lambda line: print(line, file=sys.stderr, flush=True), force=args.force)
+        print(f"MGPUSim ({mgpusim.MODULE} {mgpusim.VERSION}) ready in {time.perf_counter() - start:.1f} s",
+              file=sys.stderr)
+        print(path)
+        return 0
+    specs = mgpusim.benchmarks()
+    if args.json:
+        print(json.dumps(specs, indent=1))
+        return 0
+    for b in specs:
+        multiple = f", a multiple of {b['size_multiple']}" if b["size_multiple"] > 1 else ""
+        print(f"{b['name']:<10} {b['suite']:<12} size = {b['size_meaning']} (default {b['default_size']:,}; "
+              f"{b['min_size']:,}..{b['max_size']:,}{multiple})")
+    return 0
 
 
 def cmd_import(args: argparse.Namespace) -> int:
@@ -171,9 +204,17 @@ def cmd_wfg(args: argparse.Namespace) -> int:
 def add_parsers(sub: argparse._SubParsersAction) -> None:
     si = sub.add_parser("simulate", help="run design points through a simulator backend, resumably (a campaign)")
     si.add_argument("points", metavar="SAMPLES", help="design points: .csv, .parquet or .json (e.g. from gpudse sample)")
-    si.add_argument("--backend", choices=("analytical", "command"), default="analytical",
-                    help="analytical: the built-in simulator (default); command: an external simulator (--config)")
+    si.add_argument("--backend", choices=("analytical", "command", "mgpusim"), default="analytical",
+                    help="analytical: the built-in simulator (default); command: an external simulator (--config); "
+                    "mgpusim: MGPUSim timing simulation (points of the mgpusim preset; built with 'go' on first use)")
     si.add_argument("--kernel", default="matMul", choices=list(choices.KERNELS), help="analytical backend: Table 4 application")
+    si.add_argument("--benchmark", default=None, choices=list(choices.MGPUSIM_BENCHMARKS),
+                    help="mgpusim backend: the workload (default matmul)")
+    si.add_argument("--size", type=count_arg, default=None,
+                    help="mgpusim backend: problem size (default: the benchmark's, one point in seconds; "
+                    "gpudse mgpusim benchmarks lists what it means)")
+    si.add_argument("--timeout", type=positive_number, default=600.0,
+                    help="mgpusim backend: seconds one point may take before it is killed (default 600)")
     si.add_argument("--config", metavar="SIM.toml", help="command backend: the simulator description on this machine")
     si.add_argument("--noise", type=float, default=0.0, help="analytical: σ of log-normal measurement noise")
     si.add_argument("--seed", type=nonnegative_int, default=None)
@@ -191,6 +232,15 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
                     help="give points that failed in an earlier run of this campaign new attempts")
     si.add_argument("-o", "--output", required=True, metavar="results.csv")
     si.set_defaults(func=cmd_simulate)
+
+    mg = sub.add_parser("mgpusim", help="MGPUSim, the cycle-level AMD GPU simulator: build it (needs 'go'), list "
+                        "its benchmarks")
+    mg.add_argument("action", choices=("build", "benchmarks"),
+                    help="build: compile the driver program once into the cache (prints its path); benchmarks: "
+                    "the workloads and what their size means")
+    mg.add_argument("--force", action="store_true", help="build: rebuild even if the binary exists")
+    mg.add_argument("--json", action="store_true", help="benchmarks: as JSON")
+    mg.set_defaults(func=cmd_mgpusim)
 
     im = sub.add_parser("import", help="validate uploaded simulation results against a design space")
     im.add_argument("results", metavar="RESULTS", help=".csv, .parquet or .json")

@@ -317,7 +317,7 @@ def _linear(plan: _Plan, cells: np.ndarray) -> np.ndarray:
     return z
 
 
-def _top(model: Any, space: DesignSpace, plan: _Plan, pool: TopK, k: int) -> pd.DataFrame:
+def _top(model: Any, space: DesignSpace, plan: _Plan, pool: TopK, k: int, distinct: bool = False) -> pd.DataFrame:
     cells = pool.cell
     digits = _designs(plan, cells)
     _, key = _keys(model, space, digits, plan.sign)
@@ -334,7 +334,7 @@ def _top(model: Any, space: DesignSpace, plan: _Plan, pool: TopK, k: int) -> pd.
             j += 1
         need = k - len(out_index)
         group = order[i:j][:need]  # the cells with the smallest first designs among equals
-        if plan.structure is not None and plan.method == "exact":
+        if plan.structure is not None and plan.method == "exact" and not distinct:
             streams = [((c, t) for t in plan.structure.completions(values[c], need)) for c in group]
             chosen = itertools.islice(heapq.merge(*streams, key=lambda ct: ct[1][0]), need)
         else:
@@ -365,7 +365,7 @@ def find_best(model: Any, space: DesignSpace, top: int = 20, maximize: bool = Fa
               pareto: str | Mapping[str, Sequence[float]] | None = None, where: str | None = None,
               scheduler: str | None = None, progress: Callable[[int, int], Any] | None = None,
               stop: Callable[[], bool] | None = None, *, workers: int | None = None, method: str = "auto",
-              block: int = BLOCK_CELLS, dtype: Any = None) -> ExploreResult:
+              block: int = BLOCK_CELLS, dtype: Any = None, distinct: bool = False) -> ExploreResult:
     """The *top* best designs of *space* by *model* and, with *pareto* (a cost expression over the
     parameters, or per-value costs per parameter), its Pareto front; see the module docstring.
 
@@ -373,6 +373,11 @@ def find_best(model: Any, space: DesignSpace, top: int = 20, maximize: bool = Fa
     ``"local"`` (a LocalCluster of *workers* processes) or a scheduler address. *progress(done,
     total)* is called as the scan advances (cells); *stop()* returning True ends it within a block
     with what was found so far (``complete`` False).
+
+    With *distinct* the top are the *top* best **groups** of designs the model cannot tell apart
+    (equal values of every parameter it reads), each given by its first design in index order:
+    exactly what grouping every feasible design by those values, ranking the groups by prediction
+    (ties: the smaller first design) and taking the first *top* would give.
     """
     t0 = time.perf_counter()
     if isinstance(top, bool) or not isinstance(top, (int, np.integer)) or top < 0:
@@ -390,7 +395,8 @@ def find_best(model: Any, space: DesignSpace, top: int = 20, maximize: bool = Fa
     plan = _plan(model, space, params, maximize, cost, where_expr, where or "", method, block, dtype)
     ev = plan.evaluator
     n_words = ev.n_words
-    topk = TopK(top, ev.eps, plan.lo, plan.hi, n_words, limits.current().explore_candidates) if top else None
+    topk = TopK(top, ev.eps, plan.lo, plan.hi, n_words, limits.current().explore_candidates,
+                distinct=distinct) if top else None
     front = Front(ev.eps, ev.eps_c, plan.lo, plan.hi, n_words, limits.current().explore_candidates,
                   cost.label) if cost is not None else None
     if plan.method == "exact":
@@ -422,7 +428,7 @@ def find_best(model: Any, space: DesignSpace, top: int = 20, maximize: bool = Fa
         progress(total, total)
     empty = pd.DataFrame(columns=[*space.parameter_names, "predicted", "design_index"])
     if topk is not None and topk.n:
-        best = _top(model, space, plan, topk, top)
+        best = _top(model, space, plan, topk, top, distinct)
     else:
         best = empty
     pareto_table = None

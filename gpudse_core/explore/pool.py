@@ -9,7 +9,8 @@ the answer given those intervals, and nothing that certainly does not:
 
 * :class:`TopK` keeps cells whose lower end is at most the k-th smallest upper end; of cells tied
   exactly at that value (both ends equal, e.g. clipped by the bound) it keeps the k with the
-  smallest first design index. A block is skipped when k kept cells certainly precede every cell it
+  smallest first design index. With ``distinct`` it keeps one cell per tie group (the one with the
+  smallest first design), so its k are k designs the model can tell apart. A block is skipped when k kept cells certainly precede every cell it
   could hold.
 * :class:`Front` keeps cells that no other cell certainly dominates on (cost, key), ties going to the
   smaller index, and skips a block whose best corner is certainly dominated.
@@ -103,9 +104,11 @@ class _Pool:
 class TopK(_Pool):
     _arrays = ("cell", "f", "w", "g")
 
-    def __init__(self, k: int, eps: float, lo: float, hi: float, n_words: int, cap: int = 1 << 62):
+    def __init__(self, k: int, eps: float, lo: float, hi: float, n_words: int, cap: int = 1 << 62,
+                 distinct: bool = False):
         super().__init__(eps, lo, hi, n_words)
         self.k, self.cap = int(k), int(cap)
+        self.per_group = 1 if distinct else self.k  # distinct: one cell (the first design) per tie group
         self._u = np.zeros(0)
         self._t = np.inf
 
@@ -122,7 +125,9 @@ class TopK(_Pool):
     def select(self, f: np.ndarray) -> np.ndarray:
         """Positions of a block's values (float32 or float64, lower is better) that may enter the pool."""
         t = self.threshold
-        if f.shape[0] >= self.k and self.k > 0 and not np.isfinite(t):
+        # a block's own k-th value bounds the answer only when its k cells are k answers (not when
+        # several of them may be one tie group of a distinct top-k)
+        if f.shape[0] >= self.k and self.k > 0 and not np.isfinite(t) and self.per_group == self.k:
             kth = float(np.partition(f, self.k - 1)[self.k - 1])
             t = min(t, float(np.clip(kth + self.eps, self.lo, self.hi)))
         if t >= self.hi or not np.isfinite(t):
@@ -138,7 +143,7 @@ class TopK(_Pool):
         self.f = np.concatenate([self.f, f.astype(np.float64)])
         self.w = np.concatenate([self.w, w.astype(np.int64)])
         self.g = np.concatenate([self.g, g.astype(np.int64)])
-        self._take(per_group(self.g, self.w, self.k))
+        self._take(per_group(self.g, self.w, self.per_group))
         self._trim()
 
     def merge(self, other: "TopK") -> None:

@@ -96,6 +96,19 @@ def term_name(params: Sequence[str]) -> str:
     return ":".join(params)
 
 
+def design_matrix(model: "StepwiseModel", X: pd.DataFrame) -> np.ndarray:
+    """The model's columns (intercept first) evaluated on *X* (Lee & Brooks eq. 2's design)."""
+    evaluated = {p: b.evaluate(X[p].to_numpy(), unseen="average") for p, b in model.bases.items()}
+    out = np.empty((len(X), len(model.columns) + 1))
+    out[:, 0] = 1.0
+    for k, (t, lab) in enumerate(model.columns):
+        c = evaluated[t[0]][:, lab[0]].copy()
+        for p, i in zip(t[1:], lab[1:]):
+            c *= evaluated[p][:, i]
+        out[:, k + 1] = c
+    return out
+
+
 # ---- the fitted model ------------------------------------------------------------------------------
 @dataclass
 class StepwiseModel:
@@ -119,6 +132,9 @@ class StepwiseModel:
     bound_margin: float | None = DEFAULT_BOUND_MARGIN
     notes: list[str] = field(default_factory=list)
     unseen: str = "model"
+    # the residual spread for prediction intervals (model.intervals): {"sigma": residual standard
+    # error, "df": residual degrees of freedom, "root": W (columns × rank) with (X'X)^+ = W W'}
+    noise: dict | None = None
     _fill: list | None = field(default=None, init=False, repr=False, compare=False)  # cache
 
     kind = "stepwise"
@@ -294,7 +310,8 @@ class StepwiseModel:
         return out
 
     def equation(self, digits: int = 6) -> str:
-        """The fitted equation with each spline written as truncated cubics, as ``rms::Function`` does."""
+        """The fitted equation with each spline written as truncated cubics, as ``rms::Function`` does; an
+        ``ns`` spline (Stargazer 1.0) by its columns, with R's call that makes them on following lines."""
         coef = self.coefficients
         lhs = {"none": self.response, "log": f"log({self.response})", "sqrt": f"sqrt({self.response})"}[self.transform]
         parts = [f"{coef[0]:.{digits}g}"]
@@ -317,7 +334,10 @@ class StepwiseModel:
             c = coef[k + 1]
             term = "*".join(spline_text(self.bases[p], i) for p, i in zip(t, lab))
             parts.append(f"{'-' if c < 0 else '+'} {abs(c):.{digits}g}*{term}")
-        return f"{lhs} = " + " ".join(parts)
+        ns = [f"ns({b.label}) = splines::ns({b.label}, knots = c({', '.join(f'{t:.{digits}g}' for t in b.knots[1:-1])}), "
+              f"Boundary.knots = c({b.knots[0]:.{digits}g}, {b.knots[-1]:.{digits}g}))"
+              for b in self.bases.values() if b.kind == "ns"]
+        return f"{lhs} = " + " ".join(parts) + "".join(f"\n  where {w}" for w in ns)
 
     # -- JSON --
     def to_dict(self) -> dict:
@@ -331,6 +351,9 @@ class StepwiseModel:
             "unseen": self.unseen,
             "support": self.support.to_dict() if self.support is not None else None, "trace": self.trace,
         }
+        if self.noise is not None:
+            d["noise"] = {"sigma": float(self.noise["sigma"]), "df": int(self.noise["df"]),
+                          "root": [[float(v) for v in row] for row in self.noise["root"]]}
         return d
 
     def to_json(self) -> str:
@@ -427,13 +450,25 @@ class StepwiseModel:
         n, r2, adj = d["n"], d["r2"], d.get("adj_r2")
         if isinstance(n, bool) or not isinstance(n, int) or n < 0:
             raise FitError(f"{source}: n must be a whole number")
+        noise = d.get("noise")
+        if noise is not None:
+            root = noise.get("root") if isinstance(noise, dict) else None
+            ok = (isinstance(root, list) and len(root) == len(coef) and all(isinstance(r, list) for r in root)
+                  and len({len(r) for r in root}) <= 1 and len(root[0]) <= len(coef)
+                  and all(_finite(v) for r in root for v in r)
+                  and _finite(noise.get("sigma")) and noise["sigma"] >= 0
+                  and isinstance(noise.get("df"), int) and not isinstance(noise["df"], bool) and noise["df"] >= 1)
+            if not ok:
+                raise FitError(f"{source}: noise must be {{'sigma': number >= 0, 'df': whole number >= 1, 'root': "
+                               f"one row of numbers per coefficient}}; refit the model")
+            noise = {"sigma": float(noise["sigma"]), "df": int(noise["df"]), "root": root}
         model = cls(response=str(d["response"]), transform=transform, interactions=interactions,
                     bases=bases, columns=columns, column_labels=[str(x) for x in labels], coefficients=coef,
                     terms=list(terms), n=n, r2=float(r2) if r2 is not None else float("nan"),
                     adj_r2=float(adj) if adj is not None else float("nan"), settings=dict(d.get("settings", {})),
                     trace=list(d.get("trace", [])), support=support, z_range=z_range,
                     bound_margin=None if margin is None else float(margin), notes=[str(x) for x in d.get("notes", [])],
-                    unseen=unseen)
+                    unseen=unseen, noise=noise)
         model._check_finite(source)
         return model
 
@@ -548,3 +583,16 @@ def _codes(col: pd.Series, name: str, numeric: bool) -> tuple[np.ndarray, np.nda
         raise FitError(f"column {name!r}: rows {_rows(bad)} are empty")
     return c, np.asarray(u)
 
+
+def ols_noise(A: np.ndarray, rss: float) -> dict | None:
+    """What an OLS prediction interval needs (:mod:`.intervals`): the residual standard error, its
+    degrees of freedom and a root W of the pseudo-inverse (X'X)^+ = W W' (from the SVD of the design,
+    so a rank-deficient design is handled). None when no degrees of freedom are left."""
+    n, p = A.shape
+    _, s, vt = np.linalg.svd(A, full_matrices=False)
+    rank = int(np.sum(s > s[0] * max(n, p) * np.finfo(float).eps)) if s.size else 0
+    df = n - rank
+    if df < 1:
+        return None
+    root = vt[:rank].T / s[:rank]
+    return {"sigma": float(np.sqrt(rss / df)), "df": int(df), "root": root.tolist()}

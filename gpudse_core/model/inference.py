@@ -28,20 +28,8 @@ from scipy import stats
 from scipy.cluster.hierarchy import linkage
 
 from ..errors import GpudseError
+from .fitted import design_matrix  # noqa: F401  (re-exported: its users import it from here)
 from .stepwise import StepwiseModel, transform_response
-
-
-def design_matrix(model: StepwiseModel, X: pd.DataFrame) -> np.ndarray:
-    """The model's columns (intercept first) evaluated on *X*."""
-    evaluated = {p: b.evaluate(X[p].to_numpy(), unseen="average") for p, b in model.bases.items()}
-    out = np.empty((len(X), len(model.columns) + 1))
-    out[:, 0] = 1.0
-    for k, (t, lab) in enumerate(model.columns):
-        c = evaluated[t[0]][:, lab[0]].copy()
-        for p, i in zip(t[1:], lab[1:]):
-            c *= evaluated[p][:, i]
-        out[:, k + 1] = c
-    return out
 
 
 def _response(model: StepwiseModel, data: pd.DataFrame) -> np.ndarray:

@@ -568,13 +568,15 @@ def fit_learner(kind: str, data: pd.DataFrame, response: str, params: Sequence[s
 # ---- the stepwise model through the same interface (adapters for helper H1's interfaces) -------------
 def stepwise_settings(name: str, max_order: int | None = None) -> dict[str, Any] | None:
     """Estimator settings of the stepwise variants: ``stepwise`` is the estimator's (robust)
-    default, ``paper`` Stargazer as written; *max_order* (2 or 3) overrides the highest interaction
-    order, ``None`` keeps the preset's. ``None`` when this version cannot fit the variant (three-way
-    terms need helper H1's ``max_order``)."""
+    default, ``paper`` Stargazer as written (Stargazer 1.0 exactly, its own raw response scale);
+    *max_order* (2 or 3) overrides the highest interaction order, ``None`` keeps the preset's. ``None``
+    when the variant cannot be fitted (``paper`` has pairs only)."""
     from . import stepwise as sw
     from .stepwise import StepwiseRegression
 
     kw: dict[str, Any] = dict(getattr(sw, "PAPER_SETTINGS", {})) if name == "paper" else {}
+    if name == "paper":
+        return kw if max_order in (None, 2) else None
     kw.pop("transform", None)
     kw.pop("response_transform", None)
     if max_order is None:
@@ -609,10 +611,13 @@ def curve(model: Any, param: str, values: Sequence[Any], base_point: Mapping[str
 
 def stepwise_fit(data: pd.DataFrame, response: str, variant: str = "stepwise", max_order: int | None = None,
                  transform: str = "log", **kw: Any) -> StepwiseModel:
-    """Fit a stepwise variant; columns constant in *data* are left out (likely in a small draw)."""
+    """Fit a stepwise variant; columns constant in *data* are left out (likely in a small draw). The
+    ``paper`` variant keeps its own response scale (raw): *transform* applies to ``stepwise``."""
     settings = stepwise_settings(variant, max_order)
     if settings is None:
-        raise FitError("three-way interactions need a stepwise model with max_order (not in this version)")
+        raise FitError(f"{variant} cannot have three-way interactions (Stargazer 1.0 tries pairs only)")
+    if variant == "paper":
+        transform = None
     cols = [c for c in data.columns if c != response and data[c].nunique() > 1]
     if "forced" in kw:
         kw["forced"] = [t for t in kw["forced"] if all(p in cols for p in t.split(":"))]

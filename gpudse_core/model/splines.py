@@ -32,10 +32,21 @@ parameter sampled unevenly still gets knots spread over its value set. Categoric
 numeric levels (0/1 flags, a three-valued setting): they match by value, and a value between two
 levels is interpolated between their rows on the modelling scale (outside the levels: the nearest
 level); see :mod:`gpudse_core.model.encoding` for when each is chosen.
+
+Stargazer 1.0's basis (the authors' released R implementation, see :mod:`.reference`): kind
+``"ns"`` is the natural cubic spline of R's ``splines::ns(x, knots=interior,
+Boundary.knots=c(lo, hi))`` without intercept, in R's own parametrisation, so coefficients compare
+with R's: the cubic B-splines on the knots (boundary knots repeated four times), the first dropped,
+then projected on the null space of their second derivatives at the two boundary knots (the
+Householder QR of those constraints, as R's ``qr``; its first two columns dropped). Outside the
+boundary knots each column continues linearly (value and slope at the knot, as ``ns``). It spans
+the same functions as the restricted cubic spline on the same knots, in other coordinates.
+:func:`reference_knots` places its knots as Stargazer 1.0 does.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
@@ -176,6 +187,99 @@ def _hmisc_knots(x: np.ndarray, nk: int, fractied: float) -> np.ndarray:
     return knots if knots.size >= 3 else x[:0]
 
 
+# ---- R's splines::ns (Stargazer 1.0) ---------------------------------------------------------------
+REFERENCE_MAX_INTERIOR = 3  # Stargazer 1.0: at most three interior knots per parameter
+REFERENCE_EVEN_TOL = 0.01  # midrange within 1 % of the distinct values' mean: even spacing
+
+
+def reference_knots(values: Any) -> tuple[np.ndarray, str] | None:
+    """Stargazer 1.0's interior knots for a parameter's *values* and the spacing used, or None when
+    the parameter has fewer than three distinct values (it is left out).
+
+    distinct values − 2 interior knots, at most three; evenly spaced between the minimum and maximum
+    when the midrange is within 1 % (relative) of the mean of the distinct values, else evenly on a
+    log scale (geometric). Geometric spacing needs a positive minimum; otherwise they are even."""
+    u = np.unique(np.asarray(values, dtype=float))
+    if u.size < 3:
+        return None
+    k = min(u.size - 2, REFERENCE_MAX_INTERIOR)
+    lo, hi = float(u[0]), float(u[-1])
+    mean = float(np.mean(u))
+    steps = np.arange(1, k + 1, dtype=float)
+    if abs((lo + hi) / 2 - mean) <= REFERENCE_EVEN_TOL * abs(mean):
+        return lo + steps * ((hi - lo) / (k + 1)), "even"
+    if lo <= 0:
+        return lo + steps * ((hi - lo) / (k + 1)), "even (a geometric spacing needs positive values)"
+    a, b = math.log(lo), math.log(hi)
+    return np.exp(a + steps * ((b - a) / (k + 1))), "geometric"
+
+
+def _bsplines(x: np.ndarray, t: np.ndarray, order: int, deriv: int = 0) -> np.ndarray:
+    """B-splines of *order* on the knot sequence *t* at *x* inside [t[0], t[-1]] (n × (len(t) − order)),
+    or their *deriv*-th derivative (Cox–de Boor; at the last knot, the limit from the left)."""
+    x = np.asarray(x, dtype=float)
+    m = t.size
+    if deriv > 0:
+        low = _bsplines(x, t, order - 1, deriv - 1)
+        out = np.zeros((x.size, m - order))
+        for i in range(m - order):
+            d1, d2 = t[i + order - 1] - t[i], t[i + order] - t[i + 1]
+            if d1 > 0:
+                out[:, i] += (order - 1) * low[:, i] / d1
+            if d2 > 0:
+                out[:, i] -= (order - 1) * low[:, i + 1] / d2
+        return out
+    b = np.zeros((x.size, m - 1))
+    last = int(np.flatnonzero(t[1:] > t[:-1])[-1])  # the last interval of positive length
+    for i in range(m - 1):
+        if t[i + 1] > t[i]:
+            b[:, i] = (t[i] <= x) & ((x < t[i + 1]) | ((i == last) & (x == t[i + 1])))
+    for k in range(2, order + 1):
+        nxt = np.zeros((x.size, m - k))
+        for i in range(m - k):
+            d1, d2 = t[i + k - 1] - t[i], t[i + k] - t[i + 1]
+            if d1 > 0:
+                nxt[:, i] += (x - t[i]) / d1 * b[:, i]
+            if d2 > 0:
+                nxt[:, i] += (t[i + k] - x) / d2 * b[:, i + 1]
+        b = nxt
+    return b
+
+
+def ns_basis(x: Any, knots: Sequence[float]) -> np.ndarray:
+    """R's ``splines::ns(x, knots=knots[1:-1], Boundary.knots=(knots[0], knots[-1]))`` without
+    intercept: n × (len(knots) − 1) (see the module docstring)."""
+    t = np.asarray(knots, dtype=float)
+    lo, hi = float(t[0]), float(t[-1])
+    aknots = np.concatenate([[lo] * 4, t[1:-1], [hi] * 4])
+    x = np.asarray(x, dtype=float).ravel()
+    nb = aknots.size - 4
+    basis = np.zeros((x.size, nb))
+    inside = (x >= lo) & (x <= hi)
+    basis[inside] = _bsplines(x[inside], aknots, 4)
+    for side, edge in ((x < lo, lo), (x > hi, hi)):
+        if side.any():
+            v = _bsplines(np.array([edge]), aknots, 4)
+            d = _bsplines(np.array([edge]), aknots, 4, 1)
+            basis[side] = v + (x[side] - edge)[:, None] * d
+    const = _bsplines(np.array([lo, hi]), aknots, 4, 2)[:, 1:]
+    basis = basis[:, 1:]
+    # basis · Q of the Householder QR of constᵀ (R's qr.qty on the transposed basis), columns 3.. kept
+    a = const.T.copy()
+    for k in range(2):
+        v = a[k:, k]
+        nrm = float(np.linalg.norm(v))
+        if nrm == 0.0:
+            continue
+        if v[0] != 0.0:
+            nrm = math.copysign(nrm, v[0])
+        u = v / nrm
+        u[0] += 1.0
+        a[k:, k:] -= np.outer(u, u @ a[k:, k:]) / u[0]
+        basis[:, k:] -= np.outer(basis[:, k:] @ u, u) / u[0]
+    return basis[:, 2:]
+
+
 def _is_number(v: Any) -> bool:
     return isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, (bool, np.bool_))
 
@@ -190,7 +294,8 @@ def format_level(v: Any) -> str:
 
 @dataclass
 class Basis:
-    """How one parameter enters the model: ``kind`` is ``"rcs"``, ``"linear"`` or ``"categorical"``.
+    """How one parameter enters the model: ``kind`` is ``"rcs"``, ``"ns"`` (R's ``splines::ns``, Stargazer
+    1.0), ``"linear"`` or ``"categorical"``. ``knots`` of a spline include the two boundary knots.
 
     ``scale`` (``"linear"`` or ``"log2"``) is the modelling scale: knots are positions on it and
     :meth:`evaluate` takes raw values and encodes them. ``lo``/``hi`` are the raw training range.
@@ -207,7 +312,7 @@ class Basis:
 
     @property
     def width(self) -> int:
-        if self.kind == "rcs":
+        if self.kind in ("rcs", "ns"):
             return len(self.knots) - 1
         if self.kind == "categorical":
             return len(self.levels) - 1
@@ -227,13 +332,17 @@ class Basis:
     def column_names(self) -> list[str]:
         if self.kind == "rcs":
             return [self.label] + [self.label + "'" * (j + 1) for j in range(self.width - 1)]
+        if self.kind == "ns":
+            return [f"ns({self.label}){j + 1}" for j in range(self.width)]
         if self.kind == "categorical":
             return [f"{self.name}={format_level(lvl)}" for lvl in self.levels[1:]]
         return [self.label]
 
     @property
     def linear_columns(self) -> list[int]:
-        """Columns counted as linear by ``rms``' restricted interactions (%ia%)."""
+        """Columns counted as linear by ``rms``' restricted interactions (%ia%); none of ``ns``'s."""
+        if self.kind == "ns":
+            return []
         return list(range(self.width)) if self.kind == "categorical" else [0]
 
     def encode(self, values: Any) -> np.ndarray:
@@ -274,6 +383,8 @@ class Basis:
         x = self.encode(values)
         if self.kind == "linear":
             return x.reshape(-1, 1)
+        if self.kind == "ns":
+            return ns_basis(x, self.knots)
         return rcs_basis(x, self.knots, self.norm)
 
     def _numeric_levels(self, values: Any) -> np.ndarray:
@@ -293,6 +404,8 @@ class Basis:
         d: dict[str, Any] = {"name": self.name, "kind": self.kind}
         if self.kind == "rcs":
             d.update(knots=[float(t) for t in self.knots], norm=self.norm)
+        if self.kind == "ns":
+            d["knots"] = [float(t) for t in self.knots]
         if self.kind == "categorical":
             d["levels"] = [float(v) for v in self.levels] if self.numeric_levels else [str(v) for v in self.levels]
         if self.lo is not None:
@@ -311,13 +424,13 @@ class Basis:
             raise GpudseError("a basis has no name")
         ctx = f"basis of {name!r}"
         kind = d.get("kind")
-        if kind not in ("rcs", "linear", "categorical"):
+        if kind not in ("rcs", "ns", "linear", "categorical"):
             raise GpudseError(f"{ctx}: unknown kind {kind!r}")
         knots = d.get("knots", [])
         if not isinstance(knots, list) or not all(_is_number(t) for t in knots):
             raise GpudseError(f"{ctx}: knots must be a list of numbers")
         knots = [float(t) for t in knots]
-        if kind == "rcs" and (len(knots) < 3 or not all(np.isfinite(knots)) or np.any(np.diff(knots) <= 0)):
+        if kind in ("rcs", "ns") and (len(knots) < 3 or not all(np.isfinite(knots)) or np.any(np.diff(knots) <= 0)):
             raise GpudseError(f"{ctx}: knots must be at least 3 increasing numbers")
         levels = d.get("levels", [])
         if not isinstance(levels, list) or not all(isinstance(v, str) or _is_number(v) for v in levels):

@@ -137,7 +137,7 @@ class ValidationResult:
                                            "extrapolated"])
 
     def to_json_dict(self) -> dict:
-        """``{"models": {name: {"N": {mean, median, p75, p98, max, …, nonfinite, bounded}}}}``, errors
+        """``{"models": {name: {"N": {mean, median, p75, p90, p98, max, …, nonfinite, bounded}}}}``, errors
         as fractions over all repeats; a statistic that is infinite (see ``nonfinite``) is ``null``."""
         def plain(d: dict) -> dict:
             return {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in d.items()}

@@ -25,6 +25,7 @@ LEE_BROOKS = "Lee & Brooks"
 ZATEL = "Zatel"
 DSE_REPORT = "Ye (2009)"
 WFG_PAPER = "Baghsorkhi et al. (2010)"
+MGPUSIM_PAPER = "Sun et al. (ISCA 2019)"
 GPUDSE = "gpudse"
 
 
@@ -335,6 +336,16 @@ _TERMS = (
          "instructions (C_n); data-dependence arcs link loads to their uses. Weights come from the hardware's "
          "latencies.",
          f"{WFG_PAPER} §2.1, Fig. 1", ("work flow graph", "workflow graph"), ()),
+    Term("mgpusim", "MGPUSim",
+         "A cycle-level simulator of AMD GCN3 GPUs in Go; gpudse runs it as a campaign backend "
+         "(simulate --backend mgpusim, the mgpusim preset).",
+         "Its GPU is assembled by builders (compute units per shader array, shader arrays, L2 size and banks, "
+         "cache line, clock) and its benchmarks carry their compiled kernels, so it needs no vendor SDK. A point "
+         "simulates in a few seconds at gpudse's default problem sizes; kernel_time_s and kernel_cycles are the "
+         "simulated time of the benchmark's kernels, l1v_hit_rate and l2_hit_rate the caches' hits over all "
+         "accesses, dram_reads and dram_writes the transactions at the memory controllers.",
+         f"{GPUDSE}'s MGPUSim backend (simulator: {MGPUSIM_PAPER})", ("mgpusim backend", "gcn3", "kernel_time_s", "kernel_cycles", "r9 nano"),
+         ("design-space",)),
 )
 
 TERMS: dict[str, Term] = {t.key: t for t in _TERMS}

@@ -12,7 +12,7 @@ from typing import Any
 
 ANALYSIS_TITLES = {"validation": "Validation: relative error (%), pooled over repeats",
                    "scan": "Best designs (whole-space scan)", "true_error": "True error over the entire space"}
-ERROR_COLUMNS = ("mean", "median", "p75", "p98", "max", "min", "q1", "q3")  # relative errors: shown in %
+ERROR_COLUMNS = ("mean", "median", "p75", "p90", "p98", "max", "min", "q1", "q3")  # relative errors: shown in %
 
 
 def workspace_report(ws: Any, *, include_stale: bool = False) -> str:
@@ -59,7 +59,7 @@ def workspace_report(ws: Any, *, include_stale: bool = False) -> str:
                 columns={"train_size": "N"})  # as the Accuracy page shows it (p75 is q3)
             kinds[title] = {c: "fraction" for c in ERROR_COLUMNS}
         elif name == "scan" and isinstance(value, dict) and "best" in value:
-            tables[title] = value["best"]
+            tables[title] = best_designs_table(value, proj.space)
         elif name == "true_error" and isinstance(value, dict):
             tables[title] = pd.DataFrame([{k: value[k] for k in ("kernel", "points", "mean", "median", "p98", "max")}])
             kinds[title] = {c: "fraction" for c in ERROR_COLUMNS}
@@ -69,6 +69,21 @@ def workspace_report(ws: Any, *, include_stale: bool = False) -> str:
         tables["Left out of this report"] = pd.DataFrame(
             [{"part": stage_title(k), "why": v} for k, v in sorted(rc.left_out.items())])
     return html_report(proj, figs, tables, title=f"gpudse — {ws.name}", table_kinds=kinds, model_sections=sections)
+
+
+def best_designs_table(scan: dict, space: Any) -> Any:
+    """The scan's best designs as the report shows them: one row per group the model cannot tell apart
+    (the prediction, its interval, how many designs the row stands for, the used parameters' values
+    and ``any`` or the values of the others; units in the headers), as the Explore page shows them.
+    A scan stored before the rows were grouped is shown with its columns formatted and without the
+    raw ``bounded`` and ``design_index`` columns."""
+    shown = scan.get("shown")
+    if shown is not None:
+        return shown
+    from .fmt import format_table, space_units
+
+    best = scan["best"].drop(columns=[c for c in ("bounded", "design_index") if c in scan["best"].columns])
+    return format_table(best, space_units(space))
 
 
 def trace_section(model: Any, params: Any) -> str:

@@ -3,6 +3,7 @@
 ``stargazer``  Stargazer Table 2 (10 parameters, 933,120 points) with Table 3 as fixed baseline.
 ``lee-brooks`` Lee & Brooks Table 2 (12 parameter groups, 937,500,000 points).
 ``zatel``      The two GPU configurations of Zatel Table II (Mobile SoC, RTX 2060) as one group.
+``mgpusim``    The settings of MGPUSim's R9 Nano GPU builder (6 parameters, 3,000 points), run by ``--backend mgpusim``.
 
 In a source checkout the files live in ``<repo>/data/presets``; an installed wheel carries them as
 ``gpudse_core/_data/presets`` (see ``pyproject.toml``).

@@ -118,21 +118,56 @@ def adopt_campaign(ws: Any, name: str, response: str | None = None, app_column: 
                           app_column=app_column, inputs=inputs, partial=partial, note=note)
 
 
+def campaign_table(ws: Any, name: str, include_failed: bool = False) -> Any:
+    """The finished points of campaign *name* (parameters and result columns; with *include_failed*
+    also the failed ones, with their status and error)."""
+    info = campaign(ws, name)
+    with _store(ws, info.store_name) as st:
+        return st.table(include_failed=include_failed)
+
+
+def append_campaign(ws: Any, name: str) -> Any:
+    """Add the campaign's finished points to the current results (a new version of the results
+    stage): designs chosen from a model's predictions, simulated to check them."""
+    info = campaign(ws, name)
+    (results,) = ws.require("results")
+    old = results.value
+    with _store(ws, info.store_name) as st:
+        table = st.table()
+        prog = st.progress()
+    if not len(table):
+        raise GpudseError(f"campaign {name!r} has no finished points yet")
+    table = table.drop(columns=[c for c in STATUS_COLUMNS if c in table.columns])
+    if old.response not in table.columns:
+        raise GpudseError(f"campaign {name!r}: its results lack the response {old.response!r} of the current results")
+    import pandas as pd
+
+    merged = pd.concat([old.table, table[[c for c in table.columns if c in old.table.columns]]], ignore_index=True)
+    spec = info.spec or {}
+    note = f"{len(table):,} simulated designs added" + (f", {prog.failed:,} failed" if prog.failed else "")
+    return ws.set_results(merged, old.response, f"{results.origin} + campaign {name} ({spec.get('backend', 'simulator')})",
+                          app_column=old.app_column, inputs=("space",), note=note)
+
+
 def start_campaign(ws: Any, backend: Any, *, name: str | None = None, workers: int | None = None,
-                   scheduler: str | None = None, adopt: bool = False) -> Any:
-    """Run the workspace's current samples through *backend* as a background job (resumable: a
-    campaign of the same points and backend picks up where it stopped). Returns the job.
+                   scheduler: str | None = None, adopt: bool = False, points: Any = None,
+                   extra: dict | None = None, append: bool = False, origin: str = "dashboard") -> Any:
+    """Run the workspace's current samples (or the given *points*) through *backend* as a background
+    job (resumable: a campaign of the same points and backend picks up where it stopped). Returns
+    the job. *extra* is recorded in the campaign's spec (e.g. the predictions the points were chosen by).
 
     With *adopt* the campaign's results become the results stage as soon as it ends (finished or
     stopped; a stopped one labelled partial), as the dashboard does: results are used as soon as
-    they are simulated, and what was fitted on the old ones turns stale at once."""
+    they are simulated, and what was fitted on the old ones turns stale at once. With *append* they
+    are added to the current results instead (:func:`append_campaign`: a new version)."""
     from ..sim.campaign import points_spec, run_campaign
 
-    (samples,) = ws.require("samples")
-    points = samples.value.table()
-    spec = {**backend.spec(), **points_spec(points)}
+    if points is None:
+        (samples,) = ws.require("samples")
+        points = samples.value.table()
+    spec = {**backend.spec(), **points_spec(points), **(extra or {})}
     name = name or hashlib.sha256(json.dumps(spec, sort_keys=True, default=str).encode()).hexdigest()[:12]
-    store_name = record_campaign(ws, name, origin=f"dashboard, {backend.spec().get('backend', '')}")
+    store_name = record_campaign(ws, name, origin=f"{origin}, {backend.spec().get('backend', '')}")
     store = _store(ws, store_name)
     try:
         store.open(spec, points)
@@ -147,9 +182,9 @@ def start_campaign(ws: Any, backend: Any, *, name: str | None = None, workers: i
                                  should_stop=ctx.stopped)
         finally:
             store.close()
-        if adopt and final.done:
+        if (adopt or append) and final.done:
             with open_ws(True) as own:
-                adopt_campaign(own, name)
+                (append_campaign if append else adopt_campaign)(own, name)
 
     return start_job(ws, "campaign", work, campaign=name)
 

@@ -1,0 +1,115 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+
+	"gitlab.com/akita/mgpusim/v3/benchmarks"
+	"gitlab.com/akita/mgpusim/v3/benchmarks/amdappsdk/matrixmultiplication"
+	"gitlab.com/akita/mgpusim/v3/benchmarks/heteromark/aes"
+	"gitlab.com/akita/mgpusim/v3/benchmarks/heteromark/fir"
+	"gitlab.com/akita/mgpusim/v3/benchmarks/heteromark/kmeans"
+	"gitlab.com/akita/mgpusim/v3/benchmarks/shoc/bfs"
+	"gitlab.com/akita/mgpusim/v3/benchmarks/shoc/stencil2d"
+	"gitlab.com/akita/mgpusim/v3/driver"
+)
+
+// benchmarkSpec describes one workload: what its single size knob means,
+// the bounds it accepts, and how to make it for a driver.
+type benchmarkSpec struct {
+	Name         string `json:"name"`
+	Suite        string `json:"suite"`
+	SizeMeaning  string `json:"size_meaning"`
+	DefaultSize  int    `json:"default_size"`
+	MinSize      int    `json:"min_size"`
+	MaxSize      int    `json:"max_size"`
+	SizeMultiple int    `json:"size_multiple"`
+	make         func(d *driver.Driver, size int) benchmarks.Benchmark
+}
+
+// The default sizes keep one timing simulation of the R9 Nano baseline to a
+// few seconds on one core; the maxima bound the work one point can imply.
+var benchmarkSpecs = []benchmarkSpec{
+	{
+		Name: "matmul", Suite: "AMD APP SDK", SizeMeaning: "N for an N x N by N x N single-precision product",
+		DefaultSize: 128, MinSize: 32, MaxSize: 1024, SizeMultiple: 32,
+		make: func(d *driver.Driver, n int) benchmarks.Benchmark {
+			b := matrixmultiplication.NewBenchmark(d)
+			b.X, b.Y, b.Z = uint32(n), uint32(n), uint32(n)
+			return b
+		},
+	},
+	{
+		Name: "fir", Suite: "Hetero-Mark", SizeMeaning: "input samples filtered by a 16-tap FIR",
+		DefaultSize: 16384, MinSize: 256, MaxSize: 1 << 22, SizeMultiple: 256,
+		make: func(d *driver.Driver, n int) benchmarks.Benchmark {
+			b := fir.NewBenchmark(d)
+			b.Length = n
+			return b
+		},
+	},
+	{
+		Name: "aes", Suite: "Hetero-Mark", SizeMeaning: "bytes encrypted with AES-256",
+		DefaultSize: 16384, MinSize: 1024, MaxSize: 1 << 22, SizeMultiple: 1024,
+		make: func(d *driver.Driver, n int) benchmarks.Benchmark {
+			b := aes.NewBenchmark(d)
+			b.Length = n
+			return b
+		},
+	},
+	{
+		Name: "kmeans", Suite: "Hetero-Mark", SizeMeaning: "points (32 features, 5 clusters, 5 iterations)",
+		DefaultSize: 256, MinSize: 64, MaxSize: 1 << 18, SizeMultiple: 64,
+		make: func(d *driver.Driver, n int) benchmarks.Benchmark {
+			b := kmeans.NewBenchmark(d)
+			b.NumPoints, b.NumClusters, b.NumFeatures, b.MaxIter = n, 5, 32, 5
+			return b
+		},
+	},
+	{
+		Name: "bfs", Suite: "SHOC", SizeMeaning: "graph nodes (random graph of degree 3)",
+		DefaultSize: 1024, MinSize: 64, MaxSize: 1 << 18, SizeMultiple: 1,
+		make: func(d *driver.Driver, n int) benchmarks.Benchmark {
+			b := bfs.NewBenchmark(d)
+			b.NumNode, b.Degree, b.MaxDepth = n, 3, 1<<30
+			return b
+		},
+	},
+	{
+		Name: "stencil2d", Suite: "SHOC", SizeMeaning: "N for an N x N interior grid, 5 iterations",
+		DefaultSize: 128, MinSize: 64, MaxSize: 4096, SizeMultiple: 64,
+		make: func(d *driver.Driver, n int) benchmarks.Benchmark {
+			b := stencil2d.NewBenchmark(d)
+			b.NumIteration, b.NumRows, b.NumCols = 5, n+2, n+2
+			return b
+		},
+	},
+}
+
+func benchmarkByName(name string) (benchmarkSpec, bool) {
+	for _, s := range benchmarkSpecs {
+		if s.Name == name {
+			return s, true
+		}
+	}
+	return benchmarkSpec{}, false
+}
+
+func benchmarkNames() string {
+	names := make([]string, len(benchmarkSpecs))
+	for i, s := range benchmarkSpecs {
+		names[i] = s.Name
+	}
+	return strings.Join(names, ", ")
+}
+
+func printBenchmarks() {
+	out, err := json.Marshal(benchmarkSpecs)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "encoding benchmarks: %v\n", err)
+		os.Exit(1)
+	}
+	fmt.Println(string(out))
+}

@@ -1,0 +1,353 @@
+"""Decision-grade best designs: one row per set of designs the model cannot tell apart.
+
+A fitted model reads only some parameters (Lee & Brooks' stepwise selection keeps the ones that
+matter), so every design agreeing on those *used* parameters gets the same prediction. Listing the
+k best *designs* would show one prediction k times, differing in parameters the model ignores.
+:func:`best_designs` lists the k best **groups** instead (:func:`.best.find_best` with
+``distinct``, still exact: equal to grouping every feasible design and ranking the groups):
+
+* the used parameters' values; for each unused parameter the values its designs take in the group
+  (``any`` when all of them), and the exact number of feasible designs the row stands for (the
+  structure of :mod:`.structure` counts each cell's feasible completions);
+* a representative design to simulate: the group's first design in index order;
+* a prediction interval (:mod:`gpudse_core.model.intervals`);
+* given a results table: how many designs of the group were simulated and their mean measured
+  response; with ``exclude_simulated`` such groups are left out; a group holding a *failed*
+  simulation (a missing response, or a ``status`` column other than ok/done) is never recommended.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+import numpy as np
+import pandas as pd
+
+from .. import limits
+from ..errors import GpudseError
+from ..space.design import DesignSpace
+from .best import ExploreResult, find_best
+from .structure import Structure, build_structure, parameter_dims
+
+OK_STATUS = ("ok", "done", "")  # a results row with another status is a failed simulation
+ANY = "any"
+SHOWN_VALUES = 6  # values listed for an unused parameter before "… (n values)"
+
+
+@dataclass
+class BestDesigns:
+    """What :func:`best_designs` found. ``rows`` has one row per group, best first: every parameter
+    (the representative design's values), ``predicted``, ``lower``/``upper`` (NaN without an
+    interval), ``designs`` (feasible designs in the group; NA when not countable), ``simulated``
+    (designs of the group in the results) and ``measured`` (their mean response), ``design_index``."""
+
+    rows: pd.DataFrame
+    used: list[str]  # parameters the model reads
+    free: list[dict[str, list | None]]  # per row: unused parameter -> its values in the group (None: any;
+    #                                     absent: fixed by a used member of its group, or "?" when not countable)
+    level: float | None  # the interval's level (None: no interval)
+    result: ExploreResult
+    left_out: int = 0  # groups left out because they were simulated or failed
+    notes: list[str] = field(default_factory=list)
+
+    def label(self, i: int, p: str) -> str:
+        """What row *i* shows for parameter *p*: its value, ``any``, or the values the group takes."""
+        if p in self.used:
+            return _fmt_value(self.rows[p].iloc[i])
+        if p not in self.free[i]:  # fixed by a used member of its group, or not countable
+            return "?" if pd.isna(self.rows["designs"].iloc[i]) else _fmt_value(self.rows[p].iloc[i])
+        vals = self.free[i][p]
+        if vals is None:
+            return ANY
+        shown = ", ".join(_fmt_value(v) for v in vals[:SHOWN_VALUES])
+        return shown if len(vals) <= SHOWN_VALUES else f"{shown}, … ({len(vals)} values)"
+
+    def display(self, space: DesignSpace, response: str, unit: str | None = None) -> pd.DataFrame:
+        """The rows as display strings through the one formatter: the prediction, its interval, the
+        designs each row stands for, simulated ones, then the used and the other parameters."""
+        from ..report.fmt import fmt_count, format_table, header, space_units
+
+        units = space_units(space)
+        r = self.rows
+        out: dict[str, list[str]] = {}
+        u = {"v": unit} if unit else {}
+        out[header(f"predicted {response}", unit if unit != response else None)] = \
+            format_table(r[["predicted"]].set_axis(["v"], axis=1), u).iloc[:, 0].tolist()
+        if self.level is not None:
+            pct = f"{100 * self.level:g} %"
+            lo = format_table(r[["lower"]].set_axis(["v"], axis=1), u).iloc[:, 0].tolist()
+            hi = format_table(r[["upper"]].set_axis(["v"], axis=1), u).iloc[:, 0].tolist()
+            out[header(f"{pct} interval", unit)] = [f"{a} – {b}" for a, b in zip(lo, hi)]
+        out["designs"] = [fmt_count(v) for v in r.designs]
+        if "simulated" in r.columns and (r.simulated > 0).any():
+            out["simulated"] = [fmt_count(v) if v else "" for v in r.simulated]
+            out[header("measured", unit)] = format_table(
+                r[["measured"]].set_axis(["v"], axis=1), u).iloc[:, 0].where(r.simulated > 0, "").tolist()
+        names = self.used + [p for p in space.parameter_names if p not in self.used]
+        for p in names:
+            out[header(p, units.get(p))] = [self.label(i, p) for i in range(len(r))]
+        return pd.DataFrame(out)
+
+    def to_json_rows(self, params: Sequence[str]) -> list[dict]:
+        """One object per row: every parameter (the representative design), ``predicted``, and
+        ``lower``, ``upper``, ``designs``, ``simulated``, ``measured``, ``any`` (unused parameters
+        whose group takes every value) and ``values`` (the others: the values their group takes)."""
+        out = []
+        for i, rec in enumerate(self.rows.to_dict(orient="records")):
+            d = {p: _plain(rec[p]) for p in params}
+            d["predicted"] = _plain(rec["predicted"])
+            for k in ("lower", "upper", "measured"):
+                v = _plain(rec.get(k))
+                d[k] = None if v is None or (isinstance(v, float) and not math.isfinite(v)) else v
+            d["designs"] = None if pd.isna(rec["designs"]) else int(rec["designs"])
+            d["simulated"] = int(rec.get("simulated", 0))
+            d["any"] = [p for p, v in self.free[i].items() if v is None]
+            d["values"] = {p: [_plain(x) for x in v] for p, v in self.free[i].items() if v is not None}
+            out.append(d)
+        return out
+
+
+def _plain(v: Any) -> Any:
+    if isinstance(v, np.generic):
+        return v.item()
+    return v
+
+
+def _fmt_value(v: Any) -> str:
+    from ..report.fmt import fmt_value
+
+    return fmt_value(v)
+
+
+# ---- simulated and failed designs ----------------------------------------------------------------------
+def _positions(space: DesignSpace, frame: pd.DataFrame, params: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """Per row of *frame*: the positions of its values of *params* (a key) and whether all are values of
+    the space (rows outside the space match no group)."""
+    keys = np.zeros((len(frame), len(params)), dtype=np.int64)
+    ok = np.ones(len(frame), dtype=bool)
+    for j, p in enumerate(params):
+        par = space.parameter(p)
+        index = {(str(v) if par.kind == "categorical" else float(v)): i for i, v in enumerate(par.values)}
+        for r, v in enumerate(frame[p].tolist()):
+            if par.kind == "categorical":
+                key: Any = str(v)
+            else:
+                try:
+                    key = float(v)
+                except (TypeError, ValueError):
+                    key = None
+            pos = index.get(key)
+            if pos is None:
+                ok[r] = False
+            else:
+                keys[r, j] = pos
+    return keys, ok
+
+
+def _results_keys(space: DesignSpace, results: pd.DataFrame, used: list[str], response: str
+                  ) -> tuple[dict[tuple, tuple[int, float]], set[tuple]]:
+    """(simulated groups: key -> (designs, mean response), failed groups) of a results table."""
+    missing = [p for p in used if p not in results.columns]
+    if missing:
+        raise GpudseError(f"the results table lacks the column(s) {', '.join(missing)} that the model uses; give "
+                          f"the results the model was fitted on")
+    y = pd.to_numeric(results[response], errors="coerce").to_numpy(float) if response in results.columns \
+        else np.full(len(results), np.nan)
+    failed = ~np.isfinite(y)
+    if "status" in results.columns:
+        status = results["status"].fillna("").astype(str).str.strip().str.lower()
+        failed |= ~status.isin(OK_STATUS).to_numpy()
+    keys, ok = _positions(space, results, used)
+    sim: dict[tuple, list[float]] = {}
+    bad: set[tuple] = set()
+    for k, f, good, v in zip(map(tuple, keys.tolist()), failed.tolist(), ok.tolist(), y.tolist()):
+        if not good:
+            continue
+        if f:
+            bad.add(k)
+        else:
+            sim.setdefault(k, []).append(v)
+    return {k: (len(v), float(np.mean(v))) for k, v in sim.items()}, bad
+
+
+# ---- counts and value sets ------------------------------------------------------------------------------
+def _group_of(structure: Structure, digits: np.ndarray, cache: dict) -> tuple[int, dict[int, np.ndarray]]:
+    """The number of feasible designs sharing *digits*' used dimensions, and the digits each unused
+    dimension takes among them (per part and axis value, computed once into *cache*)."""
+    count = 1
+    values: dict[int, np.ndarray] = {}
+    with_axis = {a.part: a for a in structure.axes}
+    for i, part in enumerate(structure.parts):
+        ax = with_axis.get(i)
+        v = -1
+        if ax is not None:
+            match = np.flatnonzero(np.all(ax.digits == digits[list(ax.dims)], axis=1))
+            if not match.size:
+                return 0, {}
+            v = int(match[0])
+        if (i, v) not in cache:
+            rows = part.rows if ax is None else part.rows[ax.order[ax.start[v]:ax.start[v + 1]]]
+            cache[i, v] = (int(rows.shape[0]), {d: np.unique(rows[:, j]) for j, d in enumerate(part.dims)
+                                                if ax is None or d not in ax.dims})
+        n, vals = cache[i, v]
+        count *= n
+        values.update(vals)
+    return count, values
+
+
+def best_designs(model: Any, space: DesignSpace, top: int = 20, *, maximize: bool = False, where: str | None = None,
+                 results: pd.DataFrame | None = None, exclude_simulated: bool = False, level: float | None = 0.95,
+                 pareto: Any = None, scheduler: str | None = None, workers: int | None = None,
+                 progress: Callable[[int, int], Any] | None = None, stop: Callable[[], bool] | None = None
+                 ) -> BestDesigns:
+    """The *top* best groups of designs the model cannot tell apart (see the module docstring); the
+    scan's own result (with the Pareto front against *pareto*, if given) is ``.result``."""
+    from ..explore.terms import check_parameters
+
+    used = check_parameters(model, space)
+    sim: dict[tuple, tuple[int, float]] = {}
+    failed: set[tuple] = set()
+    if results is not None:
+        sim, failed = _results_keys(space, results, used, model.response)
+    leave = failed | (set(sim) if exclude_simulated else set())
+    ask = int(top) + len(leave) if top else 0
+    if top and ask > limits.current().explore_top:
+        raise GpudseError(f"{len(leave):,} groups of designs are simulated or failed and --top is {top:,}: more than "
+                          f"{limits.current().explore_top:,} to scan for; ask for fewer or leave out fewer")
+    res = find_best(model, space, top=ask, maximize=maximize, pareto=pareto, where=where, scheduler=scheduler,
+                    workers=workers, progress=progress, stop=stop, distinct=True)
+    best = res.best.drop(columns=[c for c in ("bounded",) if c in res.best.columns])
+    keys, _ = _positions(space, best, used) if len(best) else (np.zeros((0, len(used)), dtype=np.int64), None)
+    key_list = all_keys = list(map(tuple, keys.tolist()))
+    keep = [i for i, k in enumerate(key_list) if k not in leave][:int(top)]
+    best = best.iloc[keep].reset_index(drop=True)
+    key_list = [key_list[i] for i in keep]
+    notes = list(res.notes)
+
+    # counts and the values of the unused parameters, from the structure of the used dimensions
+    dim_of = parameter_dims(space)
+    structure = None
+    try:
+        from ..explore.terms import expression_types
+        from ..space.expr import compile_expression
+
+        expr = compile_expression(where, expression_types(space), "--where") if where is not None else None
+        structure = build_structure(space, {dim_of[p] for p in used}, expr, where or "")
+    except GpudseError:
+        structure = None
+    digits = _digits(space, best)
+    cache: dict = {}
+    counts: list[Any] = []
+    free: list[dict[str, list | None]] = []
+    for i in range(len(best)):
+        entry: dict[str, list | None] = {}
+        if structure is None:  # not countable: the other parameters' values are unknown ("?")
+            counts.append(pd.NA)
+            free.append(entry)
+            continue
+        n, values = _group_of(structure, digits[i], cache)
+        counts.append(n)
+        for d, vals in values.items():
+            dim = space.dimensions[d]
+            for par in dim.parameters:
+                if par.name in used:
+                    continue
+                every = vals.size == space.radices[d] > 1  # (a parameter of one value shows it)
+                entry[par.name] = None if every else [par.values[int(v)] for v in vals]
+        free.append(entry)
+    if structure is None and len(best):
+        notes.append("a constraint couples too many parameters to count the designs each row stands for")
+    best["designs"] = pd.array(counts, dtype="Int64")
+    best["simulated"] = [sim.get(k, (0, np.nan))[0] for k in key_list]
+    best["measured"] = [sim.get(k, (0, np.nan))[1] for k in key_list]
+    level_used = None
+    best["lower"], best["upper"] = np.nan, np.nan
+    if level is not None and len(best):
+        from ..model.intervals import available, predict_interval
+
+        if available(model):
+            iv = predict_interval(model, best[list(space.parameter_names)], level)
+            best["lower"], best["upper"] = iv["lower"].to_numpy(), iv["upper"].to_numpy()
+            level_used = float(level)
+        else:
+            notes.append("this model has no prediction interval (refit it with this version of gpudse)")
+    order = [*space.parameter_names, "predicted", "lower", "upper", "designs", "simulated", "measured", "design_index"]
+    best = best[[c for c in order if c in best.columns]]
+    # groups left out that would otherwise have been shown (ranked above the last row shown)
+    last = keep[-1] if keep else len(res.best) - 1
+    n_left = sum(1 for i in range(last + 1) if all_keys[i] in leave)
+    return BestDesigns(best, list(used), free, level_used, res, n_left, notes)
+
+
+def _digits(space: DesignSpace, frame: pd.DataFrame) -> np.ndarray:
+    """Digits of the designs of *frame* (its parameter columns)."""
+    if not len(frame):
+        return np.zeros((0, len(space.radices)), dtype=np.int64)
+    if space.fits_int64 and "design_index" in frame.columns:
+        return space.decode(frame["design_index"].to_numpy(dtype=np.int64))
+    out = np.zeros((len(frame), len(space.radices)), dtype=np.int64)
+    names = list(space.parameter_names)
+    keys, _ = _positions(space, frame, names)
+    dim_of = parameter_dims(space)
+    for j, p in enumerate(names):
+        out[:, dim_of[p]] = keys[:, j]
+    return out
+
+
+def group_designs(space: DesignSpace, used: Sequence[str], design: pd.DataFrame, limit: int,
+                  where: str | None = None) -> pd.DataFrame:
+    """The feasible designs sharing the values of *used* with each row of *design* (a representative
+    per group), at most *limit* per group, in index order; one table with ``design_index`` and
+    ``group`` (the row of *design* each came from). How "all designs of these rows" are simulated."""
+    from ..explore.terms import expression_types
+    from ..space.expr import compile_expression
+
+    dim_of = parameter_dims(space)
+    expr = compile_expression(where, expression_types(space), "--where") if where is not None else None
+    structure = build_structure(space, {dim_of[p] for p in used}, expr, where or "")
+    if structure is None:
+        raise GpudseError("a constraint couples too many parameters to list the designs of a group; simulate one "
+                          "design per row")
+    digits = _digits(space, design)
+    frames = []
+    for i in range(len(design)):
+        values = []
+        for ax in structure.axes:
+            match = np.flatnonzero(np.all(ax.digits == digits[i][list(ax.dims)], axis=1))
+            values.append(int(match[0]))
+        got = list(structure.completions(np.asarray(values, dtype=np.int64), int(limit)))
+        if not got:
+            continue
+        frame = space.frame(np.asarray([d for _, d in got], dtype=np.int64))
+        frames.append(frame.assign(design_index=[int(k) for k, _ in got], group=i))
+    if not frames:
+        return pd.DataFrame(columns=[*space.parameter_names, "design_index", "group"])
+    return pd.concat(frames, ignore_index=True)
+
+
+def predicted_vs_simulated(chosen: dict, table: pd.DataFrame, response: str) -> pd.DataFrame:
+    """The designs chosen from the best rows (*chosen*: ``rows``, a list of per-design dicts with the
+    parameters, ``predicted``, ``lower``, ``upper``) beside what the simulator gave (*table*: the
+    campaign's points in the same order, failed ones included with their ``status``): per design its
+    parameters, the prediction and interval, the simulated response, the relative error and whether
+    the simulation fell inside the interval (``yes``/``no``; ``failed`` for a failed simulation)."""
+    rows = pd.DataFrame(chosen["rows"])
+    out = rows.copy()
+    sim = np.full(len(rows), np.nan)
+    status = ["pending"] * len(rows)
+    if len(table):
+        n = min(len(table), len(rows))
+        if response in table.columns:
+            sim[:n] = pd.to_numeric(table[response], errors="coerce").to_numpy(float)[:n]
+        if "status" in table.columns:
+            status[:n] = table["status"].astype(str).tolist()[:n]
+    out["simulated"] = sim
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out["error"] = sim / out["predicted"].to_numpy(float) - 1
+    inside = (sim >= out["lower"].to_numpy(float)) & (sim <= out["upper"].to_numpy(float))
+    out["in interval"] = ["failed" if s == "failed" else "pending" if not np.isfinite(v) else
+                          ("yes" if ok else "no") for s, v, ok in zip(status, sim, inside)]
+    return out
+

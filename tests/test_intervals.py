@@ -1,0 +1,79 @@
+"""Prediction intervals (model/intervals.py): the stepwise model's is statsmodels' OLS prediction
+interval; nominal 95 % intervals cover at least 90 % of held-out simulations on the built-in kernels."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+import statsmodels.api as sm
+
+from gpudse_core import GpudseError, load_preset, sample
+from gpudse_core.model.fitted import StepwiseModel, design_matrix
+from gpudse_core.model.intervals import predict_interval
+from gpudse_core.model.registry import fit_model
+from gpudse_core.sim.simulator import KERNELS, simulate
+
+SPACE = load_preset("stargazer")
+PARAMS = list(SPACE.parameter_names)
+
+
+def split(kernel: str, n_train: int = 300, n_test: int = 1000):
+    train = sample(SPACE, n_train, seed=1).points
+    test = sample(SPACE, n_test, seed=2).points
+    train = train.assign(cycles=simulate(train, kernel, noise=0.01, seed=3).cycles.to_numpy())
+    truth = simulate(test, kernel, noise=0.01, seed=4).cycles.to_numpy()
+    return train, test, truth
+
+
+def coverage(kind: str, kernel: str) -> float:
+    train, test, truth = split(kernel)
+    model = fit_model(kind, train, "cycles", PARAMS)
+    iv = predict_interval(model, test, 0.95)
+    assert np.array_equal(iv.predicted.to_numpy(), model.predict(test))
+    assert (iv.lower <= iv.predicted).all() and (iv.predicted <= iv.upper).all()
+    return float(np.mean((truth >= iv.lower.to_numpy()) & (truth <= iv.upper.to_numpy())))
+
+
+@pytest.mark.parametrize("kind", ["stepwise", "paper"])
+def test_stepwise_interval_is_the_ols_prediction_interval(kind):
+    """Both stepwise searches (the robust one and the authors' reference) keep what the interval needs."""
+    train, test, _ = split("matMul", 200, 50)
+    model = fit_model(kind, train, "cycles", PARAMS, transform="none", stepwise_kw={"bound_margin": None})
+    A = design_matrix(model, train)
+    ols = sm.OLS(train.cycles.to_numpy(), A).fit()
+    want = ols.get_prediction(design_matrix(model, test)).summary_frame(alpha=0.05)
+    got = predict_interval(model, test, 0.95)
+    np.testing.assert_allclose(got.lower, want.obs_ci_lower, rtol=1e-7)
+    np.testing.assert_allclose(got.upper, want.obs_ci_upper, rtol=1e-7)
+    # the numbers survive the model file
+    again = StepwiseModel.from_dict(model.to_dict())
+    pd.testing.assert_frame_equal(predict_interval(again, test, 0.95), got)
+    wider = predict_interval(model, test, 0.99)
+    assert (wider.lower < got.lower).all() and (wider.upper > got.upper).all()
+
+
+@pytest.mark.parametrize("kernel", sorted(KERNELS))
+def test_stepwise_95_intervals_cover_90_percent_of_held_out_truths(kernel):
+    assert coverage("stepwise", kernel) >= 0.90
+
+
+@pytest.mark.parametrize("kind, kernel", [("forest", "BFS"), ("forest", "LPS"), ("boosting", "AES")])
+def test_learner_95_intervals_cover_90_percent_of_held_out_truths(kind, kernel):
+    assert coverage(kind, kernel) >= 0.90
+
+
+def test_a_model_file_without_the_noise_has_no_interval_and_bad_levels_are_refused():
+    train, test, _ = split("CP", 100, 5)
+    model = fit_model("stepwise", train, "cycles", PARAMS)
+    d = model.to_dict()
+    d.pop("noise")
+    old = StepwiseModel.from_dict(d)
+    with pytest.raises(GpudseError, match="refit"):
+        predict_interval(old, test)
+    with pytest.raises(GpudseError, match="level"):
+        predict_interval(model, test, 95)
+    d = model.to_dict()
+    d["noise"]["root"] = d["noise"]["root"][:-1]
+    with pytest.raises(GpudseError, match="noise"):
+        StepwiseModel.from_dict(d, "m.json")

@@ -184,8 +184,8 @@ def statistic_text(row: Row) -> str:
         return f"p = {v:.2g}" if v >= 1e-4 else f"p = {v:.1e}"
     if row.statistic == "LOO error":
         return f"LOO error {fmt.fmt_percent(v)}"
-    if row.statistic == "gain":
-        return f"gain {v:+.4f}"
+    if row.statistic == "gain":  # four decimals like R²; a gain too small for them in two significant digits
+        return f"gain {v:+.4f}" if v == 0 or abs(v) >= 5e-5 else f"gain {v:+.1e}"
     return f"{row.statistic} {fmt.fmt_number(v, sig=4)}"
 
 

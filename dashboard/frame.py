@@ -35,11 +35,13 @@ PAGES = {  # title: (file, icon), in workflow order; drawn by sidebar() (the aut
     "Response curves": ("pages/5_Response_curves.py", ":material/show_chart:"),
     "Accuracy": ("pages/6_Accuracy.py", ":material/target:"),
     "Explore": ("pages/7_Explore.py", ":material/travel_explore:"),
+    "Search": ("pages/10_Search.py", ":material/route:"),
     "Ray tracing": ("pages/8_Ray_tracing.py", ":material/light_mode:"),
     "Analytical models": ("pages/9_Analytical_models.py", ":material/functions:"),
 }
 STAGE_PAGE = {"space": "Design space", "samples": "Sampling", "results": "Simulations", "model": "Stepwise fit",
-              "validation": "Accuracy", "true_error": "Accuracy", "scan": "Explore", "heatmap": "Ray tracing"}
+              "validation": "Accuracy", "true_error": "Accuracy", "scan": "Explore", "heatmap": "Ray tracing",
+              "search": "Search"}
 PIPELINE = ("space", "samples", "results", "model")  # the base stages, in order
 STAGE_TITLE = stages.TITLES
 stage_title = stages.title  # a stage or analysis as a reader names it (never the storage key 'true_error')

@@ -105,6 +105,10 @@ class Limits:
     scan_points: int = 20_000_000_000  # points a scan may visit one by one (about 20 min at 15 M/s)
     explore_candidates: int = 5_000_000  # designs kept as possible members of a top-k or a Pareto front
     simulate_chosen: int = 200  # designs one "Simulate these" (best designs checked by simulation) may run
+    # ---- sequential search (gpudse search) ------------------------------------------------------------
+    search_budget: int = 100_000  # simulations one search may spend (each round refits on all of them)
+    search_batch: int = 1_024  # proposals simulated together in one round
+    lookup_rows: int = 5_000_000  # rows of a measured table used as a lookup simulator
 
     def check(self, name: str, value: float, what: str, hint: str = "") -> None:
         """Raise :class:`LimitError` when *value* exceeds the limit *name*."""

@@ -21,7 +21,7 @@ from streamlit.testing.v1 import AppTest
 PAGES = {"Home": "app.py", "Design space": "pages/1_Design_space.py", "Sampling": "pages/2_Sampling.py",
          "Simulations": "pages/3_Simulations.py", "Stepwise fit": "pages/4_Stepwise_fit.py",
          "Response curves": "pages/5_Response_curves.py", "Accuracy": "pages/6_Accuracy.py",
-         "Explore": "pages/7_Explore.py", "Ray tracing": "pages/8_Ray_tracing.py",
+         "Explore": "pages/7_Explore.py", "Search": "pages/10_Search.py", "Ray tracing": "pages/8_Ray_tracing.py",
          "Analytical models": "pages/9_Analytical_models.py"}
 MODEL_PAGES = ("Stepwise fit", "Response curves", "Accuracy", "Explore")
 
@@ -430,6 +430,24 @@ def test_sampling_page_fraction_mode(app):
     button(app, "Sample").click().run()
     ok(app, "sample")
     assert not app.error and metrics(app)["Points"] == f"{round(0.001 * 933120):,}"
+
+
+def test_search_page_runs_a_search_as_a_job_and_shows_the_study(app):
+    goto(app, "Search")
+    assert any("No search yet" in b for b in banners(app))
+    app.number_input[0].set_value(20)
+    app.number_input[1].set_value(4)
+    button(app, "Start the search").click().run()
+    wait_jobs(app)
+    study = ws(app).get("search")
+    assert study.ok and len(study.value["trials"]) == 20 and study.value["settings"]["goal"] == "min"
+    m = metrics(app)
+    assert m["Simulated"] == "20" and m["Failed"] == "0" and m["Rounds"] == "4"  # 10 initial, then 4 + 4 + 2
+    from dashboard.frame import fmt_num
+
+    best = min(t["value"] for t in study.value["trials"])
+    assert m["Best cycles"] == fmt_num(best, "cycles")
+    assert any(len(df.value) == 20 for df in app.dataframe)
 
 
 def test_analytical_models_page(app):

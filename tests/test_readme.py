@@ -73,6 +73,9 @@ STAND_INS = {
                     _png(ZATEL / "heatmaps" / "ship_shadow.ppm")),
     "mobile_soc.config": ("the Mobile SoC GPGPU-Sim config (../shared)", ZATEL / "gpgpusim" / "mobile_soc.config",
                           _copy(ZATEL / "gpgpusim" / "mobile_soc.config")),
+    "measured.csv": ("a complete measured tuning table, benchmark_hub's A100 convolution (../shared)",
+                     SHARED / "data" / "benchmark_hub" / "convolution_A100.csv",
+                     _copy(SHARED / "data" / "benchmark_hub" / "convolution_A100.csv")),
     **{f"group{i}.log": (f"a real Vulkan-Sim log of group {i} (../shared)",
                          ZATEL / "gpgpusim" / f"wknd_k4_group{i}_iter0.log.gz",
                          _gunzip(ZATEL / "gpgpusim" / f"wknd_k4_group{i}_iter0.log.gz")) for i in range(4)},
@@ -83,7 +86,7 @@ SAME_AS = {"uploaded.csv": "results.csv"}
 
 # the order a reader meets the pages in (README links them in this order); other pages follow by name
 DOC_ORDER = ("README.md", "docs/cli.md", "docs/design-spaces.md", "docs/models.md", "docs/simulations.md",
-             "docs/workspaces.md", "docs/raytracing.md", "docs/limits.md")
+             "docs/search.md", "docs/workspaces.md", "docs/raytracing.md", "docs/limits.md")
 
 
 def doc_files() -> list[Path]:

@@ -20,6 +20,10 @@ It calls the same functions as the dashboard pages. User errors print one line
                     [--benchmark matmul|fir|aes|kmeans|bfs|stencil2d] [--size N] [--timeout S]
                     [--workers W | --scheduler ADDRESS] [--store campaign.db | --workspace ID] [--retries R]
                     -o results.csv
+    gpudse search (SPACE [--kernel K | --backend command --config F] | --table FILE [--response COL] [--params a,b]
+                  [--status-column COL]) --goal min|max|accuracy|pareto [--cost EXPR] --budget N [--initial N0]
+                  [--batch B] [--seed S] [--scheduler ADDR|local] [--workspace ID] [-o history.csv] [--json]
+    gpudse space infer FILE --params a,b -o space.yaml
     gpudse mgpusim build [--force] | benchmarks [--json]
     gpudse import RESULTS --space SPACE [--responses a,b] [--snap reject|nearest]
                   [--duplicates keep|average|reject] [--store campaign.db] -o clean.csv
@@ -42,11 +46,11 @@ from typing import Sequence
 
 from .. import __version__
 from ..errors import GpudseError, printable
-from . import explore_cmds, glossary_cmds, model_cmds, ray_cmds, sim_cmds, space_cmds, workspace_cmds
+from . import explore_cmds, glossary_cmds, model_cmds, ray_cmds, search_cmds, sim_cmds, space_cmds, workspace_cmds
 
 # Start-up: building the parser and printing --help import only argparse and these command modules,
 # which import NumPy, pandas or scikit-learn inside the command that needs them (issue 12).
-COMMAND_MODULES = (space_cmds, model_cmds, sim_cmds, ray_cmds, explore_cmds, workspace_cmds, glossary_cmds)
+COMMAND_MODULES = (space_cmds, model_cmds, sim_cmds, search_cmds, ray_cmds, explore_cmds, workspace_cmds, glossary_cmds)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -108,6 +108,9 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     exp.add_argument("space", metavar="SPACE")
     exp.add_argument("-o", "--output", required=True, metavar="FILE")
     exp.set_defaults(func=cmd_space_export)
+    from .search_cmds import add_space_parsers
+
+    add_space_parsers(ssub)
 
     sa = sub.add_parser("sample", help="sample design points uniformly at random (Stargazer §5.1)")
     sa.add_argument("space", metavar="SPACE", help="YAML/JSON file or preset")

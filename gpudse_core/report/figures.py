@@ -354,3 +354,17 @@ def sample_counts(points: pd.DataFrame, params: Sequence[Any], cols: int = 4) ->
                                                            x=1, xanchor="right"))
     fig.update_annotations(font_size=style.FONT_SIZE - 1)
     return style.apply(fig, title_text="Points per value against the uniform expectation")
+
+
+def search_progress(values: Sequence[Any], rounds: Sequence[int], response: str, maximize: bool = False) -> go.Figure:
+    """A sequential search's simulations in order (failed ones left out) and the best so far."""
+    x = np.arange(1, len(values) + 1)
+    v = np.array([np.nan if y is None else float(y) for y in values])
+    best = (np.fmax if maximize else np.fmin).accumulate(np.where(np.isnan(v), -np.inf if maximize else np.inf, v))
+    best = np.where(np.isfinite(best), best, np.nan)
+    fig = go.Figure()
+    fig.add_trace(go.Scatter(x=x, y=v, mode="markers", name="simulated", text=[f"round {r}" for r in rounds],
+                             marker=dict(size=5)))
+    fig.add_trace(go.Scatter(x=x, y=best, mode="lines", name="best so far", line=dict(shape="hv", width=3)))
+    fig.update_layout(xaxis_title="simulations", yaxis_title=response)
+    return style.apply(fig, title_text="Sequential search: every simulation and the best so far")

@@ -1,0 +1,251 @@
+"""``gpudse search``: a sequential search (fewer simulations to the best design, a good model, a front)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from .. import choices
+from ..errors import GpudseError
+from .common import count_arg, nonnegative_int, writable
+
+GOALS = ("min", "max", "accuracy", "pareto")
+
+
+def cmd_search(args: argparse.Namespace) -> int:
+    from ..search.study import check_settings
+
+    if args.table and args.space:
+        raise GpudseError("give a SPACE (with --kernel or --backend command) or --table FILE, not both")
+    if not args.table and not args.space:
+        raise GpudseError("give a SPACE to search (e.g. stargazer --kernel matMul) or --table FILE (a measured table)")
+    if args.table is None and (args.params or args.status_column):
+        raise GpudseError("--params and --status-column describe a --table; a SPACE names its own parameters")
+    if args.goal == "pareto" and not args.cost:
+        raise GpudseError("--goal pareto needs --cost EXPR, a cost computed from the parameters (e.g. --cost 'simd * smp')")
+    if args.cost and args.goal != "pareto":
+        raise GpudseError("--cost is for --goal pareto")
+    out = writable(args.output, (".csv", ".parquet", ".json")) if args.output else None
+    batch = args.batch or args.workers or _cores()
+    check_settings(args.goal, args.budget, args.initial, batch, args.acquisition)
+    space, digits, backend, response, source = _source(args)
+    cost = _cost(args.cost, space) if args.cost else None
+    settings = {"source": source, "goal": args.goal, "cost": args.cost or "", "response": response,
+                "params": list(space.parameter_names), "budget": args.budget, "initial": args.initial,
+                "seed": args.seed, "acquisition": args.acquisition}
+    res = _run(args, space, digits, backend, response, cost, settings, batch)
+    _report(args, res, space, response, out)
+    return 0
+
+
+def _cores() -> int:
+    import os
+
+    return os.cpu_count() or 1
+
+
+def _source(args: argparse.Namespace):
+    """(space, feasible digits or None, backend, response, a description for the study's settings)."""
+    if args.table:
+        from ..dataio import read_table
+        from ..sim.lookup import LookupTable, parse_params
+
+        frame = read_table(args.table)
+        t = LookupTable.from_frame(frame, args.response, parse_params(args.params), args.status_column,
+                                   source=str(args.table))
+        return t.space, t.digits, t.backend(), t.response, f"table {Path(args.table).name}"
+    from ..sim.campaign import AnalyticalBackend, CommandBackend
+    from ..space.presets import load_space
+
+    space = load_space(args.space)
+    if args.backend == "command":
+        if not args.config:
+            raise GpudseError("--backend command needs --config SIM.toml (the simulator's description on this machine)")
+        backend = CommandBackend.from_file(args.config)
+    else:
+        backend = AnalyticalBackend(args.kernel)
+    from ..search.runner import check_builtin
+
+    check_builtin(space, backend)
+    if args.backend == "command":
+        if not args.response:
+            raise GpudseError("--backend command: say which result column to optimise with --response COL")
+        response = args.response
+    else:
+        response = args.response or "cycles"
+        if response not in ("cycles", "cycles_trimmed", "ipc"):
+            raise GpudseError(f"--response {response!r}: the built-in simulator reports cycles, cycles_trimmed and ipc")
+    what = f"kernel {args.kernel}" if args.backend == "analytical" else f"command {Path(args.config).name}"
+    return space, None, backend, response, f"space {space.name}, {what}"
+
+
+def _cost(text: str, space):
+    from ..space.expr import NUM, TEXT, compile_expression
+
+    types = {p.name: (NUM if p.kind == "numeric" else TEXT) for p in space.parameters}
+    types.update({f.name: (NUM if isinstance(f.value, (int, float)) else TEXT) for f in space.fixed})
+    expr = compile_expression(text, types, label="--cost")
+
+    def cost(digits):
+        import numpy as np
+
+        cols = space.columns(digits)
+        for f in space.fixed:
+            cols.setdefault(f.name, f.value)
+        v = np.broadcast_to(np.asarray(expr.evaluate(cols), dtype=float), (len(digits),)).copy()
+        if not np.isfinite(v).all():
+            bad = int(np.flatnonzero(~np.isfinite(v))[0])
+            raise GpudseError(f"--cost {text!r} is not a finite number at {space._row(digits[bad])}")
+        return v
+
+    return cost
+
+
+def _run(args, space, digits, backend, response, cost, settings, batch):
+    import tempfile
+
+    from ..search.pool import make_pool
+    from ..search.runner import CampaignEvaluator, StudyStore
+    from ..search.study import run_search
+
+    pool = make_pool(space, digits)
+    study = StudyStore(args.workspace, settings) if args.workspace else None
+    tmp = None
+    try:
+        trials = study.previous() if study else []
+        if trials:
+            print(f"resuming the search in workspace {args.workspace[:6]}…: {len(trials):,} simulations done",
+                  file=sys.stderr)
+        if study:
+            store_path, prefix = study.store_path, f"{study.ws.id}/search"
+        elif args.output:
+            store_path, prefix = Path(args.output).with_suffix(".db"), "search"
+        else:
+            tmp = tempfile.TemporaryDirectory(prefix="gpudse-search-")
+            store_path, prefix = Path(tmp.name) / "search.db", "search"
+        if not study and Path(store_path).exists():  # an earlier search's rounds stay as they were
+            import uuid
+
+            prefix = f"search-{uuid.uuid4().hex[:8]}"
+        line = _Line(args.budget, args.goal, response)
+
+        def on_round(res):
+            line(res)
+            if study:
+                study.save(res)
+
+        with CampaignEvaluator(backend, store_path, prefix, response, workers=args.workers,
+                               scheduler=args.scheduler) as evaluate:
+            res = run_search(pool, evaluate, goal=args.goal, budget=args.budget, initial=args.initial, batch=batch,
+                             seed=args.seed or 0, acquisition=args.acquisition, cost=cost, target=args.target,
+                             patience=args.patience, response=response, trials=trials, on_round=on_round,
+                             should_stop=study.should_stop if study else None)
+        if study:
+            study.save(res, partial=res.stopped == "stopped")
+            study.end("stopped" if res.stopped == "stopped" else "finished")
+        return res
+    except BaseException as e:
+        if study:
+            study.end("failed" if isinstance(e, Exception) else "interrupted", str(e)[:500])
+        raise
+    finally:
+        if tmp is not None:
+            tmp.cleanup()
+
+
+class _Line:
+    def __init__(self, budget: int, goal: str, response: str):
+        self.budget, self.goal, self.response = budget, goal, response
+
+    def __call__(self, res) -> None:
+        best = res.best()
+        shown = f", best {self.response} {best.value:.6g}" if best is not None and self.goal in ("min", "max") else ""
+        print(f"round {res.trials[-1].round}: {len(res.trials):,}/{self.budget:,} simulated, {res.failed:,} failed"
+              f"{shown}", file=sys.stderr)
+
+
+def _report(args, res, space, response, out) -> None:
+    import pandas as pd
+
+    params = list(space.parameter_names)
+    rows = []
+    for t in res.trials:
+        row = {"trial": t.number, "round": t.round, "model_version": t.model_version, **t.design,
+               response: t.value, "status": t.status, "error": t.error, "acquisition": t.acquisition}
+        if t.cost is not None:
+            row["cost"] = t.cost
+        rows.append(row)
+    if out is not None:
+        from .common import write_table
+
+        write_table(pd.DataFrame(rows), out)
+        print(f"wrote the history of {len(rows):,} simulations to {out}", file=sys.stderr)
+    if args.json:
+        print(json.dumps(res.to_json(params), indent=1, default=str))
+        return
+    best = res.best()
+    print(f"goal {res.goal}: {len(res.trials):,} simulations ({res.failed:,} failed); stopped: {res.stopped}")
+    if res.goal == "pareto":
+        print(f"front ({response} against cost):")
+        for t in res.front():
+            print(f"  cost {t.cost:.6g}  {response} {t.value:.6g}  " + ", ".join(f"{k}={v}" for k, v in t.design.items()))
+    elif best is not None and res.goal != "accuracy":
+        print(f"best {response}: {best.value:.6g} at " + ", ".join(f"{k}={v}" for k, v in best.design.items()))
+
+
+def cmd_space_infer(args: argparse.Namespace) -> int:
+    from ..dataio import read_table
+    from ..sim.lookup import infer_space, parse_params
+
+    frame = read_table(args.table)
+    params = parse_params(args.params)
+    space = infer_space(frame, params, str(args.table), name=Path(args.table).stem)
+    out = writable(args.output, (".yaml", ".yml", ".json"))
+    space.save(out)
+    print(f"wrote {out}: {len(space.parameters)} parameters, {space.size:,} combinations "
+          f"({len(frame):,} rows in the table)", file=sys.stderr)
+    return 0
+
+
+def add_parsers(sub: argparse._SubParsersAction) -> None:
+    se = sub.add_parser("search", help="sequential search: simulate where a model says it pays, round by round")
+    se.add_argument("space", nargs="?", metavar="SPACE", help="YAML/JSON file or preset, with --kernel (the built-in "
+                    "simulator) or --backend command --config F")
+    se.add_argument("--kernel", default="matMul", choices=list(choices.KERNELS), help="built-in simulator kernel")
+    se.add_argument("--backend", choices=("analytical", "command"), default="analytical")
+    se.add_argument("--config", metavar="SIM.toml", help="command backend: the simulator description")
+    se.add_argument("--table", metavar="FILE", help="a complete measured table as the simulator (lookup): missing "
+                    "designs and rows whose status is not ok are failed simulations")
+    se.add_argument("--response", metavar="COL", help="the column to optimise (table default: time_ms; built-in: cycles)")
+    se.add_argument("--params", metavar="a,b,…", help="--table: the parameter columns (default: every other column)")
+    se.add_argument("--status-column", metavar="COL", help="--table: rows whose COL is not 'ok' failed (default: "
+                    "'status' if present)")
+    se.add_argument("--goal", required=True, choices=GOALS, help="min/max: the best design; accuracy: a model good "
+                    "everywhere; pareto: the front of the response against --cost")
+    se.add_argument("--cost", metavar="EXPR", help="pareto: a cost over the parameters, e.g. 'simd * smp'")
+    se.add_argument("--budget", required=True, type=count_arg, metavar="N", help="simulations in all (failed ones count)")
+    se.add_argument("--initial", type=count_arg, metavar="N0", help="space-filling simulations first (default 10)")
+    se.add_argument("--batch", type=count_arg, metavar="B", help="proposals per round (default: the workers)")
+    se.add_argument("--seed", type=nonnegative_int, default=0)
+    se.add_argument("--acquisition", choices=("ei", "lcb"), default="ei", help="min/max: expected improvement "
+                    "(default) or a lower confidence bound")
+    se.add_argument("--target", type=float, metavar="Y", help="stop once a design reaches this value")
+    se.add_argument("--patience", type=count_arg, metavar="R", help="stop after R rounds without improvement")
+    se.add_argument("--workers", type=count_arg, default=None, help="simulator processes (default: all cores)")
+    se.add_argument("--scheduler", metavar="ADDR", help="a Dask scheduler address, or 'local'")
+    se.add_argument("--workspace", metavar="ID", help="store the study in this workspace after every round "
+                    "(a reload finds it, Stop ends it, the same command resumes it)")
+    se.add_argument("-o", "--output", metavar="history.csv", help="every simulation: round, model version, "
+                    "acquisition, design, value or failure")
+    se.add_argument("--json", action="store_true", help='print {"goal", "evaluated", "failed", "best", "history"}')
+    se.set_defaults(func=cmd_search)
+
+
+def add_space_parsers(ssub: argparse._SubParsersAction) -> None:
+    inf = ssub.add_parser("infer", help="a design space from a measured table's distinct parameter values")
+    inf.add_argument("table", metavar="FILE", help=".csv, .parquet or .json")
+    inf.add_argument("--params", required=True, metavar="a,b,…", help="the parameter columns")
+    inf.add_argument("-o", "--output", required=True, metavar="space.yaml")
+    inf.set_defaults(func=cmd_space_infer)

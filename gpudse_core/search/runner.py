@@ -1,0 +1,198 @@
+"""Running a search against a real backend: every round is a simulation campaign, every round stored.
+
+The loop of :mod:`.study` asks for a batch of designs; :class:`CampaignEvaluator` runs the batch as one
+campaign (:func:`gpudse_core.sim.campaign.run_campaign`) in a :class:`~gpudse_core.sim.store.CampaignStore`
+— the same machinery as ``gpudse simulate``, so the built-in simulator, an external command, a lookup
+table, a local process pool and a Dask cluster all work, and every attempt is recorded. The executor
+(process pool or Dask client) lives for the whole search, not one round.
+
+:class:`StudyStore` keeps the study in a workspace as the analysis ``search`` (plain JSON: its settings
+and every trial), rewritten after each round, so a reload finds the search, the dashboard sees it grow,
+a Stop ends it after the round in flight, and running the same search again resumes it: the trials
+already simulated are read back and never simulated again.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from typing import Any
+
+import numpy as np
+
+from ..errors import GpudseError
+from .study import SearchResult, Trial
+
+STAGE = "search"
+RESUMABLE = ("budget",)  # settings a resumed search may change (a larger budget goes on)
+
+
+class CampaignEvaluator:
+    def __init__(self, backend: Any, store_path: Any, prefix: str, response: str, *, workers: int | None = None,
+                 scheduler: str | None = None, should_stop: Any = None):
+        from ..sim.campaign import check_workers
+
+        check_workers(workers, scheduler)
+        self.backend, self.store_path, self.prefix, self.response = backend, store_path, prefix, response
+        self.workers = workers or os.cpu_count() or 1
+        self.scheduler, self.should_stop = scheduler, should_stop
+        self.rounds = 0
+        self.client = self.cluster = self.executor = None
+
+    def __enter__(self) -> "CampaignEvaluator":
+        from ..sim.campaign import _dask, local_pool
+
+        if self.scheduler:
+            self.client, self.cluster, self.executor = _dask(self.scheduler, self.workers)
+        else:
+            self.executor = local_pool(self.workers)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        from ..sim.campaign import kill_pool
+
+        if self.client is not None:
+            self.client.close()
+            if self.cluster is not None:
+                self.cluster.close()
+        elif self.executor is not None:
+            if exc[0] is None:
+                self.executor.shutdown(wait=True, cancel_futures=True)
+            else:
+                kill_pool(self.executor)
+
+    def __call__(self, digits: np.ndarray, designs: list) -> list:
+        import pandas as pd
+
+        from ..sim.campaign import points_spec, run_campaign
+        from ..sim.store import CampaignStore
+
+        points = pd.DataFrame(designs)
+        name = f"{self.prefix}-{self.rounds:05d}"
+        self.rounds += 1
+        with CampaignStore(self.store_path, name=name, max_attempts=1) as store:
+            if store.spec() is not None:  # a round left by an earlier, interrupted run of the search
+                name = f"{name}-{os.getpid()}-{id(points):x}"
+                store.close()
+                store = CampaignStore(self.store_path, name=name, max_attempts=1)
+            with store:
+                store.open({**self.backend.spec(), **points_spec(points)}, points)
+                run_campaign(store, self.backend, workers=self.workers, executor=self.executor)
+                table = store.table(include_failed=True)
+        out = []
+        for _, row in table.iterrows():
+            if row.get("status") == "done":
+                v = row.get(self.response)
+                try:
+                    v = float(v)
+                except (TypeError, ValueError):
+                    v = math.nan
+                if math.isfinite(v):
+                    out.append((v, ""))
+                    continue
+                out.append((None, f"the simulator gave no numeric {self.response!r}"))
+            else:
+                out.append((None, str(row.get("error") or row.get("status"))))
+        return out
+
+
+class StudyStore:
+    """The study in a workspace: read the trials to resume, write them after every round, stop flag."""
+
+    def __init__(self, ws_id: str, settings: dict):
+        from ..workspace.jobs import begin_job
+        from ..workspace.workspace import open_workspace
+
+        self.ws = open_workspace(ws_id, trusted=True)
+        self.settings = settings
+        self.ctx = begin_job(self.ws, "search", stage=STAGE)
+        self.ended = False
+
+    @property
+    def store_path(self) -> Any:
+        return self.ws.path
+
+    def previous(self) -> list[Trial]:
+        sv = self.ws.get(STAGE)
+        doc = sv.value
+        if not isinstance(doc, dict) or not doc.get("trials"):
+            return []
+        old = doc.get("settings") or {}
+        diff = [k for k in sorted(set(old) | set(self.settings)) if k not in RESUMABLE
+                and old.get(k) != self.settings.get(k)]
+        if diff:
+            raise GpudseError(f"workspace {self.ws.id[:6]}… holds a search with other settings ({', '.join(diff)}); "
+                              f"resume it with the same settings, or use another workspace")
+        return [Trial(**t) for t in doc["trials"]]
+
+    def save(self, res: SearchResult, partial: bool = True) -> None:
+        doc = study_doc(self.settings, res)
+        self.ws.put_analysis(STAGE, doc, inputs=[], origin=f"gpudse search, goal {res.goal}", partial=partial,
+                             note=f"{len(res.trials):,} simulations, {res.failed:,} failed")
+        self.ctx.progress(len(res.trials), int(self.settings.get("budget", 0)) or None,
+                          f"{len(res.trials):,} simulated, {res.failed:,} failed")
+
+    def should_stop(self) -> bool:
+        return self.ctx.stopped()
+
+    def end(self, state: str, error: str | None = None) -> None:
+        from ..workspace.jobs import end_job
+
+        if not self.ended:
+            self.ended = True
+            end_job(self.ws, self.ctx, state, error)
+            self.ws.close()
+
+
+def check_builtin(space: Any, backend: Any) -> None:
+    """Refuse a space the built-in simulator does not model before anything runs: every value of every
+    parameter is checked (``AnalyticalBackend.check_table``)."""
+    check = getattr(backend, "check_table", None)
+    if check is None:
+        return
+    radices = np.array(space.radices)
+    every = np.minimum(np.arange(int(radices.max()))[:, None], radices[None, :] - 1)
+    check(space.frame(every), f"space {space.name}")
+
+
+def study_doc(settings: dict, res: SearchResult) -> dict:
+    """The stored form of a study (the ``search`` analysis): settings, why it stopped, every trial."""
+    return {"settings": settings, "stopped": res.stopped, "trials": [t.to_dict() for t in res.trials]}
+
+
+def start_search(ws: Any, kernel: str, goal: str = "min", budget: int = 100, batch: int = 4, seed: int = 0) -> Any:
+    """A search over the workspace's current design space on the built-in simulator, as a background
+    job (progress, Stop); the study is stored as the ``search`` analysis (partial when stopped)."""
+    from ..sim.campaign import AnalyticalBackend
+    from ..workspace.jobs import Stopped, start_job
+    from .pool import make_pool
+    from .study import check_settings, run_search
+
+    (space_sv,) = ws.require("space")
+    space = space_sv.value
+    backend = AnalyticalBackend(kernel)
+    check_builtin(space, backend)
+    check_settings(goal, budget, None, batch)
+    response = "cycles"
+    settings = {"source": f"space {space.name}, kernel {kernel}", "goal": goal, "cost": "", "response": response,
+                "params": list(space.parameter_names), "budget": budget, "initial": None, "seed": seed,
+                "acquisition": "ei"}
+
+    def work(ctx: Any) -> dict:
+        def evaluate(digits: np.ndarray, designs: list) -> list:
+            outs = backend.run_batch([(i, d, 1) for i, d in enumerate(designs)])
+            return [(o.result.get(response), "") if o.ok else (None, o.error) for o in outs]
+
+        def on_round(res: SearchResult) -> None:
+            best = res.best()
+            ctx.progress(len(res.trials), budget, f"{len(res.trials):,} simulated" + (
+                f", best {response} {best.value:,.0f}" if best is not None else ""))
+
+        res = run_search(make_pool(space), evaluate, goal=goal, budget=budget, batch=batch, seed=seed,
+                         response=response, on_round=on_round, should_stop=ctx.stopped)
+        doc = study_doc(settings, res)
+        if res.stopped == "stopped":
+            raise Stopped("stopped", doc)
+        return doc
+
+    return start_job(ws, "search", work, stage=STAGE, inputs=[space_sv], origin=f"search, kernel {kernel}")

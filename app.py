@@ -57,7 +57,7 @@ for col, (stage, title) in zip(cols, steps):
         else:
             st.caption("not computed yet" if state == "missing" else "")
         if status is not None and state == "stale":
-            st.caption(f"Out of date: {status.reason}.")
+            st.caption(f"Out of date: {ui.plain(status.reason)}.")
         ui.link(title, label="Open", icon=":material/arrow_forward:")
 
 st.subheader("Workspace")
@@ -76,22 +76,22 @@ c2.text_input("Read-only link to share", share, key=f"share_{w.id}",
 b1, b2, b3 = st.columns(3)
 if b1.button("New: the built-in example", icon=":material/science:", width="stretch",
              help="the Stargazer example with every page filled"):
-    ui_state.switch_to(ui_state.new_example())
-    st.rerun()
+    if ui.guarded(lambda: ui_state.switch_to(ui_state.new_example())):
+        st.rerun()
 if b2.button("New: an empty workspace", icon=":material/add:", width="stretch",
              help="start from nothing: choose a design space first"):
-    ui_state.switch_to(ui_state.new_empty())
-    st.rerun()
+    if ui.guarded(lambda: ui_state.switch_to(ui_state.new_empty())):
+        st.rerun()
 if b3.button("Copy this workspace", icon=":material/content_copy:", width="stretch",
              help="your own copy of this workspace, with every version"):
-    ui_state.fork(w)
-    st.rerun()
+    if ui.guarded(lambda: ui_state.fork(w)):
+        st.rerun()
 
 try:
     mine = ui_state.workspace_ids()
 except GpudseError as e:
     mine = []
-    st.error(str(e))
+    st.error(ui.plain(e))
 if mine:
     from gpudse_core.workspace import single_user
 
@@ -111,7 +111,7 @@ if mine:
         st.session_state.confirm_delete = pick
     if st.session_state.get("confirm_delete") == pick:
         target = next(m for m in mine if m.id == pick)
-        st.warning(f"Delete **{target.name}** for good, with every version, analysis and campaign in it? "
+        st.warning(f"Delete **{ui.plain(target.name)}** for good, with every version, analysis and campaign in it? "
                    "A link to it stops working.")
         d1, d2, _ = st.columns([1, 1, 3])
         if d1.button("Delete it", type="primary", key="confirm_delete_yes"):
@@ -143,7 +143,7 @@ with c1:
                            help="the current space, samples, results and model, with their settings")
         if left_out:
             st.caption("Left out (not current): "
-                       + "; ".join(f"{ui.stage_title(k)}: {v}" for k, v in left_out.items()))
+                       + "; ".join(f"{ui.stage_title(k)}: {ui.plain(v)}" for k, v in left_out.items()))
     else:
         st.caption("Choose a design space first: a project starts with one.")
 with c2:
@@ -162,7 +162,7 @@ with c2:
             st.session_state.pop(f"ws_name_{w.id}", None)  # the Name box shows the adopted name
             got = [ui.STAGE_TITLE[s].lower() for s in ui.PIPELINE
                    if loaded[s].value is not None]
-            ui.flash("success", f"Loaded {up.name} into workspace '{w.name}': {', '.join(got)}. Earlier versions "
+            ui.flash("success", f"Loaded {ui.plain(up.name)} into workspace '{ui.plain(w.name)}': {', '.join(got)}. Earlier versions "
                      "are kept in its history.")
             st.rerun()
 with c3:

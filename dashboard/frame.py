@@ -19,6 +19,7 @@ import streamlit as st
 from gpudse_core import DesignSpace, GpudseError, load_preset
 from gpudse_core.report import fmt as _fmt
 from gpudse_core.report import glossary as _glossary
+from gpudse_core.report import plaintext as _plaintext
 from gpudse_core.report import trace as _trace
 from gpudse_core.workspace import stages
 
@@ -104,23 +105,35 @@ def page(title: str):
         w = ui_state.bind()
     except ui_state.Gone as e:
         _gone(str(e))
+    except GpudseError as e:  # a budget reached (LimitError), a damaged or unreadable workspace file
+        _refused(e)
     sidebar(w)
+    _damaged(w)
     if not w.writable:
         with st.container(border=True):
             c1, c2 = st.columns([3, 1.2], vertical_alignment="center")
-            c1.markdown(f":material/visibility: **Shared with you read-only**: *{w.name}*. You can look at "
+            c1.markdown(f":material/visibility: **Shared with you read-only**: *{plain(w.name)}*. You can look at "
                         "everything; to change anything, make your own copy (the original stays as it is).")
             if c2.button("Make my own copy", type="primary", key="fork_top",
-                         width="stretch"):
-                mine = ui_state.fork(w)
+                         width="stretch") and guarded(lambda: ui_state.fork(w)):
                 st.session_state.setdefault("_flash", []).append(
-                    ("success", f"This is your own copy, *{mine.name}*: changes go here; the original is unchanged. "
-                                "Its address is in the browser's address bar."))
+                    ("success", f"This is your own copy, *{plain(ui_state.current().name)}*: changes go here; the original "
+                                "is unchanged. Its address is in the browser's address bar."))
                 st.rerun()
     ui_state.flush_cookies()
     for kind, text in st.session_state.pop("_flash", []):
         getattr(st, kind)(text)
     return w
+
+
+def _damaged(w) -> None:
+    """A stored stage whose record cannot be read: which one, and (for the owner) a button to drop it;
+    every other stage and page keeps working."""
+    for stage, why in w.damaged().items():
+        st.error(plain(why), icon=":material/report:")
+        if w.writable and st.button(f"Drop the damaged {stage_title(stage)}", key=f"drop_damaged_{stage}",
+                                    icon=":material/delete:") and guarded(lambda s=stage: w.drop_damaged(s)):
+            st.rerun()
 
 
 def flash(kind: str, text: str) -> None:
@@ -129,11 +142,24 @@ def flash(kind: str, text: str) -> None:
 
 
 def _gone(message: str) -> None:
-    st.error(f"This link does not open a workspace here: {message}.")
+    st.error(f"This link does not open a workspace here: {plain(message)}.")
     if st.button("Start a new workspace with the built-in example", type="primary"):
         st.query_params.clear()
-        ui_state.switch_to(ui_state.new_example())
-        st.rerun()
+        if guarded(lambda: ui_state.switch_to(ui_state.new_example())):
+            st.rerun()
+    st.stop()
+
+
+def _refused(e: GpudseError) -> None:
+    """The page when no workspace can be opened or made for this visit: why, and what to do."""
+    from gpudse_core.limits import LimitError
+
+    if isinstance(e, LimitError):
+        st.error("This server cannot make a new workspace for you right now.", icon=":material/block:")
+    else:
+        st.error("This workspace cannot be opened.", icon=":material/error:")
+    st.text(str(e))
+    ui_state.flush_cookies()
     st.stop()
 
 
@@ -166,7 +192,7 @@ def sidebar(w) -> None:
                   help="For a projector: larger type, the sidebar folded, charts sized for the screen. "
                        "The address gets ?present=1: a link that opens this way.")
         st.divider()
-        st.caption(f"**Workspace** {w.name}" + ("" if w.writable else " · read-only"))
+        st.caption(f"**Workspace** {plain(w.name)}" + ("" if w.writable else " · read-only"))
         for stage in ("space", "samples", "results", "model"):
             status = heads[stage]
             st.caption(f"{STATE_ICON[status.state]} **{STAGE_TITLE[stage]}** {stage_summary(w, stage)}"
@@ -174,23 +200,39 @@ def sidebar(w) -> None:
 
 
 def stage_summary(w, stage: str) -> str:
-    """One line about a stage's current version: what it holds (counts from the stored value)."""
-    sv = w.get(stage)
+    """One line about a stage's current version: what it holds (counts from the stored value), as
+    Markdown (the user's names in it through :func:`plain`)."""
+    try:
+        sv = w.get(stage)
+    except GpudseError:  # a damaged stored value: the page's banner names it and offers to drop it
+        return "cannot be read (damaged)"
     v = sv.value
     if v is None:
         return "none yet"
     if stage == "space":
-        return f"{v.name} · {fmt_count(v.size, 'points')}"
+        return f"{plain(v.name)} · {fmt_count(v.size, 'points')}"
     if stage == "samples":
         return f"{fmt_count(len(v), 'points')}, {v.method}" + (f", seed {v.seed}" if v.seed is not None else "")
     if stage == "results":
-        return f"{fmt_count(len(v.table), 'rows')} of {v.response}" + (" (partial)" if sv.partial else "")
+        return f"{fmt_count(len(v.table), 'rows')} of {plain(v.response)}" + (" (partial)" if sv.partial else "")
     if stage == "model":
         if not hasattr(v, "terms"):  # a learner (forest, boosting, EBM): no terms to count
-            return v.summary() if hasattr(v, "summary") else type(v).__name__
+            return plain(v.summary()) if hasattr(v, "summary") else type(v).__name__
         r2 = getattr(v, "r2", None)
         return f"{fmt_count(len(v.terms), 'terms')}" + (f", R² {fmt_r2(r2)}" if r2 is not None else "")
     return ""
+
+
+# ---- user text: THE safe renderer (gpudse_core.report.plaintext) -------------------------------------
+def plain(text: Any) -> str:
+    """User-supplied text (names, descriptions, labels, origins, file names, error messages quoting them)
+    for any Markdown context: shown as typed, never an image, a link or formatting."""
+    return _plaintext.markdown(text)
+
+
+def chart_text(text: Any) -> str:
+    """User-supplied text for a chart's label or title: no tag Plotly would interpret."""
+    return _plaintext.chart(text)
 
 
 # ---- numbers and charts: THE formatter and chart style of gpudse_core.report -----------------------
@@ -268,7 +310,7 @@ def banner(status, fix: Callable[[], Any] | None = None, key: str = "fix", butto
     """The reason a stage cannot be shown and the one action that fixes it, as a button (no button
     where the page itself is the fix)."""
     box = st.info if status.state == "missing" else st.warning
-    box(status.message(), icon=":material/info:" if status.state == "missing" else ":material/warning:")
+    box(plain(status.message()), icon=":material/info:" if status.state == "missing" else ":material/warning:")
     if not button:
         return
     action = fix or default_fix(status)
@@ -279,7 +321,7 @@ def banner(status, fix: Callable[[], Any] | None = None, key: str = "fix", butto
         try:
             action()
         except GpudseError as e:
-            st.error(str(e))
+            st.error(plain(e))
             return
         st.rerun()
 
@@ -294,7 +336,7 @@ def need(*stages: str, fixes: dict[str, Callable[[], Any]] | None = None) -> tup
         except GpudseError as e:  # changed between the two reads: show it like any other stale input
             block = getattr(e, "status", None)
             if block is None:
-                st.error(str(e))
+                st.error(plain(e))
                 st.stop()
     banner(block, (fixes or {}).get(block.stage))
     st.stop()
@@ -382,7 +424,7 @@ def analysis_banner(sv, fix: Callable[[], Any] | None, key: str) -> bool:
         return False
     if sv.ok:
         if sv.partial:
-            st.info(f"Partial result (stopped): {sv.note}.", icon=":material/hourglass_bottom:")
+            st.info(f"Partial result (stopped): {plain(sv.note)}.", icon=":material/hourglass_bottom:")
         return True
     banner(sv.status, fix, key=key)
     return False
@@ -393,7 +435,7 @@ def guarded(action: Callable[[], Any], success: str | None = None) -> bool:
     try:
         action()
     except GpudseError as e:
-        st.error(str(e))
+        st.error(plain(e))
         return False
     if success:
         st.toast(success)
@@ -436,7 +478,7 @@ def upload_error(name: str, e: Exception, unchanged: str) -> None:
     text = str(e)
     if name not in text:
         text = f"{name}: {text}"
-    st.error(f"{text}. {unchanged}", icon=":material/error:")
+    st.error(f"{plain(text)}. {unchanged}", icon=":material/error:")
 
 
 def parse_upload(up) -> dict | None:
@@ -463,7 +505,7 @@ def base_point(space: DesignSpace, key: str) -> dict:
     cols = st.columns(min(5, max(1, len(space.parameters))))
     point = {}
     for i, p in enumerate(space.parameters):
-        point[p.name] = cols[i % len(cols)].select_slider(f"{p.display}" + (f" ({p.unit})" if p.unit else ""),
+        point[p.name] = cols[i % len(cols)].select_slider(plain(f"{p.display}" + (f" ({p.unit})" if p.unit else "")),
                                                           options=list(p.values), value=p.values[len(p.values) // 2],
                                                           key=f"{key}_{space.name}_{p.name}")
     return point

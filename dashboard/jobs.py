@@ -69,7 +69,7 @@ def job_panel(ws: Any, kind: str, label: str) -> bool:
     prev = last(ws, kind)
     if prev is not None and prev.finished and time.time() - prev.finished < 600:
         if prev.state == "failed":
-            st.error(f"{label} failed: {prev.error}")
+            st.error(f"{label} failed: {frame.plain(prev.error)}")
         elif prev.state == "interrupted":
             st.warning(f"{label} was interrupted (its process ended); start it again.")
     return False

@@ -10,7 +10,9 @@ session starts), so a link sent to a colleague opens read-only, with "Make my ow
 A first visit (no ``?ws``) opens the workspace this browser used last, or a new copy of the
 built-in example: a template workspace holding the example's stages and its analyses (validation,
 whole-space scan, true error) built once per ``$GPUDSE_HOME`` and code version, then forked, so
-every page is filled at once and a new visitor costs a file copy.
+every page is filled at once and a new visitor costs a file copy. Each workspace this server makes
+for a browser counts against that client's hourly budget, and a first visit's copy left unchanged
+is deleted after a few idle days (:mod:`gpudse_core.workspace.visitors`).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ import streamlit as st
 
 from gpudse_core import GpudseError
 from gpudse_core.workspace import NotFound, Workspace, create_workspace, fill_example, home, open_workspace
+from gpudse_core.workspace import upkeep, visitors
 
 from . import work
 
@@ -95,6 +98,16 @@ def flush_cookies() -> None:
     st.session_state[COOKIES] = {}
 
 
+def client() -> str | None:
+    """The client this session's new workspaces are counted against (None without a browser request)."""
+    try:
+        address = st.context.ip_address
+        headers = dict(st.context.headers or {})
+    except Exception:  # noqa: BLE001 - no browser request behind this session (AppTest, bare mode)
+        return None
+    return visitors.client_key(address, headers)
+
+
 # ---- the session's workspace ------------------------------------------------------------------
 def current() -> Workspace:
     """The session's workspace (bound by :func:`bind` at the top of every page)."""
@@ -121,6 +134,7 @@ def bind() -> Workspace:
     if ws is None:
         ws = _open(want) if want else _first_visit()
         ss[HANDLE] = ws
+        visitors.seen(ws.id)
     if st.query_params.get("ws") != ws.id:
         st.query_params["ws"] = ws.id
     key = held_keys().get(ws.id)
@@ -156,7 +170,8 @@ def _first_visit() -> Workspace:
             ws.close()
         except GpudseError:
             pass
-    return new_example()
+    visitors.expire(keep=set(keys))
+    return new_example(first_visit=True)
 
 
 def switch_to(ws: Workspace, key: str | None = None) -> None:
@@ -171,25 +186,35 @@ def switch_to(ws: Workspace, key: str | None = None) -> None:
     _cookie(LAST_COOKIE, ws.id)
 
 
-def new_example(name: str = EXAMPLE_NAME) -> Workspace:
-    """A new workspace holding the built-in example with its analyses, this browser its owner."""
+def new_example(name: str = EXAMPLE_NAME, first_visit: bool = False) -> Workspace:
+    """A new workspace holding the built-in example with its analyses, this browser its owner
+    (refused with a LimitError when this client has had its hour's workspaces)."""
+    who = client()
+    visitors.admit(who)
     with st.spinner("Preparing the built-in example (the first time on this server takes a few seconds)…"):
         tpl = example_template()
         with open_workspace(tpl) as t:
             ws, key = t.fork(name)
+    visitors.record(who, ws.id, ws.info().updated, expires=first_visit)
     remember(ws.id, key)
     return ws
 
 
 def new_empty(name: str = "Untitled workspace") -> Workspace:
+    who = client()
+    visitors.admit(who)
     ws, key = create_workspace(name)
+    visitors.record(who, ws.id, ws.info().updated, expires=False)
     remember(ws.id, key)
     return ws
 
 
 def fork(ws: Workspace) -> Workspace:
     """This browser's own copy of *ws* (a read-only one included)."""
+    who = client()
+    visitors.admit(who)
     mine, key = ws.fork(f"{ws.name} (my copy)" if not ws.name.endswith("(my copy)") else ws.name)
+    visitors.record(who, mine.id, mine.info().updated, expires=False)
     switch_to(mine, key)
     return mine
 
@@ -226,6 +251,7 @@ def example_template() -> str:
     path = home() / TEMPLATE_FILE
     code = _code_digest()
     with _template_lock():
+        _clean_once()
         try:
             rec = json.loads(path.read_text())
             if rec.get("code") == code:
@@ -235,6 +261,7 @@ def example_template() -> str:
         except (OSError, ValueError, KeyError, TypeError, GpudseError):
             pass
         ws, _ = create_workspace("gpudse built-in example (template)")
+        upkeep.mark_template(ws.id)  # a build killed half-way leaves a template the next start removes
         try:
             with ws:
                 fill_example(ws)
@@ -250,6 +277,17 @@ def example_template() -> str:
         tmp.write_text(json.dumps({"id": ws.id, "code": code}))
         os.replace(tmp, path)
         return ws.id
+
+
+_CLEANED: set[str] = set()  # homes this process has cleaned
+
+
+def _clean_once() -> None:
+    """Remove leftovers of interrupted forks and template builds, once per server process and home."""
+    root = str(home())
+    if root not in _CLEANED:
+        _CLEANED.add(root)
+        upkeep.clean(keep_template=template_id())
 
 
 def workspace_ids() -> list[str]:

@@ -91,7 +91,9 @@ class Limits:
     # ---- models --------------------------------------------------------------------------------------
     model_columns: int = 100_000  # columns (coefficients) of a model file
     validation_fits: int = 10_000  # model fits one validation request runs (sizes × repeats × models)
-    refit_rows: int = 200_000  # training rows of a forest/boosting/hybrid/EBM model (refitted from them on load)
+    refit_rows: int = 200_000  # training rows of a forest/boosting/hybrid/EBM model (and of its file)
+    model_bytes: int = 64 * MiB  # one model file (a 200-tree forest of 300 rows is ~3 MB; of 2,000 rows ~20 MB)
+    model_nodes: int = 4_000_000  # tree nodes, or EBM table cells, of one stored learner (checked before decoding)
     # ---- workspaces (issue 14) -------------------------------------------------------------------------
     workspaces: int = 10_000  # workspace files under $GPUDSE_HOME (creating or forking one more is refused)
     workspace_bytes: int = 4 * GiB  # one workspace's SQLite file, checked before each write
@@ -100,6 +102,8 @@ class Limits:
     workspace_analyses: int = 64  # named analyses in one workspace
     workspace_jobs: int = 4  # jobs running at once in one workspace (validation, scans, campaigns, ray casting)
     workspace_name_chars: int = 200  # a workspace's name
+    visitor_workspaces_per_hour: int = 20  # workspaces first visits from one client (address, /64, user) make in an hour
+    visitor_idle_hours: float = 72.0  # a first visit's workspace, never changed, not opened for this long, is deleted
     # ---- exploration (gpudse explore, the Explore page) ------------------------------------------------
     explore_top: int = 10_000  # best designs one request may ask for (--top)
     scan_points: int = 20_000_000_000  # points a scan may visit one by one (about 20 min at 15 M/s)

@@ -108,11 +108,55 @@ def strict_loader() -> type:
                                 key_node.start_mark)
                 return super().construct_mapping(node, deep=deep)
 
+            # YAML 1.2 reads these plain scalars differently from PyYAML's YAML 1.1: refuse, never guess
+            def construct_yaml_bool(self, node: Any) -> bool:
+                if node.value.lower() not in ("true", "false"):
+                    raise yaml.constructor.ConstructorError(
+                        None, None, f"the plain word {node.value!r} is {node.value.lower() in _YES} in YAML 1.1 but "
+                        f"text in YAML 1.2; write {str(node.value.lower() in _YES).lower()} for a yes/no, or quote it "
+                        f"('{node.value}') for the text", node.start_mark)
+                return super().construct_yaml_bool(node)
+
+            def construct_yaml_int(self, node: Any) -> int:
+                v = node.value.lstrip("+-")
+                if "_" in v or ":" in v or v.startswith(("0b", "0B")) or (len(v) > 1 and v[0] == "0" and v[1].isdigit()):
+                    raise yaml.constructor.ConstructorError(
+                        None, None, f"the number {node.value!r} reads differently in YAML 1.1 ({_yaml11_hint(node.value)}) "
+                        f"and YAML 1.2; write it as a plain decimal number, or quote it for text", node.start_mark)
+                return super().construct_yaml_int(node)
+
+            def construct_yaml_float(self, node: Any) -> float:
+                v = node.value
+                if "_" in v or ":" in v:
+                    raise yaml.constructor.ConstructorError(
+                        None, None, f"the number {v!r} reads differently in YAML 1.1 and YAML 1.2; write it as a plain "
+                        f"decimal number, or quote it for text", node.start_mark)
+                f = super().construct_yaml_float(node)
+                if f == 0.0 and any(c in "123456789" for c in v.lower().split("e")[0]):
+                    raise yaml.constructor.ConstructorError(
+                        None, None, f"the number {v!r} is too small for a floating-point number (below about 5e-324) "
+                        f"and would silently become 0; write 0 if you mean it", node.start_mark)
+                return f
+
+        for tag, name in (("bool", "construct_yaml_bool"), ("int", "construct_yaml_int"),
+                          ("float", "construct_yaml_float")):
+            StrictLoader.add_constructor(f"tag:yaml.org,2002:{tag}", getattr(StrictLoader, name))
         _STRICT = StrictLoader
     return _STRICT
 
 
 _STRICT: type | None = None
+_YES = ("yes", "y", "on", "true")
+
+
+def _yaml11_hint(text: str) -> str:
+    """What PyYAML's YAML 1.1 makes of an integer-looking plain scalar (for the message)."""
+    import yaml
+
+    try:
+        return f"{yaml.SafeLoader.construct_yaml_int(yaml.SafeLoader(''), yaml.ScalarNode('', text))}"
+    except Exception:  # noqa: BLE001 - only for the message
+        return "another number"
 
 
 def load_yaml(text: str | bytes, source: str = "document", loader: type | None = None) -> Any:

@@ -16,13 +16,19 @@ st.title("Design space")
 
 sv = w.get("space")
 space = sv.value
+# the version the edit form was built from: kept across runs, so another session's save never swaps the
+# form under a user's unsaved edit (Apply then compares and swaps on it, and a conflict shows both)
+FORM = f"space_form_{w.id}"
+if st.session_state.get(FORM) is None or space is None:
+    st.session_state[FORM] = sv.version
 
 
-def put_space(new, origin: str) -> None:
-    w.set_space(new, origin, expect=sv.version)
+def put_space(new, origin: str, expect: int | None = None) -> None:
+    stored = w.set_space(new, origin, expect=sv.version if expect is None else expect)
+    st.session_state[FORM] = stored.version
     later = [ui.STAGE_TITLE[s].lower() for s in ("samples", "results", "model") if not w.get(s).ok and
              w.get(s).value is not None]
-    ui.flash("success", f"Design space **{new.name}** loaded ({origin}): {ui.fmt_count(new.size, 'design points')}."
+    ui.flash("success", f"Design space **{ui.plain(new.name)}** loaded ({ui.plain(origin)}): {ui.fmt_count(new.size, 'design points')}."
              + (f" Out of date now: {', '.join(later)} — each page offers to redo its part." if later else ""))
 
 
@@ -75,13 +81,29 @@ m[1].metric("Feasible points", ui.fmt_count(feasible) if feasible is not None
             help="points satisfying every constraint" + ("" if feasible is not None else " (estimated by probing)"))
 m[2].metric("Dimensions", len(space.dimensions), help="a group of parameters varied together is one dimension")
 m[3].metric("Parameters", len(space.parameters))
-st.caption(f"{space.description}  \nSource: {sv.origin} (version {sv.version})")
+st.caption(f"{ui.plain(space.description)}  \nSource: {ui.plain(sv.origin)} (version {sv.version})")
 
 st.subheader("Parameters")
 st.caption("Values use the file syntax: `1, 2, 4` · `9::3::36` (from 9 to 36 in steps of 3) · `pow2: 1..16`. "
            "Rows with the same **group** vary together (Lee & Brooks Table 2). Names are identifiers used in "
            "constraints; **label** is how they are shown.")
-version = f"{w.id}_{sv.version}"
+form_version = st.session_state[FORM]
+if form_version != sv.version:  # someone else saved a newer space while this form was open
+    try:
+        form_space = w.get("space", form_version).value
+    except GpudseError:  # no longer kept: the form follows the current space
+        form_space, form_version = space, sv.version
+        st.session_state[FORM] = sv.version
+    else:
+        st.warning(f"The design space was changed elsewhere while you had this form open: the current version is "
+                   f"{sv.version} (**{ui.plain(space.name)}**, {ui.plain(sv.origin)}). The form below still shows "
+                   f"version {form_version} with your edits; Apply is refused until you choose.",
+                   icon=":material/sync_problem:")
+        if st.button("Discard my edits and show the current design space", key="space_form_reload"):
+            st.session_state[FORM] = sv.version
+            st.rerun()
+        space = form_space
+version = f"{w.id}_{form_version}"
 edited = st.data_editor(
     space_table(space), num_rows="dynamic", width="stretch", key=f"params_{version}",
     column_config={
@@ -111,9 +133,9 @@ if st.button("Apply changes", type="primary", disabled=not w.writable):
             new = space_from_table(pd.DataFrame(edited), cons_text.splitlines(), pd.DataFrame(fixed_edit),
                                    name=name, description=was, base=space)
     except GpudseError as e:
-        st.error(f"{e}. Nothing was changed; correct the table and apply again.")
+        st.error(f"{ui.plain(e)}. Nothing was changed; correct the table and apply again.")
     else:
-        if ui.guarded(lambda: put_space(new, "edited in the dashboard")):
+        if ui.guarded(lambda: put_space(new, "edited in the dashboard", expect=form_version)):
             st.rerun()
 
 st.subheader("Download")

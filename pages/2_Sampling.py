@@ -6,6 +6,7 @@ import streamlit as st
 
 from dashboard import frame as ui
 from gpudse_core import GpudseError, sample
+from gpudse_core.csvout import frame_text
 from gpudse_core.report import figures
 
 w = ui.page("Sampling")
@@ -13,7 +14,7 @@ w = ui.page("Sampling")
 st.title("Sample design points")
 (space_sv,) = ui.need("space")
 space = space_sv.value
-st.caption(f"Space **{space.name}**: {ui.fmt_count(space.size, 'design points')}. Points are drawn without "
+st.caption(f"Space **{ui.plain(space.name)}**: {ui.fmt_count(space.size, 'design points')}. Points are drawn without "
            "replacement, uniformly over the feasible points, reproducibly from the seed.")
 
 HOW = {"Number of points": "n", "Fraction of the whole space": "fraction",
@@ -46,7 +47,7 @@ if go_:
             result = sample(space, **kwargs, per_dim_mode=mode, seed=int(seed), method=method)
         w.set_samples(result, f"{method}, seed {int(seed)}", inputs=[space_sv])
     except GpudseError as e:
-        st.error(f"{e}. Your previous samples are kept.")
+        st.error(f"{ui.plain(e)}. Your previous samples are kept.")
     else:
         st.rerun()  # every part of the page (and the sidebar) from the new version
 
@@ -58,7 +59,7 @@ if sv.value is None or not sv.ok:
         ui.banner(sv.status, key="fix_samples", button=False)  # the form above is the fix: one primary button
     st.stop()
 result = sv.value
-st.caption(f"Drawn: {ui.fmt_count(len(result), 'points')}, {sv.origin} (version {sv.version}).")
+st.caption(f"Drawn: {ui.fmt_count(len(result), 'points')}, {ui.plain(sv.origin)} (version {sv.version}).")
 
 share = len(result) / (result.feasible_size or result.space_size or 1)
 m = st.columns(4)
@@ -81,6 +82,6 @@ st.caption("Uniform sampling gives every value of a parameter about the same cou
 ui.chart(fig)
 
 d1, d2, d3 = st.columns(3)
-d1.download_button("Samples as CSV", lambda: result.table().to_csv(index=False), file_name="samples.csv", mime="text/csv")
+d1.download_button("Samples as CSV", lambda: frame_text(result.table()), file_name="samples.csv", mime="text/csv")
 d2.download_button("Samples as Parquet", result.to_parquet_bytes, file_name="samples.parquet")
 d3.download_button("Samples + request as JSON", result.to_json, file_name="samples.json", mime="application/json")

@@ -22,6 +22,7 @@ from dashboard import jobs as ui_jobs
 from dashboard import work as ui_work
 from gpudse_core import GpudseError
 from gpudse_core.choices import MGPUSIM_BENCHMARKS, MGPUSIM_PARAMETERS
+from gpudse_core.csvout import frame_text
 from gpudse_core.sim.campaign import AnalyticalBackend, CommandBackend, points_spec
 from gpudse_core.sim.simulator import KERNELS, PARAMETERS
 from gpudse_core.sim.upload import DUPLICATES, read_upload, validate_results
@@ -51,7 +52,7 @@ def _mgpusim_backend(points, col):
         backend.check_table(points, "the samples")
         return backend
     except GpudseError as e:
-        st.error(str(e))
+        st.error(ui.plain(e))
         return None
 
 
@@ -78,7 +79,7 @@ with tab_run:
     else:
         samples = w.get("samples").value
         points = samples.table()
-        st.caption(f"{ui.fmt_count(len(points), 'sampled points')} of **{space.name}** ({samples.method}, seed "
+        st.caption(f"{ui.fmt_count(len(points), 'sampled points')} of **{ui.plain(space.name)}** ({samples.method}, seed "
                    f"{samples.seed}). Finished results are saved as they arrive and used as soon as the campaign "
                    "ends; a stopped campaign resumes where it left off.")
         last = next((c.spec for c in campaigns if c.spec and c.spec.get("backend") == "analytical"), None) or {}
@@ -90,7 +91,7 @@ with tab_run:
         if kind.startswith("Built-in"):
             missing = [p for p in PARAMETERS if p not in points.columns]
             if missing:
-                st.info(f"The built-in simulator models Stargazer's space; **{space.name}** lacks "
+                st.info(f"The built-in simulator models Stargazer's space; **{ui.plain(space.name)}** lacks "
                         f"{', '.join(missing)}, so it cannot simulate these samples. Simulate them elsewhere and "
                         "bring the results in on the **Upload results** tab (a CSV with the parameter columns and "
                         "a response column), use an external simulator, or load the stargazer preset.",
@@ -115,7 +116,7 @@ with tab_run:
             try:
                 backend = CommandBackend.from_file(chosen)
             except GpudseError as e:
-                st.error(str(e))
+                st.error(ui.plain(e))
         scheduler = os.environ.get("GPUDSE_DASK_SCHEDULER")
         runners = ["Local processes"] + ([f"Dask cluster at {scheduler}"] if scheduler else [])
         r1, r2 = st.columns(2)
@@ -129,7 +130,7 @@ with tab_run:
             done_before = next((c for c in campaigns if c.name == name), None)
             label = "Resume" if done_before is not None and done_before.progress.remaining else "Start"
             if done_before is not None and not done_before.progress.remaining:
-                st.caption(f"This campaign ({name}) has finished: {ui.fmt_count(done_before.progress.done, 'points')}"
+                st.caption(f"This campaign ({ui.plain(name)}) has finished: {ui.fmt_count(done_before.progress.done, 'points')}"
                            " done. Its results are listed below.")
             elif st.button(label, type="primary", icon=":material/play_arrow:", disabled=running or not w.writable):
                 def start() -> None:
@@ -148,7 +149,8 @@ with tab_run:
             with st.container(border=True):
                 a, b = st.columns([4, 1], vertical_alignment="center")
                 kernel = (c.spec or {}).get("kernel") or (c.spec or {}).get("benchmark")
-                a.markdown(f"**{c.name}** · {c.origin}" + (f" · {kernel}" if kernel else "") + f" · *{state}*")
+                a.markdown(f"**{ui.plain(c.name)}** · {ui.plain(c.origin)}" + (f" · {ui.plain(kernel)}" if kernel else "")
+                           + f" · *{state}*")
                 a.progress(p.done / max(p.total, 1), text=f"{ui.fmt_count(p.done)} of {ui.fmt_count(p.total)} points "
                            f"done, {ui.fmt_count(p.failed)} failed")
                 in_use = results_origin.startswith(f"campaign {c.name} (")
@@ -160,7 +162,7 @@ with tab_run:
                     st.rerun()
 
 with tab_upload:
-    st.caption(f"Results from GPGPU-Sim, Accel-Sim or any simulator: one row per design point of **{space.name}** "
+    st.caption(f"Results from GPGPU-Sim, Accel-Sim or any simulator: one row per design point of **{ui.plain(space.name)}** "
                f"with its parameters and response columns. CSV, Parquet or JSON, up to "
                f"{ui.upload_cap_mb()} MB. They are used as soon as they are read.")
     up = ui.uploader("Results file", ["csv", "parquet", "json"], key="results_upload")
@@ -195,14 +197,14 @@ with tab_upload:
                     st.session_state.upload_used = (w.id, sig)
                     st.rerun()  # every part of the page (and the sidebar) from the new version
                 if used:
-                    st.success(f"{ui.fmt_count(rep.rows_kept, 'rows')} of {up.name} are the results in use "
-                               f"(response: {model_response}).", icon=":material/check:")
+                    st.success(f"{ui.fmt_count(rep.rows_kept, 'rows')} of {ui.plain(up.name)} are the results in use "
+                               f"(response: {ui.plain(model_response)}).", icon=":material/check:")
                 st.write(f"Kept **{ui.fmt_count(rep.rows_kept)}** of {ui.fmt_count(rep.rows_in)} rows.")
                 # a constant column is a problem only as the response to model; others are noted
                 aside = [p for p in rep.problems if p.kind == "constant response" and p.column != model_response]
                 for p in rep.problems:
                     if p not in aside:
-                        st.warning(f"{p.kind}: {p}")
+                        st.warning(f"{p.kind}: {ui.plain(p)}")
                 if aside:
                     st.caption(":material/info: One value in every row (not usable as the response): "
                                + ", ".join(f"**{p.column}**" for p in aside) + ".")
@@ -216,12 +218,12 @@ elif not sv.ok:
     ui.banner(sv.status, key="fix_results", button=False)  # the fix is this page's run or upload
 else:
     res = sv.value
-    st.caption(f"{ui.fmt_count(len(res.table), 'rows')} from {sv.origin} (version {sv.version}); response "
-               f"**{res.response}**" + (f", application column **{res.app_column}**" if res.app_column else "")
-               + (f". Partial: {sv.note}." if sv.partial else "."))
+    st.caption(f"{ui.fmt_count(len(res.table), 'rows')} from {ui.plain(sv.origin)} (version {sv.version}); response "
+               f"**{ui.plain(res.response)}**" + (f", application column **{ui.plain(res.app_column)}**" if res.app_column else "")
+               + (f". Partial: {ui.plain(sv.note)}." if sv.partial else "."))
     unit_map = {**ui.units(w.get("space").value), res.response: ui.response_unit(res.response)}
     ui.data_table(res.table, units=unit_map, height=260)
-    st.download_button("Results as CSV", lambda: res.table.to_csv(index=False), file_name="results.csv",
+    st.download_button("Results as CSV", lambda: frame_text(res.table), file_name="results.csv",
                        mime="text/csv", icon=":material/download:")
     model = w.status("model")
     if model.state == "stale":

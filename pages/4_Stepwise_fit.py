@@ -124,7 +124,7 @@ if kind == "stepwise":
                                  disabled=paper, help=fixed)
         params = st.multiselect("Parameters", params_all, default=params_all)
         app_col = res.app_column
-        per_app = bool(app_col) and st.checkbox(f"Also fit one model per {app_col} (a bar each in the contribution "
+        per_app = bool(app_col) and st.checkbox(f"Also fit one model per {ui.plain(app_col)} (a bar each in the contribution "
                                                 f"chart, Stargazer Fig. 3)", value=True)
         go_fit = st.form_submit_button("Fit", type="primary", disabled=running or not w.writable)
 
@@ -142,7 +142,7 @@ if kind == "stepwise":
         try:
             new = ui.fit_model(settings, params, callback=show, response=response)
         except GpudseError as e:
-            st.error(f"{e}. The previous model is kept.")
+            st.error(f"{ui.plain(e)}. The previous model is kept.")
         else:
             if per_app:
                 notes: list[str] = []
@@ -175,7 +175,7 @@ if not model_sv.ok:
     st.stop()
 model = model_sv.value
 data = w.input_of(model_sv, "results").value.table
-st.caption(f"Model version {model_sv.version}: {model_sv.origin}.")
+st.caption(f"Model version {model_sv.version}: {ui.plain(model_sv.origin)}.")
 
 if not hasattr(model, "trace"):  # a learner (forest, boosting, hybrid, EBM), possibly chosen by auto
     pred = model.predict(data)
@@ -214,7 +214,7 @@ if saturated:
     st.warning(saturated, icon=":material/warning:")
 for note in getattr(model, "notes", []) or []:
     if note != saturated:
-        st.caption(f":material/info: {note}")
+        st.caption(f":material/info: {ui.plain(note)}")
 
 apps_sv = w.get("app_models")
 by_app = apps_sv.value if apps_sv.ok else None
@@ -233,6 +233,6 @@ try:
     with st.expander("Coefficients with t-tests"):
         ui.table(coefficient_table(model, data))
 except GpudseError as e:
-    st.warning(f"Statistics unavailable: {e}")
+    st.warning(f"Statistics unavailable: {ui.plain(e)}")
 st.download_button("Model (JSON)", model.to_json, file_name="model.json", mime="application/json",
                    icon=":material/download:")

@@ -21,10 +21,10 @@ data = w.input_of(model_sv, "results").value.table
 stepwise = hasattr(model, "bases")
 used = [p for p in space.parameter_names if p in (model.bases if stepwise else getattr(model, "parameters", ()))]
 if not used:
-    st.info(f"The model ({model_sv.origin}) uses no parameter of the design space, so its prediction is the same "
+    st.info(f"The model ({ui.plain(model_sv.origin)}) uses no parameter of the design space, so its prediction is the same "
             "everywhere: there is no curve to draw.", icon=":material/info:")
     st.stop()
-st.caption(f"Model version {model_sv.version} of {model.response} "
+st.caption(f"Model version {model_sv.version} of {ui.plain(model.response)} "
            f"({' + '.join(model.terms) if stepwise else model.summary()}). Parameters the model does not use have no "
            f"effect on its predictions.")
 st.markdown("**Hold the other parameters at**")
@@ -33,7 +33,7 @@ c1, c2 = st.columns(2)
 x = c1.selectbox("Curve along", used)
 unit = space.parameter(x).unit
 param = space.parameter(x)
-label = f"{param.display}" + (f" ({unit})" if unit else "")
+label = ui.chart_text(f"{param.display}" + (f" ({unit})" if unit else ""))
 try:
     if stepwise:
         curve = response_curve(model, data, x, base, space, points=120)
@@ -42,7 +42,7 @@ try:
         curve = learner_curve(model, x, list(param.values), base)
         fig = figures.response_curves({model_kind(model): curve}, x, label, model.response, parameter=param)
 except GpudseError as e:
-    st.error(str(e))
+    st.error(ui.plain(e))
     st.stop()
 apps_sv = w.get("app_models")
 by_app = apps_sv.value if apps_sv.ok and apps_sv.value else {}
@@ -55,7 +55,7 @@ if stepwise and by_app and app_col and st.checkbox("One curve per application in
             try:
                 curves[name] = response_curve(m, part, x, base, space, points=120)
             except GpudseError as e:
-                st.caption(f"{name}: {e}")
+                st.caption(f"{ui.plain(name)}: {ui.plain(e)}")
     if curves:
         fig = figures.response_curves(curves, x, label, model.response, parameter=param)
 ui.chart(fig)

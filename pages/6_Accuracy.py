@@ -23,8 +23,8 @@ space, model = space_sv.value, model_sv.value
 fitted_on = w.input_of(model_sv, "results")
 data = fitted_on.value.table
 params = [p for p in space.parameter_names if p in data.columns]
-st.caption(f"Model version {model_sv.version} ({model_sv.origin}), fitted on {ui.fmt_count(len(data), 'results')} "
-           f"({fitted_on.origin}).")
+st.caption(f"Model version {model_sv.version} ({ui.plain(model_sv.origin)}), fitted on {ui.fmt_count(len(data), 'results')} "
+           f"({ui.plain(fitted_on.origin)}).")
 
 tab_val, tab_diag, tab_true = st.tabs(["Validation", "Diagnostics", "True error over the space"])
 with tab_val:
@@ -82,7 +82,7 @@ with tab_val:
                  column_config={c: st.column_config.TextColumn(c, width="medium")
                                 for c in ("extrapolated", "bounded", "nonfinite") if c in table})
         for note in res.notes:
-            st.caption(f":material/info: {note}")
+            st.caption(f":material/info: {ui.plain(note)}")
         c1, c2 = st.columns(2)
         ui.chart(figures.error_cdf(res), c1, narrow=True)
         ui.chart(figures.error_trend(res), c2, narrow=True)
@@ -98,7 +98,7 @@ with tab_diag:
         try:
             resid = residual_table(model, data)
         except GpudseError as e:
-            st.error(str(e))
+            st.error(ui.plain(e))
     if resid is not None:
         c1, c2 = st.columns(2)
         ui.chart(figures.predicted_vs_observed(model, data), c1, narrow=True)
@@ -128,7 +128,7 @@ with tab_true:
 
         if sv.value is not None and sv.value.get("kernel") != kernel:
             # computed against another application: not an answer for these results, and said so
-            st.warning(f"The true error computed earlier was against {sv.value.get('kernel')}; these results come "
+            st.warning(f"The true error computed earlier was against {ui.plain(sv.value.get('kernel'))}; these results come "
                        f"from {kernel}. Compute it again for them.", icon=":material/warning:")
             sv = None
         if sv is None or sv.value is None:
@@ -136,7 +136,7 @@ with tab_true:
                 st.rerun()
         elif ui.analysis_banner(sv, compute, key="fix_true_error"):
             errs = sv.value
-            st.caption(f"Against the built-in simulator's **{errs['kernel']}** (the application the results were "
+            st.caption(f"Against the built-in simulator's **{ui.plain(errs['kernel'])}** (the application the results were "
                        f"simulated with), at {ui.fmt_count(errs['points'], 'design points')}.")
             m = st.columns(4)
             m[0].metric("Points", ui.fmt_count(errs["points"]))

@@ -35,7 +35,7 @@ def simulated_best(space, model) -> None:
         table["row"] = table["row"] + 1
         inside = (table["in interval"] == "yes").sum()
         done = table["simulated"].notna().sum()
-        st.markdown(f"**Predicted vs simulated** ({info.name}: {ui.fmt_count(done)} of "
+        st.markdown(f"**Predicted vs simulated** ({ui.plain(info.name)}: {ui.fmt_count(done)} of "
                     f"{ui.fmt_count(len(table), 'designs')} simulated, {inside} inside the interval)")
         ui.table(table, units=ui.units(space) | {c: unit for c in ("predicted", "lower", "upper", "simulated")},
                  kinds={"error": "fraction", "row": "count"})
@@ -47,7 +47,7 @@ space_sv, model_sv = ui.need("space", "model")
 space, model = space_sv.value, model_sv.value
 c1, c2, c3 = st.columns(3)
 goal = c1.radio("Best designs have the", ["lowest prediction", "highest prediction"],
-                help=f"{model.response}: lower is better for runtimes, higher for IPC")
+                help=f"{ui.plain(model.response)}: lower is better for runtimes, higher for IPC")
 k = c2.slider("How many best designs", 5, 100, ui_work.EXAMPLE_SCAN["k"])
 numeric = [p.name for p in space.parameters if p.kind == "numeric"]
 cost_name = c3.selectbox("Cost for the Pareto front", ["levels"] + numeric, format_func=lambda c: {
@@ -83,7 +83,7 @@ def simulate_these(value: dict) -> None:
                 try:
                     backend = CommandBackend.from_file(external[kinds.index(kind) - (1 if builtin else 0)])
                 except GpudseError as e:
-                    st.error(str(e))
+                    st.error(ui.plain(e))
                     backend = None
         unit = ui.response_unit(model.response)
         names = [f"{i + 1}: {ui.fmt_num(v, unit)}" for i, v in enumerate(best.predicted)]
@@ -125,14 +125,14 @@ elif ui.analysis_banner(sv, lambda: compute(dict(sv.value.get("request", request
     best = value["best"]
     how = {"exact": "cells of the parameters the model uses enumerated",
            "stream": "designs streamed through the model", "predict": "designs predicted one by one"}
-    st.markdown(f"**The {len(best)} {goal_word} predicted {model.response} of {ui.fmt_count(designs)} designs** "
+    st.markdown(f"**The {len(best)} {goal_word} predicted {ui.plain(model.response)} of {ui.fmt_count(designs)} designs** "
                 f"(model version {model_sv.version}; exact: {ui.fmt_count(value['evaluated'])} "
                 f"{how.get(value['method'], value['method'] + ' scan')})")
     for note in value.get("notes", []):
-        st.caption(f":material/info: {note}")
+        st.caption(f":material/info: {ui.plain(note)}")
     shown = value.get("shown")
     if shown is not None:  # one row per group of designs the model cannot tell apart
-        st.caption(f"The model reads {', '.join(value.get('used', []))}: each row stands for every design with "
+        st.caption(f"The model reads {ui.plain(', '.join(value.get('used', [])))}: each row stands for every design with "
                    f"those values (**designs**); **any** marks a parameter the model does not read. The interval "
                    f"is where a simulation is expected to land (95 %).")
         ui.table(shown)
@@ -157,7 +157,7 @@ st.subheader("One parameter at a time")
 base = ui.base_point(space, "ex")
 sens = sensitivity(model, base, space)
 ref = float(model.predict(pd.DataFrame([base]))[0])
-st.metric(f"Predicted {model.response} at this design", ui.fmt_num(ref, ui.response_unit(model.response)))
+st.metric(f"Predicted {ui.plain(model.response)} at this design", ui.fmt_num(ref, ui.response_unit(model.response)))
 span = sens.groupby("parameter").change.agg(["min", "max"]).reindex(space.parameter_names)
 span.index = [space.parameter(p).display for p in span.index]  # the names the sliders above use
 ui.chart(figures.sensitivity(span, model.response))

@@ -92,7 +92,7 @@ with left:
                 ui.upload_error(up.name, e, "The heatmap in use is unchanged.")
     if stored is not None and not (stored.get("request") is not None and heat_sv.partial):
         rgb, cost, image = stored.get("rgb"), stored["cost"], stored.get("image")
-        st.caption(f"In use: {heat_sv.origin}." + ("" if source == "Built-in ray caster" and current else
+        st.caption(f"In use: {ui.plain(heat_sv.origin)}." + ("" if source == "Built-in ray caster" and current else
                                                   " Trace or upload another to replace it."))
     st.subheader("GPU and selection")
     cfg_up = ui.uploader("GPGPU-Sim config (optional: counts and a downscaled copy)", ["config", "txt"],
@@ -103,7 +103,7 @@ with left:
             text = ui.upload_bytes(cfg_up).decode("utf-8")
             cfg = GpgpuSimConfig.parse(text)
             counts = counts_from_config(cfg)
-            st.caption(f"{counts['sms']} SMs, {counts['mem']} memory partitions from {cfg_up.name}")
+            st.caption(f"{counts['sms']} SMs, {counts['mem']} memory partitions from {ui.plain(cfg_up.name)}")
         except UnicodeDecodeError:
             ui.upload_error(cfg_up.name, GpudseError("not UTF-8 text"), "Upload the gpgpusim.config text file.")
             cfg = None
@@ -138,7 +138,7 @@ with right:
         zp = run_plan(w.get("heatmap").digest, cost, rgb, tuple(sorted(counts.items())), k_force, clusters, division,
                       chunk, block, distribution, tuple(bounds), percent, int(seed))
     except GpudseError as e:
-        st.error(str(e))
+        st.error(ui.plain(e))
         st.stop()
     s = zp.summary()
     m = st.columns(4)
@@ -179,7 +179,7 @@ with right:
         try:
             downscaled = downscale_config(cfg, s["K"]).to_text()
         except GpudseError as e:
-            st.error(f"The downscaled configuration could not be written: {e}", icon=":material/error:")
+            st.error(f"The downscaled configuration could not be written: {ui.plain(e)}", icon=":material/error:")
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
         for g in range(len(zp.selection.groups)):

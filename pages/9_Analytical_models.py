@@ -160,7 +160,7 @@ with tab_sim:
     for i, name in enumerate(PARAMETERS):
         p = space.parameter(name)
         default = p.values[len(p.values) // 2]
-        point[name] = cols[i % 5].select_slider(f"{p.display} ({p.unit})", options=list(p.values), value=default,
+        point[name] = cols[i % 5].select_slider(ui.plain(f"{p.display} ({p.unit})"), options=list(p.values), value=default,
                                                 key=f"sim_{name}")
     r = simulate(pd.DataFrame([point]), kernel).iloc[0]
     m = st.columns(4)

@@ -390,11 +390,32 @@ def cases() -> Iterator[Case]:  # noqa: C901 - a flat list of cases
                r"attribute access")
     yield Case(X, sp, "name-shell", "s.yaml", space(f"  - {{name: 'a; touch {MARKER}', values: [1]}}\n"), E,
                r"not usable in constraints")
+    # shared text is text (a label or description with image Markdown is kept as typed; the dashboard and
+    # the browser test check it is never rendered as an image or a link)
+    yield Case(X, sp, "markdown-image-label", "s.yaml",
+               space("  - {name: a, label: '![x](http://127.0.0.1:9/leak.png)', values: [1, 2]}\n",
+                     tail="description: '<img src=http://127.0.0.1:9/d.png> [a](javascript:alert(1))'\n"), OK,
+               r"!\[x\]\(http://127\.0\.0\.1:9/leak\.png\)")
+    # values YAML 1.1 and YAML 1.2 read differently, numbers that would become 0, names with a line break
+    yield Case(S, sp, "yaml11-no-yes", "s.yaml", space("  - {name: a, values: [no, yes]}\n"), E,
+               r"'no' is False in YAML 1\.1")
+    yield Case(S, sp, "yaml11-octal", "s.yaml", space("  - {name: a, values: [010, 8]}\n"), E, r"'010'.*YAML 1\.1 \(8\)")
+    yield Case(S, sp, "yaml11-sexagesimal", "s.yaml", space("  - {name: a, values: [1:30, 90]}\n"), E,
+               r"'1:30'.*YAML 1\.1 \(90\)")
+    yield Case(S, sp, "underflow-1e-400", "s.yaml", space("  - {name: a, values: ['1e-400', 1]}\n"), E,
+               r"1e-400.*silently become 0")
+    yield Case(S, sp, "name-trailing-newline", "s.yaml",
+               space('  - {name: "a\\n", values: [1, 2]}\n  - {name: a, values: [1, 2]}\n'), E, r"not usable")
 
     # == sampling requests ================================================================================
     sa = "sample"
     small = space("  - {name: a, values: [1, 2, 3]}\n  - {name: b, values: [1, 2]}\n")
     yield Case(V, sa, "n-3", "s.yaml", small, OK, r"wrote 3 design points", ("-n", "3", "--seed", "1"))
+    # CSV formula injection: values a spreadsheet would run are written as text (verdict reads the CSV)
+    yield Case(X, sa, "formula-categorical", "s.yaml",
+               space('  - {name: sched, kind: categorical, values: ["=HYPERLINK(\\"http://e\\")", "@SUM(1)", "+1+1", '
+                     '"-1+1", "gto"]}\n  - {name: simd, values: [-8, 16]}\n'), OK, r"wrote 10 design points",
+               ("-n", "10", "--seed", "1"))
     yield Case(S, sa, "fraction-1e-300", "s.yaml", small, E, r"0 points|rounds to none.*above 0\.0833",
                ("--fraction", "1e-300"))
     yield Case(S, sa, "fraction-tiny-percent", "s.yaml", small, E, r"rounds to none", ("--fraction", "1e-5%"))
@@ -441,6 +462,8 @@ def cases() -> Iterator[Case]:  # noqa: C901 - a flat list of cases
                r"missing or not numbers")
     yield Case(S, rs, "design-index-column", "r.csv", results_csv(extra={"design_index": list(range(20))}), F,
                r"reserved columns.*design_index.*dropped")
+    yield Case(S, rs, "boolean-column", "r.csv", results_csv(extra={"ok": ["True", "False"]}), F,
+               r"boolean columns.*ok hold True/False.*kept 20 of 20 rows")
     yield Case(S, rs, "config-column", "r.csv", results_csv(extra={"config": [5]}), F, r"reserved columns.*config")
     yield Case(S, rs, "values-not-in-space", "r.csv", results_csv(extra={}).replace(b",8,", b",12,"), F,
                r"not among")
@@ -611,6 +634,12 @@ def cases() -> Iterator[Case]:  # noqa: C901 - a flat list of cases
                r"must be positive")
     yield Case(S, wf, "overflow", "g.json", wfg(kernel__nodes__0__insts=1e308, hardware__pipeline_latency=1e308), E,
                r"overflow")
+    yield Case(S, wf, "branch-probabilities-1.8", "g.json",
+               wfg(kernel__nodes=[{"id": "C1", "type": "C", "insts": 1}, {"id": "A", "type": "C", "insts": 2},
+                                  {"id": "B", "type": "C", "insts": 3}],
+                   kernel__arcs=[["entry", "C1"], {"from": "C1", "to": "A", "probability": 0.9},
+                                 {"from": "C1", "to": "B", "probability": 0.9}, ["A", "exit"], ["B", "exit"]]), E,
+               r"summing to 1\.8")
     yield Case(T, wf, "top-list", "g.json", b"[1]", E, r"expected a mapping")
     yield Case(T, wf, "binary", "g.yaml", b"\xff\xfe\x00", E, r"not UTF-8")
     yield Case(X, wf, "python-tag", "g.yaml", f"!!python/object/apply:os.system ['touch {MARKER}']\n".encode(), E,
@@ -749,10 +778,29 @@ def run_corpus(names: set[str] | None = None, timeout: float = 30.0, mem_mb: int
                 "pattern": case.pattern, "code": os.waitstatus_to_exitcode(status),
                 "stdout": out.read_text(errors="replace")[-20000:], "stderr": err.read_text(errors="replace")[-20000:],
                 "rss_mb": usage.ru_maxrss / 1024, "seconds": time.monotonic() - t0, "timed_out": timed_out,
-                "bytes": len(case.data),
+                "bytes": len(case.data), "formula_cells": formula_cells(work, case.filename),
             })
             del case
     return records
+
+
+def formula_cells(work: Path, input_name: str) -> list[str]:
+    """Cells of the CSV files a case wrote that a spreadsheet would run as formulas (OWASP: a text
+    starting with = + - @, tab or CR; a plain number is not one)."""
+    import csv
+    import re
+
+    number = re.compile(r"[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?\Z")
+    bad = []
+    for p in work.glob("*.csv"):
+        if p.name == input_name:
+            continue
+        with open(p, newline="", encoding="utf-8", errors="replace") as fh:
+            for row in csv.reader(fh):
+                bad += [c for c in row if c[:1] in ("=", "+", "-", "@", "\t", "\r") and not number.match(c)]
+                if len(bad) > 20:
+                    return bad
+    return bad
 
 
 def verdict(rec: dict) -> str | None:
@@ -760,6 +808,8 @@ def verdict(rec: dict) -> str | None:
     import re
 
     text = rec["stdout"] + rec["stderr"]
+    if rec.get("formula_cells"):
+        return f"CSV formula injection: wrote {rec['formula_cells'][:3]}"
     if rec["timed_out"]:
         return "hang: killed after the time limit"
     if "Traceback" in text:

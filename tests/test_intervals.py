@@ -77,3 +77,19 @@ def test_a_model_file_without_the_noise_has_no_interval_and_bad_levels_are_refus
     d["noise"]["root"] = d["noise"]["root"][:-1]
     with pytest.raises(GpudseError, match="noise"):
         StepwiseModel.from_dict(d, "m.json")
+
+
+def test_a_saved_forest_keeps_its_trees_spread_and_interval():
+    """The spread of a forest's trees comes from the saved trees themselves: a model loaded from its
+    file gives the same spread and interval as the one just fitted, and the spread is the standard
+    deviation of what the trees predict (not a constant)."""
+    from gpudse_core.model.intervals import spread
+    from gpudse_core.model.registry import load_model, model_to_dict
+
+    train, test, _ = split("matMul", 120, 40)
+    model = fit_model("forest", train, "cycles", PARAMS)
+    again = load_model(model_to_dict(model))
+    s = spread(model, test)
+    assert s.shape == (40,) and np.all(s >= 0) and np.ptp(s) > 0
+    np.testing.assert_array_equal(spread(again, test), s)
+    pd.testing.assert_frame_equal(predict_interval(again, test, 0.9), predict_interval(model, test, 0.9))

@@ -18,7 +18,9 @@ def write_table(table: Any, out: Path) -> None:
     elif out.suffix.lower() == ".json":
         out.write_text(table.to_json(orient="records"), encoding="utf-8")
     else:
-        table.to_csv(out, index=False)
+        from ..csvout import write_frame
+
+        write_frame(table, out)  # formula-like text cells neutralised
 
 
 def writable(path: str, suffixes: tuple[str, ...] = (".csv", ".parquet", ".json", ".yaml", ".yml")) -> Path:

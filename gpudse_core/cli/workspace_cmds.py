@@ -28,7 +28,10 @@ def _open(args: argparse.Namespace):
 def cmd_ws_list(args: argparse.Namespace) -> int:
     from ..workspace import list_workspaces
 
-    infos = list_workspaces(args.home, trusted=True)
+    skipped: list[tuple[str, str]] = []
+    infos = list_workspaces(args.home, trusted=True, skipped=skipped)
+    for ws_id, why in skipped:
+        print(f"gpudse workspace list: skipped {ws_id}.db: {why}", file=sys.stderr)
     if args.json:
         print(json.dumps([{"id": i.id, "name": i.name, "created": i.created, "updated": i.updated,
                            "revision": i.revision, "forked_from": i.forked_from, "bytes": i.bytes,

@@ -54,6 +54,7 @@ from .terms import (
     is_additive,
     levels_of,
     merge_factors,
+    model_parameters,
     on_axes,
     terms_of,
 )
@@ -333,7 +334,19 @@ def _top(model: Any, space: DesignSpace, plan: _Plan, pool: TopK, k: int, distin
         while j < order.shape[0] and key[order[j]] == key[order[i]]:
             j += 1
         need = k - len(out_index)
-        group = order[i:j][:need]  # the cells with the smallest first designs among equals
+        group = order[i:j]
+        if distinct and len(group) > 1:
+            # cells split only by parameters the model does not read (a Pareto cost's, say) are one
+            # group of designs: keep the first (the smallest first design: the order sorts by it)
+            used = model_parameters(model)
+            seen: set[tuple] = set()
+            keep = []
+            for c, row in zip(group, space.frame(digits[group])[used].itertuples(index=False, name=None)):
+                if row not in seen:
+                    seen.add(row)
+                    keep.append(c)
+            group = np.asarray(keep, dtype=group.dtype)
+        group = group[:need]  # the cells with the smallest first designs among equals
         if plan.structure is not None and plan.method == "exact" and not distinct:
             streams = [((c, t) for t in plan.structure.completions(values[c], need)) for c in group]
             chosen = itertools.islice(heapq.merge(*streams, key=lambda ct: ct[1][0]), need)

@@ -14,10 +14,21 @@ on all rows and carries the table and the reason in its ``selection``. A candida
 fitted on some fold is shown with the reason and not chosen.
 
 No test data are used: only the rows given (in ``gpudse validate``, only the training draw).
+
+Speed, without changing the choice: the candidates are cross-validated cheapest first (the stepwise
+variants, then forest, hybrid, boosting, EBM; the table keeps the list's order), and a learner is
+stopped after any fold where it can no longer matter. Relative errors are non-negative, so the
+errors of the folds done, summed and divided by all n rows, are a lower bound of its final mean;
+once that bound exceeds both the lowest finished mean × (1 + ``TIE``) and the second-lowest
+finished mean, the learner can be neither chosen, nor the lowest (which sets the tie band), nor the
+runner-up the reason names. Its row says where it stopped and why. The stepwise variants always run
+to the end (the reason names the best of them). Measured on the built-in matMul kernel (300 rows,
+10 parameters), where the EBM trails: it stops after 2 of 5 folds.
 """
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
@@ -33,6 +44,11 @@ from .stepwise import FitError
 
 MIN_FOLDS = 2
 TIE = 0.02  # cross-validated errors within 2 % (relative) of the lowest are a tie
+# order in which candidates are cross-validated (cheapest first, so that the slow learners meet a
+# finished bar to be stopped by); measured CPU seconds for 5 folds of 300 × 10 rows: stepwise 0.5,
+# forest 1.2, hybrid 3.7, boosting 3.8, EBM 4.4
+COST_ORDER = {"stepwise": 0, "paper": 0, "forest": 1, "hybrid": 2, "boosting": 3, "ebm": 4}
+STOPPED = "stopped after"  # how a note of a candidate that could no longer matter begins
 
 
 @dataclass
@@ -54,9 +70,10 @@ class Selection:
 def cross_validate(data: pd.DataFrame, response: str, params: Sequence[str], *, transform: str = "log",
                    folds: int = 5, seed: int = 0, candidates: Sequence[str] = AUTO_CANDIDATES,
                    stepwise_kw: Mapping[str, Any] | None = None,
-                   progress: Callable[[int, int, str], Any] | None = None) -> pd.DataFrame:
+                   progress: Callable[[int, int, str], Any] | None = None, stop_early: bool = True) -> pd.DataFrame:
     """One row per candidate: the pooled held-out relative errors' mean, median, p98 and max, the
-    count of non-finite and bounded predictions, the seconds spent, and a note when it failed."""
+    count of non-finite and bounded predictions, the seconds spent, and a note when it failed or
+    (with *stop_early*) was stopped because it could no longer matter (see the module docstring)."""
     from sklearn.model_selection import KFold
 
     from .metrics import Cancelled, relative_errors, summarize
@@ -74,13 +91,15 @@ def cross_validate(data: pd.DataFrame, response: str, params: Sequence[str], *, 
     data = data[list(params) + [response]].reset_index(drop=True)
     splits = list(KFold(folds, shuffle=True, random_state=seed).split(np.zeros(n)))
     y = data[response].to_numpy(float)
-    rows = []
+    rows: dict[str, dict] = {}
     total = len(candidates) * folds
     done = 0
-    for name in candidates:
+    finished: list[float] = []  # means of the candidates cross-validated on every fold
+    for name in sorted(candidates, key=lambda c: COST_ORDER.get(split_name(c)[0], 5)):
         base, order = split_name(name)
         t0 = time.perf_counter()
         errs, bounded, note = [], 0, ""
+        prunable = stop_early and base not in ("stepwise", "paper")
         if base in ("stepwise", "paper") and stepwise_settings(base, order) is None:
             note = "three-way interactions are not available in this version"
             done += folds
@@ -100,11 +119,33 @@ def cross_validate(data: pd.DataFrame, response: str, params: Sequence[str], *, 
                 done += 1
                 if progress is not None and progress(done, total, f"{name}, fold {k + 1}/{folds}") is False:
                     raise Cancelled("model selection cancelled")
+                bar = _bar(finished)
+                if prunable and k + 1 < folds and bar is not None:
+                    e = np.concatenate(errs)
+                    floor = float(np.sum(np.where(np.isnan(e), np.inf, e))) / n * (1 - 1e-9)
+                    if floor > bar:
+                        note = (f"{STOPPED} {k + 1} of {folds} folds: its mean error is already at least "
+                                f"{100 * floor:.2f} %, above the tie band and the runner-up, so it cannot matter")
+                        done += folds - k - 1
+                        if progress is not None and progress(done, total, f"{name}: stopped") is False:
+                            raise Cancelled("model selection cancelled")
+                        break
         s = summarize(np.concatenate(errs)) if errs and not note else summarize([])
-        rows.append({"candidate": name, "mean": s["mean"], "median": s["median"], "p98": s["p98"], "max": s["max"],
-                     "nonfinite": s["nonfinite"], "bounded": bounded, "seconds": time.perf_counter() - t0,
-                     "note": note})
-    return pd.DataFrame(rows)
+        if not note and math.isfinite(s["mean"]):
+            finished.append(s["mean"])
+        rows[name] = {"candidate": name, "mean": s["mean"], "median": s["median"], "p98": s["p98"], "max": s["max"],
+                      "nonfinite": s["nonfinite"], "bounded": bounded, "seconds": time.perf_counter() - t0,
+                      "note": note}
+    return pd.DataFrame([rows[c] for c in candidates])
+
+
+def _bar(finished: Sequence[float], tie: float = TIE) -> float | None:
+    """The mean a candidate must exceed to matter no longer: above the lowest finished mean's tie
+    band and above the second-lowest finished mean (None until two candidates have finished)."""
+    if len(finished) < 2:
+        return None
+    m1, m2 = sorted(finished)[:2]
+    return max(m1 * (1 + tie), m2)
 
 
 def choose(table: pd.DataFrame, folds: int, tie: float = TIE) -> tuple[str, str]:

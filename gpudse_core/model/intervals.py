@@ -84,10 +84,11 @@ def spread(model: Any, X: pd.DataFrame) -> np.ndarray:
         raise GpudseError(f"the spread of trees needs a forest (got a {getattr(model, 'kind', '?')!r} model)")
     model._fitted()
     P = model._points(X)
-    pipe = model.estimator_
-    est = pipe[-1] if hasattr(pipe, "steps") else pipe
-    data = pipe[:-1].transform(P) if hasattr(pipe, "steps") else P.to_numpy(float)
-    per_tree = np.stack([t.predict(np.asarray(data, dtype=np.float32)) for t in est.estimators_])
+    if len(P) == 0:
+        return np.empty(0)
+    from .learners import _columns
+
+    per_tree = model.frozen_.per_tree(_columns(P, model.parameters), len(P)).T  # the saved trees themselves
     return per_tree.std(axis=0)
 
 

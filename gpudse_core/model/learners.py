@@ -19,11 +19,13 @@ parameters outside the training support (a number beyond the training range, a l
 training), empty when inside. Categorical parameters are one-hot encoded with the *training* levels
 only; an unseen level encodes as "none of them" and is flagged, never silently given a new column.
 
-Persistence is data only, never pickle. No safe file format exists for scikit-learn's trees or
-InterpretML's EBM, so the file stores the training rows and the settings, and loading refits them
-(the fits are deterministic for a given seed and library version). The file also keeps a few
-training predictions; if a refit (e.g. under another library version) does not reproduce them, the
-loaded model's ``notes`` says by how much.
+Persistence is data only, never pickle. The file stores the FITTED model itself as arrays
+(:mod:`.frozen`: every tree's nodes, the EBM's bins and score tables; the hybrid's stepwise part as a
+stepwise model document) and loading evaluates them with NumPy: no refit, no scikit-learn or
+InterpretML import, predictions identical to the fitted object's. The file also keeps the training
+parameter rows (the average response curves are partial dependence over them) and a few training
+predictions, compared on load. A file of the older ``gpudse.learner/1`` format (training rows and
+settings only) is still read: it is refitted from its rows, with a note saying so and how long it took.
 """
 
 from __future__ import annotations
@@ -33,15 +35,16 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
-from sklearn.base import BaseEstimator, RegressorMixin
 
 from .. import limits
 from ..choices import TRANSFORMS
 from ..errors import GpudseError
 from .fitted import DEFAULT_BOUND_MARGIN as BOUND_MARGIN
-from .stepwise import FitError, StepwiseModel, fit_stepwise, inverse_transform, transform_response
+from .fitted import FitError, StepwiseModel, inverse_transform, transform_response
 
-LEARNER_SCHEMA = "gpudse.learner/1"
+LEARNER_SCHEMA = "gpudse.learner/2"
+REFIT_SCHEMA = "gpudse.learner/1"  # settings and training rows only: refitted on load
+LEARNER_SCHEMAS = (LEARNER_SCHEMA, REFIT_SCHEMA)
 # Width of the band around the training response range, as a share of that range on the
 # transformed scale (log: 0.25 of a 100x span lets a prediction go 3.2x beyond the extremes seen).
 # One margin for every model kind: the stepwise model's (training range ± 0.25 of its width)
@@ -176,6 +179,16 @@ class Learner:
 
     # -- fitting --
     def fit(self, data: pd.DataFrame) -> "Learner":
+        X, z = self._prepare(data)
+        self._libraries()  # loaded first, so that their thread pools are the ones limited
+        with _one_thread():
+            self._fit(X, z)
+        self._freeze()
+        return self
+
+    def _prepare(self, data: pd.DataFrame) -> tuple[pd.DataFrame, np.ndarray]:
+        """Check the training rows and keep what every kind needs: the rows (for average curves),
+        the guard's bounds and median, the support; returns (parameter columns, transformed response)."""
         missing = [c for c in self.parameters + [self.response] if c not in data.columns]
         if missing:
             raise FitError(f"unknown column(s) {', '.join(map(repr, missing))}; columns: "
@@ -198,9 +211,7 @@ class Learner:
         self.bounds_ = response_bounds(z)
         self.median_ = float(np.median(z))
         self.support_ = Support.of(X, self.categorical)
-        with _one_thread():
-            self._fit(X.reset_index(drop=True), z)
-        return self
+        return X.reset_index(drop=True), z
 
     def _points(self, X: pd.DataFrame, check_levels: bool = True) -> pd.DataFrame:
         """The parameter columns, numeric ones as floats; a clear error for anything unusable."""
@@ -227,26 +238,41 @@ class Learner:
     def _fit(self, X: pd.DataFrame, z: np.ndarray) -> None:
         raise NotImplementedError
 
-    def _raw(self, X: pd.DataFrame) -> np.ndarray:
+    def _libraries(self) -> None:
+        """Import the fitting library (scikit-learn's ensembles; InterpretML for the EBM)."""
+        import sklearn.ensemble  # noqa: F401
+
+    def _freeze(self) -> None:
+        """Keep the fitted model as arrays (:mod:`.frozen`): what predicts and what is saved."""
         raise NotImplementedError
 
+    def _thaw(self, d: Mapping[str, Any], source: str) -> None:
+        """The fitted model from a saved document (the inverse of :meth:`_freeze` and :meth:`_saved`)."""
+        from .frozen import from_doc
+
+        self.frozen_ = from_doc(d.get("fitted"), self.parameters, self.categorical, source)
+
+    def _saved(self) -> dict:
+        return {"fitted": self.frozen_.to_doc()}
+
+    def _raw(self, X: pd.DataFrame) -> np.ndarray:
+        return self.frozen_.predict(_columns(X, self.parameters), len(X))
+
     def _raw_any(self, X: pd.DataFrame) -> np.ndarray:
-        """``_raw`` that also takes no rows (scikit-learn's estimators refuse an empty array)."""
+        """``_raw`` that also takes no rows."""
         return np.empty(0) if len(X) == 0 else np.asarray(self._raw(X), dtype=float)
 
     # -- predicting --
     def linear_predictor(self, X: pd.DataFrame) -> np.ndarray:
         """Prediction on the transformed scale, before the guard."""
         self._fitted()
-        with _one_thread():
-            return self._raw_any(self._points(X))
+        return self._raw_any(self._points(X))
 
     def predict_details(self, X: pd.DataFrame) -> pd.DataFrame:
         """``predicted`` (original scale, guarded), ``bounded`` and ``extrapolation`` per point."""
         self._fitted()
         P = self._points(X)
-        with _one_thread():
-            raw = self._raw_any(P)
+        raw = self._raw_any(P)
         z, flags = guard(raw, self.bounds_, self.median_)
         return pd.DataFrame({"predicted": inverse_transform(z, self.transform), "bounded": flags,
                              "extrapolation": self.support_.reasons(P)}, index=X.index)
@@ -261,8 +287,8 @@ class Learner:
     # -- response curves --
     def curve(self, param: str, values: Sequence[Any], base_point: Mapping[str, Any] | None = None) -> pd.DataFrame:
         """Prediction along *param*: at *base_point* (the other parameters held there), or without one
-        the model's own average curve (partial dependence over the training rows, with
-        :func:`sklearn.inspection.partial_dependence`; EBM: its shape function)."""
+        the model's own average curve (partial dependence over the training rows,
+        :func:`partial_dependence`; EBM: its shape function)."""
         self._fitted()
         if param not in self.parameters:
             raise GpudseError(f"the model does not use {param!r}; its parameters: {', '.join(self.parameters)}")
@@ -288,15 +314,20 @@ class Learner:
         d = {"schema": LEARNER_SCHEMA, "kind": self.kind, "response": self.response, "transform": self.transform,
              "parameters": self.parameters, "categorical": self.categorical, "settings": dict(self.settings),
              "seed": self.seed, "n": len(self.train_), "bound_margin": BOUND_MARGIN, "training": training,
-             "check": [float(v) for v in check], "refit_note": "trees and EBMs are refitted from these rows on load"}
+             "check": [float(v) for v in check]} | self._saved()
         if self.selection is not None:
             d["selection"] = self.selection
         return d
 
     @classmethod
     def from_dict(cls, d: Any, source: str = "model") -> "Learner":
-        """Validate a saved learner, refit it from its rows and compare with the saved predictions."""
-        if not isinstance(d, dict) or d.get("schema") != LEARNER_SCHEMA:
+        """Validate a saved learner and rebuild its fitted model from the stored arrays (a file of the
+        older format: refit it from its rows, and say so); compare with the saved predictions."""
+        import time
+
+        from .frozen import FrozenError
+
+        if not isinstance(d, dict) or d.get("schema") not in LEARNER_SCHEMAS:
             raise FitError(f"{source}: not a gpudse learner file (schema {LEARNER_SCHEMA!r})")
         kind = d.get("kind")
         klass = KINDS.get(kind)
@@ -315,7 +346,7 @@ class Learner:
             if not isinstance(training, dict) or set(training) != set(params) | {response}:
                 raise FitError(f"{source}: 'training' must hold one list per parameter and the response")
             n = len(training[response]) if isinstance(training[response], list) else -1
-            limits.current().check("refit_rows", n, f"{source}: {n:,} training rows to refit",
+            limits.current().check("refit_rows", n, f"{source}: {n:,} training rows",
                                    "refit the model on fewer rows")
             frame = {}
             for c in params + [response]:
@@ -334,14 +365,25 @@ class Learner:
                 raise FitError(f"{source}: 'seed' must be a whole number from 0 to 2**32 - 1")
             model = klass(response, params, d.get("transform", "log"), check_settings(kind, d.get("settings"), source),
                           seed)
-            model.fit(pd.DataFrame(frame))
+            if d["schema"] == REFIT_SCHEMA:
+                t0 = time.perf_counter()
+                model.fit(pd.DataFrame(frame))
+                model.notes.append(f"{source}: a file of the older {REFIT_SCHEMA} format, refitted from its training "
+                                   f"rows in {time.perf_counter() - t0:.1f} s; save the model again to load it "
+                                   f"without refitting")
+            else:
+                model._prepare(pd.DataFrame(frame))  # the columns' types say which are categorical
+                try:
+                    model._thaw(d, source)
+                except FrozenError as e:
+                    raise FitError(str(e)) from None
             check = d.get("check", [])
             if isinstance(check, list) and check and all(isinstance(v, (int, float)) for v in check):
                 k = min(len(check), len(model.train_))
                 diff = float(np.max(np.abs(model.linear_predictor(model.train_.iloc[:k]) - np.asarray(check[:k]))))
                 if not diff <= 1e-6 * max(1.0, float(np.max(np.abs(check[:k])))):
-                    model.notes.append(f"{source}: the refitted model differs from the saved one by up to {diff:.3g} "
-                                       f"on the transformed scale (another library version?); refit and save again")
+                    model.notes.append(f"{source}: the loaded model differs from the saved predictions by up to "
+                                       f"{diff:.3g} on the transformed scale; refit and save again")
             sel = d.get("selection")
             model.selection = sel if isinstance(sel, dict) else None
             return model
@@ -379,32 +421,22 @@ def point_curve(model: Any, parameters: Sequence[str], param: str, values: list,
     return pd.concat([frame[[param]], details(model, frame)], axis=1)
 
 
-class _AsEstimator(RegressorMixin, BaseEstimator):
-    """A fitted model seen by scikit-learn as a fitted regressor on raw parameter columns (so that
-    :func:`sklearn.inspection.partial_dependence` can average its transformed-scale predictions)."""
-
-    def __init__(self, model: Any = None):
-        self.model = model
-        self.fitted_ = True
-
-    def fit(self, X: Any, y: Any = None) -> "_AsEstimator":  # the protocol asks for it; never refits
-        return self
-
-    def predict(self, X: Any) -> np.ndarray:
-        return self.model.linear_predictor(pd.DataFrame(X))
-
-
 def partial_dependence(model: Any, X: pd.DataFrame, param: str, values: list) -> np.ndarray:
     """Average transformed-scale prediction over the rows of *X* with *param* set to each value
-    (scikit-learn's brute-force partial dependence)."""
-    from sklearn.inspection import partial_dependence as sk_pd
+    (brute-force partial dependence, Friedman 2001 §8.2: one prediction per row and value)."""
+    vals = np.asarray(values, dtype=X[param].dtype)
+    n = len(X)
+    if n == 0 or vals.size == 0:
+        return np.full(vals.size, np.nan)
+    grid = X.iloc[np.tile(np.arange(n), vals.size)].reset_index(drop=True)
+    grid[param] = np.repeat(vals, n)
+    pred = np.asarray(model.linear_predictor(grid), dtype=float).reshape(vals.size, n)
+    return np.array([np.mean(row) for row in pred])
 
-    res = sk_pd(_AsEstimator(model), X, [param], custom_values={param: np.asarray(values, dtype=X[param].dtype)},
-                kind="average", method="brute")
-    grid = list(res["grid_values"][0])
-    avg = np.asarray(res["average"][0], dtype=float)
-    index = {v: i for i, v in enumerate(grid)}
-    return np.array([avg[index[v]] for v in np.asarray(values, dtype=X[param].dtype)])
+
+def _columns(X: pd.DataFrame, parameters: Sequence[str]) -> dict[str, np.ndarray]:
+    """The parameter columns of checked points (:meth:`Learner._points`) as arrays."""
+    return {p: X[p].to_numpy() for p in parameters}
 
 
 # ---- trees -------------------------------------------------------------------------------------------
@@ -457,8 +489,10 @@ class TreeLearner(Learner):
         self.estimator_ = _tree_pipeline(self.kind, self.settings, self.categorical, self.parameters, self.seed)
         _fit_in_parts(self.estimator_, self.kind, X if self.categorical else X.to_numpy(float), z)
 
-    def _raw(self, X: pd.DataFrame) -> np.ndarray:
-        return self.estimator_.predict(X if self.categorical else X.to_numpy(float))
+    def _freeze(self) -> None:
+        from .frozen import freeze_trees
+
+        self.frozen_ = freeze_trees(self.estimator_, self.parameters, self.categorical)
 
 
 class ForestLearner(TreeLearner):
@@ -481,6 +515,23 @@ class HybridLearner(Learner):
         self.estimator_ = _tree_pipeline("boosting", self.settings, self.categorical, self.parameters, self.seed)
         _fit_in_parts(self.estimator_, "boosting", X if self.categorical else X.to_numpy(float), resid)
 
+    def _freeze(self) -> None:
+        from .frozen import freeze_trees
+
+        self.frozen_ = freeze_trees(self.estimator_, self.parameters, self.categorical)
+
+    def _saved(self) -> dict:
+        return super()._saved() | {"stepwise": self.stepwise_.to_dict()}
+
+    def _thaw(self, d: Mapping[str, Any], source: str) -> None:
+        super()._thaw(d, source)
+        sw = d.get("stepwise")
+        if not isinstance(sw, dict):
+            raise FitError(f"{source}: a hybrid model file needs its 'stepwise' part")
+        self.stepwise_ = StepwiseModel.from_dict(sw, source=f"{source} (stepwise part)")
+        if sw.get("response") != self.response or set(self.stepwise_.parameters) - set(self.parameters):
+            raise FitError(f"{source}: the stepwise part must model {self.response!r} from the model's parameters")
+
     def _raw(self, X: pd.DataFrame) -> np.ndarray:
         # the spline part has no column for a level it never saw: it takes the most common training
         # level there (the point is flagged as extrapolation); the boosting part sees all-zero dummies
@@ -491,7 +542,7 @@ class HybridLearner(Learner):
             if unseen.any():
                 S.loc[unseen, p] = self.train_[p].mode().iloc[0]
         base = self.stepwise_.linear_predictor(S)
-        return base + self.estimator_.predict(X if self.categorical else X.to_numpy(float))
+        return base + super()._raw(X)
 
 
 # ---- EBM ---------------------------------------------------------------------------------------------
@@ -499,6 +550,9 @@ class EBMLearner(Learner):
     """InterpretML's ExplainableBoostingRegressor: intercept + shape functions + pair surfaces."""
 
     kind = "ebm"
+
+    def _libraries(self) -> None:
+        import interpret.glassbox  # noqa: F401
 
     def _fit(self, X: pd.DataFrame, z: np.ndarray) -> None:
         import warnings
@@ -512,8 +566,10 @@ class EBMLearner(Learner):
             warnings.simplefilter("ignore")
             self.estimator_.fit(X, z)
 
-    def _raw(self, X: pd.DataFrame) -> np.ndarray:
-        return self.estimator_.predict(X)
+    def _freeze(self) -> None:
+        from .frozen import freeze_ebm
+
+        self.frozen_ = freeze_ebm(self.estimator_, self.parameters)
 
     def additive_terms(self, levels: Mapping[str, Sequence[Any]]
                        ) -> tuple[float, list[tuple[tuple[str, ...], np.ndarray]]]:
@@ -525,9 +581,9 @@ class EBMLearner(Learner):
         missing = [p for p in self.parameters if p not in levels or len(levels[p]) == 0]
         if missing:
             raise GpudseError(f"levels are missing for {', '.join(map(repr, missing))}")
-        ebm = self.estimator_
+        ebm = self.frozen_
         out = []
-        for t, feats in enumerate(ebm.term_features_):
+        for t, feats in enumerate(ebm.term_features):
             names = tuple(self.parameters[i] for i in feats)
             grids = [list(levels[p]) for p in names]
             mesh = np.meshgrid(*[np.arange(len(g)) for g in grids], indexing="ij")
@@ -535,9 +591,10 @@ class EBMLearner(Learner):
             frame = pd.DataFrame({p: [levels[p][0]] * size for p in self.parameters})
             for p, g, m in zip(names, grids, mesh, strict=True):
                 frame[p] = [g[i] for i in m.ravel()]
-            scores = ebm.eval_terms(self._points(frame))[:, t]
+            points = self._points(frame)
+            scores = ebm.eval_terms(_columns(points, self.parameters), len(points))[:, t]
             out.append((names, np.asarray(scores, dtype=float).reshape(mesh[0].shape)))
-        return float(np.asarray(ebm.intercept_).ravel()[0]), out
+        return ebm.intercept, out
 
     def _average_curve(self, param: str, values: list) -> np.ndarray:
         """EBM's shape function of *param* (plus the intercept); pair surfaces are not included."""
@@ -571,7 +628,7 @@ def stepwise_settings(name: str, max_order: int | None = None) -> dict[str, Any]
     default, ``paper`` Stargazer as written (Stargazer 1.0 exactly, its own raw response scale);
     *max_order* (2 or 3) overrides the highest interaction order, ``None`` keeps the preset's. ``None``
     when the variant cannot be fitted (``paper`` has pairs only)."""
-    from . import stepwise as sw
+    from . import stepwise as sw  # the search, loaded when a stepwise model is fitted
     from .stepwise import StepwiseRegression
 
     kw: dict[str, Any] = dict(getattr(sw, "PAPER_SETTINGS", {})) if name == "paper" else {}
@@ -621,4 +678,6 @@ def stepwise_fit(data: pd.DataFrame, response: str, variant: str = "stepwise", m
     cols = [c for c in data.columns if c != response and data[c].nunique() > 1]
     if "forced" in kw:
         kw["forced"] = [t for t in kw["forced"] if all(p in cols for p in t.split(":"))]
+    from .stepwise import fit_stepwise
+
     return fit_stepwise(data[cols + [response]], response, transform=transform, **{**settings, **kw})

@@ -8,9 +8,12 @@ the search's highest interaction order (``stepwise+2way``, ``paper+3way``: what 
 tries); without it the preset's own order applies.
 
 Files are JSON and dispatch on their ``schema``: ``gpudse.model/N`` (a stepwise model: bases and
-coefficients) or ``gpudse.learner/1`` (a learner: settings and training rows, refitted on load). A
+coefficients) or ``gpudse.learner/2`` (a learner: its fitted trees or EBM tables as arrays, evaluated
+with NumPy, :mod:`.frozen`; the older ``gpudse.learner/1`` held training rows only and is refitted). A
 model chosen by ``auto`` carries a ``selection`` entry (the cross-validation table and the reason).
-Files are read through :mod:`gpudse_core.safeload` (bounded, plain data, never pickle).
+Files are read through :mod:`gpudse_core.safeload` (bounded by ``limits.model_bytes``, plain data,
+never pickle). Loading and predicting import neither scikit-learn nor SciPy: the fitting modules
+(:mod:`.auto`, :mod:`.kinds`, :mod:`.stepwise`) are imported when a model is fitted.
 """
 
 from __future__ import annotations
@@ -24,10 +27,16 @@ import pandas as pd
 
 from .. import limits
 from ..jsonutil import plain_json
-from .auto import select_model
-from .kinds import check_response, fit_kind, learner_transform, split_name  # noqa: F401 (re-exported)
-from .learners import KINDS, LEARNER_SCHEMA, Learner
-from .stepwise import MODEL_SCHEMA, FitError, StepwiseModel
+from .fitted import MODEL_SCHEMA, FitError, StepwiseModel
+from .learners import KINDS, LEARNER_SCHEMA, LEARNER_SCHEMAS, Learner
+
+
+def split_name(name: str) -> tuple[str, int | None]:
+    """See :func:`.kinds.split_name` (re-exported here; loaded on use)."""
+    from .kinds import split_name as split
+
+    return split(name)
+
 
 def fit_model(name: str, data: pd.DataFrame, response: str, params: Sequence[str] | None = None, *,
               transform: str = "log", seed: int = 0, stepwise_kw: Mapping[str, Any] | None = None,
@@ -36,8 +45,12 @@ def fit_model(name: str, data: pd.DataFrame, response: str, params: Sequence[str
     """Fit the model called *name* on a results table. *stepwise_kw* (θ, φ, knots …) and *callback*
     (one call per trace step) apply to the stepwise kinds; *folds* and *progress* to ``auto`` (the
     choice by cross-validation, :mod:`.auto`); every other name is one kind of :mod:`.kinds`."""
+    from .kinds import check_response, fit_kind
+
     base, _ = split_name(name)
     if base == "auto":
+        from .auto import select_model
+
         check_response(data, response)
         params = list(params) if params else [c for c in data.columns if c != response]
         return select_model(data, response, params, transform=transform, folds=folds, seed=seed,
@@ -69,7 +82,7 @@ def load_model(doc_or_path: Any, source: str | None = None) -> Any:
     else:
         p = Path(doc_or_path)
         src = source or str(p)
-        cap = limits.current().document_bytes
+        cap = limits.current().model_bytes
         try:
             with p.open("rb") as fh:
                 raw = fh.read(cap + 1)
@@ -77,7 +90,7 @@ def load_model(doc_or_path: Any, source: str | None = None) -> Any:
             raise FitError(f"{p}: no such model file") from None
         except OSError as e:
             raise FitError(f"{p}: cannot be read ({e.strerror or e})") from None
-        doc = load_json(raw, src)
+        doc = load_json(raw, src, bytes_limit="model_bytes")
     if not isinstance(doc, dict):
         raise FitError(f"{src}: not a gpudse model (expected a JSON object)")
     schema = doc.get("schema")
@@ -86,7 +99,7 @@ def load_model(doc_or_path: Any, source: str | None = None) -> Any:
         sel = doc.get("selection")
         model.selection = sel if isinstance(sel, dict) else None
         return model
-    if schema == LEARNER_SCHEMA:
+    if schema in LEARNER_SCHEMAS:
         return Learner.from_dict(doc, source=src)
     raise FitError(f"{src}: schema {schema!r} is not a gpudse model ({MODEL_SCHEMA} or {LEARNER_SCHEMA}); "
                    f"fit the model with this version of gpudse")

@@ -9,7 +9,8 @@ Loading (:func:`load_project`) is defensive and atomic (issue 11):
   ``limits.archive_entries`` entries; encrypted entries and compression methods other than
   stored/deflate are refused;
 * every entry is decompressed as a stream and its bytes *counted* (``limits.document_bytes`` for the
-  JSON/YAML entries, ``limits.archive_entry_bytes`` for ``results.csv``, ``limits.archive_total_bytes``
+  JSON/YAML entries, ``limits.model_bytes`` for ``model.json`` (a learner's fitted trees),
+  ``limits.archive_entry_bytes`` for ``results.csv``, ``limits.archive_total_bytes``
   in all): the sizes a zip declares are not trusted; a damaged entry (bad CRC, truncated data) is
   reported as such;
 * every part goes through the same validating readers as single files (safeload for JSON/YAML, the
@@ -36,6 +37,7 @@ from typing import Any, Sequence
 import pandas as pd
 
 from .. import limits
+from ..csvout import frame_text
 from ..errors import GpudseError
 from ..space.design import DesignSpace, parse_space_text
 from ..space.sampling import SampleSet, sample_set_from_dict
@@ -72,7 +74,7 @@ def save_project(project: Project) -> bytes:
         if samples is not None:
             zf.writestr("samples.json", json.dumps(samples, default=str))
         if project.results is not None:
-            zf.writestr("results.csv", project.results.to_csv(index=False))
+            zf.writestr("results.csv", frame_text(project.results))
         if project.model is not None:
             from ..model.registry import model_to_dict
 
@@ -111,7 +113,7 @@ def _entries(data: bytes, name: str) -> dict[str, bytes]:
     total = 0
     for info in infos:
         n = info.filename
-        entry_limit = "archive_entry_bytes" if n == "results.csv" else "document_bytes"
+        entry_limit = {"results.csv": "archive_entry_bytes", "model.json": "model_bytes"}.get(n, "document_bytes")
         cap = getattr(lim, entry_limit)
         lim.check(entry_limit, info.file_size, f"{name}: {n} declares {info.file_size:,} bytes unpacked")
         parts, size = [], 0
@@ -147,8 +149,9 @@ def load_project(data: bytes, name: str = "project.zip") -> Project:
         if required not in entries:
             raise ProjectError(f"{name}: {required} is missing; this is not a gpudse project")
 
-    def js(entry: str) -> Any:
-        return load_json(entries[entry], f"{name}/{entry}")
+    def js(entry: str) -> Any:  # a model file holds a learner's fitted trees: its own, larger limit
+        return load_json(entries[entry], f"{name}/{entry}",
+                         bytes_limit="model_bytes" if entry == "model.json" else "document_bytes")
 
     manifest = js("manifest.json")
     if not isinstance(manifest, dict) or manifest.get("schema") != SCHEMA:

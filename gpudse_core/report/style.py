@@ -145,9 +145,11 @@ def is_geometric(values: Sequence[Any]) -> bool:
 
 def label(param: Any) -> str:
     """A parameter's axis label: its display name and unit, ``#blk (blocks/core)``."""
+    from .plaintext import chart
+
     unit = getattr(param, "unit", "")
     name = getattr(param, "display", None) or getattr(param, "name", str(param))
-    return f"{name} ({unit})" if unit else name
+    return chart(f"{name} ({unit})" if unit else name)
 
 
 def axis_for(param: Any, title_text: str | None = None) -> dict:
@@ -308,6 +310,9 @@ def apply(fig: go.Figure, *, title_text: str | None = None, source: str | None =
     for ax in (*fig.select_xaxes(), *fig.select_yaxes()):
         if ax.title is not None and ax.title.text:
             ax.title.text = wrap(ax.title.text, AXIS_TITLE_WRAP)
+    from .plaintext import neutralise_links
+
+    neutralise_links(fig)  # a user's label never becomes a link in a chart
     if height is not None:
         fig.update_layout(height=height)
     if legend is not None:

@@ -340,6 +340,12 @@ class _LogParser:
             val = _VALUE.match(block, hit.end())
             if val is None:
                 continue
+            after = block[val.end():val.end() + 1]
+            if after and not after.isspace():  # 1,234,567 or 1.5e3.7: not a number GPGPU-Sim writes
+                text = _KERNEL_VALUE.match(block, hit.end())
+                raise ParseError(f"{self.name}: {name} = "
+                                 f"{(text.group(1) if text else '')[:40]!r} is not a number as GPGPU-Sim writes them "
+                                 f"(digits, a '.', an exponent; no thousands separators); check the log")
             v = float(val.group(1))
             if not math.isfinite(v):  # 1e999: not a statistic
                 continue

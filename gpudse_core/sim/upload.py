@@ -75,6 +75,17 @@ def read_upload(data: bytes, name: str, max_bytes: int | None = None) -> pd.Data
     return read_table_bytes(data, name)
 
 
+def _boolean(col: pd.Series) -> bool:
+    """A column of True/False values (a bool dtype, or text that is only true/false)."""
+    if col.dtype.kind == "b":
+        return True
+    if col.dtype.kind != "O":
+        return False
+    vals = col.dropna()
+    return len(vals) > 0 and bool(vals.map(lambda v: isinstance(v, bool) or str(v).strip().lower() in ("true", "false"))
+                                  .all())
+
+
 def validate_results(df: pd.DataFrame, space: DesignSpace, responses: list[str] | None = None,
                      snap: str = "reject", duplicates: str = "keep") -> UploadReport:
     """Check *df* against *space* (see the module docstring); raises only when nothing can be used."""
@@ -92,14 +103,23 @@ def validate_results(df: pd.DataFrame, space: DesignSpace, responses: list[str] 
     df = df.reset_index(drop=True)
     others = [c for c in df.columns if c not in params]
     reserved = [c for c in others if c in RESERVED_NAMES]
+    booleans = [c for c in others if _boolean(df[c])]  # True/False would read as 1/0: never a response
     if responses is None:
-        responses = [c for c in others
-                     if c not in RESERVED_NAMES and pd.to_numeric(df[c], errors="coerce").notna().any()]
+        responses = [c for c in others if c not in RESERVED_NAMES and c not in booleans
+                     and pd.to_numeric(df[c], errors="coerce").notna().any()]
     else:
         bad = [r for r in responses if r in params]
         if bad:
             raise GpudseError(f"column(s) {', '.join(bad)} cannot be a response: they are parameters of the space")
+        flags = [r for r in responses if r in booleans]
+        if flags:
+            raise GpudseError(f"column(s) {', '.join(flags)} hold True/False values, not a numeric response; choose "
+                              f"a measured quantity (cycles, IPC)")
         responses = [r for r in responses if r not in RESERVED_NAMES]  # reported below with the reserved columns
+    if booleans:
+        problems.append(Problem("boolean columns", ", ".join(booleans), [],
+                                f"column(s) {', '.join(booleans)} hold True/False values: not responses (read as 1/0 "
+                                f"they would be modelled as numbers); dropped"))
     unknown_resp = [r for r in responses if r not in df.columns]
     if unknown_resp:
         raise GpudseError(f"response column(s) {', '.join(unknown_resp)} are not in the results")
@@ -107,7 +127,7 @@ def validate_results(df: pd.DataFrame, space: DesignSpace, responses: list[str] 
         problems.append(Problem("reserved columns", ", ".join(reserved), [],
                                 f"column(s) {', '.join(reserved)} are gpudse's own (an index, a prediction or a "
                                 f"campaign field), not responses; dropped"))
-    unknown = [c for c in others if c not in responses and c not in reserved]
+    unknown = [c for c in others if c not in responses and c not in reserved and c not in booleans]
     if unknown:
         problems.append(Problem("unknown columns", ", ".join(unknown), [],
                                 f"column(s) {', '.join(unknown)} are neither parameters nor responses; dropped"))

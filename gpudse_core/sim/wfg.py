@@ -277,8 +277,10 @@ class _Graph:
                 raise WFGError(f"{where}: probability {p} is above 1")
             iters = _num(a, "iterations", where, positive=False, default=0)
             g.arcs.append({"src": src, "dst": dst, "w": np.zeros(4), "p": p, "n": iters,
-                           "divergent": bool(a.get("divergent", False)), "loop": "iterations" in a})
+                           "divergent": bool(a.get("divergent", False)), "loop": "iterations" in a,
+                           "given_p": "probability" in a})
         g._check_reachable()
+        g._check_branches()
         for i, d in enumerate(kernel.get("dependences") or []):
             if not (isinstance(d, (list, tuple)) and len(d) == 2):
                 raise WFGError(f"kernel.dependences[{i}]: a dependence is [load, use]")
@@ -287,6 +289,22 @@ class _Graph:
                 raise WFGError(f"kernel.dependences[{i}]: must go from a memory node (M) to an existing node")
             g.deps.append((src, dst))
         return g
+
+    def _check_branches(self) -> None:
+        """A branch's arcs (two or more non-loop arcs leaving a node that is not a loop head, not
+        divergent, with probabilities given) are the alternatives taken: their probabilities sum to 1."""
+        heads = {a["dst"] for a in self.arcs if a["loop"]}
+        out: dict[str, list[dict]] = {}
+        for a in self.arcs:
+            if not a["loop"] and a["src"] not in heads:
+                out.setdefault(a["src"], []).append(a)
+        for src, arcs in out.items():
+            if len(arcs) > 1 and any(a["given_p"] for a in arcs) and not any(a["divergent"] for a in arcs):
+                total = sum(a["p"] for a in arcs)
+                if abs(total - 1.0) > 1e-6:
+                    raise WFGError(f"kernel.arcs: the {len(arcs)} branch arcs leaving {src!r} have probabilities "
+                                   f"summing to {total:g}; a branch's probabilities sum to 1 (mark a SIMD-divergent "
+                                   f"branch 'divergent: true')")
 
     def _check_reachable(self) -> None:
         def walk(start: str, forward: bool) -> set[str]:

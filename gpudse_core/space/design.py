@@ -66,7 +66,7 @@ TABLE_BYTES = 256 << 20  # memory for one component's table of feasible digit ro
 SEARCH_STARTS = 16  # parallel starts of the coordinate-descent search for a feasible point
 SCHEMA = "gpudse.space/1"
 
-_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_NAME_RE = re.compile(r"\A[A-Za-z_][A-Za-z0-9_]*\Z")  # \Z: "a\n" is not a name
 _RESERVED = set(keyword.kwlist) | set(FUNCTIONS) | {"True", "False", "None"}
 _PARAM_FIELDS = {"name", "values", "unit", "label", "description", "kind", "option", "scale"}
 SCALES = ("linear", "log2")  # a numeric parameter's modelling scale (gpudse_core.model.encoding)

@@ -31,7 +31,6 @@ uniformly (their number is reported as ``replaced``), so balance is exact only w
 
 from __future__ import annotations
 
-import csv
 import io
 import json
 import math
@@ -197,21 +196,11 @@ class SampleSet:
         return path
 
 
-def _csv_cell(v: Any) -> Any:
-    return "" if isinstance(v, float) and math.isnan(v) else v
-
-
 def write_csv(fh: Any, columns: Mapping[str, np.ndarray]) -> None:
-    """Columns as CSV, byte for byte what ``pandas.DataFrame(columns).to_csv(fh, index=False)`` writes
-    (header, minimal quoting, shortest round-trip floats, empty cells for NaN, ``\n`` line ends)."""
-    w = csv.writer(fh, lineterminator="\n", quoting=csv.QUOTE_MINIMAL)
-    names = list(columns)
-    w.writerow(names)
-    arrays = [np.asarray(columns[c]) for c in names]
-    n = len(arrays[0]) if arrays else 0
-    for lo in range(0, n, CSV_ROWS):  # rows as Python objects a block at a time: memory stays bounded
-        lists = [a[lo:lo + CSV_ROWS].tolist() for a in arrays]
-        w.writerows([_csv_cell(v) for v in row] for row in zip(*lists))
+    """Columns as CSV through the one CSV writer (:func:`gpudse_core.csvout.write_columns`)."""
+    from ..csvout import write_columns
+
+    write_columns(fh, columns)
 
 
 def sample_size(space: DesignSpace, n: int | None = None, fraction: float | None = None,

@@ -50,8 +50,18 @@ def to_number(x: Any) -> int | float | None:
             return None
         if len(s) <= 40 and _INT_RE.match(s):
             return int(s)
-        return float(s)
+        f = float(s)
+        if f == 0.0 and underflows(s):
+            raise SpaceError(f"{s!r} is too small for a floating-point number (below about 5e-324) and would "
+                             f"silently become 0; write 0 if you mean it")
+        return f
     return None
+
+
+def underflows(numeral: str) -> bool:
+    """True when a decimal numeral with a nonzero digit in its mantissa reads as 0.0 (1e-400)."""
+    mantissa = re.split(r"[eE]", numeral.strip(), maxsplit=1)[0]
+    return any(c in "123456789" for c in mantissa)
 
 
 def magnitude_problem(v: int | float) -> str | None:

@@ -76,6 +76,7 @@ from .stages import BASE_STAGES, Results, StageError, Status
 from .tasks import start_scan, start_validation
 from .workspace import (
                         Conflict,
+                        StageDamaged,
                         NotReady,
                         StageValue,
                         VersionInfo,
@@ -87,7 +88,7 @@ from .workspace import (
                         open_workspace,
 )
 
-__all__ = ["BASE_STAGES", "CampaignInfo", "CliCampaign", "Conflict", "Job", "JobContext", "JobInfo", "NotFound",
+__all__ = ["BASE_STAGES", "CampaignInfo", "CliCampaign", "Conflict", "StageDamaged", "Job", "JobContext", "JobInfo", "NotFound",
            "NotReady", "ProjectExport", "ReadOnly", "ReportContents", "Results", "StageError", "StageValue", "Status",
            "Stopped", "VersionInfo", "Workspace", "WorkspaceError", "WorkspaceInfo", "adopt_campaign",
            "application_column", "create_workspace", "export_project", "fill_example", "home", "import_project", "list_workspaces",

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import GpudseError
+from .db import ReadOnly
 from .jobs import JobContext, JobInfo, begin_job, end_job, list_jobs, opener, start_job
 from .stages import StageError
 
@@ -43,7 +44,7 @@ class CampaignInfo:
 def _store(ws: Any, store_name: str) -> Any:
     from ..sim.store import CampaignStore
 
-    return CampaignStore(ws.path, name=store_name)
+    return CampaignStore(ws.path, name=store_name, readonly=not ws.writable)
 
 
 def record_campaign(ws: Any, name: str, origin: str = "") -> str:
@@ -162,6 +163,9 @@ def start_campaign(ws: Any, backend: Any, *, name: str | None = None, workers: i
     are added to the current results instead (:func:`append_campaign`: a new version)."""
     from ..sim.campaign import points_spec, run_campaign
 
+    if not ws.writable:  # the connection would refuse the writes anyway (query_only): say why first
+        raise ReadOnly("this workspace is shared with you read-only; to run a campaign, make your own copy first "
+                       "(fork)")
     if points is None:
         (samples,) = ws.require("samples")
         points = samples.value.table()

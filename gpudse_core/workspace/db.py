@@ -127,7 +127,12 @@ def single_user() -> bool:
 
 
 def new_token() -> str:
-    return secrets.token_urlsafe(ID_BYTES)
+    """192 random bits, URL-safe; never starting with '-' (a command line would read it as an option;
+    one in 64 would; an older id that does is passed after ``--``: ``gpudse workspace show -- -AbC…``)."""
+    while True:
+        token = secrets.token_urlsafe(ID_BYTES)
+        if not token.startswith("-"):
+            return token
 
 
 def check_id(ws_id: str) -> str:
@@ -149,36 +154,100 @@ def key_matches(key: str | None, stored_hash: str) -> bool:
     return bool(key) and hmac.compare_digest(key_hash(key), stored_hash)
 
 
-def connect(path: Path, create: bool = False, schema: bool = True) -> sqlite3.Connection:
+def connect(path: Path, create: bool = False, schema: bool = True, readonly: bool = False) -> sqlite3.Connection:
     """A connection in WAL mode with the workspace schema (usable from any one thread at a time).
-    Without *create* a missing file is an error (a deleted workspace is never silently re-created)."""
+    Without *create* a missing file is an error (a deleted workspace is never silently re-created),
+    and so is a file that is not a workspace (empty, not SQLite, an SQLite file without the
+    workspace's tables): it is reported as what it is and never written. A *readonly* connection
+    is ``query_only``: SQLite itself refuses any write through it, whatever the code above asks."""
+    if not create:
+        try:
+            size = path.stat().st_size  # never open(): closing a descriptor drops this process's locks
+        except OSError:
+            raise NotFound(f"workspace file {path.name[:6]}…: it does not exist (deleted?)") from None
+        if size == 0:
+            raise WorkspaceError(f"{path}: an empty file (0 bytes), not a workspace (an interrupted copy, or a disk "
+                                 f"that was full?); gpudse does not write into it: delete it")
     try:
         db = sqlite3.connect(f"{path.resolve().as_uri()}?mode={'rwc' if create else 'rw'}", uri=True, timeout=60,
                              isolation_level=None, check_same_thread=False)
     except sqlite3.OperationalError:
         raise NotFound(f"workspace file {path.name[:6]}…: it does not exist (deleted?)") from None
-    if not schema:
-        return db
     try:
+        if not create:
+            tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+            if "ws_meta" not in tables:
+                raise WorkspaceError(f"{path}: an SQLite file without a workspace's tables (another program's?); "
+                                     f"gpudse does not write into it: move it out of {path.parent}")
+        if not schema:
+            return db
         db.execute("PRAGMA journal_mode=WAL")
         db.execute("PRAGMA synchronous=NORMAL")
+        if readonly:
+            db.execute("PRAGMA query_only = ON")
+            return db
         if create and db.execute("PRAGMA application_id").fetchone()[0] == 0:
             from ..sim.store import APPLICATION_ID  # one stamp for every gpudse SQLite file (campaigns share it)
 
             db.execute(f"PRAGMA application_id = {APPLICATION_ID}")  # user_version stays the store's schema
         db.executescript(SCHEMA)
     except sqlite3.DatabaseError as e:
-        raise WorkspaceError(f"{path}: not a gpudse workspace ({e})") from None
+        db.close()
+        raise WorkspaceError(f"{path}: not a gpudse workspace ({e}); gpudse does not write into it") from None
+    except BaseException:
+        db.close()
+        raise
     return db
+
+
+def set_readonly(db: sqlite3.Connection, readonly: bool) -> None:
+    """Make *db* refuse writes (SQLite's ``query_only``) or accept them again (with the schema ensured)."""
+    if readonly:
+        db.execute("PRAGMA query_only = ON")
+    else:
+        db.execute("PRAGMA query_only = OFF")
+        db.executescript(SCHEMA)
+
+
+class DiskFull(WorkspaceError):
+    """A change could not be saved because the disk is full (the workspace keeps its previous state)."""
+
+
+def storage_error(e: sqlite3.Error, path: Path | str | None = None) -> WorkspaceError:
+    """An SQLite error during a change, as the project's error saying what happened and what to do."""
+    msg = str(e)
+    low = msg.lower()
+    where_ = f"{path}: " if path else ""
+    if "readonly" in low or "read-only" in low:
+        return ReadOnly("this workspace is open read-only (shared with you without its key); nothing was written; "
+                        "to change it, make your own copy first (fork)")
+    if "full" in low:
+        return DiskFull(f"{where_}disk full: the change was not saved and the workspace keeps its previous state; "
+                        f"free some space on the disk of ${HOME_ENV} and try again")
+    if "malformed" in low or "corrupt" in low or "not a database" in low:
+        return WorkspaceError(f"{where_}the workspace file is damaged ({msg}); nothing was written. Copy out what "
+                              f"you can (gpudse workspace export) and delete it")
+    if "locked" in low or "busy" in low:
+        return WorkspaceError(f"{where_}the workspace stayed locked by another process for 60 s; try again")
+    return WorkspaceError(f"{where_}the change could not be saved ({type(e).__name__}: {msg}); the workspace keeps "
+                          f"its previous state")
 
 
 @contextlib.contextmanager
 def transaction(db: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
-    """BEGIN IMMEDIATE … COMMIT: writers queue on SQLite's lock, readers keep reading (WAL)."""
-    db.execute("BEGIN IMMEDIATE")
+    """BEGIN IMMEDIATE … COMMIT: writers queue on SQLite's lock, readers keep reading (WAL). Every
+    SQLite error becomes :func:`storage_error` (read-only, disk full, damaged), after a rollback."""
+    try:
+        db.execute("BEGIN IMMEDIATE")
+    except sqlite3.Error as e:
+        raise storage_error(e) from None
     try:
         yield db
-    except BaseException:
-        db.execute("ROLLBACK")
+        db.execute("COMMIT")
+    except BaseException as e:
+        if db.in_transaction:
+            with contextlib.suppress(sqlite3.Error):
+                db.execute("ROLLBACK")
+        if isinstance(e, sqlite3.Error):
+            raise storage_error(e) from None
         raise
-    db.execute("COMMIT")

@@ -9,6 +9,7 @@ import contextlib
 import hashlib
 import json
 import os
+import sqlite3
 import threading
 import time
 from collections import OrderedDict
@@ -18,6 +19,7 @@ from pathlib import Path
 from typing import Any, Self
 
 from .. import limits
+from ..errors import GpudseError
 from . import codec
 from . import db as dbm
 from .db import NotFound, ReadOnly, WorkspaceError
@@ -95,11 +97,13 @@ class Workspace:
     def __init__(self, path: Path, ws_id: str, writable: bool):
         self.path = path
         self.id = ws_id
-        self.writable = writable
-        self._db = dbm.connect(path)
+        self._writable = writable
+        self._db = dbm.connect(path, readonly=not writable)  # read-only: SQLite refuses writes (query_only)
         self._lock = threading.RLock()
         self._depth = 0
         self._cache: OrderedDict[tuple[str, int], Any] = OrderedDict()
+        self._damaged: dict[str, str] = {}
+        self._unreadable: dict[str, tuple[int, str]] = {}  # stage: (version, why) whose value failed to decode
 
     # ---- lifetime ------------------------------------------------------------------------------
     def close(self) -> None:
@@ -114,6 +118,19 @@ class Workspace:
 
     def __repr__(self) -> str:
         return f"<Workspace {self.id[:6]}… {'rw' if self.writable else 'read-only'}>"
+
+    @property
+    def writable(self) -> bool:
+        """True when this handle may change the workspace (its key, a single-user server, the CLI)."""
+        return self._writable
+
+    @writable.setter
+    def writable(self, value: bool) -> None:
+        value = bool(value)
+        if value != self._writable:
+            with self._lock:
+                dbm.set_readonly(self._db, not value)
+            self._writable = value
 
     @property
     def read_only(self) -> bool:
@@ -153,9 +170,40 @@ class Workspace:
     def heads(self) -> dict[str, Head]:
         with self._lock:
             rows = self._db.execute(
-                "SELECT s.stage, s.version, s.digest, s.inputs, s.partial, s.note FROM ws_head h "
-                "JOIN ws_stage s ON s.stage = h.stage AND s.version = h.version").fetchall()
-        return {r[0]: Head(r[0], r[1], r[2], _inputs(r[3]), bool(r[4]), r[5]) for r in rows}
+                "SELECT h.stage, h.version, s.digest, s.inputs, s.partial, s.note, s.stage IS NULL FROM ws_head h "
+                "LEFT JOIN ws_stage s ON s.stage = h.stage AND s.version = h.version").fetchall()
+        heads, damaged = {}, {}
+        for r in rows:  # a damaged row is left out (its stage reads as missing) and named in .damaged()
+            try:
+                if r[6] or not isinstance(r[1], int) or (r[2] is not None and not isinstance(r[2], str)):
+                    raise StageDamaged(f"the stored {noun(r[0])} (version {r[1]!r}) is damaged: its version or "
+                                       f"digest is not what gpudse writes; drop it and compute it again")
+                heads[r[0]] = Head(r[0], r[1], r[2], _inputs(r[3], r[0], r[1]), bool(r[4]), str(r[5] or ""))
+            except StageDamaged as e:
+                damaged[r[0]] = str(e)
+        self._damaged = damaged
+        return heads
+
+    def damaged(self) -> dict[str, str]:
+        """{stage: what is wrong} for current versions whose stored record cannot be read."""
+        heads = self.heads()
+        out = dict(self._damaged)
+        for stage, (version, why) in self._unreadable.items():
+            if stage not in out and stage in heads and heads[stage].version == version:
+                out[stage] = why
+        return out
+
+    def drop_damaged(self, stage: str) -> None:
+        """Forget a damaged current version of *stage* (the stage becomes missing; earlier versions stay)."""
+        check_stage(stage)
+        with self._write(f"drop the damaged {noun(stage)}"):
+            head = self._db.execute("SELECT version FROM ws_head WHERE stage = ?", (stage,)).fetchone()
+            self._db.execute("DELETE FROM ws_head WHERE stage = ?", (stage,))
+            if head is not None:
+                self._db.execute("DELETE FROM ws_stage WHERE stage = ? AND version IS ?", (stage, head[0]))
+            self._db.execute("UPDATE ws_meta SET revision = revision + 1, updated = ?", (time.time(),))
+        self._cache.clear()
+        self._unreadable.pop(stage, None)
 
     def status(self, stage: str) -> Status:
         """``current``, ``stale`` (with the reason and the action that fixes it) or ``missing``."""
@@ -215,7 +263,7 @@ class Workspace:
                 status = Status(stage, "stale", f"version {version} is not the current {noun(stage)}",
                                 f"Use the current {noun(stage)}", stage)
             value = None if row[5] is None else self._decode(stage, version, row[6], row[7])
-        return StageValue(stage, value, version, status, row[5], _inputs(row[4]), row[3], row[2], bool(row[8]),
+        return StageValue(stage, value, version, status, row[5], _inputs(row[4], stage, version), row[3], row[2], bool(row[8]),
                           row[9], row[1])
 
     def value(self, stage: str) -> Any:
@@ -244,7 +292,11 @@ class Workspace:
         if key in self._cache:
             self._cache.move_to_end(key)
             return self._cache[key]
-        value = codec.decode(fmt, blob, what=f"workspace {self.id[:6]}…: {noun(stage)} v{version}")
+        try:
+            value = codec.decode(fmt, blob, what=f"workspace {self.id[:6]}…: {noun(stage)} v{version}")
+        except GpudseError as e:  # remembered so the page can name the stage and offer to drop it
+            self._unreadable[stage] = (version, str(e))
+            raise
         self._cache[key] = value
         while len(self._cache) > _CACHE_ENTRIES:
             self._cache.popitem(last=False)
@@ -427,7 +479,7 @@ class Workspace:
         new_id, key = dbm.new_token(), dbm.new_token()
         dst = self.path.parent / f"{new_id}.db"
         tmp = dst.with_suffix(".tmp")
-        with self._lock:
+        with self._lock, _tmp_removed_on_failure(tmp):
             src_name = self._meta()[1]
             out = dbm.connect(tmp, create=True, schema=False)
             try:
@@ -493,14 +545,15 @@ def create_workspace(name: str = DEFAULT_NAME, root: str | Path | None = None) -
     ws_id, key = dbm.new_token(), dbm.new_token()
     path = d / f"{ws_id}.db"
     tmp = path.with_suffix(".tmp")
-    con = dbm.connect(tmp, create=True)
-    try:
-        now = time.time()
-        con.execute("INSERT INTO ws_meta (id, name, created, updated, key_hash, schema) VALUES (?, ?, ?, ?, ?, ?)",
-                    (ws_id, name, now, now, dbm.key_hash(key), dbm.SCHEMA_NAME))
-        con.execute("PRAGMA journal_mode=DELETE")
-    finally:
-        con.close()
+    with _tmp_removed_on_failure(tmp):
+        con = dbm.connect(tmp, create=True)
+        try:
+            now = time.time()
+            con.execute("INSERT INTO ws_meta (id, name, created, updated, key_hash, schema) VALUES (?, ?, ?, ?, ?, ?)",
+                        (ws_id, name, now, now, dbm.key_hash(key), dbm.SCHEMA_NAME))
+            con.execute("PRAGMA journal_mode=DELETE")
+        finally:
+            con.close()
     os.replace(tmp, path)
     return Workspace(path, ws_id, True), key
 
@@ -524,9 +577,10 @@ def open_workspace(ws_id: str, key: str | None = None, root: str | Path | None =
 
 
 def list_workspaces(root: str | Path | None = None, ids: Sequence[str] | None = None, *,
-                    trusted: bool = False) -> list[WorkspaceInfo]:
+                    trusted: bool = False, skipped: list[tuple[str, str]] | None = None) -> list[WorkspaceInfo]:
     """Workspaces, most recently changed first: those in *ids* (the ones a browser holds keys for),
-    or every one on a single-user server or for a *trusted* caller (the command line)."""
+    or every one on a single-user server or for a *trusted* caller (the command line). A file that
+    cannot be read (empty, foreign, damaged) is left out, and named with the reason in *skipped*."""
     d = dbm.workspaces_dir(root)
     if ids is None:
         if not (trusted or dbm.single_user()):
@@ -539,8 +593,11 @@ def list_workspaces(root: str | Path | None = None, ids: Sequence[str] | None = 
         try:
             with open_workspace(ws_id, root=root) as ws:
                 out.append(ws.info())
-        except WorkspaceError:
-            continue
+        except NotFound:
+            continue  # deleted meanwhile
+        except (GpudseError, sqlite3.Error, ValueError, TypeError, KeyError) as e:  # one bad file hides no other
+            if skipped is not None:
+                skipped.append((ws_id, str(e)))
     return sorted(out, key=lambda i: -i.updated)
 
 
@@ -593,8 +650,35 @@ def _check_room(root: Path) -> None:
     limits.check("workspaces", n + 1, f"workspaces in {d}", "delete old workspaces")
 
 
-def _inputs(raw: str) -> dict[str, InputRef]:
-    return {k: InputRef(int(v["version"]), v.get("digest")) for k, v in json.loads(raw or "{}").items()}
+@contextlib.contextmanager
+def _tmp_removed_on_failure(tmp: Path) -> Iterator[None]:
+    """A new workspace file being written: removed if writing it fails (a full disk: "disk full")."""
+    try:
+        yield
+    except BaseException as e:
+        for suffix in ("", "-journal", "-wal", "-shm"):
+            with contextlib.suppress(OSError):
+                os.unlink(f"{tmp}{suffix}")
+        if isinstance(e, sqlite3.Error):
+            raise dbm.storage_error(e, tmp) from None
+        raise
+
+
+class StageDamaged(WorkspaceError):
+    """A stored stage version's record cannot be read (a damaged row): that stage only is affected."""
+
+
+def _inputs(raw: Any, stage: str = "", version: Any = None) -> dict[str, InputRef]:
+    try:
+        doc = json.loads(raw or "{}")
+        out = {str(k): InputRef(int(v["version"]), v.get("digest")) for k, v in doc.items()}
+        if not all(r.digest is None or isinstance(r.digest, str) for r in out.values()):
+            raise TypeError("a digest is not text")
+        return out
+    except (ValueError, TypeError, KeyError, AttributeError) as e:
+        raise StageDamaged(f"the stored {noun(stage) if stage else 'stage'} (version {version}) is damaged: its "
+                           f"record of inputs cannot be read ({type(e).__name__}); drop it and compute it again"
+                           ) from None
 
 
 def _file_bytes(path: Path) -> int:

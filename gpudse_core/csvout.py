@@ -1,0 +1,75 @@
+"""The one CSV writer: every CSV the product writes (samples, cleaned results, predictions, best
+designs, simulation results, workspace stages, a project's results.csv, the dashboard's downloads)
+goes through here, with spreadsheet formula injection neutralised (OWASP, "CSV Injection").
+
+A spreadsheet opening a CSV runs a cell that starts with ``=``, ``+``, ``-`` or ``@`` (and, in some,
+after a leading tab or carriage return) as a formula: a categorical value, an application name, a
+column name or an uploaded label like ``=HYPERLINK("http://…")`` would run on the reader's machine.
+Such a **text** cell, and such a column name, is written with a leading apostrophe (``'=HYPERLINK(…``),
+which spreadsheets show as the text typed. Numbers stay numbers: a numeric column is written as
+pandas writes it (``-3.5`` is a negative number, not a formula), and a text cell that is exactly a
+decimal number (``-3.5``, ``+1e3``) is left alone too. Reading a neutralised file back keeps the
+apostrophe: the text is what a spreadsheet shows.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+_NUMBER = re.compile(r"[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?\Z")
+CSV_ROWS = 1 << 15  # rows converted to Python objects at a time (memory stays bounded)
+
+
+def cell(value: Any) -> Any:
+    """*value* as written: a text that a spreadsheet would run as a formula gets a leading apostrophe."""
+    if isinstance(value, str) and value.startswith(FORMULA_START) and not _NUMBER.match(value):
+        return "'" + value
+    if isinstance(value, float) and math.isnan(value):
+        return ""
+    return value
+
+
+def _safe_frame(df: Any) -> Any:
+    """*df* with its text cells and column names neutralised (a copy only when something changes)."""
+    cols = [cell(str(c)) if isinstance(c, str) else c for c in df.columns]
+    texts = [c for c in df.columns if df[c].dtype.kind in "OUS" or str(df[c].dtype) in ("string", "category")]
+    if cols == list(df.columns) and not texts:
+        return df
+    out = df.copy(deep=False)
+    for c in texts:
+        out[c] = out[c].map(cell, na_action="ignore") if str(df[c].dtype) != "category" else out[c].astype(object).map(
+            cell, na_action="ignore")
+    out.columns = cols
+    return out
+
+
+def frame_text(df: Any) -> str:
+    """A DataFrame as CSV text (no index), neutralised: the dashboard's downloads, a project's tables."""
+    return _safe_frame(df).to_csv(index=False)
+
+
+def write_frame(df: Any, path: str | Path) -> None:
+    """A DataFrame to a CSV file (no index), neutralised."""
+    _safe_frame(df).to_csv(path, index=False)
+
+
+def write_columns(fh: Any, columns: Mapping[str, Any]) -> None:
+    """Columns (NumPy arrays) as CSV, byte for byte what pandas writes for numbers (minimal quoting,
+    shortest round-trip floats, empty cells for NaN, ``\\n`` line ends), streamed a block of rows at a
+    time, text cells and column names neutralised."""
+    import numpy as np
+
+    w = csv.writer(fh, lineterminator="\n", quoting=csv.QUOTE_MINIMAL)
+    names = list(columns)
+    w.writerow([cell(str(n)) for n in names])
+    arrays = [np.asarray(columns[c]) for c in names]
+    n = len(arrays[0]) if arrays else 0
+    for lo in range(0, n, CSV_ROWS):
+        lists = [a[lo:lo + CSV_ROWS].tolist() for a in arrays]
+        w.writerows([cell(v) for v in row] for row in zip(*lists))

@@ -1,0 +1,150 @@
+"""Every storage fault ends in the project's error and stays where it is: a damaged stage row
+leaves the other stages (and the other workspaces) readable and can be dropped; a damaged value
+gives a clear error in `workspace export`; a full disk says "disk full" and keeps the previous
+state; leftovers of interrupted forks and template builds are removed on the next start."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import subprocess
+import sys
+import time
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from conftest import ROOT
+from gpudse_core.space.presets import load_preset
+from gpudse_core.space.sampling import sample
+from gpudse_core.workspace import StageDamaged, create_workspace, list_workspaces, open_workspace
+from gpudse_core.workspace import db as dbm
+
+
+@pytest.fixture
+def home(tmp_path, monkeypatch):
+    monkeypatch.setenv("GPUDSE_HOME", str(tmp_path))
+    monkeypatch.delenv("GPUDSE_SINGLE_USER", raising=False)
+    return tmp_path
+
+
+def two_stages():
+    ws, key = create_workspace("faulty")
+    space = load_preset("stargazer")
+    ws.set_space(space, "preset")
+    ws.set_samples(sample(space, n=8, seed=1), "8 points")
+    ws.close()
+    return ws, key
+
+
+def damage(ws, sql: str) -> None:
+    con = sqlite3.connect(ws.path)
+    con.execute(sql)
+    con.commit()
+    con.close()
+
+
+def cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "gpudse_core", *args], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+
+
+@pytest.mark.parametrize("sql", ["UPDATE ws_stage SET inputs = 'not json' WHERE stage = 'samples'",
+                                 "UPDATE ws_stage SET inputs = '{\"space\": 5}' WHERE stage = 'samples'",
+                                 "UPDATE ws_head SET version = 'x' WHERE stage = 'samples'"])
+def test_a_damaged_row_isolates_to_its_stage_and_can_be_dropped(home, sql):
+    ws, key = two_stages()
+    other, _ = create_workspace("healthy")
+    other.close()
+    damage(ws, sql)
+    w = open_workspace(ws.id, key)
+    assert w.overview()["space"].state == "current" and w.get("space").value.name == "stargazer"
+    assert list(w.damaged()) == ["samples"] and "damaged" in w.damaged()["samples"]
+    assert w.overview()["samples"].state == "missing"
+    assert {i.id for i in list_workspaces(trusted=True)} == {ws.id, other.id}
+    r = cli("workspace", "list")
+    assert r.returncode == 0 and ws.id in r.stdout and other.id in r.stdout, r.stderr
+    w.drop_damaged("samples")
+    assert w.damaged() == {} and w.overview()["samples"].state == "missing"
+    w.set_samples(sample(w.get("space").value, n=4, seed=2), "again")
+    assert w.overview()["samples"].state == "current"
+    w.close()
+
+
+def test_a_damaged_value_is_a_clear_error_in_export_and_named_on_the_page(home):
+    ws, key = two_stages()
+    damage(ws, "UPDATE ws_stage SET value = X'00112233' WHERE stage = 'samples'")
+    r = cli("workspace", "export", ws.id, "--stage", "samples", "-o", str(home / "s.csv"))
+    assert r.returncode == 2 and "gpudse: error:" in r.stderr and "cannot be read" in r.stderr, r.stderr
+    assert "Traceback" not in r.stderr
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+    at.query_params["ws"] = ws.id
+    at.session_state["_gpudse_keys"] = {ws.id: key}
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert any("cannot be read" in e.value for e in at.error)
+    drop = [b for b in at.button if b.label.startswith("Drop the damaged")]
+    assert drop, [b.label for b in at.button]
+    drop[0].click().run()
+    assert not at.exception and open_workspace(ws.id).overview()["samples"].state == "missing"
+
+
+def test_a_full_disk_says_so_and_keeps_the_previous_state(home):
+    ws, key = two_stages()
+    w = open_workspace(ws.id, key)
+    before = w.get("samples")
+    pages = w._db.execute("PRAGMA page_count").fetchone()[0]
+    w._db.execute(f"PRAGMA max_page_count = {pages}")  # SQLite's own "database or disk is full"
+    with pytest.raises(dbm.DiskFull, match="disk full.*previous state"):
+        w.set_samples(sample(w.get("space").value, n=5000, seed=3), "too big for the disk")
+    w.close()
+    with open_workspace(ws.id) as again:
+        now = again.get("samples")
+        assert now.version == before.version and len(now.value) == 8
+
+
+def test_damaged_is_a_workspace_error():
+    assert issubclass(StageDamaged, dbm.WorkspaceError)
+
+
+def test_leftovers_of_interrupted_forks_and_template_builds_are_removed_on_the_next_start(home):
+    from gpudse_core.workspace import upkeep
+
+    keep, _ = create_workspace("the template in use")
+    orphan, _ = create_workspace("a template whose build was killed")
+    mine, _ = create_workspace("someone's work")
+    for w in (keep, orphan, mine):
+        w.close()
+    upkeep.mark_template(keep.id)
+    upkeep.mark_template(orphan.id)
+    wsdir = home / "workspaces"
+    old_tmp = wsdir / ("Y" * 32 + ".tmp")
+    old_tmp.write_bytes(b"half a fork")
+    fresh_tmp = wsdir / ("Z" * 32 + ".tmp")  # another process forking right now
+    fresh_tmp.write_bytes(b"in progress")
+    later = time.time() + upkeep.AGE_S + 5
+    os.utime(fresh_tmp, (later, later))
+    removed = upkeep.clean(keep_template=keep.id, now=time.time() + upkeep.AGE_S + 1)
+    assert sorted(removed) == sorted([old_tmp.name, orphan.id])
+    assert fresh_tmp.exists() and not old_tmp.exists()
+    assert {i.id for i in list_workspaces(trusted=True)} == {keep.id, mine.id}
+
+
+def test_a_fork_that_fails_leaves_no_tmp_file(home, monkeypatch):
+    ws, key = two_stages()
+    w = open_workspace(ws.id, key)
+
+    real_connect = dbm.connect
+
+    def connect(path, *a, **k):
+        con = real_connect(path, *a, **k)
+        if str(path).endswith(".tmp"):
+            con.execute("PRAGMA max_page_count = 1")
+        return con
+
+    monkeypatch.setattr(dbm, "connect", connect)
+    with pytest.raises(dbm.DiskFull, match="disk full"):
+        w.fork("copy")
+    assert not list((home / "workspaces").glob("*.tmp*"))
+    assert len(list((home / "workspaces").glob("*.db"))) == 1
+    w.close()

@@ -1,0 +1,113 @@
+"""Values are never silently changed: YAML scalars that YAML 1.1 and 1.2 read differently are refused
+with a message, numbers that underflow to 0 are reported, a name must end where its letters end,
+GPGPU-Sim statistics are parsed strictly, and a work flow graph's branch probabilities sum to 1."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from test_gpgpusim import KERNEL
+
+from gpudse_core.errors import GpudseError
+from gpudse_core.safeload import load_yaml
+from gpudse_core.sim.gpgpusim import ParseError, parse_log
+from gpudse_core.sim.wfg import WFGError, graph_view
+from gpudse_core.space.presets import load_space_bytes
+
+
+@pytest.mark.parametrize("scalar,pattern", [("no", "False in YAML 1.1"), ("yes", "True in YAML 1.1"),
+                                            ("On", "True in YAML 1.1"), ("off", "False in YAML 1.1"),
+                                            ("010", r"YAML 1\.1 \(8\)"), ("1:30", r"YAML 1\.1 \(90\)"),
+                                            ("1_000", "YAML 1.1"), ("0b101", "YAML 1.1"), ("1:30.5", "YAML 1.1"),
+                                            ("1.5e-400", "silently become 0")])
+def test_yaml_scalars_read_differently_by_1_1_and_1_2_are_refused(scalar, pattern):
+    with pytest.raises(GpudseError, match=pattern):
+        load_yaml(f"a: [{scalar}]\n", "s.yaml")
+
+
+def test_unambiguous_scalars_are_read_as_before():
+    assert load_yaml("a: [true, False, 10, -3, 0, 0x1F, 1.5, 'no', '010', 0.0, 1e3]\n") == \
+        {"a": [True, False, 10, -3, 0, 31, 1.5, "no", "010", 0.0, "1e3"]}
+
+
+def space(values: str, name: str = "a") -> bytes:
+    return f"name: s\nparameters:\n  - {{name: {json.dumps(name)}, values: {values}}}\n".encode()
+
+
+def test_underflowing_values_and_names_with_a_line_break_are_refused():
+    with pytest.raises(GpudseError, match="silently become 0"):
+        load_space_bytes(space("['1e-400', 1]"), "s.yaml")
+    assert load_space_bytes(space("['0e-400', 1]"), "s.yaml").parameters[0].values[0] == 0
+    with pytest.raises(GpudseError, match="not usable"):
+        load_space_bytes(space("[1, 2]", "a\n"), "s.yaml")
+
+
+def log(cycles: str) -> str:
+    return KERNEL.format(name="k", uid=1, cyc=cycles, insn=5000, ipc=5, tot=1000, l2=0.5, e1=0.4, b1=0.2, e2=0.6,
+                         b2=0.4)
+
+
+@pytest.mark.parametrize("bad", ["1,234,567", "1.5e3.7", "12abc"])
+def test_gpgpusim_numbers_are_parsed_strictly(bad):
+    with pytest.raises(ParseError, match="not a number as GPGPU-Sim writes"):
+        parse_log("run.log", text=log(bad))
+    assert parse_log("run.log", text=log("1500")).totals()["cycles"] == 1500
+
+
+def wfg(p1: float, p2: float, divergent: bool = False) -> dict:
+    arc = {"divergent": True} if divergent else {}
+    return {"hardware": {"pipeline_latency": 24, "warp_size": 32, "simd_width": 8, "wlp_max": 16,
+                         "bandwidth_bytes_per_cycle": 4, "memory_latency": 250},
+            "kernel": {"nodes": [{"id": "C1", "type": "C", "insts": 1}, {"id": "A", "type": "C", "insts": 2},
+                                 {"id": "B", "type": "C", "insts": 3}],
+                       "arcs": [["entry", "C1"], {"from": "C1", "to": "A", "probability": p1, **arc},
+                                {"from": "C1", "to": "B", "probability": p2, **arc}, ["A", "exit"], ["B", "exit"]]}}
+
+
+def test_branch_probabilities_must_sum_to_one():
+    with pytest.raises(WFGError, match="summing to 1.8"):
+        graph_view(wfg(0.9, 0.9))
+    graph_view(wfg(0.9, 0.1))
+    graph_view(wfg(1.0, 1.0, divergent=True))  # both sides run: not alternatives
+
+
+def test_new_ids_never_start_with_a_dash_and_old_ones_pass_after_double_dash(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    from conftest import ROOT
+    from gpudse_core.workspace import db as dbm
+
+    assert not any(dbm.new_token().startswith("-") for _ in range(2000))  # ~31 would, one in 64
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "GPUDSE_HOME": str(tmp_path)}
+    made = subprocess.run([sys.executable, "-m", "gpudse_core", "workspace", "new", "--name", "dash"], env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert made.returncode == 0, made.stderr
+    (path,) = (tmp_path / "workspaces").glob("*.db")
+    old = "-" + path.stem[1:]
+    con = __import__("sqlite3").connect(path)
+    con.execute("UPDATE ws_meta SET id = ?", (old,))
+    con.commit()
+    con.close()
+    path.rename(path.with_name(old + ".db"))
+    r = subprocess.run([sys.executable, "-m", "gpudse_core", "workspace", "show", "--", old], env=env,
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and "dash" in r.stdout, r.stderr
+
+
+def test_a_true_false_column_is_never_a_response():
+
+
+    import hostile_corpus as hc
+    from gpudse_core.sim.upload import read_upload, validate_results
+    from gpudse_core.space.presets import load_preset
+
+    space_ = load_preset("stargazer")
+    rep = validate_results(read_upload(hc.results_csv(extra={"ok": ["True", "False"]}), "r.csv"), space_)
+    assert rep.responses == ["cycles"] and any(p.kind == "boolean columns" for p in rep.problems)
+    with pytest.raises(GpudseError, match="True/False"):
+        validate_results(read_upload(hc.results_csv(extra={"ok": ["True", "False"]}), "r.csv"), space_,
+                         responses=["ok"])
+

@@ -20,6 +20,7 @@ from gpudse_core import DesignSpace, GpudseError, load_preset
 from gpudse_core.report import fmt as _fmt
 from gpudse_core.report import glossary as _glossary
 from gpudse_core.report import plaintext as _plaintext
+from gpudse_core.report import trace as _trace
 from gpudse_core.workspace import stages
 
 from . import state as ui_state
@@ -51,7 +52,50 @@ STATE_ICON = {"current": ":material/check_circle:", "stale": ":material/warning:
 
 # ---- the page frame ------------------------------------------------------------------------------
 def configure(title: str) -> None:
-    st.set_page_config(page_title=f"{title} · gpudse", page_icon=str(ROOT / "dashboard" / "assets" / "gpudse.png"), layout="wide")
+    present = presenting()
+    st.set_page_config(page_title=f"{title} · gpudse", page_icon=str(ROOT / "dashboard" / "assets" / "gpudse.png"),
+                       layout="wide", initial_sidebar_state="collapsed" if present else "auto")
+    if present:
+        st.html(f"<style>{PRESENT_CSS}</style>")
+
+
+# ---- presentation mode: a projector at 1280×800 or 1920×1080 ----------------------------------------
+PRESENT_PARAM = "present"  # ?present=1 in the address: a link that opens in presentation mode
+# Streamlit sizes its type in rem: a larger root size scales the text, widgets and tables together;
+# the page keeps less padding, and on a 1920-px screen the type grows again
+PRESENT_CSS = """
+html{font-size:19px}
+@media (min-width:1800px){html{font-size:23px}}
+.block-container,[data-testid="stMainBlockContainer"]{padding-top:2.2rem;padding-left:2rem;padding-right:2rem;
+  max-width:100%}
+"""
+PRESENT_FONT = 18  # chart text in presentation mode (style.FONT_SIZE otherwise)
+
+
+def presenting() -> bool:
+    """Presentation mode: on when the address says ``?present=1`` or the sidebar's toggle is on; the
+    toggle writes the address, so a reload and every page link keep it."""
+    ss = st.session_state
+    if "_present" not in ss:
+        ss["_present"] = st.query_params.get(PRESENT_PARAM) == "1"
+    return bool(ss["_present"])
+
+
+def _toggle_present() -> None:
+    on = bool(st.session_state.get("present_toggle"))
+    st.session_state["_present"] = on
+    if on:
+        st.query_params[PRESENT_PARAM] = "1"
+    else:
+        st.query_params.pop(PRESENT_PARAM, None)
+
+
+def link_params(w=None) -> dict:
+    """The query parameters every page link carries: the workspace, and presentation mode when on."""
+    out = {"ws": (w or ws()).id}
+    if presenting():
+        out[PRESENT_PARAM] = "1"
+    return out
 
 
 def page(title: str):
@@ -130,11 +174,11 @@ def editable() -> bool:
 
 def link(title: str, label: str | None = None, icon: str | None = None, **kw: Any) -> None:
     path, default_icon = PAGES[title]
-    st.page_link(path, label=label or title, icon=icon or default_icon, query_params={"ws": ws().id}, **kw)
+    st.page_link(path, label=label or title, icon=icon or default_icon, query_params=link_params(), **kw)
 
 
 def go(title: str) -> None:
-    st.switch_page(PAGES[title][0], query_params={"ws": ws().id})
+    st.switch_page(PAGES[title][0], query_params=link_params())
 
 
 def sidebar(w) -> None:
@@ -142,7 +186,11 @@ def sidebar(w) -> None:
     with st.sidebar:
         st.markdown("**gpudse**")
         for title, (path, icon) in PAGES.items():
-            st.page_link(path, label=title, icon=icon, query_params={"ws": w.id})
+            st.page_link(path, label=title, icon=icon, query_params=link_params(w))
+        st.session_state["present_toggle"] = presenting()
+        st.toggle("Presentation mode", key="present_toggle", on_change=_toggle_present,
+                  help="For a projector: larger type, the sidebar folded, charts sized for the screen. "
+                       "The address gets ?present=1: a link that opens this way.")
         st.divider()
         st.caption(f"**Workspace** {plain(w.name)}" + ("" if w.writable else " · read-only"))
         for stage in ("space", "samples", "results", "model"):
@@ -244,9 +292,17 @@ def chart(fig, where=None, narrow: bool = False, **kw: Any) -> None:
     from gpudse_core.report import style
 
     text = fig.layout.title.text if fig.layout.title is not None else None
-    if narrow and text and len(text.replace("<br>", " ")) > NARROW_TITLE:
-        fig.layout.title.text = style.wrap(text.replace("<br>", " "), NARROW_TITLE)
+    present = presenting()
+    if present:  # larger chart text; the title wraps sooner as its letters grow
+        fig.update_layout(font_size=PRESENT_FONT, title_font_size=PRESENT_FONT + 3)
+    width = int(NARROW_TITLE * (0.8 if present else 1)) if narrow else int(style.TITLE_WRAP * (0.8 if present else 1))
+    if text and (narrow or present) and len(text.replace("<br>", " ")) > width:
+        fig.layout.title.text = style.wrap(text.replace("<br>", " "), width)
         style.apply(fig, one_entry_per_group=False)  # room above the plot; legend entries as the figure set them
+    style.toolbar_room(fig)
+    if present and fig.layout.height is not None:  # a projector's 800 px: no chart taller than the screen
+        fig.update_layout(height=min(int(fig.layout.height * 1.1), 560))
+    kw.setdefault("config", {"displaylogo": False})
     (where or st).plotly_chart(fig, width="stretch", theme=None, **kw)
 
 
@@ -488,57 +544,16 @@ def base_point(space: DesignSpace, key: str) -> dict:
     return point
 
 
-TRACE_KINDS = {"initial": "first term", "main": "parameter", "interaction": "pair", "interaction3": "three-way",
-               "revisit": "revisit", "lookahead": "look-ahead", "nonlinear": "non-linear part", "forced": "forced",
-               "prune": "pruning (LOO)", "transform": "response scale"}
+TRACE_KINDS = _trace.KIND_WORDS  # a step's kind in words ("pair", "look-ahead")
 
 
-def trace_score(metric: str, v) -> str:
-    """One candidate's score as the trace table shows it ('' when it was not scored)."""
-    import math
-
-    if not isinstance(v, (int, float)) or not math.isfinite(v):
-        return ""
-    if metric == "p_value":
-        return "< 0.001" if v < 0.001 else f"{v:.3f}"
-    if metric == "loo_error":
-        return fmt_pct(v)
-    return f"{v:.3f}" if metric in ("r2", "adj_r2") else f"{v:.4g}"
-
-
-def trace_table(rows: list[dict], params: list[str]):
-    """Stargazer Table 1 as a styled table: candidate scores per parameter (interaction candidates in their
-    own column, best first), the chosen term marked green when added and red when rejected, the model and
-    R² after it. Steps are named in words (TRACE_KINDS) and p-values below 0.001 read '< 0.001'."""
-    import math
-
-    import pandas as pd
-
-    recs = []
-    for r in rows:
-        metric = r["metric"]
-        rec = {"step": r["step"], "kind": TRACE_KINDS.get(r["kind"], r["kind"]),
-               "score": {"r2": "R²", "adj_r2": "adj R²", "aic": "AIC", "bic": "BIC", "p_value": "p",
-                         "loo_error": "LOO error"}.get(metric, metric)}
-        for p in params:
-            rec[p] = trace_score(metric, r["candidates"].get(p))  # text: the grid would draw None as "None"
-        lower = metric in ("p_value", "aic", "bic", "loo_error")
-        inter = [(k, v) for k, v in r["candidates"].items() if k not in params]
-        inter.sort(key=lambda kv: (not isinstance(kv[1], (int, float)) or not math.isfinite(kv[1]),
-                                   (kv[1] if lower else -kv[1]) if isinstance(kv[1], (int, float)) else 0.0))
-        rec["interactions"] = ", ".join(f"{k} {trace_score(metric, v) or '–'}" for k, v in inter)
-        rec["chosen"] = (r["chosen"] or "–") + (" ✓" if r["accepted"] else " ✗")
-        rec["model"] = " + ".join(r["terms"])
-        rec["R²"] = r["r2"]
-        recs.append(rec)
-    df = pd.DataFrame(recs)
-
-    def mark(row):
-        styles = [""] * len(row)
-        chosen = rows[row.name]["chosen"]
-        if chosen in row.index:
-            styles[list(row.index).index(chosen)] = ("background-color: #c8e6c9"
-                                                      if rows[row.name]["accepted"] else "background-color: #ffcdd2")
-        return styles
-
-    return df.style.apply(mark, axis=1).format({"R²": fmt_r2})
+def trace_table(rows: list[dict], params: list[str], where=None, *, current: int | None = None,
+                follow: bool = False, height_rem: float | None = None, model_column: bool = True) -> None:
+    """Stargazer Table 1 (gpudse_core.report.trace, the same table as the CLI and the report): a row per
+    step, the candidates' R² / adjusted R² per column, the accepted term bold, the criterion's statistic
+    beside; step and decision columns frozen. *current*: the row highlighted; *follow*: scrolled to the
+    newest row (the replay)."""
+    table = _trace.build(rows, params)
+    style = f"--gtrace-h:{height_rem}rem;" if height_rem else ""
+    (where or st).html(f"<style>{_trace.TABLE_CSS}</style><div style='{style}'>"
+                       + _trace.html(table, current=current, follow=follow, model_column=model_column) + "</div>")

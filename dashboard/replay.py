@@ -1,10 +1,12 @@
-"""Replaying a stepwise fit row by row, for a lecture (issue 14 part 5a).
+"""Replaying a stepwise fit row by row, for a lecture (Stargazer §5.2, Algorithm 1, Table 1).
 
 A fit of 300 points takes milliseconds, so nobody can watch Stargazer's Table 1 grow. The replay
 shows the stored trace one row at a time (Play / Pause / Step, a speed control): each row says in
-words why its term was accepted or rejected — the θ, φ or φ₃ rule with the row's own numbers — and
-draws the candidates' scores it compared, the chosen one highlighted and the acceptance threshold
-marked. UI state only (which row is shown); the trace is the model's own.
+one sentence why its term was accepted or rejected — the θ, φ or φ₃ rule with the row's own numbers —
+the table (gpudse_core.report.trace) keeps the newest row in view and highlighted with the step and
+decision columns frozen, and a chart draws the candidates' scores it compared, the chosen one
+highlighted and the acceptance threshold marked. UI state only (which row is shown); the trace is the
+model's own.
 """
 
 from __future__ import annotations
@@ -72,10 +74,10 @@ def explain(row: dict, before: dict | None, settings: dict) -> str:
     if kind == "lookahead":
         shown = f"{chosen}** (scored as the block **{key}**)" if key != chosen else chosen
         lead = (f"No parameter passes θ on its own, so each one is tried together with one of its pairs: of the {n} "
-                f"blocks, **{shown} is the best ({_score(row, score)}).")
+                f"blocks, **{shown} is the best ({_score(row, score)})")
     else:
-        lead = (f"The only candidate {what} is **{chosen}** ({_score(row, score)})." if n == 1 else
-                f"Of the {n} candidate {_plural(what)}, **{chosen}** is the best ({_score(row, score)}).")
+        lead = (f"The only candidate {what} is **{chosen}** ({_score(row, score)})" if n == 1 else
+                f"Of the {n} candidate {_plural(what)}, **{chosen}** is the best ({_score(row, score)})")
     if score is None:  # a candidate that could not be scored (no degrees of freedom left)
         rule = f"it could not be scored against {bound}"
     elif crit == "ftest":
@@ -95,7 +97,7 @@ def explain(row: dict, before: dict | None, settings: dict) -> str:
         cmp = "more than" if row["accepted"] else "not more than"
         rule = f"it lowers {crit.upper()} by {gain:.4g}, {cmp} {bound}"
     after = f"; R² is now {ui.fmt_r2(row['r2'])}" if row["accepted"] else "; the model stays as it was"
-    return f"{lead} {rule[0].upper()}{rule[1:]}: {verdict}{after}."
+    return f"{lead}, and {rule}: {verdict}{after}."  # one sentence per row
 
 
 def _plural(what: str) -> str:
@@ -146,35 +148,51 @@ def _score(row: dict, value: float | None) -> str:
 
 
 def candidates_chart(row: dict, before: dict | None, settings: dict) -> go.Figure:
-    """The candidates' scores of one row, best first: the chosen one green (accepted) or red
-    (rejected), the others grey; the threshold it had to pass, dashed."""
+    """The candidates' scores of one row, best first, each labelled with its value: the chosen one green
+    (accepted) or red (rejected), the others grey; the threshold it had to pass, dashed (named in the
+    axis title, where no label can be clipped). p-values are drawn as −log₁₀ p (≥ 0: higher is stronger
+    evidence) on an axis from 0; R² values on an axis zoomed to where they differ."""
     items = [(k, float(v)) for k, v in row["candidates"].items() if _finite(v)]  # unscored candidates: no bar
     chosen = chosen_key(row)
     metric = row["metric"]
     if metric == "p_value":  # smaller is better: draw −log10 p, higher is better
-        items = [(k, -math.log10(max(v, 1e-300))) for k, v in items]
+        texts = [f"p = {_p(v)}" for _, v in items]
+        items = [(k, -math.log10(min(max(v, 1e-300), 1.0))) for k, v in items]
         label = "−log₁₀ p (higher: stronger evidence)"
     else:
         label = {"r2": "R² with the candidate", "adj_r2": "adjusted R² with the candidate",
-                 "loo_error": "leave-one-out mean relative error (lower: better)"}.get(metric, metric)
+                 "loo_error": "leave-one-out mean relative error (lower: better)"}.get(metric, metric.upper())
+        texts = [ui.fmt_pct(v) if metric == "loo_error" else (ui.fmt_r2(v) if metric in ("r2", "adj_r2")
+                                                               else f"{v:.4g}") for _, v in items]
     lower_better = metric in ("aic", "bic", "loo_error")
-    items.sort(key=lambda kv: kv[1], reverse=not lower_better)
+    order = sorted(range(len(items)), key=lambda i: items[i][1], reverse=not lower_better)
+    items, texts = [items[i] for i in order], [texts[i] for i in order]
     colours = [(style.PALETTE[3] if row["accepted"] else style.PALETTE[2]) if k == chosen
                else style.rgba(style.GREY, 0.45) for k, _ in items]
     fig = go.Figure(go.Bar(x=[v for _, v in items], y=[k for k, _ in items], orientation="h", marker_color=colours,
-                           name="candidates", hovertemplate="%{y}: %{x:.4g}<extra></extra>"))
+                           name="candidates", text=texts, textposition="outside", cliponaxis=False,
+                           hovertemplate="%{y}: %{text}<extra></extra>"))
     sym, limit = threshold(row, before, settings)
     crit = settings.get("criterion", "")
     line = None
     if limit is not None and row["kind"] not in ("initial", "forced") and row["chosen"] is not None:
-        if crit == "ftest":
+        if crit == "ftest" and limit > 0:
             line = -math.log10(limit)
         elif crit == "adjr2" and before is not None:
             line = before["adj_r2" if settings.get("compare") == "adj_r2" else "r2"] + limit
+    xs = [v for _, v in items] + ([line] if line is not None else [])
+    if xs:
+        lo, hi = min(xs), max(xs)
+        if metric == "p_value" or metric not in ("r2", "adj_r2") or lo <= 0:
+            lo = min(0.0, lo)
+        else:  # R² near 1 differ in the third decimal: zoom to them, the values are written on the bars
+            lo = max(0.0, lo - 0.5 * (hi - lo or 0.01))
+        span = (hi - lo) or 1.0
+        fig.update_xaxes(range=[lo, hi + 0.28 * span])  # room right of the longest bar for its label
     if line is not None:
-        fig.add_vline(x=line, line=dict(color=style.TEXT, dash="dash", width=1.5),
-                      annotation_text=f"threshold ({sym} = {limit:g})", annotation_position="top")
-    fig.update_layout(xaxis_title=label, height=max(220, 30 * len(items) + 110), yaxis_autorange="reversed",
+        fig.add_vline(x=line, line=dict(color=style.TEXT, dash="dash", width=1.5))
+        label += f"<br>dashed: the threshold ({sym} = {limit:g})"
+    fig.update_layout(xaxis_title=label, height=max(240, 30 * len(items) + 150), yaxis_autorange="reversed",
                       showlegend=False)
     return style.apply(fig, title_text=f"Row {row['step']}: the candidates compared")
 
@@ -226,8 +244,11 @@ def replay(model: Any, params: list[str], key: str) -> None:
         row, before = rows[i - 1], rows[i - 2] if i >= 2 else None
         kind = ui.TRACE_KINDS.get(row["kind"], row["kind"])
         st.markdown(f"**Row {i} of {len(rows)}** ({kind}). " + explain(row, before, settings))
-        a, b = st.columns([3, 2])
-        a.dataframe(ui.trace_table(rows[:i], params), width="stretch")
-        ui.chart(candidates_chart(row, before, settings), b, narrow=True)
+        # the rows so far, the newest at the bottom, highlighted and kept in view (the table follows it);
+        # the whole width, so every candidate's column shows at 1280 px; the chart of this row below
+        ui.trace_table(rows[:i], params, current=i, follow=True, height_rem=14 if ui.presenting() else 20,
+                       model_column=False)
+        a, _ = st.columns([3, 2])
+        ui.chart(candidates_chart(row, before, settings), a)
 
     panel()

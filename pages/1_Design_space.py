@@ -38,9 +38,25 @@ with st.expander("Load a preset or a file", expanded=space is None):
         names = list(PRESETS)
         choice = st.selectbox("Preset", names, index=names.index(space.name) if space is not None
                               and space.name in names else 0)
-        if st.button("Load preset", disabled=not w.writable) and \
-                ui.guarded(lambda: put_space(ui.preset(choice), f"preset {choice}")):
-            st.rerun()
+        ss = st.session_state
+        if st.button("Load preset", disabled=not w.writable):
+            if space is None:  # nothing to replace
+                if ui.guarded(lambda: put_space(ui.preset(choice), f"preset {choice}")):
+                    st.rerun()
+            else:
+                ss["confirm_preset"] = choice
+        if space is not None and ss.get("confirm_preset") == choice:  # replacing asks first
+            st.warning(f"Replace the design space **{space.name}** ({ui.fmt_count(space.size, 'design points')}) "
+                       f"with the preset **{choice}**? Your edits stay as an earlier version; samples, results "
+                       "and the model will be out of date.", icon=":material/warning:")
+            r1, r2 = st.columns(2)
+            if r1.button("Replace", type="primary", key="confirm_preset_yes", disabled=not w.writable):
+                ss.pop("confirm_preset", None)
+                if ui.guarded(lambda: put_space(ui.preset(choice), f"preset {choice}")):
+                    st.rerun()
+            if r2.button("Cancel", key="confirm_preset_no"):
+                ss.pop("confirm_preset", None)
+                st.rerun()
     with c2:
         up = ui.uploader("YAML or JSON design-space file", ["yaml", "yml", "json"], key="space_upload")
         if up is not None and st.button("Load file", disabled=not w.writable):
@@ -111,6 +127,11 @@ if st.button("Apply changes", type="primary", disabled=not w.writable):
     try:
         new = space_from_table(pd.DataFrame(edited), cons_text.splitlines(), pd.DataFrame(fixed_edit),
                                name=name, description=space.description, base=space)
+        if new.size != space.size:  # the loaded description names the loaded size ("933,120 design points")
+            was = (f"Edited in the dashboard from {space.name} ({ui.fmt_count(space.size, 'design points')}); "
+                   f"now {ui.fmt_count(new.size, 'design points')}.")
+            new = space_from_table(pd.DataFrame(edited), cons_text.splitlines(), pd.DataFrame(fixed_edit),
+                                   name=name, description=was, base=space)
     except GpudseError as e:
         st.error(f"{ui.plain(e)}. Nothing was changed; correct the table and apply again.")
     else:

@@ -19,16 +19,22 @@ st.caption(f"Space **{ui.plain(space.name)}**: {ui.fmt_count(space.size, 'design
 
 HOW = {"Number of points": "n", "Fraction of the whole space": "fraction",
        "Fraction of each dimension": "per_dim_fraction"}
+# outside the form: which inputs show depends on it (a count, or a fraction of the space or of each dimension)
+how = st.radio("How many (Stargazer §5.1)", list(HOW), help=ui.help_for("uar"), horizontal=True)
 with st.form("sample"):
-    c1, c2, c3 = st.columns(3)
-    how = c1.radio("How many (Stargazer §5.1)", list(HOW), help=ui.help_for("uar"))
-    n = c2.number_input("N (points)", min_value=1, value=300, step=50)
-    frac = c2.number_input("Fraction (0–1]", min_value=0.0, max_value=1.0, value=0.0003, step=0.0001,
-                           format="%.6f", help="for the two fraction modes")
-    mode = c2.selectbox("Per-dimension reading", ["count", "subgrid"],
-                        help="count: the fraction of each dimension sets how many points are drawn uniformly "
-                             "from the whole space; subgrid: a random sub-grid with that share of each "
-                             "dimension's values")
+    c2, c3 = st.columns(2)
+    n, frac, mode = 300, 0.0003, "count"
+    if HOW[how] == "n":
+        n = c2.number_input("N (points)", min_value=1, value=300, step=50)
+    else:
+        frac = c2.number_input("Fraction (0–1]", min_value=0.0, max_value=1.0, value=0.0003, step=0.0001,
+                               format="%.6f", help="of the whole space" if HOW[how] == "fraction"
+                               else "of each dimension's values")
+    if HOW[how] == "per_dim_fraction":
+        mode = c2.selectbox("Per-dimension reading", ["count", "subgrid"],
+                            help="count: the fraction of each dimension sets how many points are drawn uniformly "
+                                 "from the whole space; subgrid: a random sub-grid with that share of each "
+                                 "dimension's values")
     method = c3.selectbox("Method", ["uniform", "lhs"], help="lhs: Latin hypercube over the discrete levels")
     seed = c3.number_input("Seed", min_value=0, value=1, step=1)
     go_ = st.form_submit_button("Sample", type="primary", disabled=not w.writable)
@@ -50,7 +56,7 @@ if sv.value is None or not sv.ok:
     if sv.value is None:
         st.info("No samples yet: choose how many points and press Sample.", icon=":material/info:")
     else:
-        ui.banner(sv.status, key="fix_samples")
+        ui.banner(sv.status, key="fix_samples", button=False)  # the form above is the fix: one primary button
     st.stop()
 result = sv.value
 st.caption(f"Drawn: {ui.fmt_count(len(result), 'points')}, {ui.plain(sv.origin)} (version {sv.version}).")

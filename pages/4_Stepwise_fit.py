@@ -81,6 +81,10 @@ else:
     paper = preset.startswith("Stargazer")
     base = {**StepwiseRegression().get_params(), **PAPER_SETTINGS} if paper else (
         defaults if not is_paper else StepwiseRegression().get_params())
+    # outside the form: the inputs below depend on it (a gain is compared only under the adjusted-R² rule)
+    criterion = st.selectbox("Criterion", CRITERIA, index=pick(CRITERIA, base["criterion"]), disabled=paper,
+                             help="Stargazer 1.0 fixes this" if paper else ui.help_for("criterion"),
+                             key=f"criterion_{preset}")
 
 go_fit = False
 trace_box = st.empty()
@@ -94,11 +98,13 @@ if kind == "stepwise":
         transform = c1.selectbox("Transform", tf_options,
                                  index=pick(tf_options, base["response_transform"] if paper
                                             else defaults.get("response_transform")), help=ui.help_for("transform"))
-        criterion = c2.selectbox("Criterion", CRITERIA, index=pick(CRITERIA, base["criterion"]),
-                                 help=fixed or ui.help_for("criterion"), disabled=paper)
-        compare = c2.selectbox("Gain measured against", ["r2", "adj_r2"], index=pick(["r2", "adj_r2"], base["compare"]),
-                               format_func=lambda v: {"r2": "R² (Algorithm 1)", "adj_r2": "adjusted R²"}[v],
-                               disabled=paper, help=fixed)
+        if criterion == "adjr2":  # only the adjusted-R² rule measures a gain against the current model
+            compare = c2.selectbox("Gain measured against", ["r2", "adj_r2"],
+                                   index=pick(["r2", "adj_r2"], base["compare"]),
+                                   format_func=lambda v: {"r2": "R² (Algorithm 1)", "adj_r2": "adjusted R²"}[v],
+                                   disabled=paper, help=fixed)
+        else:
+            compare = base["compare"]
         theta = c3.number_input("θ (add a parameter)", value=float(base["theta"]), step=0.001, format="%.4f",
                                 help=ui.help_for("theta"))
         phi = c3.number_input("φ (add an interaction)", value=float(base["phi"]), step=0.001, format="%.4f",
@@ -131,7 +137,7 @@ if kind == "stepwise":
 
         def show(step) -> None:
             rows.append(step.to_dict())
-            trace_box.dataframe(ui.trace_table(rows, params), width="stretch")
+            ui.trace_table(rows, params, trace_box, current=len(rows), follow=True)
 
         try:
             new = ui.fit_model(settings, params, callback=show, response=response)
@@ -194,11 +200,14 @@ if not hasattr(model, "trace"):  # a learner (forest, boosting, hybrid, EBM), po
     st.stop()
 
 if not go_fit:
-    trace_box.dataframe(ui.trace_table(model.trace, [p for p in params_all if p in results.columns]),
-                        width="stretch")
+    ui.trace_table(model.trace, [p for p in params_all if p in results.columns], trace_box)
+    st.caption("Stargazer Table 1: a row per step, a column per candidate with its R² (first row) or adjusted R² "
+               "(later rows) with it added; **bold on green**: the term that entered (+), red: the best candidate, "
+               "rejected (✗). The statistic is the one the criterion decided by; R²: the model after the step.")
 with st.expander("Replay the fit row by row (Stargazer Table 1)", expanded=False, icon=":material/slideshow:"):
-    st.caption("Each row of the trace in turn, with the rule that accepted or rejected its term, for watching "
-               "the model grow in a lecture.")
+    if not ui.presenting():
+        st.caption("Each row of the trace in turn, with the rule that accepted or rejected its term, for watching "
+                   "the model grow in a lecture.")
     ui_replay.replay(model, [p for p in params_all if p in results.columns], f"replay_{model_sv.digest[:12]}")
 head = ui.headline(w, model_sv)
 interpolates = head is not None and head.interpolates

@@ -59,9 +59,14 @@ if stepwise and by_app and app_col and st.checkbox("One curve per application in
     if curves:
         fig = figures.response_curves(curves, x, label, model.response, parameter=param)
 ui.chart(fig)
-if stepwise:
+has_line = any("lines" in (getattr(t, "mode", None) or "") for t in fig.data)
+if stepwise and has_line:
     st.caption("Markers: the model at the parameter's legal values; the dashed line between them is the model where "
                "no design exists. " + ui.help_for("response-curve"))
+elif stepwise:  # a categorical parameter (e.g. simd with three values): a level each, no line between
+    st.caption(f"{param.display} enters the model as categories (one coefficient per value), so the model has no "
+               "curve between its values: a marker per value with its 95 % interval as a bar. "
+               + ui.help_for("response-curve"))
 else:  # a learner has no standard errors and no per-application models
     st.caption(f"The {model.summary()}'s prediction at the parameter's legal values, the others held as chosen "
                "above. A learner has no standard errors, so there is no confidence band; fit the stepwise model "
@@ -74,5 +79,6 @@ if len(used) < 2:
 c1, c2 = st.columns(2)
 xa = c1.selectbox("x", used, index=0, key="ia_x")
 ya = c2.selectbox("y", [p for p in used if p != xa], key="ia_y")
-xs, ys, z = interaction_grid(model, xa, ya, base, space, points=40)
-ui.chart(figures.interaction_heatmap(xs, ys, z, space.parameter(xa), space.parameter(ya), model.response))
+xs, ys, z = interaction_grid(model, xa, ya, base, space, legal_only=True)  # one cell per design: no fill between
+ui.chart(figures.interaction_heatmap(xs, ys, z, space.parameter(xa), space.parameter(ya), model.response,
+                                     legal_only=True))

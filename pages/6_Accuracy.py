@@ -36,15 +36,22 @@ with tab_val:
     running = ui_jobs.job_panel(w, "validation", "Validation")
     n = len(data)
     dflt = ui_work.EXAMPLE_VALIDATION
+    # after a reload the form shows what the table below was computed with (a current validation only: an
+    # out-of-date one was computed from other results, whose size its test set may not fit)
+    done = w.get("validation").value if w.get("validation").ok else None
+    if done is not None and hasattr(done, "repeats"):
+        dflt = {**dflt, "train_sizes": list(done.train_sizes), "test_size": int(done.test_size),
+                "repeats": int(done.repeats),
+                "models": [m for m in done.models if m in MODELS and m != "application"] or dflt["models"]}
     with st.form("validate"):
         c1, c2, c3 = st.columns(3)
         test_size = c1.number_input("Test points per repeat", 10, max(10, n - 20),
-                                    min(dflt["test_size"], max(10, n // 3)))
+                                    min(dflt["test_size"], max(10, (n - 20) if done is not None else n // 3)))
         max_train = max(20, n - int(test_size))
         options = [s for s in (20, 30, 60, 90, 120, 150, 200, 250, 300, 400, 600) if s <= max_train]
         sizes = c1.multiselect("Training sizes N", options, default=[s for s in dflt["train_sizes"] if s in options]
                                or options[:1])
-        repeats = c2.slider("Repeats", 1, 10, dflt["repeats"])
+        repeats = c2.slider("Repeats", 1, 10, min(10, max(1, dflt["repeats"])))
         models = c2.multiselect("Models", [m for m in MODELS if m != "application"], default=dflt["models"],
                                 help="stepwise: Algorithm 1; fixed: Stargazer §7.4's three-factor model; "
                                      "regional: Lee & Brooks' S+R; forest, boosting, hybrid: beyond the papers. "
@@ -72,8 +79,10 @@ with tab_val:
         repeats = "the repeats finished before Stop" if sv.partial else f"{res.repeats} repeats"
         st.markdown(f"**Relative error (%), pooled over {repeats}, {ui.fmt_count(res.test_size, 'test points')} "
                     "each (Lee & Brooks Table 6; Stargazer §7.3)**")
-        pct = {c: "fraction" for c in STATS if c in table}
-        ui.table(table.rename(columns={"train_size": "N"}), kinds=pct)
+        pct = {c: "error" for c in STATS if c in table}  # below 0.0001 %: "< 0.0001 %", not 4.5 × 10⁻¹³ %
+        ui.table(table.rename(columns={"train_size": "N"}), kinds=pct,  # no header cut to "extr…" at 1280 px
+                 column_config={c: st.column_config.TextColumn(c, width="medium")
+                                for c in ("extrapolated", "bounded", "nonfinite") if c in table})
         for note in res.notes:
             st.caption(f":material/info: {ui.plain(note)}")
         c1, c2 = st.columns(2)

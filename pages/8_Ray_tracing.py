@@ -154,7 +154,10 @@ with right:
         st.info(note)
     heat_rgb = rgb if rgb is not None else colourise(cost)
     palette = np.random.default_rng(7).integers(40, 230, size=(int(zp.groups.max()) + 1, 3)).astype(np.uint8)
-    views = st.columns(4)
+    # two by two, not four in a row: ~300 px each at 1280 px, near the heatmap's own resolution, so a
+    # pixel-fine pattern (the groups of a fine division) is not resampled into moiré
+    row1, row2 = st.columns(2), st.columns(2)
+    views = [row1[0], row1[1], row2[0], row2[1]]
     views[0].image(heat_rgb, caption="heatmap", width="stretch")
     views[1].image(colourise(1 - zp.quant.coldness[zp.quant.labels]),
                    caption=f"{len(zp.quant.coldness)} quantised colours", width="stretch")
@@ -164,10 +167,12 @@ with right:
         st.image((image * 255).astype(np.uint8), caption="the rendered scene", width=260)
     table = pd.DataFrame(s["groups"]).rename(columns={"mean_coldness": "mean coldness", "fraction_target": "P",
                                                       "fraction_traced": "traced"})
+    if "mean coldness" in table:  # three significant digits, as in the caption below
+        table["mean coldness"] = [float(f"{v:.3g}") for v in table["mean coldness"]]
     ui.table(table, kinds={"P": "fraction", "traced": "fraction", "mean coldness": "number"})
     clusters_df = pd.DataFrame(s["clusters"])
     st.caption("Colour clusters from hottest to coldest: " + ", ".join(
-        f"c = {ui.fmt_num(r.coldness, sig=2)} ({ui.fmt_count(r.pixels, 'px')})" for r in clusters_df.itertuples())
+        f"c = {ui.fmt_num(r.coldness, sig=3)} ({ui.fmt_count(r.pixels, 'px')})" for r in clusters_df.itertuples())
                + ". " + ui.help_for("coldness"))
     downscaled = None
     if cfg is not None:

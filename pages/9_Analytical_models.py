@@ -77,7 +77,7 @@ with tab_launch:
     cyc = launch_overhead(blocks, args, p)
     m = st.columns(2)
     m[0].metric("Launch overhead", ui.fmt_num(cyc, "cycles"), help=ui.help_for("launch-overhead"))
-    m[1].metric("at 1.6 GHz", ui.fmt_num(cyc / (p.clock_ghz * 1e6), "ms"))
+    m[1].metric("at 1.6 GHz", ui.fmt_num(cyc / (p.clock_ghz * 1e3), "µs"))  # the chart's unit
     xs = list(range(1, 1001, 10))
     fig = go.Figure(go.Scatter(x=xs, y=[launch_overhead(b, args, p) / (p.clock_ghz * 1e3) for b in xs], mode="lines"))
     fig.update_layout(xaxis_title="thread blocks", yaxis_title=f"overhead (µs) with {args} arguments", height=320,
@@ -103,12 +103,13 @@ with tab_wfg:
             ui.upload_error(up.name if choice.startswith("Upload") else choice, e, "Correct the graph and upload it again.")
         else:
             res = view["result"]
+            st.caption("In cycles:")  # the unit once: five metrics side by side at 1280 px are not cut off
             m = st.columns(5)
-            m[0].metric("Latency_comp", ui.fmt_num(res.latency_comp, "cycles"))
-            m[1].metric("CYC_compute", ui.fmt_num(res.cyc_compute, "cycles"))
-            m[2].metric("NBC_avg", ui.fmt_num(res.nbc_avg, "cycles"))
-            m[3].metric("Latency_exposed", ui.fmt_num(res.latency_exposed, "cycles"))
-            m[4].metric("Warp latency", ui.fmt_num(res.warp_latency, "cycles"), help=ui.help_for("wfg"))
+            m[0].metric("Latency_comp", ui.fmt_num(res.latency_comp))
+            m[1].metric("CYC_compute", ui.fmt_num(res.cyc_compute))
+            m[2].metric("NBC_avg", ui.fmt_num(res.nbc_avg))
+            m[3].metric("Latency_exposed", ui.fmt_num(res.latency_exposed))
+            m[4].metric("Warp latency", ui.fmt_num(res.warp_latency), help=ui.help_for("wfg"))
             pos = {n["id"]: (n["x"], n["y"]) for n in view["nodes"]}
             fig = go.Figure()
             for a in view["arcs"]:

@@ -155,6 +155,9 @@ def test_switching_space_samples_results_and_model_under_every_page(app):
     goto(app, "Design space")
     app.selectbox[0].set_value("lee-brooks").run()
     button(app, "Load preset").click().run()
+    assert w.get("space").value.name == "stargazer"  # replacing a space asks first: nothing changed yet
+    assert any("Replace the design space **stargazer**" in t for t in texts(app, "warning")), texts(app, "warning")
+    button(app, "Replace").click().run()
     ok(app, "load lee-brooks")
     assert metrics(app)["Design points"] == "937,500,000"
     assert any("**lee-brooks** loaded (preset lee-brooks): 937,500,000 design points. Out of date now: samples, "
@@ -172,6 +175,7 @@ def test_switching_space_samples_results_and_model_under_every_page(app):
     goto(app, "Design space")
     app.selectbox[0].set_value("stargazer").run()
     button(app, "Load preset").click().run()
+    button(app, "Replace").click().run()
     assert all(s.ok for s in w.overview().values())
 
     # 3. new samples: the sidebar counts them, results and model are out of date
@@ -353,6 +357,10 @@ def test_validation_runs_as_a_job_with_stop_and_keeps_what_was_done(app):
     assert any("Partial result (stopped)" in i for i in texts(app, "info"))
     assert len(app.dataframe) == 1  # what was done is shown, labelled partial
     assert jobs_mod.FLUSH_S <= 0.5  # progress reaches the page at least twice a second
+    # a new session on the same workspace (a reload): the form shows what the table was computed with
+    again = new_app(w.id)
+    goto(again, "Accuracy")
+    assert again.slider[0].value == 10 and again.multiselect[0].value == [30, 60, 90, 120, 150]
 
 
 def test_ray_casting_is_a_job_whose_heatmap_stays_in_the_workspace(app):
@@ -414,8 +422,11 @@ def test_sampling_page_errors_keep_previous_samples(app):
 
 def test_sampling_page_fraction_mode(app):
     goto(app, "Sampling")
-    app.radio[0].set_value("Fraction of the whole space")
-    app.number_input[1].set_value(0.001)
+    assert [n.label for n in app.number_input] == ["N (points)", "Seed"]  # a count: no fraction input
+    app.radio[0].set_value("Fraction of the whole space").run()  # the inputs follow the choice
+    assert [n.label for n in app.number_input] == ["Fraction (0–1]", "Seed"]
+    assert "Per-dimension reading" not in [b.label for b in app.selectbox]  # only for each dimension's fraction
+    app.number_input[0].set_value(0.001)
     button(app, "Sample").click().run()
     ok(app, "sample")
     assert not app.error and metrics(app)["Points"] == f"{round(0.001 * 933120):,}"
@@ -480,9 +491,14 @@ def test_html_report_holds_only_current_parts(app):
     html = ui.report_html(w)
     assert html.startswith("<!doctype html>") and "Plotly.newPlot" in html and "ANOVA" in html
     assert "Validation" in html and "Best designs" in html
+    # the stepwise trace as on the fit page: Stargazer Table 1, the first row each parameter's R² alone
+    assert "The stepwise trace (Stargazer Table 1)" in html and "<td class='lb'>R²</td>" in html
+    assert html.count("<td class='add'") == sum(r["accepted"] and bool(r.get("adj_r2s"))
+                                                 for r in w.get("model").value.trace)
     w.set_results(w.get("results").value.table.head(250), "cycles", "fewer rows", inputs=("space",))
     html = ui.report_html(w)
     assert "Left out of this report" in html and "ANOVA" not in html and "whole-space scan" not in html
+    assert "The stepwise trace" not in html  # the model is out of date: its trace is left out too
     assert "Best designs (Explore)" in html and "true_error" not in html  # left-out parts named in words
 
 
@@ -664,10 +680,17 @@ def test_replay_survives_unscored_candidates_and_names_the_look_ahead_block():
     fig = ui_replay.candidates_chart(look, before, settings)
     colours = dict(zip(fig.data[0].y, fig.data[0].marker.color))
     assert colours["tc + tc:ccp"] != colours["blk + blk:simd"] == colours["tc + tc:cc"]  # the chosen block stands out
-    table = ui.trace_table([unscored, look], ["a", "b", "c", "tc"]).data
-    assert table["kind"].tolist() == ["revisit", "look-ahead"]
-    assert table["interactions"][0] == "a:c 0.200, a:b –"  # scored first, best first, unscored last
-    assert table["interactions"][1].startswith("tc + tc:ccp < 0.001, blk + blk:simd < 0.001")
+    from gpudse_core.report import trace as report_trace
+
+    unscored_r2 = {**unscored, "adj_r2s": {"a:b": None, "a:c": 0.71}}
+    look_r2 = {**look, "adj_r2s": {"blk + blk:simd": 0.95, "tc + tc:ccp": 0.97, "tc + tc:cc": 0.96}}
+    table = report_trace.build([unscored_r2, look_r2], ["a", "b", "c", "tc", "blk"])
+    r1, r2 = table.rows
+    assert r1.label == "adj. R² of a:" and r1.values == {"b": None, "c": 0.71} and r1.column == "b"
+    assert report_trace.cell(r1, "b") == "–" and report_trace.cell(r1, "c") == "0.710"  # unscored: a dash
+    assert r2.values == {"blk": 0.95, "tc": 0.97} and r2.column == "tc"  # a look-ahead block under its parameter
+    page = report_trace.html(table)
+    assert "<td class='add' title=\"p = 6.8e-05\">0.9700</td>" in page and "<td class='rej'>–</td>" in page
     assert "interactions of the revisit pass" in ui_replay.explain({**unscored, "candidates": {"a:b": 0.5, "a:c": 0.7}},
                                                                   before, settings)
 
@@ -731,3 +754,25 @@ def test_home_cards_and_workspace_list_speak_in_stages(app):
     assert caps.count("computed") == 2, caps
     listed = " ".join(str(v) for df in app.dataframe for v in df.value.get("stages", []))
     assert "space current" in listed and "true_error" not in listed and "scan" not in listed, listed
+
+
+def test_presentation_mode_toggle_writes_the_address(app):
+    """The sidebar's toggle turns presentation mode on and off and keeps it in the address (?present=1), so a
+    reload or a copied link opens the same way; a session opened with ?present=1 starts in it."""
+    from dashboard import frame as ui
+
+    goto(app, "Stepwise fit")
+    toggle = next(t for t in app.toggle if t.label == "Presentation mode")
+    assert toggle.value is False and "present" not in app.query_params
+    toggle.set_value(True).run()
+    ok(app, "present on")
+    assert app.query_params.get("present") in ("1", ["1"]) and app.session_state["_present"]
+    assert any(ui.PRESENT_CSS.strip()[:20] in getattr(h, "proto", h).body for h in app.get("html")
+               if hasattr(getattr(h, "proto", h), "body"))
+    next(t for t in app.toggle if t.label == "Presentation mode").set_value(False).run()
+    assert "present" not in app.query_params and not app.session_state["_present"]
+    linked = AppTest.from_file(str(ROOT / "app.py"), default_timeout=180)
+    linked.query_params.update({"ws": ws(app).id, "present": "1"})
+    linked.run()
+    ok(linked, "present link")
+    assert linked.session_state["_present"] and next(t for t in linked.toggle if t.label == "Presentation mode").value

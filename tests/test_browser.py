@@ -207,6 +207,9 @@ class Tab:
         self.settle()
         self.choose("Preset", name)
         self.button("Load preset").click()
+        self.settle()
+        if self.page.get_by_role("button", name="Replace", exact=True).count():  # replacing a space asks first
+            self.button("Replace").click()
         self.text(size)
         self.settle()
 

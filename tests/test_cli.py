@@ -140,10 +140,19 @@ def test_fit_prints_trace_and_json(results_csv, tmp_path, capsys):
     assert main(["fit", str(results_csv), "--response", "cycles", "--preset", "stargazer", "--theta", "0.003", "--phi", "0",
                  "-o", str(model)]) == 0
     out = capsys.readouterr().out
-    assert "[R²]" in out and "[adj R²]" in out and "final model" in out and "cycles = " in out
+    assert "final model" in out and "cycles = " in out
+    lines = out.splitlines()  # Stargazer Table 1: a column per parameter, the accepted value in [brackets]
+    head = next(i for i, s in enumerate(lines) if s.startswith("step  row"))
+    assert lines[head].split()[2:5] == ["blk", "cc", "tc"] and "statistic" in lines[head]
+    first = lines[head + 2]
+    assert first.split()[:2] == ["1", "R²"] and first.count("[") == 1 and "added" in first
+    assert any(s.split()[1:3] == ["adj.", "R²"] for s in lines[head + 3:] if s[:4].strip().isdigit())
     assert main(["fit", str(results_csv), "--response", "cycles", "--preset", "stargazer", "-o", str(model), "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
-    assert set(doc) >= {"terms", "r2", "adj_r2", "trace"}
+    assert set(doc) >= {"terms", "r2", "adj_r2", "trace", "trace_table"}
+    rows = doc["trace_table"]["rows"]
+    assert rows[0]["label"] == "R²" and rows[0]["values"] == doc["trace"][0]["r2s"]  # the first row: R² alone
+    assert rows[1]["values"] == doc["trace"][1]["adj_r2s"] and rows[1]["statistic"] == "gain"
     assert {"simd", "blk"} <= set(doc["terms"]) and any(t in doc["terms"] for t in ("blk:simd", "simd:blk"))
     assert doc["trace"][0]["metric"] == "r2" and 0.9 < doc["r2"] <= 1
 

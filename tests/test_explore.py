@@ -42,6 +42,16 @@ def test_interaction_grid(fitted):
     assert z.shape == (len(ys), len(xs)) and np.all(z > 0)
     with pytest.raises(GpudseError, match="two different"):
         interaction_grid(model, "blk", "blk", base_point())
+    # at the legal values only: one cell per design, each the model's prediction at that design
+    xs, ys, z = interaction_grid(model, "blk", "simd", base_point(), SPACE, legal_only=True)
+    assert list(xs) == list(SPACE.parameter("blk").values) and list(ys) == list(SPACE.parameter("simd").values)
+    frame = pd.DataFrame([{**base_point(), "blk": xs[2], "simd": ys[1]}])
+    assert z[1, 2] == pytest.approx(model.predict(frame)[0])
+    from gpudse_core.report import figures
+
+    fig = figures.interaction_heatmap(xs, ys, z, SPACE.parameter("blk"), SPACE.parameter("simd"), "cycles",
+                                      legal_only=True)
+    assert list(fig.data[0].x) == ["1", "2", "4", "8", "16"] and fig.layout.xaxis.type == "category"
 
 
 def test_predict_space_top_k_and_pareto(fitted):

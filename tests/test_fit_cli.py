@@ -110,7 +110,7 @@ def test_predict_adds_bounded_and_extrapolation_columns(n30_csv, tmp_path, capsy
 
 def test_robust_trace_has_r2_and_adjusted_r2_per_candidate(n30_csv, tmp_path, capsys):
     """Under the default F-test rule too, every scored candidate carries R² and adjusted R² (Table 1's
-    columns), and the CLI trace prints the adjusted R² beside each p-value."""
+    columns), and the CLI trace prints Table 1: adjusted R² per candidate, the chosen one's p beside it."""
     train, _ = n30_csv
     out = tmp_path / "m.json"
     doc = fit_json(train, out, capsys, "--transform", "log")
@@ -120,4 +120,6 @@ def test_robust_trace_has_r2_and_adjusted_r2_per_candidate(n30_csv, tmp_path, ca
         assert set(s["r2s"]) == set(s["adj_r2s"]) == set(s["candidates"]), s["step"]
         assert all(s["adj_r2s"][k] <= r2 <= 1 for k, r2 in s["r2s"].items())
     assert main(["fit", str(train), "--response", "cycles", "--transform", "log", "-o", str(out)]) == 0
-    assert "(adj R² 0." in capsys.readouterr().out
+    out = capsys.readouterr().out
+    rows = [line for line in out.splitlines() if line[:4].strip().isdigit()]
+    assert rows and any(line.split()[1:3] == ["adj.", "R²"] and "p = " in line for line in rows), out

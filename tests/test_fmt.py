@@ -208,3 +208,18 @@ def test_test_statistics_never_take_an_si_prefix():
     assert out["F"].tolist() == ["1.874 × 10²⁰", "5,983", "0.2683"]
     assert fmt.column_kind("t", "f") == "statistic" and fmt.column_kind("F", "O") == "text"
     assert "E" not in fmt.fmt_statistic(-3.2e18) and fmt.fmt_statistic(float("nan")) == fmt.fmt_number(float("nan"))
+
+
+def test_relative_errors_below_the_floor_read_as_nil():
+    """A held-out error of 4.5e-15 (4.5 × 10⁻¹³ %) is arithmetic rounding: the error kind says '< 0.0001 %';
+    errors above the floor, and shares (kind 'fraction'), keep their digits."""
+    import pandas as pd
+
+    from gpudse_core.report import fmt
+
+    assert fmt.fmt_error(4.5e-15) == "< 0.0001 %" and fmt.fmt_error(0.0) == "0 %"
+    assert fmt.fmt_error(0.0123) == fmt.fmt_percent(0.0123) == "1.2 %"
+    assert fmt.fmt_error(2e-6) == fmt.fmt_percent(2e-6)
+    assert fmt.fmt_percent(4.5e-15) != "< 0.0001 %"  # a share of a huge space may be that small
+    table = fmt.format_table(pd.DataFrame({"min": [4.5e-15], "mean": [0.059]}), kinds={"min": "error", "mean": "error"})
+    assert table.to_dict("records") == [{"min (%)": "< 0.0001 %", "mean (%)": "5.9 %"}]

@@ -12,32 +12,27 @@ from .common import (Progress, add_precision, count_arg, default_params, knots_a
                      writable, write_table)
 
 
-SHOWN = 10  # candidates per trace line, best first
+def trace_table(model, params) -> str:
+    """Stargazer Table 1 of a fitted model as text (gpudse_core.report.trace: the page's and the report's table)."""
+    from ..report import trace
+
+    return trace.text(trace.build(model.trace, list(params)))
 
 
-def trace_line(step) -> str:
-    """One Table 1 row: the best candidates with their scores, the choice, and the model after it."""
-    metric = {"r2": "R²", "adj_r2": "adj R²", "aic": "AIC", "bic": "BIC", "p_value": "p",
-              "loo_error": "leave-one-out error"}.get(step.metric, step.metric)
-    desc = step.metric in ("r2", "adj_r2")
-    ranked = sorted(step.candidates.items(), key=lambda kv: -kv[1] if desc else kv[1])
-    adj = getattr(step, "adj_r2s", {}) or {}
+def trace_json(model, params) -> dict:
+    """The same table as data, for ``--json`` (beside the raw trace)."""
+    from ..report import trace
 
-    def cell(k: str, v: float) -> str:  # Table 1: the score; under another rule also the model's adjusted R²
-        if desc or k not in adj:
-            return f"{k} {v:.4g}"
-        return f"{k} {v:.4g} (adj R² {adj[k]:.4f})"
+    return trace.build(model.trace, list(params)).to_dict()
 
-    shown = "  ".join(cell(k, v) for k, v in ranked[:SHOWN]) + ("  …" if len(ranked) > SHOWN else "")
-    mark = {"prune": "kept" if step.accepted else "kept (nothing dropped)",
-            "transform": "chosen"}.get(step.kind, "added" if step.accepted else "rejected")
-    chosen = f"-> {step.chosen} {mark}" if step.chosen else "-> nothing to add"
-    if step.gain is not None:  # what the number is depends on the rule: a gain in R², a p-value, an error
-        what = {"p_value": "p", "loo_error": "leave-one-out error", "aic": "AIC decrease",
-                "bic": "BIC decrease"}.get(step.metric, "gain")
-        chosen += f" ({what} {step.gain:.4g})"
-    return (f"{step.step:>3} {step.kind:<11} [{metric}] {shown}\n      {chosen};  model: "
-            f"{' + '.join(step.terms) or '(empty)'}  R² {step.r2:.4f}  adj R² {step.adj_r2:.4f}")
+
+def step_progress(line: Progress):
+    """A fit's steps as they come, on stderr's progress line (the table follows on stdout at the end)."""
+    def echo(step) -> None:
+        what = "nothing left to try" if step.chosen is None else (
+            f"{step.chosen} {'added' if step.accepted else 'rejected'}")
+        line(f"step {step.step} ({step.kind}): {what}; R² {step.r2:.4f}")
+    return echo
 
 
 # the robust search's settings that Stargazer 1.0 fixes (a flag for one of them is an error with the paper model)
@@ -116,7 +111,8 @@ def cmd_fit(args: argparse.Namespace) -> int:
         params, param_note = default_params(data.columns, args.response, args.space)
     else:
         param_note = ""
-    echo = (lambda s: None) if args.json else (lambda s: print(trace_line(s), flush=True))
+    line = Progress()
+    echo = (lambda s: None) if args.json else step_progress(line)
     if args.model == "paper" or (args.preset == "stargazer" and args.model == "stepwise"):
         args.preset = "stargazer"  # one model: Stargazer 1.0 (stepwise.PAPER_SETTINGS), however it is asked for
     elif args.model != "stepwise":
@@ -128,11 +124,13 @@ def cmd_fit(args: argparse.Namespace) -> int:
     model = fit_stepwise(data, args.response, callback=echo, params=params, transform=args.transform,
                          forced=args.force or (), **kw)
     model.save(out)
+    line.end()
     if args.json:
         print(json.dumps({"terms": model.terms, "r2": model.r2, "adj_r2": model.adj_r2, "n": model.n,
                           "headline": headline_doc(model, data), "notes": model.notes, "settings": model.settings,
-                          "trace": model.trace}, indent=1))
+                          "trace": model.trace, "trace_table": trace_json(model, params)}, indent=1))
     else:
+        print(trace_table(model, params))
         print(final_line(model, data))
         print(model.equation(digits=5))
         for note in model.notes:
@@ -165,7 +163,7 @@ def _fit_model(args: argparse.Namespace, data, params, out, echo) -> int:
         doc = {"model": args.model, "kind": kind, "n": getattr(model, "n", None) or len(data), "selection": sel}
         if kind == "stepwise":
             doc.update(terms=model.terms, r2=model.r2, adj_r2=model.adj_r2, headline=headline_doc(model, data),
-                       trace=model.trace)
+                       trace=model.trace, trace_table=trace_json(model, params))
         print(json.dumps(plain_json(doc), indent=1))
     else:
         if sel:
@@ -174,6 +172,7 @@ def _fit_model(args: argparse.Namespace, data, params, out, echo) -> int:
             print(_cv_table(sel["table"]))
             print(sel["reason"])
         if kind == "stepwise":
+            print(trace_table(model, params))
             print(final_line(model, data))
             print(model.equation(digits=5))
         else:

@@ -68,10 +68,17 @@ def response_curve(model: StepwiseModel, data: pd.DataFrame, param: str, base: M
 
 
 def interaction_grid(model: StepwiseModel, x: str, y: str, base: Mapping[str, Any],
-                     space: DesignSpace | None = None, points: int = 40) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                     space: DesignSpace | None = None, points: int = 40,
+                     legal_only: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Predictions over two parameters, the others at *base*: on an even grid of *points* per numeric
+    parameter, or with *legal_only* (and a *space*) at the legal values only — one cell per design."""
     if x == y:
         raise GpudseError("choose two different parameters for an interaction grid")
-    xs, ys = _grid(model, x, space, points), _grid(model, y, space, points)
+    if legal_only and space is not None:
+        xs, ys = (np.array(space.parameter(p).values, dtype=object if space.parameter(p).kind == "categorical"
+                           else float) for p in (x, y))
+    else:
+        xs, ys = _grid(model, x, space, points), _grid(model, y, space, points)
     gx, gy = np.meshgrid(np.arange(len(xs)), np.arange(len(ys)))
     frame = pd.DataFrame({p: [base[p]] * gx.size for p in _used(model) if p not in (x, y)})
     frame[x] = xs[gx.ravel()]

@@ -122,9 +122,19 @@ def response_curves(curves: Mapping[str, pd.DataFrame], param: str, label: str, 
 
 
 def interaction_heatmap(xs: Sequence[Any], ys: Sequence[Any], z: Any, x_param: Any, y_param: Any,
-                        response: str) -> go.Figure:
-    """The model over two parameters (the others held fixed), ticked at the legal values."""
+                        response: str, legal_only: bool = False) -> go.Figure:
+    """The model over two parameters (the others held fixed), ticked at the legal values. *legal_only*:
+    the grid holds the legal values only (``interaction_grid(..., legal_only=True)``): one equal cell per
+    design, so no colour fills the gaps between legal values where no design exists."""
     xs, ys = np.asarray(xs), np.asarray(ys)
+    if legal_only:
+        fig = go.Figure(go.Heatmap(x=[fmt.fmt_value(v) for v in xs], y=[fmt.fmt_value(v) for v in ys], z=z,
+                                   colorscale=style.SEQUENTIAL, colorbar=dict(title=dict(text=response)),
+                                   xgap=1, ygap=1, hovertemplate="%{x}, %{y}: %{z:,.4~r}<extra></extra>"))
+        fig.update_xaxes(type="category", title_text=style.label(x_param))
+        fig.update_yaxes(type="category", title_text=style.label(y_param))
+        fig.update_layout(height=460)
+        return style.apply(fig, title_text=f"Predicted {response} over two parameters, at their legal values")
     fig = go.Figure(go.Heatmap(x=[str(v) for v in xs] if xs.dtype == object else xs,
                                y=[str(v) for v in ys] if ys.dtype == object else ys, z=z,
                                colorscale=style.SEQUENTIAL, colorbar=dict(title=dict(text=response)),

@@ -32,7 +32,7 @@ import json
 import zipfile
 import zlib
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Sequence
 
 import pandas as pd
 
@@ -237,8 +237,9 @@ def _report_table(df: pd.DataFrame, units: dict[str, str] | None = None, kinds: 
 
 
 def html_report(project: Project, figures: list[Any], tables: dict[str, pd.DataFrame] | None = None,
-                title: str = "gpudse analysis", table_kinds: dict[str, dict[str, str]] | None = None, *,
-                subtitle: str | None = None, headline: Any = None, sections: list[tuple[str, list]] | None = None,
+                title: str = "gpudse analysis", table_kinds: dict[str, dict[str, str]] | None = None,
+                model_sections: Sequence[str] = (), *, subtitle: str | None = None, headline: Any = None,
+                sections: list[tuple[str, list]] | None = None,
                 table_units: dict[str, dict[str, str]] | None = None) -> str:
     """A standalone HTML page: summary, equation, tables, and the given Plotly figures (interactive).
 
@@ -251,6 +252,7 @@ def html_report(project: Project, figures: list[Any], tables: dict[str, pd.DataF
     interpolates its note replaces R². *sections*: ``[(heading, items)]`` drawn after *tables* and before
     *figures*, in order, each item a DataFrame, a Plotly figure, a ``("text", str)`` paragraph or a
     ``(name, DataFrame)`` captioned table; *table_units* gives a table's column units by table name.
+    *model_sections*: HTML built by gpudse (its text escaped), placed after the model (the trace table).
     """
     from .. import __version__
     from . import fmt, style
@@ -287,6 +289,7 @@ def html_report(project: Project, figures: list[Any], tables: dict[str, pd.DataF
                      f"{r2}{html.escape(fmt.fmt_count(m.n, 'observations'))}.</p>")
         parts.append("<details><summary>The fitted equation</summary>"  # long: folded, as on the fit page
                      f"<pre>{html.escape(m.equation(digits=5))}</pre></details>")
+    parts.extend(model_sections)
     for name, df in (tables or {}).items():
         parts.append(f"<h2>{html.escape(name)}</h2><div class='table'>"
                      + _report_table(df, {**units, **(table_units or {}).get(name, {})}, (table_kinds or {}).get(name))

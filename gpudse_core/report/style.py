@@ -318,3 +318,21 @@ def apply(fig: go.Figure, *, title_text: str | None = None, source: str | None =
     if legend is not None:
         fig.update_layout(showlegend=legend)
     return fig
+
+
+TOOLBAR_ROOM = 26  # px: Plotly's toolbar, shown at the top right on hover, is about this tall
+
+
+def toolbar_room(fig: go.Figure) -> go.Figure:
+    """Move the title (and the plot) down by the toolbar's height, so the toolbar Plotly shows on hover
+    never covers the title's first line. Idempotent: a figure drawn twice moves once."""
+    meta = fig.layout.meta if isinstance(fig.layout.meta, dict) else {}
+    if meta.get("toolbar_room"):
+        return fig
+    top = fig.layout.margin.t if fig.layout.margin.t is not None else 70  # the template's
+    pad = fig.layout.title.pad.t if fig.layout.title.pad.t is not None else 12
+    fig.update_layout(margin_t=top + TOOLBAR_ROOM, meta={**meta, "toolbar_room": True})
+    if fig.layout.title.text:
+        fig.update_layout(title_pad_t=pad + TOOLBAR_ROOM)
+    return fig
+

@@ -110,6 +110,7 @@ def workspace_report(ws: Any, *, include_stale: bool = False) -> str:
         except GpudseError:
             headline = None
         interpolates = headline is not None and headline.interpolates
+    model_sections = [trace_section(model, proj.space.parameter_names)] if getattr(model, "trace", None) else []
     if model is not None and data is not None and hasattr(model, "terms"):
         items: list = []
         apps = rc.analyses.get("app_models")
@@ -220,7 +221,7 @@ def workspace_report(ws: Any, *, include_stale: bool = False) -> str:
         sections.append(("Left out of this report", [pd.DataFrame(
             [{"part": stage_title(k), "why": v} for k, v in sorted(rc.left_out.items())])]))
     return html_report(proj, [], tables, title=report_title(ws, rc), subtitle=_subtitle(ws, rc),
-                       headline=headline, sections=sections)
+                       headline=headline, sections=sections, model_sections=model_sections)
 
 
 def best_designs_table(scan: dict, space: Any) -> Any:
@@ -236,3 +237,15 @@ def best_designs_table(scan: dict, space: Any) -> Any:
 
     best = scan["best"].drop(columns=[c for c in ("bounded", "design_index") if c in scan["best"].columns])
     return format_table(best, space_units(space))
+
+
+def trace_section(model: Any, params: Any) -> str:
+    """The stepwise trace as Stargazer Table 1 (the fit page's table: gpudse_core.report.trace)."""
+    from . import trace
+
+    table = trace.build(model.trace, [p for p in params if p in getattr(model, "params", params)])
+    return ("<h2>The stepwise trace (Stargazer Table 1)</h2><p class='muted'>A row per step, a column per candidate "
+            "with its R² (first row) or adjusted R² (later rows) with it added; bold on green: the term that entered, "
+            "red: the best candidate, rejected; the statistic is the one the criterion decided by.</p>"
+            f"<style>{trace.TABLE_CSS}</style><div style='--gtrace-h:none'>" + trace.html(table)
+            + "</div>")  # a page to read or print: every row, no inner scrolling

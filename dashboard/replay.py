@@ -1,4 +1,4 @@
-"""Replaying a stepwise fit row by row, for a lecture (issue 14 part 5a).
+"""Replaying a stepwise fit row by row, for a lecture.
 
 A fit of 300 points takes milliseconds, so nobody can watch Stargazer's Table 1 grow. The replay
 shows the stored trace one row at a time (Play / Pause / Step, a speed control): each row says in

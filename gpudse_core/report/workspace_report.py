@@ -1,4 +1,4 @@
-"""The HTML report of a workspace: only what is current, with stale analyses left out and listed (issue 14).
+"""The HTML report of a workspace: only what is current, with stale analyses left out and listed.
 
 :func:`workspace_report` draws from :func:`gpudse_core.workspace.report_contents` — the current
 stages, the results version the model was fitted on, and the current analyses — and writes one

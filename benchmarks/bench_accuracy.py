@@ -1,4 +1,4 @@
-"""Benchmark: prediction accuracy of the model kinds (issue 13, "Benchmarks").
+"""Benchmark: prediction accuracy of the model kinds ("Benchmarks").
 
 Run: python benchmarks/bench_accuracy.py [--kernels AES,matMul] [--models paper,stepwise,auto,forest]
      [--repeats 3] [--train 300] [--test 1000] [--transform auto|log] [--no-hub] [--no-kernels]

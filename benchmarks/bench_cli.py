@@ -1,4 +1,4 @@
-"""Whole-process start-up of the command line (issue 12): what a user on a cluster waits for.
+"""Whole-process start-up of the command line: what a user on a cluster waits for.
 
     python benchmarks/bench_cli.py [--repeats 5]
 

@@ -1,4 +1,4 @@
-"""Benchmark: exact best designs over Lee & Brooks' 9.375e8-point space (issue 12).
+"""Benchmark: exact best designs over Lee & Brooks' 9.375e8-point space.
 
 Run: python benchmarks/bench_explore.py
 

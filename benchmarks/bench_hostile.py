@@ -1,4 +1,4 @@
-"""Issue 11's figure for the hostile-input corpus (tests/hostile_corpus.py) through the CLI: per
+"""The figure for the hostile-input corpus (tests/hostile_corpus.py) through the CLI: per
 class, how many cases ended in our error, were accepted (with the flag they must carry), broke their
 contract (traceback, hang over 30 s, over 1 GB peak, silently accepted); and the slowest and the
 largest case.

@@ -1,4 +1,4 @@
-"""Benchmark (issue 12): ``gpudse pixels`` on a 512×512 heatmap as a whole process, side by side in the
+"""Benchmark: ``gpudse pixels`` on a 512×512 heatmap as a whole process, side by side in the
 same run with the obvious pure-Python implementation of the same selection (per-pixel loops).
 
 Run: python benchmarks/bench_pixels.py [--heatmap PATH] [--runs 5] [--skip-python]

@@ -8,7 +8,7 @@ Run: python benchmarks/bench_stepwise.py [--big]
    R² agrees to 1e-9, and prints the speed ratio (required: ≥ 30×).
 2. Predicting all 933,120 points of the Stargazer space: gpudse against statsmodels' ``predict``
    on the same DataFrame with the formula model of the same terms (required: ≥ 20×).
-3. ``--big``: 40 parameters × 20,000 samples (issue 12: ≤ 15 s, < 1 GB, the same 115 terms as the
+3. ``--big``: 40 parameters × 20,000 samples (≤ 15 s, < 1 GB, the same 115 terms as the
    previous engine); wall time, peak memory allocated during the fit (tracemalloc) and the process's
    peak resident memory.
 
@@ -37,7 +37,7 @@ from gpudse_core.model.splines import make_basis  # noqa: E402
 from gpudse_core.model.stepwise import ALGORITHM1_SETTINGS, fit_stepwise, interaction_block  # noqa: E402
 
 PAPER = {**ALGORITHM1_SETTINGS, "theta": 0.0, "phi": 0.0}
-# the terms the previous engine (gpudse before issue 12) selected in the --big case, in order
+# the terms the previous engine (gpudse before speed at scale) selected in the --big case, in order
 BIG_TERMS = """
     p3 p2 p2:p3 p0 p0:p2 p1 p1:p3 p4 p4:p3 p4:p2 p9 p9:p2 p9:p0 p9:p1 p5 p5:p0 p5:p4 p5:p1 p5:p3 p11 p11:p5
     p11:p1 p11:p2 p11:p3 p21 p21:p0 p21:p1 p21:p3 p26 p26:p5 p26:p4 p26:p2 p15 p15:p3 p15:p4 p15:p2 p34

@@ -1,4 +1,4 @@
-"""Which workspace a browser session works on, and whether it may change it (issue 14).
+"""Which workspace a browser session works on, and whether it may change it.
 
 The pipeline's data live in a :class:`gpudse_core.workspace.Workspace` (SQLite, versioned), never
 in ``st.session_state``: the session only holds an open handle on it. The page's address carries

@@ -22,7 +22,7 @@ CRITERIA = ("adjr2", "aic", "bic", "ftest")
 # adjusted-R² thresholds θ/φ: relative (a share of the model's R², Stargazer 1.0 and Fig. 5) or absolute (§5.2's text)
 THRESHOLD_RULES = ("relative", "absolute")
 INTERACTION_FORMS = ("full", "restricted", "adaptive")  # adaptive: restricted + F-tested full parts
-KNOT_PLACEMENTS = ("even", "quantile", "distinct")  # distinct: quantiles of the distinct values (issue 13)
+KNOT_PLACEMENTS = ("even", "quantile", "distinct")  # distinct: quantiles of the distinct values
 SCALES = ("linear", "log2")  # the scale a numeric parameter is modelled on (a space file's `scale:` key)
 SCALE_MODES = ("auto", "linear")  # auto: space file's scale, else log2 for powers of two / geometric series
 FIT_PRESETS = ("stargazer",)  # gpudse fit --preset: the paper's exact settings (stepwise.PAPER_SETTINGS)
@@ -46,7 +46,7 @@ MGPUSIM_BENCHMARKS = ("matmul", "fir", "aes", "kmeans", "bfs", "stencil2d")
 MGPUSIM_PARAMETERS = ("cu_per_sa", "sa", "l2_kb", "mem_banks", "line", "freq_mhz")
 
 # Names a parameter or results column may not take: the command backend's placeholders
-# ({config}, {run_dir}, …) and the columns gpudse itself adds to tables (issue 11: a parameter named
+# ({config}, {run_dir}, …) and the columns gpudse itself adds to tables (a parameter named
 # "config" must not replace the {config} placeholder). Space files, uploads and campaigns refuse them.
 RESERVED_NAMES = ("config", "run_dir", "point", "attempt", "design_index", "predicted", "bounded", "extrapolation",
                   "status", "error", "log_tail")

@@ -1,4 +1,4 @@
-"""Reading results and points tables (CSV, Parquet, JSON): one bounded reader (issue 11).
+"""Reading results and points tables (CSV, Parquet, JSON): one bounded reader.
 
 The CLI (:func:`read_table`, a path), the dashboard's uploads (:func:`read_table_bytes`, via
 :func:`gpudse_core.sim.upload.read_upload`) and project zips use the same code, which

@@ -1,4 +1,4 @@
-"""Every size, depth, count and time an input can drive, in one place (issue 11).
+"""Every size, depth, count and time an input can drive, in one place.
 
 Each limit is checked *before* the work it bounds starts (a file's size before it is read, an
 archive entry's size while it is streamed, an image's pixel count before it is decoded, a range's
@@ -94,7 +94,7 @@ class Limits:
     refit_rows: int = 200_000  # training rows of a forest/boosting/hybrid/EBM model (and of its file)
     model_bytes: int = 64 * MiB  # one model file (a 200-tree forest of 300 rows is ~3 MB; of 2,000 rows ~20 MB)
     model_nodes: int = 4_000_000  # tree nodes, or EBM table cells, of one stored learner (checked before decoding)
-    # ---- workspaces (issue 14) -------------------------------------------------------------------------
+    # ---- workspaces -------------------------------------------------------------------------
     workspaces: int = 10_000  # workspace files under $GPUDSE_HOME (creating or forking one more is refused)
     workspace_bytes: int = 4 * GiB  # one workspace's SQLite file, checked before each write
     workspace_stage_bytes: int = 1 * GiB  # one stored stage value (results as Parquet, arrays as .npy), encoded

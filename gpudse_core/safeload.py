@@ -1,4 +1,4 @@
-"""The one reader of structured text documents: YAML, JSON and TOML, bounded (issue 11).
+"""The one reader of structured text documents: YAML, JSON and TOML, bounded.
 
 Every space file, model file, backend description, work flow graph and project entry is read through
 :func:`load_document` (or the per-format functions), which

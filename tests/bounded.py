@@ -1,5 +1,5 @@
 """Run a test in a child process under a memory limit, so that a blow-up fails the test instead of
-the machine (issue 11: fuzz tests run "in a subprocess under a memory limit").
+the machine (fuzz tests run "in a subprocess under a memory limit").
 
     from bounded import bounded
 

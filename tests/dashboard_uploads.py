@@ -1,4 +1,4 @@
-"""Bad uploads for every uploader of the dashboard (issue 11: "20 bad uploads across every uploader").
+"""Bad uploads for every uploader of the dashboard ("20 bad uploads across every uploader").
 
     from dashboard_uploads import UPLOADERS, bad_uploads
 
@@ -8,7 +8,7 @@
 Each surface is one uploader: the page it is on, the widget key and the button that loads the file
 (None where the upload is used at once). Every case must be refused with our error naming the
 file, leaving the workspace as it was. Bombs are built compressed, never expanded here. The
-hostile-input corpus of the core (``hostile_corpus.py``, issue 11) is added when it is present.
+hostile-input corpus of the core (``hostile_corpus.py``, hostile input) is added when it is present.
 """
 
 from __future__ import annotations

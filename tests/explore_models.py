@@ -23,7 +23,7 @@ def positions(space: DesignSpace, p: str, values: Any) -> np.ndarray:
 
 
 class TableModel:
-    """The additive-model interface (``additive_terms``, ``bound``, ``predict``) of issue 12, defined
+    """The additive-model interface (``additive_terms``, ``bound``, ``predict``) of speed at scale, defined
     by tables over the positions of a space's values; predictions are ``inverse(clip(z))``."""
 
     def __init__(self, space: DesignSpace, intercept: float, terms: Sequence[tuple[tuple[str, ...], np.ndarray]],

@@ -1,4 +1,4 @@
-"""Generators of heatmap files, well-formed and hostile, for the reader tests (issue 11).
+"""Generators of heatmap files, well-formed and hostile, for the reader tests.
 
 Each returns the bytes of one file. The large images are built without holding their pixels: the
 PNG writer compresses rows as it goes, so a 7000×7000 PNG is ~150 KB of bytes and a few MB of memory.

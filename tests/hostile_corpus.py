@@ -1,4 +1,4 @@
-"""A corpus of hostile inputs for every input surface of issue 11 that the core owns: design-space
+"""A corpus of hostile inputs for every input surface of hostile input that the core owns: design-space
 files, results tables, project zips, work flow graphs, and sampling requests.
 
     from hostile_corpus import cases, SURFACES

@@ -135,8 +135,8 @@ def test_shipped_figure1_file_matches(tmp_path):
 
 def test_loop_and_divergent_branch_by_hand():
     r = analyze(load_wfg(ROOT / "data/wfg/loop_branch.yaml"))
-    # init 2 insts (8) + head 9 evaluations (36) + 8 x (load issue 4 + acc 8) + barrier 4 + both sides of
-    # the divergent branch (16 + 4) + store issue 4
+    # init 2 insts (8) + head 9 evaluations (36) + 8 x (load that work + acc 8) + barrier 4 + both sides of
+    # the divergent branch (16 + 4) + store that work
     assert r.cyc_compute == 8 + 36 + 96 + 4 + 20 + 4
     assert (r.num_mem, r.num_sync, r.num_bytes) == (9, 1, 9 * 128)
     assert r.nbc_avg == pytest.approx(168 / 11)

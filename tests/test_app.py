@@ -526,7 +526,7 @@ def test_the_server_does_no_housekeeping_after_every_run():
     assert cfg["server"]["address"] == "localhost"  # safe by default: this machine only
 
 
-# ---- bad uploads (issue 11): 0 exception boxes, 0 partial loads --------------------------------------
+# ---- bad uploads: 0 exception boxes, 0 partial loads --------------------------------------
 def test_bad_uploads_through_every_uploader_change_nothing(app):
     from dashboard_uploads import UPLOADERS, bad_uploads
 
@@ -558,7 +558,7 @@ def test_bad_uploads_through_every_uploader_change_nothing(app):
 
 
 def test_a_learner_as_the_model_under_every_page(app):
-    """Issue 13's learners through the pages: fitted as a job, every page works with it (no terms,
+    """model accuracy's learners through the pages: fitted as a job, every page works with it (no terms,
     no equation), and what was computed with the stepwise model is out of date."""
     w = ws(app)
     goto(app, "Stepwise fit")
@@ -583,7 +583,7 @@ def test_a_learner_as_the_model_under_every_page(app):
     assert "forest" in ui.report_html(w)  # the report names the learner (no terms or equation)
 
 
-# ---- the replay of a fit (issue 14 part 5a) ------------------------------------------------------------
+# ---- the replay of a fit ------------------------------------------------------------
 def test_replay_explains_each_row_with_its_rule_and_numbers():
     from dashboard import replay as ui_replay
 

@@ -1,4 +1,4 @@
-"""Real-browser test: the dashboard served by `streamlit run app.py`, driven in headless Chromium (issue 14).
+"""Real-browser test: the dashboard served by `streamlit run app.py`, driven in headless Chromium.
 
 Walks the issue's path: the example → lee-brooks → every page (no exception box; banners where inputs
 are missing) → back to stargazer → sample 200 → simulate BFS → fit → every page shows only current

@@ -276,7 +276,7 @@ def test_bad_worker_count(tmp_path):
             run_campaign(st, AnalyticalBackend(), workers=-1)
 
 
-# ---- placeholders, run directories, attempts (issue 11) ----------------------------------------------------
+# ---- placeholders, run directories, attempts ----------------------------------------------------
 ECHO = [sys.executable, "-c", "import sys; print('ARGS', sys.argv[1:]); print('gpu_tot_sim_cycle = 5'); "
         "print('kernel_name = k'); print('gpu_tot_sim_cycle = 5')"]
 

@@ -1,4 +1,4 @@
-"""Campaign faults (issue 11): the CLI killed alone leaves no orphan, two writers on one campaign, 0-byte and
+"""Campaign faults: the CLI killed alone leaves no orphan, two writers on one campaign, 0-byte and
 damaged stores, a store error in the middle of a run, a simulator that prints too much, a worker (and a
 simulator's grandchild) killed with it — with nothing lost, nothing run twice unrecorded, and a non-zero exit
 wherever a result is missing."""

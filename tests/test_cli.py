@@ -185,7 +185,7 @@ def test_fit_options_and_predict(results_csv, tmp_path, capsys):
         (["fit", "{data}", "--response", "cycles", "-o", "{tmp}/m.csv"], "unknown file type"),
         (["fit", "{data}", "--response", "cycles", "--knots", "4,smdi=3", "-o", "{tmp}/m.json"], "'smdi'"),
         (["predict", "{tmp}/none.json", "{data}", "-o", "{tmp}/p.csv"], "no such model file"),
-        # every count and share a request can drive is checked before the work (issue 11)
+        # every count and share a request can drive is checked before the work
         (["validate", "{data}", "--response", "cycles", "--train-sizes", "20", "--test-size", "20", "--models",
           "regional", "--region", "nan"], "S+R region must be a share"),
         (["validate", "{data}", "--response", "cycles", "--train-sizes", "20", "--test-size", "20", "--models",
@@ -205,7 +205,7 @@ def test_fit_predict_errors(results_csv, tmp_path, capsys, args, fragment):
     assert err.startswith("gpudse: error: ") and fragment in err and "Traceback" not in err
 
 
-# ---- the one error path (issue 11) ----------------------------------------------------------------------
+# ---- the one error path ----------------------------------------------------------------------
 def test_error_messages_cannot_drive_the_terminal(tmp_path, capsys):
     bad = tmp_path / "s.yaml"
     bad.write_text('parameters:\n  - {name: "a\\e[2J\\e]0;owned\\a", values: [1]}\n', encoding="utf-8")

@@ -1,4 +1,4 @@
-"""Encodings from the design space (issue 13, part 2): log2 scale for powers of two and geometric
+"""Encodings from the design space: log2 scale for powers of two and geometric
 series (inside the Basis: callers pass raw values), categorical terms for few-valued parameters and
 0/1 flags, distinct-value knots, the space file's ``scale:`` key, and the effect on a known function."""
 
@@ -127,7 +127,7 @@ def test_notes_on_the_fitted_model():
 
 
 def test_robust_default_on_a_known_function():
-    """Issue 13: y = 2e5/simd·(1 + 6/blk) + 4e4/√smp with 1 % noise: Algorithm 1 as the text reads
+    """y = 2e5/simd·(1 + 6/blk) + 4e4/√smp with 1 % noise: Algorithm 1 as the text reads
     (two even knots on raw values) stops at R² ≈ 0.96; the defaults find the same terms and fit to the
     noise."""
     pts = sample(load_preset("stargazer"), 300, seed=3).points

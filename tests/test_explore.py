@@ -91,7 +91,7 @@ def test_space_mismatch(fitted):
 
 
 def test_sensitivity_and_interaction_grid_of_a_learner(fitted):
-    """A learner (issue 13) reads its parameters, not bases: the dashboard's Explore and Response
+    """A learner reads its parameters, not bases: the dashboard's Explore and Response
     curves pages call these with any model kind; a learner's grid is the legal values."""
     from gpudse_core.model.registry import fit_model
 

@@ -1,4 +1,4 @@
-"""Exact best designs and Pareto fronts (issue 12): find_best equals brute force — every feasible
+"""Exact best designs and Pareto fronts: find_best equals brute force — every feasible
 design predicted with model.predict, ties broken by design index — on random spaces (groups,
 constraints, --where), random models (tables with exact ties, clipped plateaus, spline models,
 a non-additive model), for every scan method, block size and precision."""

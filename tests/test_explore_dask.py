@@ -1,5 +1,5 @@
 """The exploration scan on a real Dask cluster (a scheduler and two worker processes on loopback):
-the merged per-worker pools give exactly the local answer (issue 12)."""
+the merged per-worker pools give exactly the local answer."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""``gpudse fit`` presets and encodings, ``gpudse predict``'s guarded output (issue 13)."""
+"""``gpudse fit`` presets and encodings, ``gpudse predict``'s guarded output."""
 
 from __future__ import annotations
 

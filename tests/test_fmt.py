@@ -1,4 +1,4 @@
-"""The one number formatter (issue 14 part 4): the documented rules on known values, and properties over all
+"""The one number formatter: the documented rules on known values, and properties over all
 floats — it never raises, never writes "nan"/"inf"/"e+05", and what it writes reads back to the value within
 its stated precision."""
 

@@ -1,4 +1,4 @@
-"""Property-based fuzzing of the simulator-facing parsers (issue 11), each in a memory-capped child
+"""Property-based fuzzing of the simulator-facing parsers, each in a memory-capped child
 (tests/bounded.py): the GPGPU-Sim log parser (plain, gzipped, huge, bombs, chunk boundaries, RE2
 patterns), the config reader/writer, and the backend description reader. Each input gives our error or
 a valid result, within the memory and time budget."""

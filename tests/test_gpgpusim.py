@@ -153,7 +153,7 @@ def test_log_totals_property(kernels):
     assert t["kernels"] == len(kernels)
 
 
-# ---- bounded reading and truncated output (issue 11) --------------------------------------------------------
+# ---- bounded reading and truncated output --------------------------------------------------------
 def test_truncated_output_uses_cumulative_counters_and_only_later_matches():
     """Output whose middle was dropped: kernels there cannot be summed, so cycles/insn come from the last
     dump's cumulative counters, 'kernels' is not claimed, and user metrics count only after the gap."""

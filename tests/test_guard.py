@@ -1,4 +1,4 @@
-"""Guarded predictions (issue 13, part 1): training support, extrapolation reasons, the bound, and the
+"""Guarded predictions: training support, extrapolation reasons, the bound, and the
 model as additive term tables."""
 
 from __future__ import annotations

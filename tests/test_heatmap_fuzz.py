@@ -1,4 +1,4 @@
-"""Property-based fuzzing of every heatmap reader and of Zatel's request checking (issue 11).
+"""Property-based fuzzing of every heatmap reader and of Zatel's request checking.
 
 Each test asserts "our error or a valid result": a :class:`GpudseError` (HeatmapError, LimitError,
 ZatelError), or a heatmap whose cost is finite in [0, 1] with the shape its header declared (and the
@@ -18,7 +18,7 @@ from gpudse_core.errors import GpudseError
 from gpudse_core.raytrace.heatmap import read_heatmap
 from gpudse_core.raytrace.zatel import plan
 
-BUDGET = {"mem_mb": 2048, "max_rss_mb": 1024, "timeout": 900}  # issue 11: no process over 1 GB
+BUDGET = {"mem_mb": 2048, "max_rss_mb": 1024, "timeout": 900}  # no process over 1 GB
 FUZZ = settings(max_examples=250, suppress_health_check=list(HealthCheck))
 
 

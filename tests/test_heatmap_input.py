@@ -1,4 +1,4 @@
-"""Hostile and clumsy heatmap inputs and Zatel requests (issue 11): every class is refused with our
+"""Hostile and clumsy heatmap inputs and Zatel requests: every class is refused with our
 error naming the file and what to do, sizes are checked before decoding, and the CLI exits 2 without
 a traceback. The inputs come from the generators in ``heatmap_inputs.py``."""
 

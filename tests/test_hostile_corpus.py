@@ -1,4 +1,4 @@
-"""Issue 11's acceptance corpus (tests/hostile_corpus.py): every case through the CLI in its own
+"""hostile input's acceptance corpus (tests/hostile_corpus.py): every case through the CLI in its own
 process — 0 tracebacks, 0 hangs over 30 s, 0 processes over 1 GB peak, 0 silently accepted wrong
 results — and through the library functions the dashboard's uploaders call."""
 

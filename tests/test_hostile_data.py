@@ -1,4 +1,4 @@
-"""Hostile input to results tables, uploads, project zips and work flow graphs (issue 11): fuzzed in
+"""Hostile input to results tables, uploads, project zips and work flow graphs: fuzzed in
 a memory-capped child process ("our error or a valid result, within a memory and time budget"),
 plus the atomic project load of the dashboard (a bad zip changes nothing in the session)."""
 

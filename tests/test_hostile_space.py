@@ -1,4 +1,4 @@
-"""Hostile input to design spaces (issue 11): value syntax, constraints and space files fuzzed in a
+"""Hostile input to design spaces: value syntax, constraints and space files fuzzed in a
 memory-capped child process ("our error or a valid result, within a memory and time budget"), the
 semantics of undefined constraint points against a scalar reference, the soundness of the interval
 proofs and the feasibility analysis on spaces too large to enumerate, and sampling requests."""

@@ -148,3 +148,21 @@ def test_the_checkout_root_holds_the_dashboard_the_core_and_packaging_only():
         pytest.skip("not a git checkout")
     top = {line.split("/", 1)[0] for line in tracked.stdout.splitlines() if line}
     assert top <= ROOT_ENTRIES, f"unexpected entries at the checkout's root: {sorted(top - ROOT_ENTRIES)}"
+
+
+def test_code_and_docs_cite_papers_and_concepts_not_issue_numbers():
+    """A reader of the code or the manual cannot look up a tracker's issue number: cite the paper, section or
+    concept instead."""
+    import re
+    import subprocess
+
+    files = subprocess.run(["git", "ls-files", "*.py", "*.md", "*.toml", "*.yaml"], cwd=ROOT, capture_output=True,
+                           text=True).stdout.split()
+    if not files:
+        import pytest
+
+        pytest.skip("not a git checkout")
+    pattern = re.compile(r"\b[Ii]ssues? ?#?\d+\b")
+    found = [f"{f}:{k}" for f in files for k, line in enumerate((ROOT / f).read_text(encoding="utf-8").splitlines(), 1)
+             if pattern.search(line)]
+    assert not found, "issue numbers cited in: " + ", ".join(found[:20])

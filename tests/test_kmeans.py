@@ -1,4 +1,4 @@
-"""The weighted K-means of Zatel's colour quantisation against scikit-learn's KMeans (issue 12).
+"""The weighted K-means of Zatel's colour quantisation against scikit-learn's KMeans.
 
 From the same initial centres the two must give the same partition and inertia (Lloyd's algorithm is
 deterministic); from their own seedings, ours must be as good (inertia within 0.1 %, measured 0.998–

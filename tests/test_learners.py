@@ -1,4 +1,4 @@
-"""Learners (forest, boosting, hybrid, EBM), the registry and --model auto (issue 13, part 3)."""
+"""Learners (forest, boosting, hybrid, EBM), the registry and --model auto."""
 
 from __future__ import annotations
 

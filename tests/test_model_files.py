@@ -1,4 +1,4 @@
-"""Hostile and broken model JSON files (issue 11): every one gives a clear FitError naming the file,
+"""Hostile and broken model JSON files: every one gives a clear FitError naming the file,
 never a traceback, never inf predictions; a hypothesis fuzz test runs in a memory-capped child."""
 
 from __future__ import annotations

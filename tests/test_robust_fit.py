@@ -1,4 +1,4 @@
-"""The robust default's additions to Algorithm 1 (issue 13, accuracy): look-ahead for parameters that act
+"""The robust default's additions to Algorithm 1 (accuracy): look-ahead for parameters that act
 only jointly, adaptive interactions (F-tested doubly non-linear parts), the lower-order fill of unseen
 level combinations, leave-one-out pruning of the selection path and ``response_transform="auto"``.
 

@@ -1,4 +1,4 @@
-"""The pandas-free sample writer (issue 12) writes what pandas writes: the CSV a sample set saves is
+"""The pandas-free sample writer writes what pandas writes: the CSV a sample set saves is
 byte for byte ``DataFrame.to_csv(index=False)``, and its JSON is the records pandas would give."""
 
 from __future__ import annotations

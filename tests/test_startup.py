@@ -1,5 +1,5 @@
 """Start-up stays cheap: `gpudse --help`, every sub-command's --help and argument errors import no
-NumPy, pandas, SciPy, scikit-learn or dashboard code (issue 12). Checked in a fresh interpreter."""
+NumPy, pandas, SciPy, scikit-learn or dashboard code. Checked in a fresh interpreter."""
 
 from __future__ import annotations
 

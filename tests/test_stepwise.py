@@ -48,7 +48,7 @@ def robust_bases(df, names, knots=4):
 
 def brute_force(df, response, theta, phi, compare="r2", knots=4, form="restricted", make=paper_bases, phi3=None):
     """Algorithm 1 written plainly: refit every candidate with lstsq. Returns [(chosen, accepted, scores)].
-    With *phi3*, each accepted pair is followed by its three-way extensions (issue 13)."""
+    With *phi3*, each accepted pair is followed by its three-way extensions."""
     names = [c for c in df.columns if c != response]
     y = df[response].to_numpy(float)
     n = y.size
@@ -276,7 +276,7 @@ def test_categorical_parameters():
 
 @pytest.mark.parametrize("theta, phi, phi3", [(0.001, 0.001, 0.001), (0.0, 0.0, 0.0), (0.01, 0.003, 0.0005)])
 def test_three_way_search_matches_brute_force(theta, phi, phi3):
-    """max_order=3 (issue 13): after each accepted pair, its extensions with a third chosen parameter,
+    """max_order=3: after each accepted pair, its extensions with a third chosen parameter,
     accepted by the same rule with φ3 — checked candidate by candidate against plain refits, on the
     robust encodings (log2 scale, categorical 3-level parameters, distinct-value knots)."""
     pts = sample(load_preset("stargazer"), 300, seed=21).points

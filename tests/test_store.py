@@ -1,4 +1,4 @@
-"""The campaign store's file handling and lease (issue 11): stamped files, 0-byte, foreign, first-schema and
+"""The campaign store's file handling and lease: stamped files, 0-byte, foreign, first-schema and
 newer files, the lease per campaign (live, dead, stale and lost holders), attempts, read-only access."""
 
 from __future__ import annotations

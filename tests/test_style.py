@@ -1,4 +1,4 @@
-"""The one chart style (issue 14 part 4): a palette with twelve distinguishable colours, the template carried
+"""The one chart style: a palette with twelve distinguishable colours, the template carried
 inside every figure (so the report is in colour even where Streamlit replaced Plotly's default template),
 log2 axes ticked at the legal values, legal values marked on response curves with the model line dashed, and
 the HTML report in colour, offline and without "NaN"."""

@@ -1,4 +1,4 @@
-"""The versioned workspace (issue 14): staleness on every kind of change, persistence across a server
+"""The versioned workspace: staleness on every kind of change, persistence across a server
 restart, read-only sharing and forks, unguessable ids, concurrent writers, value storage, projects."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Long work in a workspace (issue 14): jobs with progress, Stop that keeps partial results, re-attaching
+"""Long work in a workspace: jobs with progress, Stop that keeps partial results, re-attaching
 after a reload, jobs in another process (stopped from here, interrupted when killed), validation and
 scan jobs, and campaigns run by ``gpudse simulate --workspace`` that the workspace sees and adopts.
 
@@ -301,7 +301,7 @@ def test_the_dashboard_stops_a_cli_campaign_and_adopts_the_partial_results(home,
               what="the campaign's first points")
     ws.stop_job(c.job.id)
     _, err = p.communicate(timeout=300)
-    # issue 11: a run that did not write every row exits non-zero, also after a Stop, and says so
+    # a run that did not write every row exits non-zero, also after a Stop, and says so
     assert p.returncode == 1 and "stopped on request" in err, err
     (c,) = ws.campaigns()
     assert c.job.state == "stopped" and 0 < c.progress.done < 40 and c.progress.remaining > 0

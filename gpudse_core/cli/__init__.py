@@ -49,7 +49,7 @@ from ..errors import GpudseError, printable
 from . import explore_cmds, glossary_cmds, model_cmds, ray_cmds, search_cmds, sim_cmds, space_cmds, workspace_cmds
 
 # Start-up: building the parser and printing --help import only argparse and these command modules,
-# which import NumPy, pandas or scikit-learn inside the command that needs them (issue 12).
+# which import NumPy, pandas or scikit-learn inside the command that needs them.
 COMMAND_MODULES = (space_cmds, model_cmds, sim_cmds, search_cmds, ray_cmds, explore_cmds, workspace_cmds, glossary_cmds)
 
 

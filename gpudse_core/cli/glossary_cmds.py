@@ -1,4 +1,4 @@
-"""``gpudse glossary [TERM]``: the papers' terms explained, as the dashboard's help shows them (issue 14)."""
+"""``gpudse glossary [TERM]``: the papers' terms explained, as the dashboard's help shows them."""
 
 from __future__ import annotations
 

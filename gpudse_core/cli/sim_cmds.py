@@ -30,7 +30,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     if check_table is not None:
         check_table(points, str(args.points))
     wsc = None
-    if args.workspace:  # issue 14: the campaign goes into the workspace's database, live in the dashboard
+    if args.workspace:  # the campaign goes into the workspace's database, live in the dashboard
         from ..workspace.campaigns import CliCampaign
         from ..workspace.workspace import open_workspace
 

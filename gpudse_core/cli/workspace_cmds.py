@@ -1,4 +1,4 @@
-"""``gpudse workspace list | show | new | rename | delete | export | report | adopt``: the dashboard's workspaces (issue 14).
+"""``gpudse workspace list | show | new | rename | delete | export | report | adopt``: the dashboard's workspaces.
 
 The command line's user owns the workspace files under ``$GPUDSE_HOME`` (or ``--home``), so these
 commands list and change every workspace there; the dashboard needs a workspace's edit key instead.

@@ -1,4 +1,4 @@
-"""Using a fitted model over a whole design space (issue 12 for the whole-space scans).
+"""Using a fitted model over a whole design space (speed at scale for the whole-space scans).
 
 * :mod:`.best` — :func:`~.best.find_best`: the exact best designs and Pareto front of a space (the
   ``gpudse explore`` command and the Explore page);

@@ -1,4 +1,4 @@
-"""The best designs of a space and its Pareto front, exactly, without visiting every point (issue 12).
+"""The best designs of a space and its Pareto front, exactly, without visiting every point.
 
 :func:`find_best` is the one function behind ``gpudse explore`` and the Explore page. It returns the
 *top* designs by the model's prediction (lowest, or highest with ``maximize``), best first, ties

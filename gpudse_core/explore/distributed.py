@@ -1,4 +1,4 @@
-"""The exploration scan split over a Dask cluster (issue 12).
+"""The exploration scan split over a Dask cluster.
 
 The blocks of a scan (:mod:`.stream`) are cut into consecutive runs — ranges of design indices for a
 scan of every point, runs of the best-bounded blocks for the exact method — and each run is a task.

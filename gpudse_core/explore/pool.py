@@ -1,4 +1,4 @@
-"""Exact top-k and Pareto candidates kept while blocks stream past, mergeable across workers (issue 12).
+"""Exact top-k and Pareto candidates kept while blocks stream past, mergeable across workers.
 
 Cells are compared by their *key*, the model's prediction (lower is better once the sign for
 ``maximize`` is applied), then by the index of their first design. A scan computes an approximate

@@ -27,7 +27,7 @@ from .pool import front_indices
 
 
 def _used(model: Any) -> list[str]:
-    """The parameters a model reads: a stepwise model's bases, a learner's parameters (issue 13)."""
+    """The parameters a model reads: a stepwise model's bases, a learner's parameters."""
     return list(model.bases) if hasattr(model, "bases") else list(getattr(model, "parameters", ()))
 
 

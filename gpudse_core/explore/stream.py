@@ -1,4 +1,4 @@
-"""Block-by-block evaluation of a model over a grid of cells, in NumPy (issue 12).
+"""Block-by-block evaluation of a model over a grid of cells, in NumPy.
 
 Both evaluators split their grid into *blocks*, the unit of work, of pruning, of progress and of
 distribution over a Dask cluster:

@@ -1,4 +1,4 @@
-"""Which designs a scan must tell apart: the used parameters' sub-space, exactly (issue 12).
+"""Which designs a scan must tell apart: the used parameters' sub-space, exactly.
 
 A fitted model reads only some parameters; the designs that agree on those share one prediction.
 :func:`build_structure` splits a design space into independent *parts* — free dimensions and the

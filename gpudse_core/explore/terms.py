@@ -1,4 +1,4 @@
-"""A model and a cost as sums of small tables over a scan's axes (issue 12).
+"""A model and a cost as sums of small tables over a scan's axes.
 
 An additive model is an intercept plus terms over one, two or three parameters (Stargazer §5.2's
 main effects and interactions, Lee & Brooks §2's splines). Evaluated at every value of its

@@ -1,5 +1,5 @@
 """Regression models: spline bases, Stargazer's stepwise search, Lee & Brooks' statistics, validation,
-the other learners and the automatic choice (issue 13).
+the other learners and the automatic choice.
 
 ``from gpudse_core.model import load_model, fit_model, save_model`` gives the registry's functions
 (:mod:`.registry`, any model kind); they are loaded on first use, so importing a submodule such as

@@ -1,4 +1,4 @@
-"""``--model auto``: the model chosen by cross-validation on the training rows (issue 13, part 3).
+"""``--model auto``: the model chosen by cross-validation on the training rows.
 
 K-fold cross-validation (default 5 folds, shuffled with the seed) over the candidates of
 :data:`gpudse_core.choices.AUTO_CANDIDATES`: the stepwise model with the paper's settings and with the

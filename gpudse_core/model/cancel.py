@@ -1,4 +1,4 @@
-"""Stopping long model work between its parts, not only between fits (issue 14: Stop within a second).
+"""Stopping long model work between its parts, not only between fits (Stop within a second).
 
 A job's Stop is checked between units (one model fitted on one draw of a validation). A unit of a
 forest (200 trees) or of histogram boosting (1,000 rounds) takes about a second on a 2-core machine,

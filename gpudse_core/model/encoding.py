@@ -1,4 +1,4 @@
-"""How each parameter enters a model: its modelling scale and whether it is categorical (issue 13, part 2).
+"""How each parameter enters a model: its modelling scale and whether it is categorical.
 
 GPU tuning parameters are mostly powers of two (block counts, cache sizes, SIMD widths), multiples
 of 8 or 16, small integer tiles and 0/1 flags. Their effects are usually smooth in log2(x) for the

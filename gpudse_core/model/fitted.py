@@ -3,7 +3,7 @@
 A :class:`StepwiseModel` is what :mod:`gpudse_core.model.stepwise` (Stargazer Algorithm 1) returns:
 per-parameter bases (:mod:`.splines`, applied to RAW values), the model columns — each the product
 of one basis column of one, two or three parameters — and the least-squares coefficients on the
-transformed response scale. Its predictions are guarded (issue 13, part 1):
+transformed response scale. Its predictions are guarded:
 
 * :meth:`StepwiseModel.linear_predictor` — the transformed-scale prediction, unbounded; with
   ``unseen="lower-order"`` (the robust default) an interaction term that has doubly non-linear

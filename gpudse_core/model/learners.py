@@ -1,4 +1,4 @@
-"""Learners beside the stepwise model, behind one interface (issue 13, part 3).
+"""Learners beside the stepwise model, behind one interface.
 
 ``forest``    scikit-learn random forest on the transformed response.
 ``boosting``  scikit-learn histogram gradient boosting on the transformed response.

@@ -1,4 +1,4 @@
-"""Every model kind by name: fit one, save it, load any saved model (issue 13, part 3).
+"""Every model kind by name: fit one, save it, load any saved model.
 
 Names (``gpudse fit --model``, ``gpudse validate --models``, the pages): ``stepwise`` is the robust
 default interpretable model, ``paper`` the stepwise model with Stargazer's settings as written,

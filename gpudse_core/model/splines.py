@@ -24,7 +24,7 @@ A parameter with fewer distinct values than needed falls back to fewer knots (ev
 most one knot per distinct value), and to a linear term when fewer than three knots remain; text
 parameters get treatment coding (first level, in sorted order unless given, as reference).
 
-Encodings (issue 13): a basis may work on ``scale="log2"``: :meth:`Basis.evaluate` takes the RAW
+Encodings: a basis may work on ``scale="log2"``: :meth:`Basis.evaluate` takes the RAW
 values and applies log2 itself, and knots are stored on that modelling scale, so every caller keeps
 passing design-point values. ``"distinct"`` knot placement puts Table 1's quantile levels on the
 *distinct* values on the modelling scale (every distinct value when there are no more than k), so a

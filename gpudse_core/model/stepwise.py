@@ -9,12 +9,12 @@ The search, exactly as Algorithm 1:
    already in M other than P_i; while R is not empty, augment M with each interaction P_i:P_k,
    P_k ∈ R; accept the best if score − R²(M) > φ (M is updated and P_k leaves R), else stop
    looking at interactions of P_i.
-3. Optional (``max_order=3``, issue 13): after each accepted pair P_i:P_k, its extensions
+3. Optional (``max_order=3``, model accuracy): after each accepted pair P_i:P_k, its extensions
    P_i:P_k:P_m with every other chosen P_m are candidates, accepted by the same rule with their
    own threshold ``phi3`` until none passes. Stargazer found three-way terms unneeded on GPGPU-Sim
    (§5.2); the built-in simulator's matMul depends on blk:simd:smp.
 
-The robust default adds (issue 13; each measured in README "Regression choices", each off in
+The robust default adds (each measured in README "Regression choices", each off in
 :data:`PAPER_SETTINGS`):
 
 4. ``revisit``: when Algorithm 1 stops, every pair of chosen parameters not in M (and every triple

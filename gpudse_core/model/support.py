@@ -1,4 +1,4 @@
-"""A fitted model's training support and the checks of a prediction against it (issue 13, part 1).
+"""A fitted model's training support and the checks of a prediction against it.
 
 A spline model extrapolates wildly where it has seen no data: at N = 30 on the built-in matMul a
 test point with blk = 8 and simd = 8 lay inside every parameter's training range, but blk = 8 had

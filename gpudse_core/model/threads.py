@@ -1,4 +1,4 @@
-"""How many threads native libraries (OpenBLAS, OpenMP) may use while gpudse fits a model (issue 12).
+"""How many threads native libraries (OpenBLAS, OpenMP) may use while gpudse fits a model.
 
 OpenBLAS and OpenMP workers spin while they wait for work. When they outnumber the cores that are
 free — two threads on a 2-core machine where anything else runs, the usual case in a dashboard with

@@ -7,7 +7,7 @@ gradient is one interval from −30° (hottest) to 240° (coldest); coldness c =
 clipped to [0, 1], and cost = 1 − c. Per-pixel time arrays are normalised by their maximum (cost)
 and c = 1 − cost. The file formats (PPM P3/P6, PNG, NPY, CSV) and their limits are in
 :mod:`.readers`. Per-pixel passes run over bands of rows (:func:`row_bands`), so their temporaries do
-not grow with the image (issue 11: a heatmap at the pixel limit stays within a bounded memory).
+not grow with the image (a heatmap at the pixel limit stays within a bounded memory).
 """
 
 from __future__ import annotations

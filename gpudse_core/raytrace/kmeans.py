@@ -1,4 +1,4 @@
-"""Weighted K-means for Zatel's colour quantisation (paper 002 §III-B, Fig. 3 step 2; issue 12).
+"""Weighted K-means for Zatel's colour quantisation (paper 002 §III-B, Fig. 3 step 2; speed at scale).
 
 A heatmap has few distinct colours (the three LumiBench heatmaps: 826–1,240 among 262,144 pixels),
 and K-means over the pixels is exactly K-means over the distinct colours weighted by their pixel
@@ -13,7 +13,7 @@ is scikit-learn's ``KMeans(algorithm="lloyd")`` specialised to that small weight
 * the best of ``n_init`` seedings by inertia.
 
 Why not scikit-learn itself: importing it costs about 1 s here, more than the whole ``gpudse pixels``
-budget (issue 12), and its per-call overhead dominates on a thousand points. ``tests/test_kmeans.py``
+budget, and its per-call overhead dominates on a thousand points. ``tests/test_kmeans.py``
 checks this against scikit-learn: from the same initial centres the labels, centres and inertia are
 equal, and from its own seeding the inertia is no worse than scikit-learn's.
 """

@@ -1,4 +1,4 @@
-"""Heatmap file formats, read with every size checked before the work (issue 11): PPM, PNG, NPY, CSV.
+"""Heatmap file formats, read with every size checked before the work: PPM, PNG, NPY, CSV.
 
 Each reader takes a binary file object (a file on disk, or the bytes of an upload) and returns the
 image's pixels: H×W×3 ``uint8`` RGB for PPM and PNG, an H×W array of per-pixel times for NPY and CSV.

@@ -1,5 +1,5 @@
 """THE number formatter of gpudse: pages, the command line and the HTML report all show numbers through it
-(issue 14 part 4: "one number formatter … thousands separators, SI prefixes, units from the space, sensible
+ ("one number formatter … thousands separators, SI prefixes, units from the space, sensible
 significant digits").
 
 Rules (the tests in ``tests/test_fmt.py`` hold them):

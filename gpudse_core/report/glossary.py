@@ -1,5 +1,5 @@
 """THE glossary of gpudse: the papers' terms as the pages, the CLI help and ``gpudse glossary`` explain them
-(issue 14 part 4: "help text for every term from the papers, a glossary shared by pages and CLI help").
+ ("help text for every term from the papers, a glossary shared by pages and CLI help").
 
 Each :class:`Term` has a one-line explanation (for tooltips: ``help_text``), a longer one, and where it comes
 from — the paper and section — so a reader can look it up. The explanations are written for gpudse; they do

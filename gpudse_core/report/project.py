@@ -3,7 +3,7 @@
 A project zip holds ``manifest.json``, ``space.yaml``, ``samples.json``, ``results.csv``, ``model.json`` and
 ``settings.json`` (each optional except the manifest and space).
 
-Loading (:func:`load_project`) is defensive and atomic (issue 11):
+Loading (:func:`load_project`) is defensive and atomic:
 
 * only those entry names, each once, no directories, absolute paths or ``..``; at most
   ``limits.archive_entries`` entries; encrypted entries and compression methods other than

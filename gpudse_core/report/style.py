@@ -1,4 +1,4 @@
-"""THE chart style of gpudse: one Plotly template and the helpers every figure is drawn with (issue 14 part 4).
+"""THE chart style of gpudse: one Plotly template and the helpers every figure is drawn with.
 
 Pages and the HTML report draw the same figure objects (``gpudse_core.report.figures``), and every figure
 carries this style *inside* it: :func:`apply` sets the ``gpudse`` template on the figure and gives each

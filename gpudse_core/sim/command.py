@@ -1,4 +1,4 @@
-"""The external-simulator backend of campaigns (GPGPU-Sim, Accel-Sim, Vulkan-Sim), safe under faults (issue 11).
+"""The external-simulator backend of campaigns (GPGPU-Sim, Accel-Sim, Vulkan-Sim), safe under faults.
 
 A :class:`CommandBackend` is described by a server-side TOML/YAML file (read with
 :mod:`gpudse_core.safeload`), never by the browser or an upload: ``command`` is a list of arguments

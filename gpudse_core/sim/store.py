@@ -1,5 +1,5 @@
 """Durable campaign state in SQLite (standard library, WAL mode): nothing finished is ever lost, nothing is
-run twice without a record (simulation-campaigns issue; issue 11, campaign faults).
+run twice without a record (simulation-campaigns issue; hostile input, campaign faults).
 
 One file holds any number of named campaigns (and may hold other gpudse tables, e.g. the dashboard's
 workspace): the campaign spec (space, sampling, backend) and every design point with its status
@@ -27,7 +27,7 @@ refused with a message; a store of the first schema (no stamp, exactly the ``cam
 tables) is upgraded in place. Tables of other gpudse components in a stamped file are left alone.
 A writer runs ``PRAGMA quick_check`` on the campaign tables at open and refuses a damaged file.
 
-The lock: one lease per *campaign*, not per file (design, issue 11). SQLite's own file locks only
+The lock: one lease per *campaign*, not per file (design, hostile input). SQLite's own file locks only
 serialise single transactions; a campaign is worked on by one process at a time, recorded in the
 ``lease`` table (holder's token, host, pid, process start time, boot id, since, heartbeat). Other
 processes keep reading (the dashboard's progress bar, :func:`progress_of`, ``readonly=True`` never

@@ -1,5 +1,5 @@
 """Run one simulator process so that it dies with its worker and its output costs bounded memory and disk
-(issue 11: a killed Dask worker's simulator kept running; a simulator printing 1.5 GB cost 4.2 GB).
+ (a killed Dask worker's simulator kept running; a simulator printing 1.5 GB cost 4.2 GB).
 
 The command backend starts this file as a script (standard library only, ``python -I -S``) in a new
 session, one per run::

@@ -14,7 +14,7 @@ Table 2, ``i::j::k`` ranges).
 * Feasibility constraints are expressions over parameter (and fixed) names, compiled by
   :mod:`gpudse_core.space.expr` (never ``eval``). A constraint that is an ``and`` of conditions is
   analysed condition by condition (its *conjuncts*). :meth:`DesignSpace.analysis` splits the
-  constrained dimensions into independent components and, for each (issue 11: never call a
+  constrained dimensions into independent components and, for each (never call a
   satisfiable space unsatisfiable on the strength of a failed random probe):
 
   1. proves a conjunct that can never hold by interval arithmetic over the parameters' ranges
@@ -57,7 +57,7 @@ from ..safeload import load_json, load_yaml, strict_loader
 from .expr import FALSE, FUNCTIONS, NUM, TEXT, Expression, always, compile_expression
 from .values import Value, format_values, magnitude_problem, parse_values, to_number
 
-if TYPE_CHECKING:  # pandas is imported where a frame is built: `gpudse sample` never needs it (issue 12)
+if TYPE_CHECKING:  # pandas is imported where a frame is built: `gpudse sample` never needs it
     import pandas as pd
 
 INT64_LIMIT = (1 << 63) - 1
@@ -98,7 +98,7 @@ class Parameter:
 
     ``kind`` is ``"numeric"`` or ``"categorical"``; ``option`` is the simulator option it sets
     (e.g. ``-gpgpu_n_clusters``), if any; ``scale`` (``"linear"`` or ``"log2"``, empty: inferred
-    from the values) is the scale models work on (issue 13).
+    from the values) is the scale models work on.
     """
 
     name: str

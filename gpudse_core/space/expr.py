@@ -13,7 +13,7 @@ subscripts, calls to anything not listed, lambdas, comprehensions — is rejecte
 naming the constraint and the construct. Arithmetic is done in float64 arrays, so ``10**10**10``
 overflows to ``inf`` (and compares as infinitely large) instead of hanging the process.
 
-**Undefined points** (issue 11). Where Python would raise — a division, ``//`` or ``%`` by zero,
+**Undefined points**. Where Python would raise — a division, ``//`` or ``%`` by zero,
 ``0 ** negative``, ``log`` of zero or a negative number — or where a result is NaN (``sqrt(-1)``,
 ``inf - inf``), the expression is *undefined* at that point, and an undefined point is infeasible.
 Python's short-circuit rules apply: in ``b > 0 and a / b > 1`` the division is never reached where

@@ -5,7 +5,7 @@ The request is one of the three forms Stargazer §5.1 names:
 * ``n`` — a number of points;
 * ``fraction`` — a fraction of the whole (feasible) space: ``n = round(fraction × |feasible space|)``;
   a fraction that rounds to no point at all is refused, with the number of points it gives and the
-  smallest fraction that gives one (issue 11: 1e-300 must not silently become one point);
+  smallest fraction that gives one (1e-300 must not silently become one point);
 * ``per_dim_fraction`` — a fraction of each dimension. The paper does not define it further; we read
   it, by default (``per_dim_mode="count"``), as a way of stating the *number* of points,
   ``n = Π ceil(f × |S_i|)``, those points then drawn uniformly from the whole space like the others.
@@ -65,7 +65,7 @@ class SampleSet:
 
     ``columns`` maps each parameter to its values (NumPy arrays, one row per point); ``points`` is the
     same as a DataFrame, built on first use, so that drawing and saving samples as CSV or JSON (what
-    ``gpudse sample`` does) never imports pandas (issue 12: a 300-point sample in ≤ 0.6 s, whole process).
+    ``gpudse sample`` does) never imports pandas (a 300-point sample in ≤ 0.6 s, whole process).
     """
 
     space_name: str
@@ -371,7 +371,7 @@ def _uniform(space: DesignSpace, count: int, rng: np.random.Generator,
         return _dense(space, blocks, total, count, rng, keep)
     want = n_keep + count
     # Distinct rows are kept in draw order. Rows are told apart by their design index (one int64 per
-    # row) where the space allows, so a request at the limits costs its digits once (issue 11: at
+    # row) where the space allows, so a request at the limits costs its digits once (at
     # most 1 GB), and by their bytes beyond 2^63 points.
     keyed = space.fits_int64
     out = np.empty((want, len(space.radices)), dtype=np.int64)

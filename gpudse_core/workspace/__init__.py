@@ -1,4 +1,4 @@
-"""One versioned workspace per piece of work: the pipeline's stages, persistent and shared by link (issue 14).
+"""One versioned workspace per piece of work: the pipeline's stages, persistent and shared by link.
 
 A workspace holds the pipeline's stages — ``space`` → ``samples`` → ``results`` → ``model`` → named
 analyses (``validation``, ``scan``, ``curves``, a ray-tracing ``plan``, anything) — each as a series

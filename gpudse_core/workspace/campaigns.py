@@ -1,4 +1,4 @@
-"""Simulation campaigns recorded in the workspace's own database file (issue 14).
+"""Simulation campaigns recorded in the workspace's own database file.
 
 A campaign launched from the command line on a cluster's login node (``gpudse simulate … --workspace
 ID``) or from the dashboard is a :class:`~gpudse_core.sim.store.CampaignStore` named ``<id>/<name>``

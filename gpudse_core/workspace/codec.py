@@ -1,4 +1,4 @@
-"""Stage values as bytes: JSON for plain data, Parquet for tables, ``.npy`` for arrays (issue 14).
+"""Stage values as bytes: JSON for plain data, Parquet for tables, ``.npy`` for arrays.
 
 A value is encoded as one JSON document plus, when it holds tables or arrays, binary parts; the
 whole is stored as the JSON text alone (``json``) or as a zip of ``value.json`` and its parts

@@ -1,4 +1,4 @@
-"""Where workspaces live and how they are stored: one SQLite file (WAL) per workspace (issue 14).
+"""Where workspaces live and how they are stored: one SQLite file (WAL) per workspace.
 
 ``$GPUDSE_HOME`` (default ``~/.gpudse``) holds ``workspaces/<id>.db``. A workspace's file holds its
 metadata (``ws_meta``), every stored stage version (``ws_stage``: one row per version, the value as

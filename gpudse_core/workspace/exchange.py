@@ -1,4 +1,4 @@
-"""Project zips and reports drawn from a workspace: only current stages, or stale ones labelled (issue 14).
+"""Project zips and reports drawn from a workspace: only current stages, or stale ones labelled.
 
 The zip format and its validation are :mod:`gpudse_core.report.project`'s (``save_project`` /
 ``load_project``); this module decides *what* goes in and writes a loaded project into a workspace

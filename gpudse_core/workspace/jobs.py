@@ -1,4 +1,4 @@
-"""Long work that is visible and stoppable: validation, campaigns, whole-space scans, ray casting (issue 14).
+"""Long work that is visible and stoppable: validation, campaigns, whole-space scans, ray casting.
 
 A job runs a *work* function in a background thread of this process::
 

@@ -1,4 +1,4 @@
-"""The pipeline's stages, what each was computed from, and whether it is still current (issue 14).
+"""The pipeline's stages, what each was computed from, and whether it is still current.
 
 Stages form a graph: ``space → samples → results → model → analyses``, where results may also come
 straight from the space (an upload) and an analysis names its own inputs (any stages, possibly none).

@@ -1,4 +1,4 @@
-"""The pipeline's long computations as workspace jobs: validation and whole-space scans (issue 14).
+"""The pipeline's long computations as workspace jobs: validation and whole-space scans.
 
 Each takes its inputs from the workspace's *current* stages (refusing with the banner's reason when
 one is stale or missing), runs as a background job with progress and Stop, and stores its result as

@@ -1,4 +1,4 @@
-"""The versioned workspace: the pipeline's stages in one SQLite file, shared by id (issue 14).
+"""The versioned workspace: the pipeline's stages in one SQLite file, shared by id.
 
 See the package docstring (:mod:`gpudse_core.workspace`) for the API the pages use.
 """

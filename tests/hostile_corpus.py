@@ -273,7 +273,13 @@ def cases() -> Iterator[Case]:  # noqa: C901 - a flat list of cases
     yield Case(A, sp, "constraints-500-components", "s.yaml",
                space("".join(f"  - {{name: p{i}, values: '1::1::1000'}}\n" for i in range(1000)),
                      tail="constraints:\n" + "".join(f"  - p{2 * i} + p{2 * i + 1} == 1999\n" for i in range(500))),
-               F, r"not enumerated: the space's analysis budget went to its other constraints")
+               F, r"not enumerated: evaluating its constraints at every combination would exceed the space's "
+                  r"analysis budget")
+    yield Case(A, sp, "constraints-200-costly-over-4M", "s.yaml",  # enumerated: 16 G array operations (minutes)
+               space("".join(f"  - {{name: {n}, values: '1::1::45'}}\n" for n in "abcd"),
+                     tail="constraints:\n" + "".join(f"  - 'a * b + c * d - a * c + b * d + {i} < 100000 + a*a'\n"
+                                                     for i in range(200))),
+               F, r"4,100,625 combinations, not enumerated.*constraint_work.*estimate")
     yield Case(A, sp, "constraint-long", "s.yaml",
                space(tail="constraints: ['" + " + ".join(["simd"] * 800) + " > 0']\n"), E,
                r"characters long.*expression_chars")

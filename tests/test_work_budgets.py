@@ -1,0 +1,88 @@
+"""Work budgets: what an input makes the product do is bounded before the work starts (constraint
+evaluation in points × syntax nodes, the refit of an older learner file in trees × rows) and a table
+built column by column is written in time proportional to its cells."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pandas as pd
+import pytest
+
+pytestmark = pytest.mark.filterwarnings("ignore::pandas.errors.PerformanceWarning")
+
+from gpudse_core import limits
+from gpudse_core.csvout import _consolidated, frame_text
+from gpudse_core.space.design import space_from_dict
+
+
+def _space(n_constraints: int, values: int = 45, body: str = "a * b + c * d - a * c + b * d + {i} < 100000 + a*a"):
+    return space_from_dict({
+        "name": "w", "parameters": [{"name": n, "values": f"1::1::{values}"} for n in "abcd"],
+        "constraints": [body.format(i=i) for i in range(n_constraints)]}, "w.yaml")
+
+
+def test_many_costly_constraints_over_a_large_component_are_probed_not_enumerated():
+    # 4.1 M combinations × 200 constraints of 20 nodes: enumerated, about 16 G array operations (minutes)
+    s = _space(200)
+    t0 = time.perf_counter()
+    comp = s.analysis.components[0]
+    assert comp.method == "probed" and comp.enumerable  # small enough to enumerate, too costly to evaluate
+    assert time.perf_counter() - t0 < 30
+    assert any("constraint_work" in n and "and 195 more" in n for n in s.notes)
+
+
+def test_a_cheap_component_is_still_enumerated_exactly():
+    s = _space(2, values=20)
+    assert s.analysis.components[0].method == "enumerated" and s.feasible_size == 20 ** 4
+
+
+def test_constraint_work_is_charged_in_points_times_nodes():
+    s = _space(1, values=20)  # 160,000 points; the constraint has 22 nodes
+    cost = s._cost([0])
+    assert cost == s.conjuncts[0][1].nodes > 10
+    with limits.override(constraint_work=20 ** 4 * cost):
+        assert _space(1, values=20).analysis.components[0].method == "enumerated"
+    with limits.override(constraint_work=20 ** 4 * cost - 1):
+        assert _space(1, values=20).analysis.components[0].method != "enumerated"
+
+
+def test_constraints_too_costly_even_to_probe_are_refused_naming_the_limit():
+    with limits.override(constraint_work=4096 * 100):
+        with pytest.raises(limits.LimitError, match=r"w\.yaml: the constraints .* on a, b, c, d cost .* syntax nodes "
+                                                     r"a point.*constraint_work.*simplify"):
+            _space(50).analysis
+
+
+def test_a_frame_built_column_by_column_is_consolidated_before_writing():
+    df = pd.DataFrame({"a": np.arange(50)})
+    for i in range(300):
+        df[f"r{i}"] = np.arange(50) * 1.5  # one block per column, as validation builds it
+    assert df._mgr.nblocks > 100
+    assert _consolidated(df)._mgr.nblocks <= 2
+    assert frame_text(df) == df.to_csv(index=False)
+
+
+@pytest.fixture(scope="module")
+def old_forest():
+    from gpudse_core.model.learners import fit_learner
+    from gpudse_core.model.registry import model_to_dict
+
+    rng = np.random.default_rng(0)
+    data = pd.DataFrame({"x": rng.uniform(1, 10, 40), "y": rng.uniform(1, 10, 40)})
+    data["t"] = data.x * data.y
+    d = model_to_dict(fit_learner("forest", data, "t", settings={"n_estimators": 5}))
+    return {k: v for k, v in d.items() if k != "fitted"} | {"schema": "gpudse.learner/1"}
+
+
+def test_an_old_learner_file_is_refused_before_a_costly_refit(old_forest):
+    from gpudse_core.model.registry import load_model
+
+    d = dict(old_forest, settings=dict(old_forest["settings"], n_estimators=2000))
+    with limits.override(refit_work=2000 * 40 - 1), pytest.raises(
+            limits.LimitError, match=r"old\.json: a file of the older gpudse\.learner/1 format is refitted on load: "
+                                     r"2,000 trees × 40 training rows.*refit_work.*gpudse fit"):
+        load_model(d, "old.json")
+    with limits.override(refit_work=5 * 40):
+        assert "refitted" in load_model(old_forest, "old.json").notes[0]

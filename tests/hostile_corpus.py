@@ -403,6 +403,12 @@ def cases() -> Iterator[Case]:  # noqa: C901 - a flat list of cases
                      tail="description: '<img src=http://127.0.0.1:9/d.png> [a](javascript:alert(1))'\n"), OK,
                r"!\[x\]\(http://127\.0\.0\.1:9/leak\.png\)")
     # values YAML 1.1 and YAML 1.2 read differently, numbers that would become 0, names with a line break
+    yield Case(S, sp, "nfc-equal-values", "s.yaml",  # YAML escapes: precomposed e-acute, and e + combining accent
+               space('  - {name: a, kind: categorical, values: ["caf\\u00e9", "cafe\\u0301"]}\n'), E,
+               r"same text once Unicode-normalised \(NFC\)")
+    yield Case(S, sp, "long-integers-distinct", "s.yaml",
+               space("  - {name: a, values: ['1" + "0" * 45 + "1', '1" + "0" * 45 + "2']}\n"), E,
+               r"beyond the range of whole-number values")
     yield Case(S, sp, "yaml11-no-yes", "s.yaml", space("  - {name: a, values: [no, yes]}\n"), E,
                r"'no' is False in YAML 1\.1")
     yield Case(S, sp, "yaml11-octal", "s.yaml", space("  - {name: a, values: [010, 8]}\n"), E, r"'010'.*YAML 1\.1 \(8\)")
@@ -453,6 +459,8 @@ def cases() -> Iterator[Case]:  # noqa: C901 - a flat list of cases
     yield Case(S, rs, "duplicated-blk-csv", "r.csv",
                results_csv(header="blk,cc,tc,smp,ccp,simd,mshr,dramq,intra,inter,blk"), E,
                r"column\(s\) 'blk' appear more than once")
+    yield Case(S, rs, "nfc-equal-columns", "r.csv", results_csv(extra={"caf\u00e9": [1.0], "cafe\u0301": [2.0]}), E,
+               r"same text once Unicode-normalised \(NFC\)")
     yield Case(S, rs, "duplicated-after-strip", "r.csv", results_csv(header="blk,cc,tc,smp,ccp,simd,mshr,dramq,intra,"
                                                                             "inter, inter"), E, r"'inter' appear more")
     yield Case(S, rs, "duplicated-json-key", "r.json",

@@ -41,6 +41,7 @@ import json
 import keyword
 import math
 import re
+import unicodedata
 from dataclasses import dataclass, field
 from fractions import Fraction
 from functools import cached_property
@@ -139,13 +140,17 @@ class Parameter:
                 conv.append(n)
             vals = tuple(conv)
         else:
-            vals = tuple(str(v).lower() if isinstance(v, bool) else str(v) for v in vals)
-        seen: set = set()
-        for v in vals:
-            key = float(v) if self.kind == "numeric" else v
+            # NFC: 'café' typed precomposed and with a combining accent are one value, not two
+            raw = [str(v).lower() if isinstance(v, bool) else str(v) for v in vals]
+            vals = tuple(unicodedata.normalize("NFC", v) for v in raw)
+        seen: dict = {}
+        for i, v in enumerate(vals):
+            key = v  # Python compares ints and floats exactly: 2**60 + 1 and 2**60 stay two values
             if key in seen:
-                raise SpaceError(f"{ctx}value {v!r} appears more than once; each value must be listed once")
-            seen.add(key)
+                same = "" if self.kind == "numeric" or raw[i] == raw[seen[key]] else (
+                    f" ({ascii(raw[seen[key]])} and {ascii(raw[i])} are the same text once Unicode-normalised (NFC))")
+                raise SpaceError(f"{ctx}value {v!r} appears more than once{same}; each value must be listed once")
+            seen[key] = i
         if self.scale == "log2" and any(float(v) <= 0 for v in vals):
             raise SpaceError(f"{ctx}scale log2 needs positive values; use scale: linear or remove the "
                              f"non-positive values")

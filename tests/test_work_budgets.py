@@ -4,6 +4,7 @@ built column by column is written in time proportional to its cells."""
 
 from __future__ import annotations
 
+import re
 import time
 
 import numpy as np
@@ -86,3 +87,44 @@ def test_an_old_learner_file_is_refused_before_a_costly_refit(old_forest):
         load_model(d, "old.json")
     with limits.override(refit_work=5 * 40):
         assert "refitted" in load_model(old_forest, "old.json").notes[0]
+
+
+@pytest.fixture(scope="module")
+def constant():
+    rng = np.random.default_rng(1)
+    d = pd.DataFrame({"x": rng.uniform(1, 9, 30), "y": rng.uniform(1, 9, 30)})
+    d["t"] = 5.0
+    return d
+
+
+CONSTANT = r"column 't' has the same value \(5\) in all 30 training rows, so this model predicts 5 for every design"
+
+
+@pytest.mark.parametrize("name", ["forest", "auto"])
+def test_a_model_of_a_constant_response_says_so(constant, name):
+    import re
+
+    from gpudse_core.model.registry import fit_model
+
+    m = fit_model(name, constant, "t", ["x", "y"], folds=2)
+    assert sum(bool(re.search(CONSTANT, n)) for n in m.notes) == 1  # said once, whichever kind won
+    varied = constant.assign(t=constant.x * 2)
+    assert not any("same value" in n for n in fit_model("forest", varied, "t", ["x", "y"]).notes)
+
+
+def test_an_old_learner_file_refitted_on_a_constant_response_warns_and_the_cli_says_it(constant, tmp_path, capsys):
+    import json
+
+    from gpudse_core.cli import main
+    from gpudse_core.model.learners import fit_learner
+    from gpudse_core.model.registry import load_model, model_to_dict
+
+    d = model_to_dict(fit_learner("forest", constant, "t", settings={"n_estimators": 5}))
+    old = {k: v for k, v in d.items() if k != "fitted"} | {"schema": "gpudse.learner/1"}
+    notes = load_model(old, "old.json").notes
+    assert any(re.search(CONSTANT, n) for n in notes) and any("refitted" in n for n in notes)
+    path = tmp_path / "old.json"
+    path.write_text(json.dumps(old))
+    constant.to_csv(tmp_path / "p.csv", index=False)
+    assert main(["predict", str(path), str(tmp_path / "p.csv"), "-o", str(tmp_path / "out.csv")]) == 0
+    assert re.search("note: model: " + CONSTANT, capsys.readouterr().err)

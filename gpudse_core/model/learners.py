@@ -40,7 +40,7 @@ from .. import limits
 from ..choices import TRANSFORMS
 from ..errors import GpudseError
 from .fitted import DEFAULT_BOUND_MARGIN as BOUND_MARGIN
-from .fitted import FitError, StepwiseModel, inverse_transform, transform_response
+from .fitted import FitError, StepwiseModel, constant_response_note, inverse_transform, transform_response
 
 LEARNER_SCHEMA = "gpudse.learner/2"
 REFIT_SCHEMA = "gpudse.learner/1"  # settings and training rows only: refitted on load
@@ -216,6 +216,9 @@ class Learner:
                            f"fix or drop those rows")
         if y.size < 5:
             raise FitError(f"only {y.size} rows; a {self.kind} model needs at least 5")
+        constant = constant_response_note(self.response, y)  # every tree is one leaf
+        if constant:
+            self.notes.append(constant)
         self.categorical = [p for p in self.parameters if is_categorical(data[p])]
         X = self._points(data, check_levels=False)
         z = transform_response(y, self.transform, self.response)

@@ -14,7 +14,7 @@ import pytest
 pytestmark = pytest.mark.filterwarnings("ignore::pandas.errors.PerformanceWarning")
 
 from gpudse_core import limits
-from gpudse_core.csvout import _consolidated, frame_text
+from gpudse_core.csvout import CHUNK_CELLS, frame_text, write_frame
 from gpudse_core.space.design import space_from_dict
 
 
@@ -56,13 +56,19 @@ def test_constraints_too_costly_even_to_probe_are_refused_naming_the_limit():
             _space(50).analysis
 
 
-def test_a_frame_built_column_by_column_is_consolidated_before_writing():
+def test_a_wide_frame_is_written_in_chunks_of_a_million_cells_not_a_hundred_thousand(monkeypatch, tmp_path):
     df = pd.DataFrame({"a": np.arange(50)})
     for i in range(300):
         df[f"r{i}"] = np.arange(50) * 1.5  # one block per column, as validation builds it
-    assert df._mgr.nblocks > 100
-    assert _consolidated(df)._mgr.nblocks <= 2
-    assert frame_text(df) == df.to_csv(index=False)
+    expected = df.to_csv(index=False)
+    seen = []
+    real = pd.DataFrame.to_csv
+    monkeypatch.setattr(pd.DataFrame, "to_csv", lambda self, *a, **k: seen.append(k.get("chunksize")) or real(
+        self, *a, **k))
+    assert frame_text(df) == expected
+    write_frame(df, tmp_path / "w.csv")
+    assert (tmp_path / "w.csv").read_text() == expected
+    assert seen == [CHUNK_CELLS // 301] * 2 and CHUNK_CELLS // 301 >= 10 * (100_000 // 301)
 
 
 @pytest.fixture(scope="module")

@@ -9,7 +9,7 @@ and keeps what was done, labelled partial. What each job computes is in :mod:`da
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import Any, Callable
 
 import streamlit as st
 
@@ -59,17 +59,33 @@ def _poll(job_id: str, label: str) -> None:
             ws.stop_job(job_id)  # the work ends after its current unit; the next poll shows it
 
 
-def job_panel(ws: Any, kind: str, label: str) -> bool:
+def interrupted_text(job: Any, label: str, now: float | None = None) -> str:
+    """What to say about a job whose process ended while it ran (a server killed or restarted)."""
+    ago = frame.fmt_duration(max(0.0, (now or time.time()) - (job.finished or job.heartbeat)))
+    total = f" of {job.total:,.0f}" if job.total else ""
+    return (f"{label} was interrupted {ago} ago: the process running it ended (the server was stopped or "
+            f"restarted) after {job.done:,.0f}{total} units of work, and it stored no result. Run it again.")
+
+
+def job_panel(ws: Any, kind: str, label: str, rerun: Callable[[], Any] | None = None,
+              rerun_label: str = "Run it again") -> bool:
     """Show the running job of *kind* (progress bar, running indicator, Stop), polling until it
-    ends; True while one runs. Also says how the last one ended if it failed or was stopped."""
+    ends; True while one runs. Also says how the last one ended if it failed or was stopped
+    recently, and, whenever the last one was interrupted (its process died: it never finished, so
+    it has no end time), says so and offers *rerun*."""
     job = active(ws, kind)
     if job is not None:
         _poll(job.id, label)
         return True
     prev = last(ws, kind)
-    if prev is not None and prev.finished and time.time() - prev.finished < 600:
-        if prev.state == "failed":
-            st.error(f"{label} failed: {frame.plain(prev.error)}")
-        elif prev.state == "interrupted":
-            st.warning(f"{label} was interrupted (its process ended); start it again.")
+    if prev is None:
+        return False
+    if prev.state == "interrupted":
+        with st.container(border=True):
+            st.warning(interrupted_text(prev, label), icon=":material/warning:")
+            if rerun is not None and st.button(rerun_label, key=f"rerun_{prev.id}", icon=":material/replay:",
+                                               disabled=not ws.writable) and frame.guarded(rerun):
+                st.rerun()
+    elif prev.state == "failed" and prev.finished and time.time() - prev.finished < 600:
+        st.error(f"{label} failed: {frame.plain(prev.error)}")
     return False

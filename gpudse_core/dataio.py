@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import io
 import re
+import unicodedata
 from pathlib import Path
 from typing import Any
 
@@ -89,7 +90,9 @@ def read_table_bytes(data: bytes, name: str, fmt: str | None = None, bytes_limit
 
 
 def _column_names(raw: list[Any], name: str) -> list[str]:
-    cols = [str(c).strip() for c in raw]
+    # NFC: a name typed precomposed ('café') and with a combining accent is one column, not two
+    given = [str(c).strip() for c in raw]
+    cols = [unicodedata.normalize("NFC", c) for c in given]
     for i, c in enumerate(cols, 1):
         bad = next((ch for ch in c if ord(ch) < 32 or ord(ch) == 127), None)
         if bad is not None:
@@ -99,6 +102,9 @@ def _column_names(raw: list[Any], name: str) -> list[str]:
     dups = [c for c in cols if c in seen or seen.add(c)]
     if dups:
         shown = ", ".join(repr(c) for c in dict.fromkeys(dups))
+        forms = sorted({ascii(g) for g, c in zip(given, cols) if c in dups and g != c})
+        if forms:
+            shown += f" (written differently, {', '.join(forms)}, but the same text once Unicode-normalised (NFC))"
         raise TableError(f"{name}: column(s) {shown} appear more than once; give every column a distinct name "
                          f"(a repeated column would be read as another response)")
     return cols

@@ -70,6 +70,7 @@ class Limits:
     feasibility_probes: int = 1 << 16  # random probes (and search steps) for a component too large to enumerate
     expression_chars: int = 2_000  # characters in one constraint expression
     expression_nodes: int = 400  # syntax-tree nodes in one constraint expression
+    constraint_work: int = 1 << 30  # points × syntax nodes the feasibility analysis of one space evaluates
     sample_points: int = 10_000_000  # design points drawn by one sampling request
     # ---- tables -------------------------------------------------------------------------------------
     table_rows: int = 10_000_000
@@ -93,6 +94,9 @@ class Limits:
     validation_fits: int = 10_000  # model fits one validation request runs (sizes × repeats × models)
     refit_rows: int = 200_000  # training rows of a forest/boosting/hybrid/EBM model (and of its file)
     model_bytes: int = 64 * MiB  # one model file (a 200-tree forest of 300 rows is ~3 MB; of 2,000 rows ~20 MB)
+    refit_work: int = 20_000_000  # trees × training rows an older-format learner file makes a refit grow, before it
+    #                               starts (forest: n_estimators; boosting, hybrid: max_iter; EBM: outer_bags ×
+    #                               max_rounds); a forest of 2,000 trees on 10,000 rows is 20 M (about 45 s)
     model_nodes: int = 4_000_000  # tree nodes, or EBM table cells, of one stored learner (checked before decoding)
     # ---- workspaces -------------------------------------------------------------------------
     workspaces: int = 10_000  # workspace files under $GPUDSE_HOME (creating or forking one more is refused)

@@ -33,7 +33,6 @@ with tab_val:
     st.caption("Sample-train-test (Stargazer §7.3, Lee & Brooks §5): for each training size N, draw N training "
                "points and a disjoint test set from the results, fit each model on the training points and "
                "measure its relative error on the test points; repeat and pool.")
-    running = ui_jobs.job_panel(w, "validation", "Validation")
     n = len(data)
     dflt = ui_work.EXAMPLE_VALIDATION
     # after a reload the form shows what the table below was computed with (a current validation only: an
@@ -43,16 +42,27 @@ with tab_val:
         dflt = {**dflt, "train_sizes": list(done.train_sizes), "test_size": int(done.test_size),
                 "repeats": int(done.repeats),
                 "models": [m for m in done.models if m in MODELS and m != "application"] or dflt["models"]}
+
+    def rerun_validation() -> None:  # an interrupted validation, again, with the settings the form shows
+        ss = st.session_state
+        ui_work.start_validation_job(w, {"train_sizes": sorted(int(s) for s in ss["val_sizes"]),
+                                         "test_size": int(ss["val_test_size"]), "repeats": int(ss["val_repeats"]),
+                                         "models": list(ss["val_models"])})
+
+    running = ui_jobs.job_panel(w, "validation", "Validation", rerun=rerun_validation,
+                                rerun_label="Validate again with the settings below")
     with st.form("validate"):
         c1, c2, c3 = st.columns(3)
         test_size = c1.number_input("Test points per repeat", 10, max(10, n - 20),
-                                    min(dflt["test_size"], max(10, (n - 20) if done is not None else n // 3)))
+                                    min(dflt["test_size"], max(10, (n - 20) if done is not None else n // 3)),
+                                    key="val_test_size")
         max_train = max(20, n - int(test_size))
         options = [s for s in (20, 30, 60, 90, 120, 150, 200, 250, 300, 400, 600) if s <= max_train]
         sizes = c1.multiselect("Training sizes N", options, default=[s for s in dflt["train_sizes"] if s in options]
-                               or options[:1])
-        repeats = c2.slider("Repeats", 1, 10, min(10, max(1, dflt["repeats"])))
+                               or options[:1], key="val_sizes")
+        repeats = c2.slider("Repeats", 1, 10, min(10, max(1, dflt["repeats"])), key="val_repeats")
         models = c2.multiselect("Models", [m for m in MODELS if m != "application"], default=dflt["models"],
+                                key="val_models",
                                 help="stepwise: Algorithm 1; fixed: Stargazer §7.4's three-factor model; "
                                      "regional: Lee & Brooks' S+R; forest, boosting, hybrid: beyond the papers. "
                                      + ui.help_for("sample-train-test"))

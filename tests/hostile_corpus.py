@@ -273,7 +273,13 @@ def cases() -> Iterator[Case]:  # noqa: C901 - a flat list of cases
     yield Case(A, sp, "constraints-500-components", "s.yaml",
                space("".join(f"  - {{name: p{i}, values: '1::1::1000'}}\n" for i in range(1000)),
                      tail="constraints:\n" + "".join(f"  - p{2 * i} + p{2 * i + 1} == 1999\n" for i in range(500))),
-               F, r"not enumerated: the space's analysis budget went to its other constraints")
+               F, r"not enumerated: evaluating its constraints at every combination would exceed the space's "
+                  r"analysis budget")
+    yield Case(A, sp, "constraints-200-costly-over-4M", "s.yaml",  # enumerated: 16 G array operations (minutes)
+               space("".join(f"  - {{name: {n}, values: '1::1::45'}}\n" for n in "abcd"),
+                     tail="constraints:\n" + "".join(f"  - 'a * b + c * d - a * c + b * d + {i} < 100000 + a*a'\n"
+                                                     for i in range(200))),
+               F, r"4,100,625 combinations, not enumerated.*constraint_work.*estimate")
     yield Case(A, sp, "constraint-long", "s.yaml",
                space(tail="constraints: ['" + " + ".join(["simd"] * 800) + " > 0']\n"), E,
                r"characters long.*expression_chars")
@@ -397,6 +403,12 @@ def cases() -> Iterator[Case]:  # noqa: C901 - a flat list of cases
                      tail="description: '<img src=http://127.0.0.1:9/d.png> [a](javascript:alert(1))'\n"), OK,
                r"!\[x\]\(http://127\.0\.0\.1:9/leak\.png\)")
     # values YAML 1.1 and YAML 1.2 read differently, numbers that would become 0, names with a line break
+    yield Case(S, sp, "nfc-equal-values", "s.yaml",  # YAML escapes: precomposed e-acute, and e + combining accent
+               space('  - {name: a, kind: categorical, values: ["caf\\u00e9", "cafe\\u0301"]}\n'), E,
+               r"same text once Unicode-normalised \(NFC\)")
+    yield Case(S, sp, "long-integers-distinct", "s.yaml",
+               space("  - {name: a, values: ['1" + "0" * 45 + "1', '1" + "0" * 45 + "2']}\n"), E,
+               r"beyond the range of whole-number values")
     yield Case(S, sp, "yaml11-no-yes", "s.yaml", space("  - {name: a, values: [no, yes]}\n"), E,
                r"'no' is False in YAML 1\.1")
     yield Case(S, sp, "yaml11-octal", "s.yaml", space("  - {name: a, values: [010, 8]}\n"), E, r"'010'.*YAML 1\.1 \(8\)")
@@ -447,6 +459,8 @@ def cases() -> Iterator[Case]:  # noqa: C901 - a flat list of cases
     yield Case(S, rs, "duplicated-blk-csv", "r.csv",
                results_csv(header="blk,cc,tc,smp,ccp,simd,mshr,dramq,intra,inter,blk"), E,
                r"column\(s\) 'blk' appear more than once")
+    yield Case(S, rs, "nfc-equal-columns", "r.csv", results_csv(extra={"caf\u00e9": [1.0], "cafe\u0301": [2.0]}), E,
+               r"same text once Unicode-normalised \(NFC\)")
     yield Case(S, rs, "duplicated-after-strip", "r.csv", results_csv(header="blk,cc,tc,smp,ccp,simd,mshr,dramq,intra,"
                                                                             "inter, inter"), E, r"'inter' appear more")
     yield Case(S, rs, "duplicated-json-key", "r.json",

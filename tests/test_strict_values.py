@@ -111,3 +111,32 @@ def test_a_true_false_column_is_never_a_response():
         validate_results(read_upload(hc.results_csv(extra={"ok": ["True", "False"]}), "r.csv"), space_,
                          responses=["ok"])
 
+
+
+def _values(vals):
+    from gpudse_core.space.design import space_from_dict
+
+    return space_from_dict({"parameters": [{"name": "a", "values": vals}]}, "s.yaml").parameters[0].values
+
+
+def test_categorical_values_equal_after_nfc_normalisation_are_one_value_and_refused_twice():
+    with pytest.raises(GpudseError, match=r"'caf\\xe9' and 'cafe\\u0301' are the same text once Unicode-normalised"):
+        _values(["caf\u00e9", "cafe\u0301"])
+    assert _values(["cafe\u0301", "tea"]) == ("caf\u00e9", "tea")  # stored in one form, matching a typed 'café'
+
+
+def test_long_whole_numbers_never_collapse_into_one_value():
+    a, b = "1" + "0" * 45 + "1", "1" + "0" * 45 + "2"  # one float (1e46) if read inexactly
+    for spec in ([a, b], f"{a},{b}"):
+        with pytest.raises(GpudseError, match=r"beyond the range of whole-number values"):
+            _values(spec)
+    assert _values([2 ** 60 + 1, 2 ** 60]) == (2 ** 60 + 1, 2 ** 60)  # distinct ints equal as floats stay two
+
+
+def test_columns_equal_after_nfc_normalisation_are_refused_and_names_are_normalised():
+    from gpudse_core.dataio import read_table_bytes
+
+    with pytest.raises(GpudseError, match=r"r\.csv: column\(s\) 'café' \(written differently, 'cafe\\u0301', but the "
+                                          r"same text once Unicode-normalised \(NFC\)\) appear more than once"):
+        read_table_bytes("blk,caf\u00e9,cafe\u0301\n1,2,3\n".encode(), "r.csv")
+    assert read_table_bytes("blk,cafe\u0301\n1,2\n".encode(), "r.csv").columns.tolist() == ["blk", "caf\u00e9"]

@@ -160,7 +160,8 @@ def _fit_model(args: argparse.Namespace, data, params, out, echo) -> int:
     kind = model_kind(model)
     sel = getattr(model, "selection", None)
     if args.json:
-        doc = {"model": args.model, "kind": kind, "n": getattr(model, "n", None) or len(data), "selection": sel}
+        doc = {"model": args.model, "kind": kind, "n": getattr(model, "n", None) or len(data), "selection": sel,
+               "notes": list(getattr(model, "notes", []))}
         if kind == "stepwise":
             doc.update(terms=model.terms, r2=model.r2, adj_r2=model.adj_r2, headline=headline_doc(model, data),
                        trace=model.trace, trace_table=trace_json(model, params))

@@ -596,3 +596,28 @@ def ols_noise(A: np.ndarray, rss: float) -> dict | None:
         return None
     root = vt[:rank].T / s[:rank]
     return {"sigma": float(np.sqrt(rss / df)), "df": int(df), "root": root.tolist()}
+
+
+def constant_response_note(response: str, y: np.ndarray) -> str | None:
+    """A warning when the training response *y* holds one value: any model of it predicts that value
+    for every design point, which is almost never what a study means (a wrong column, or runs that
+    all failed the same way); None otherwise."""
+    y = np.asarray(y, dtype=float)
+    if y.size == 0 or np.ptp(y) != 0:
+        return None
+    return (f"column {response!r} has the same value ({y[0]:.6g}) in all {y.size:,} training rows, so this model "
+            f"predicts {y[0]:.6g} for every design point; is it the right response column, or did every simulation "
+            f"fail the same way?")
+
+
+def note_constant_response(model: Any, data: Any, response: str) -> Any:
+    """*model*, with :func:`constant_response_note` among its notes when its training response is
+    constant (once: a learner says it already when it checks its rows)."""
+    import pandas as pd
+
+    note = constant_response_note(response, pd.to_numeric(data[response], errors="coerce").to_numpy(float))
+    notes = getattr(model, "notes", None)
+    if note and isinstance(notes, list) and note not in notes:
+        notes.append(note)
+    return model
+

@@ -40,7 +40,7 @@ from .. import limits
 from ..choices import TRANSFORMS
 from ..errors import GpudseError
 from .fitted import DEFAULT_BOUND_MARGIN as BOUND_MARGIN
-from .fitted import FitError, StepwiseModel, inverse_transform, transform_response
+from .fitted import FitError, StepwiseModel, constant_response_note, inverse_transform, transform_response
 
 LEARNER_SCHEMA = "gpudse.learner/2"
 REFIT_SCHEMA = "gpudse.learner/1"  # settings and training rows only: refitted on load
@@ -159,6 +159,18 @@ def check_settings(kind: str, settings: Mapping[str, Any] | None, source: str = 
     return out
 
 
+def refit_trees(kind: str, settings: Mapping[str, Any]) -> int:
+    """Trees a fit of *kind* with *settings* grows at most (each over every training row): the
+    cost of a refit in trees, known before it starts (boosting and EBM may stop early)."""
+    if kind == "forest":
+        return int(settings["n_estimators"])
+    if kind in ("boosting", "hybrid"):
+        return int(settings["max_iter"])
+    if kind == "ebm":
+        return int(settings["outer_bags"]) * int(settings["max_rounds"])
+    return 1
+
+
 # ---- the common interface ----------------------------------------------------------------------------
 class Learner:
     """Base of the non-stepwise learners: data checks, guards, support, curves and persistence."""
@@ -204,6 +216,9 @@ class Learner:
                            f"fix or drop those rows")
         if y.size < 5:
             raise FitError(f"only {y.size} rows; a {self.kind} model needs at least 5")
+        constant = constant_response_note(self.response, y)  # every tree is one leaf
+        if constant:
+            self.notes.append(constant)
         self.categorical = [p for p in self.parameters if is_categorical(data[p])]
         X = self._points(data, check_levels=False)
         z = transform_response(y, self.transform, self.response)
@@ -366,6 +381,12 @@ class Learner:
             model = klass(response, params, d.get("transform", "log"), check_settings(kind, d.get("settings"), source),
                           seed)
             if d["schema"] == REFIT_SCHEMA:
+                trees = refit_trees(kind, model.settings)
+                limits.current().check("refit_work", trees * n,
+                                       f"{source}: a file of the older {REFIT_SCHEMA} format is refitted on load: "
+                                       f"{trees:,} trees × {n:,} training rows",
+                                       "fit the model again on its data (gpudse fit) and save it in the current "
+                                       "format, which loads without refitting")
                 t0 = time.perf_counter()
                 model.fit(pd.DataFrame(frame))
                 model.notes.append(f"{source}: a file of the older {REFIT_SCHEMA} format, refitted from its training "

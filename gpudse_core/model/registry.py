@@ -27,7 +27,7 @@ import pandas as pd
 
 from .. import limits
 from ..jsonutil import plain_json
-from .fitted import MODEL_SCHEMA, FitError, StepwiseModel
+from .fitted import MODEL_SCHEMA, FitError, StepwiseModel, note_constant_response
 from .learners import KINDS, LEARNER_SCHEMA, LEARNER_SCHEMAS, Learner
 
 
@@ -53,10 +53,11 @@ def fit_model(name: str, data: pd.DataFrame, response: str, params: Sequence[str
 
         check_response(data, response)
         params = list(params) if params else [c for c in data.columns if c != response]
-        return select_model(data, response, params, transform=transform, folds=folds, seed=seed,
-                            progress=progress, stepwise_kw=stepwise_kw)
-    return fit_kind(name, data, response, params, transform=transform, seed=seed, stepwise_kw=stepwise_kw,
-                    callback=callback)
+        return note_constant_response(select_model(data, response, params, transform=transform, folds=folds,
+                                                   seed=seed, progress=progress, stepwise_kw=stepwise_kw),
+                                      data, response)
+    return note_constant_response(fit_kind(name, data, response, params, transform=transform, seed=seed,
+                                           stepwise_kw=stepwise_kw, callback=callback), data, response)
 
 
 def model_to_dict(model: Any) -> dict:

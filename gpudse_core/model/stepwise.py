@@ -82,6 +82,7 @@ from .fitted import (
     MODEL_SCHEMA,
     UNSEEN,
     FitError,
+    note_constant_response,
     StepwiseModel,
     _rows,
     inverse_transform,
@@ -1107,4 +1108,5 @@ def fit_stepwise(data: pd.DataFrame, response: str, callback: Callable[[TraceSte
     ``transform`` is the response transform (``response_transform`` of the estimator)."""
     if transform is not None:
         kw["response_transform"] = transform
-    return StepwiseRegression(response=response, **kw).fit(data, callback=callback).model_
+    return note_constant_response(StepwiseRegression(response=response, **kw).fit(data, callback=callback).model_,
+                                  data, response)

@@ -41,6 +41,7 @@ import json
 import keyword
 import math
 import re
+import unicodedata
 from dataclasses import dataclass, field
 from fractions import Fraction
 from functools import cached_property
@@ -63,6 +64,7 @@ if TYPE_CHECKING:  # pandas is imported where a frame is built: `gpudse sample` 
 INT64_LIMIT = (1 << 63) - 1
 CHUNK_ROWS = 1 << 20  # rows of digits evaluated at once during feasibility analysis
 TABLE_BYTES = 256 << 20  # memory for one component's table of feasible digit rows (int32)
+MIN_PROBES = 4096  # random probes a component too large to enumerate gets at least
 SEARCH_STARTS = 16  # parallel starts of the coordinate-descent search for a feasible point
 SCHEMA = "gpudse.space/1"
 
@@ -138,13 +140,17 @@ class Parameter:
                 conv.append(n)
             vals = tuple(conv)
         else:
-            vals = tuple(str(v).lower() if isinstance(v, bool) else str(v) for v in vals)
-        seen: set = set()
-        for v in vals:
-            key = float(v) if self.kind == "numeric" else v
+            # NFC: 'café' typed precomposed and with a combining accent are one value, not two
+            raw = [str(v).lower() if isinstance(v, bool) else str(v) for v in vals]
+            vals = tuple(unicodedata.normalize("NFC", v) for v in raw)
+        seen: dict = {}
+        for i, v in enumerate(vals):
+            key = v  # Python compares ints and floats exactly: 2**60 + 1 and 2**60 stay two values
             if key in seen:
-                raise SpaceError(f"{ctx}value {v!r} appears more than once; each value must be listed once")
-            seen.add(key)
+                same = "" if self.kind == "numeric" or raw[i] == raw[seen[key]] else (
+                    f" ({ascii(raw[seen[key]])} and {ascii(raw[i])} are the same text once Unicode-normalised (NFC))")
+                raise SpaceError(f"{ctx}value {v!r} appears more than once{same}; each value must be listed once")
+            seen[key] = i
         if self.scale == "log2" and any(float(v) <= 0 for v in vals):
             raise SpaceError(f"{ctx}scale log2 needs positive values; use scale: linear or remove the "
                              f"non-positive values")
@@ -348,9 +354,12 @@ class _Budget:
     """What the feasibility analysis of one space may spend, over all its components together: rows
     evaluated by enumeration (8 × feasibility_points), memory for tables of feasible rows
     (TABLE_BYTES), random probes (64 × feasibility_probes, at least 4,096 per component) and search
-    steps (16 × feasibility_probes). A component beyond it is probed instead of enumerated, with
-    fewer probes, or not searched: a less exact answer, never a wrong one, and bounded time however
-    many constraints a file holds."""
+    steps (16 × feasibility_probes), and constraint evaluations in points × syntax nodes
+    (constraint_work: 200 constraints of 30 nodes over 4 M points would be 25 G, minutes of one core).
+    A component beyond it is probed instead of enumerated, with fewer probes, or not searched: a less
+    exact answer, never a wrong one, and bounded time however many constraints a file holds. A
+    component whose constraints cost so much per point that even MIN_PROBES probes exceed what is
+    left of constraint_work is refused before any is evaluated."""
 
     def __init__(self) -> None:
         lim = limits.current()
@@ -358,6 +367,7 @@ class _Budget:
         self.table_bytes = TABLE_BYTES
         self.probes = 64 * lim.feasibility_probes
         self.search = 16 * lim.feasibility_probes
+        self.evals = lim.constraint_work
 
 
 class _Undefined:
@@ -693,13 +703,19 @@ class DesignSpace:
 
     def _component_text(self, dims: Sequence[int], ks: Sequence[int]) -> tuple[str, str]:
         cis = sorted({self.conjuncts[k][0] for k in ks})
-        text = "; ".join(repr(self.constraints[c].expr) for c in cis)
+        text = "; ".join(repr(self.constraints[c].expr) for c in cis[:5])
+        if len(cis) > 5:
+            text += f" and {len(cis) - 5:,} more"
         names = ", ".join(self.dimensions[i].name for i in dims)
         return text, names
 
     def _point_text(self, dims: Sequence[int], digits: Sequence[int]) -> str:
         return ", ".join(f"{p.name}={p.values[int(k)]}" for i, k in zip(dims, digits)
                          for p in self.dimensions[i].parameters)
+
+    def _cost(self, ks: Sequence[int]) -> int:
+        """Syntax nodes the conjuncts *ks* evaluate at one point (array operations a point costs)."""
+        return max(1, sum(self.conjuncts[k][1].nodes for k in ks))
 
     def _row_cap(self, width: int) -> int:
         return max(1, min(limits.current().feasibility_points, TABLE_BYTES // (4 * max(width, 1))))
@@ -728,8 +744,10 @@ class DesignSpace:
         cap = min(self._row_cap(len(dims)), budget.table_bytes // (4 * len(dims)))
         cis = tuple(sorted({self.conjuncts[k][0] for k in ks}))
         undefined = _Undefined()
-        if raw <= cap and raw <= budget.work:
+        cost = self._cost(ks)
+        if raw <= cap and raw <= budget.work and raw * cost <= budget.evals:
             budget.work -= raw
+            budget.evals -= raw * cost
             tables = []
             step = max(1, min(CHUNK_ROWS, (64 << 20) // (8 * len(dims))))
             for s in range(0, raw, step):
@@ -747,8 +765,15 @@ class DesignSpace:
             if joined.shape[0] == 0:
                 raise self._none_feasible(dims, ks, undefined, "proved by enumerating them constraint by constraint")
             return Component(dims, ks, raw, joined, joined.shape[0] / raw, "joined", constraints=cis), undefined
-        probes = min(limits.current().feasibility_probes, max(4096, budget.probes))
+        probes = min(limits.current().feasibility_probes, max(MIN_PROBES, budget.probes), budget.evals // cost)
+        if probes < MIN_PROBES:
+            text, names = self._component_text(dims, ks)
+            limits.check("constraint_work", limits.current().constraint_work - budget.evals + MIN_PROBES * cost,
+                         f"{where(self.source)}the constraints {text} on {names} cost {cost:,} syntax nodes a point; "
+                         f"checking them at {MIN_PROBES:,} random points (with the space's other constraints) is "
+                         f"that many point × node evaluations", "combine or simplify the constraints")
         budget.probes -= probes
+        budget.evals -= probes * cost
         rng = np.random.default_rng(0)
         undefined = _Undefined()
         sub = np.column_stack([rng.integers(0, m, probes) for m in radices])
@@ -799,6 +824,10 @@ class DesignSpace:
                 if work > allowed:
                     return None
                 if newly:
+                    spent = new.shape[0] * self._cost(newly)
+                    if spent > budget.evals:
+                        return None
+                    budget.evals -= spent
                     new = new[self._evaluate(tuple(order), newly, new, undefined)]
                 kept += new.shape[0]
                 if kept > cap:
@@ -815,7 +844,7 @@ class DesignSpace:
         conjuncts from a few random starts (at most 16 × feasibility_probes evaluations, and what is
         left of the space's search budget); or None."""
         radices = [self.radices[i] for i in dims]
-        allowed = min(16 * limits.current().feasibility_probes, budget.search)
+        allowed = min(16 * limits.current().feasibility_probes, budget.search, budget.evals // self._cost(ks))
         if allowed <= 0:
             return None
         starts = SEARCH_STARTS
@@ -856,6 +885,7 @@ class DesignSpace:
                 score[stuck] = violation(cur[stuck])
                 work += int(stuck.sum())
         budget.search -= work
+        budget.evals -= work * self._cost(ks)
         if found is None:
             return None
         return {p.name: p.values[int(k)] for i, k in zip(dims, found) for p in self.dimensions[i].parameters}
@@ -893,7 +923,8 @@ class DesignSpace:
                            f"{n:,} of {undefined.checked[k]:,} random combinations (e.g. {eg}); they count as "
                            f"infeasible")
         text, names = self._component_text(comp.dims, comp.conjuncts)
-        why = ("not enumerated: the space's analysis budget went to its other constraints" if comp.enumerable
+        why = ("not enumerated: evaluating its constraints at every combination would exceed the space's analysis "
+               "budget (limits constraint_work and feasibility_points)" if comp.enumerable
                else "too many to enumerate")
         if comp.method == "probed":
             out.append(f"the constraints {text} on {names} ({comp.raw_size:,} combinations, {why}): "

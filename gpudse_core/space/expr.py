@@ -115,6 +115,12 @@ class Expression:
         v = np.where(ok, 0.0, np.where(np.isnan(v) | (v <= 0), 1.0, v))
         return np.where(_full(bad, n), np.inf, v)
 
+    @property
+    def nodes(self) -> int:
+        """Syntax-tree nodes: the cost of evaluating the expression at one point, in array operations
+        (what ``limits.constraint_work`` counts, times the points evaluated)."""
+        return sum(1 for _ in ast.walk(self._tree))
+
     def conjuncts(self) -> list["Expression"]:
         """The operands of a top-level ``and`` (flattened) as separate expressions: a point satisfies
         the whole iff it satisfies each. Lets independent parts of one constraint be analysed apart."""

@@ -34,7 +34,8 @@ INT_LIMIT = (1 << 63) - 1  # whole-number values are stored as int64
 def to_number(x: Any) -> int | float | None:
     """Return *x* as an int or float if it is (or spells) a number, else None. Bools are not numbers.
 
-    A numeral too long for an exact integer becomes a float (``inf`` beyond float64's range), which
+    A whole-number numeral of up to ``limits.number_digits`` digits is read exactly (the caller
+    refuses one beyond int64); a longer one becomes a float (``inf`` beyond float64's range), which
     :class:`~gpudse_core.space.design.Parameter` refuses as too large; text is never turned into a
     huge integer (Python refuses to convert more than 4300 digits, and the work is quadratic).
     """
@@ -48,8 +49,8 @@ def to_number(x: Any) -> int | float | None:
         s = x.strip()
         if not _NUM_RE.match(s):
             return None
-        if len(s) <= 40 and _INT_RE.match(s):
-            return int(s)
+        if _INT_RE.match(s) and len(s) <= min(limits.current().number_digits, 4000) + 1:
+            return int(s)  # exact: two 41-digit numerals are never one float (the caller checks int64)
         f = float(s)
         if f == 0.0 and underflows(s):
             raise SpaceError(f"{s!r} is too small for a floating-point number (below about 5e-324) and would "

@@ -1,0 +1,136 @@
+"""Work budgets: what an input makes the product do is bounded before the work starts (constraint
+evaluation in points × syntax nodes, the refit of an older learner file in trees × rows) and a table
+built column by column is written in time proportional to its cells."""
+
+from __future__ import annotations
+
+import re
+import time
+
+import numpy as np
+import pandas as pd
+import pytest
+
+pytestmark = pytest.mark.filterwarnings("ignore::pandas.errors.PerformanceWarning")
+
+from gpudse_core import limits
+from gpudse_core.csvout import CHUNK_CELLS, frame_text, write_frame
+from gpudse_core.space.design import space_from_dict
+
+
+def _space(n_constraints: int, values: int = 45, body: str = "a * b + c * d - a * c + b * d + {i} < 100000 + a*a"):
+    return space_from_dict({
+        "name": "w", "parameters": [{"name": n, "values": f"1::1::{values}"} for n in "abcd"],
+        "constraints": [body.format(i=i) for i in range(n_constraints)]}, "w.yaml")
+
+
+def test_many_costly_constraints_over_a_large_component_are_probed_not_enumerated():
+    # 4.1 M combinations × 200 constraints of 20 nodes: enumerated, about 16 G array operations (minutes)
+    s = _space(200)
+    t0 = time.perf_counter()
+    comp = s.analysis.components[0]
+    assert comp.method == "probed" and comp.enumerable  # small enough to enumerate, too costly to evaluate
+    assert time.perf_counter() - t0 < 30
+    assert any("constraint_work" in n and "and 195 more" in n for n in s.notes)
+
+
+def test_a_cheap_component_is_still_enumerated_exactly():
+    s = _space(2, values=20)
+    assert s.analysis.components[0].method == "enumerated" and s.feasible_size == 20 ** 4
+
+
+def test_constraint_work_is_charged_in_points_times_nodes():
+    s = _space(1, values=20)  # 160,000 points; the constraint has 22 nodes
+    cost = s._cost([0])
+    assert cost == s.conjuncts[0][1].nodes > 10
+    with limits.override(constraint_work=20 ** 4 * cost):
+        assert _space(1, values=20).analysis.components[0].method == "enumerated"
+    with limits.override(constraint_work=20 ** 4 * cost - 1):
+        assert _space(1, values=20).analysis.components[0].method != "enumerated"
+
+
+def test_constraints_too_costly_even_to_probe_are_refused_naming_the_limit():
+    with limits.override(constraint_work=4096 * 100):
+        with pytest.raises(limits.LimitError, match=r"w\.yaml: the constraints .* on a, b, c, d cost .* syntax nodes "
+                                                     r"a point.*constraint_work.*simplify"):
+            _space(50).analysis
+
+
+def test_a_wide_frame_is_written_in_chunks_of_a_million_cells_not_a_hundred_thousand(monkeypatch, tmp_path):
+    df = pd.DataFrame({"a": np.arange(50)})
+    for i in range(300):
+        df[f"r{i}"] = np.arange(50) * 1.5  # one block per column, as validation builds it
+    expected = df.to_csv(index=False)
+    seen = []
+    real = pd.DataFrame.to_csv
+    monkeypatch.setattr(pd.DataFrame, "to_csv", lambda self, *a, **k: seen.append(k.get("chunksize")) or real(
+        self, *a, **k))
+    assert frame_text(df) == expected
+    write_frame(df, tmp_path / "w.csv")
+    assert (tmp_path / "w.csv").read_text() == expected
+    assert seen == [CHUNK_CELLS // 301] * 2 and CHUNK_CELLS // 301 >= 10 * (100_000 // 301)
+
+
+@pytest.fixture(scope="module")
+def old_forest():
+    from gpudse_core.model.learners import fit_learner
+    from gpudse_core.model.registry import model_to_dict
+
+    rng = np.random.default_rng(0)
+    data = pd.DataFrame({"x": rng.uniform(1, 10, 40), "y": rng.uniform(1, 10, 40)})
+    data["t"] = data.x * data.y
+    d = model_to_dict(fit_learner("forest", data, "t", settings={"n_estimators": 5}))
+    return {k: v for k, v in d.items() if k != "fitted"} | {"schema": "gpudse.learner/1"}
+
+
+def test_an_old_learner_file_is_refused_before_a_costly_refit(old_forest):
+    from gpudse_core.model.registry import load_model
+
+    d = dict(old_forest, settings=dict(old_forest["settings"], n_estimators=2000))
+    with limits.override(refit_work=2000 * 40 - 1), pytest.raises(
+            limits.LimitError, match=r"old\.json: a file of the older gpudse\.learner/1 format is refitted on load: "
+                                     r"2,000 trees × 40 training rows.*refit_work.*gpudse fit"):
+        load_model(d, "old.json")
+    with limits.override(refit_work=5 * 40):
+        assert "refitted" in load_model(old_forest, "old.json").notes[0]
+
+
+@pytest.fixture(scope="module")
+def constant():
+    rng = np.random.default_rng(1)
+    d = pd.DataFrame({"x": rng.uniform(1, 9, 30), "y": rng.uniform(1, 9, 30)})
+    d["t"] = 5.0
+    return d
+
+
+CONSTANT = r"column 't' has the same value \(5\) in all 30 training rows, so this model predicts 5 for every design"
+
+
+@pytest.mark.parametrize("name", ["forest", "auto"])
+def test_a_model_of_a_constant_response_says_so(constant, name):
+    import re
+
+    from gpudse_core.model.registry import fit_model
+
+    m = fit_model(name, constant, "t", ["x", "y"], folds=2)
+    assert sum(bool(re.search(CONSTANT, n)) for n in m.notes) == 1  # said once, whichever kind won
+    varied = constant.assign(t=constant.x * 2)
+    assert not any("same value" in n for n in fit_model("forest", varied, "t", ["x", "y"]).notes)
+
+
+def test_an_old_learner_file_refitted_on_a_constant_response_warns_and_the_cli_says_it(constant, tmp_path, capsys):
+    import json
+
+    from gpudse_core.cli import main
+    from gpudse_core.model.learners import fit_learner
+    from gpudse_core.model.registry import load_model, model_to_dict
+
+    d = model_to_dict(fit_learner("forest", constant, "t", settings={"n_estimators": 5}))
+    old = {k: v for k, v in d.items() if k != "fitted"} | {"schema": "gpudse.learner/1"}
+    notes = load_model(old, "old.json").notes
+    assert any(re.search(CONSTANT, n) for n in notes) and any("refitted" in n for n in notes)
+    path = tmp_path / "old.json"
+    path.write_text(json.dumps(old))
+    constant.to_csv(tmp_path / "p.csv", index=False)
+    assert main(["predict", str(path), str(tmp_path / "p.csv"), "-o", str(tmp_path / "out.csv")]) == 0
+    assert re.search("note: model: " + CONSTANT, capsys.readouterr().err)

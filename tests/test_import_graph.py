@@ -166,3 +166,23 @@ def test_code_and_docs_cite_papers_and_concepts_not_issue_numbers():
     found = [f"{f}:{k}" for f in files for k, line in enumerate((ROOT / f).read_text(encoding="utf-8").splitlines(), 1)
              if pattern.search(line)]
     assert not found, "issue numbers cited in: " + ", ".join(found[:20])
+
+
+def test_no_merge_conflict_markers_are_left_in_the_checkout():
+    import re
+    import subprocess
+
+    files = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True).stdout.split()
+    marker = re.compile(r"^(<{7} |>{7} |={7}$)", re.M)
+    found = []
+    for f in files:
+        path = ROOT / f
+        if path.suffix in (".png", ".gz", ".json") or not path.is_file():
+            continue
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (UnicodeDecodeError, OSError):
+            continue
+        if marker.search(text):
+            found.append(f)
+    assert not found, f"merge conflict markers left in: {found}"

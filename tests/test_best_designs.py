@@ -111,7 +111,7 @@ def test_the_report_and_the_explore_scan_show_grouped_rows_with_intervals(tmp_pa
     assert len(best) == 5 and not best[used].duplicated().any() and (best.lower < best.upper).all()
     assert list(shown.columns[:3]) == ["predicted cycles", "95 % interval (cycles)", "designs"]
     html = workspace_report(ws)
-    table = html[html.index("Best designs"):]
+    table = html[html.index("<h3>Best designs"):]
     table = table[:table.index("</table>")]
     assert "95 % interval (cycles)" in table and ">any<" in table and "designs" in table
     assert "True" not in table and "False" not in table and "bounded" not in table and "design_index" not in table

@@ -28,6 +28,7 @@ same scan runs on a Dask cluster (:mod:`.distributed`) with ``scheduler``.
 
 from __future__ import annotations
 
+import dataclasses
 import heapq
 import itertools
 import math
@@ -402,6 +403,18 @@ def find_best(model: Any, space: DesignSpace, top: int = 20, maximize: bool = Fa
         raise GpudseError(f"unknown method {method!r}; choose {', '.join(METHODS)}")
     if not isinstance(block, int) or block < 1:
         raise GpudseError(f"block must be a whole number of at least 1 (got {block!r})")
+    if distinct and pareto is not None and top:
+        # a cost's parameters split the groups the model cannot tell apart into cells the top-k pool
+        # would count apart: the distinct best designs (which do not depend on the cost) and the front
+        # are two scans
+        kw = dict(maximize=maximize, where=where, scheduler=scheduler, progress=progress, stop=stop,
+                  workers=workers, method=method, block=block, dtype=dtype)
+        front_res = find_best(model, space, 0, pareto=pareto, **kw)
+        top_res = find_best(model, space, top, distinct=True, **kw)
+        return dataclasses.replace(
+            front_res, best=top_res.best, evaluated=front_res.evaluated + top_res.evaluated,
+            elapsed=time.perf_counter() - t0, complete=front_res.complete and top_res.complete,
+            notes=list(dict.fromkeys([*top_res.notes, *front_res.notes])))
     params = check_parameters(model, space)
     where_expr = compile_expression(where, expression_types(space), "--where") if where is not None else None
     cost = Cost(pareto, space) if pareto is not None else None

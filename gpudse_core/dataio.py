@@ -86,7 +86,29 @@ def read_table_bytes(data: bytes, name: str, fmt: str | None = None, bytes_limit
     if df.shape[1] == 0 or df.empty:
         raise TableError(f"{name}: the table has no rows")
     df.columns = _column_names(list(df.columns), name)
+    return _wide_integers(df)
+
+
+def _wide_integers(df: pd.DataFrame) -> pd.DataFrame:
+    """Whole numbers beyond int64 (a 400-digit numeral in a CSV cell) arrive as Python ints in an
+    object column, where pandas' own numeric conversion raises OverflowError instead of giving NaN:
+    such a cell becomes the float it is (±inf beyond the float range), so every later check reports
+    it as a value (an infinite response names its rows) instead of failing."""
+    for c in df.columns:
+        col = df[c]
+        if col.dtype != object:
+            continue
+        wide = col.map(lambda v: type(v) is int and not -(1 << 63) <= v < (1 << 63))
+        if wide.any():
+            df[c] = col.where(~wide, col[wide].map(_as_float))
     return df
+
+
+def _as_float(v: int) -> float:
+    try:
+        return float(v)
+    except OverflowError:
+        return float("inf") if v > 0 else float("-inf")
 
 
 def _column_names(raw: list[Any], name: str) -> list[str]:

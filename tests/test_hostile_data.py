@@ -287,3 +287,16 @@ def test_zip_from_zipfile_with_directory_is_refused():
         zf.mkdir("results") if hasattr(zf, "mkdir") else zf.writestr("results/", b"")
     with pytest.raises(GpudseError, match="unexpected entry 'results/'"):
         load_project(buf.getvalue())
+
+
+def test_a_whole_number_beyond_the_float_range_is_a_value_not_a_crash():
+    """A 400-digit numeral in a CSV cell arrives from pandas as a Python int, on which pandas' own
+    numeric conversion raised OverflowError; found by test_csv_fuzz. It is read as ±inf, so the row
+    with an infinite response is set aside like any other and the finite rows are kept."""
+    names = list(SPACE.parameter_names)
+    good = [str(p.values[0]) for p in SPACE.parameters]
+    text = ",".join([*names, "cycles"]) + "\n" + ",".join([*good, "9" * 400]) + "\n" + ",".join([*good, "100"]) + "\n"
+    df = read_upload(text.encode(), "r.csv")
+    assert df["cycles"].tolist() == [float("inf"), 100]
+    rep = validate_results(df, SPACE)  # the infinite row is set aside, the finite one kept
+    assert rep.rows_kept == 1 and rep.table["cycles"].tolist() == [100]

@@ -84,18 +84,23 @@ def campaign(ws: Any, name: str) -> CampaignInfo:
     raise GpudseError(f"no campaign {name!r} in this workspace")
 
 
+def _finished(ws: Any, info: Any, name: str) -> tuple[Any, Any]:
+    """The campaign's finished points (without the store's status columns) and its progress."""
+    with _store(ws, info.store_name) as st:
+        table = st.table()
+        prog = st.progress()
+    if not len(table):
+        raise GpudseError(f"campaign {name!r} has no finished points yet")
+    return table.drop(columns=[c for c in STATUS_COLUMNS if c in table.columns]), prog
+
+
 def adopt_campaign(ws: Any, name: str, response: str | None = None, app_column: str | None = "auto") -> Any:
     """Make the campaign's finished points the workspace's results (a new version). When its points
     are the workspace's current samples, the results are recorded as computed from them."""
     from ..sim.campaign import points_spec
 
     info = campaign(ws, name)
-    with _store(ws, info.store_name) as st:
-        table = st.table()
-        prog = st.progress()
-    if not len(table):
-        raise GpudseError(f"campaign {name!r} has no finished points yet")
-    table = table.drop(columns=[c for c in STATUS_COLUMNS if c in table.columns])
+    table, prog = _finished(ws, info, name)
     spec = info.spec or {}
     space = ws.get("space")
     if space.value is None:
@@ -133,12 +138,7 @@ def append_campaign(ws: Any, name: str) -> Any:
     info = campaign(ws, name)
     (results,) = ws.require("results")
     old = results.value
-    with _store(ws, info.store_name) as st:
-        table = st.table()
-        prog = st.progress()
-    if not len(table):
-        raise GpudseError(f"campaign {name!r} has no finished points yet")
-    table = table.drop(columns=[c for c in STATUS_COLUMNS if c in table.columns])
+    table, prog = _finished(ws, info, name)
     if old.response not in table.columns:
         raise GpudseError(f"campaign {name!r}: its results lack the response {old.response!r} of the current results")
     import pandas as pd

@@ -131,3 +131,20 @@ def test_look_ahead_skips_a_parameter_whose_columns_add_nothing():
     train = d.iloc[idx[1000:1300]].reset_index(drop=True)
     est = StepwiseRegression(response="time_ms", response_transform="log", powers_of_two=False).fit(train)
     assert est.model_.r2 > 0.5 and "p2_tile_size_x" not in est.model_.terms
+
+
+def test_cli_flag(tmp_path, capsys):
+    from gpudse_core.cli import main
+
+    data = tmp_path / "steps.csv"
+    step_data(200, 4).to_csv(data, index=False)
+    labels = {}
+    for flag in ("on", "off"):
+        out = tmp_path / f"{flag}.json"
+        assert main(["fit", str(data), "--response", "time", "--powers-of-two", flag, "-o", str(out)]) == 0
+        labels[flag] = json.loads(out.read_text())["column_labels"]
+    assert any("pow2(bx)" in lab for lab in labels["on"]) and not any("pow2" in lab for lab in labels["off"])
+    capsys.readouterr()
+    assert main(["fit", str(data), "--response", "time", "--model", "paper", "--powers-of-two", "on",
+                 "-o", str(tmp_path / "p.json")]) == 2
+    assert "--powers-of-two" in capsys.readouterr().err

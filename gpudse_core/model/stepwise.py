@@ -348,7 +348,9 @@ class StepwiseRegression(RegressorMixin, BaseEstimator):
     (``lower-order``: a term with a full part predicts an unseen level combination by its
     lower-order fit, see :meth:`StepwiseModel.unseen_corrections`; ``model``: by the equation),
     ``threshold_rule`` (``absolute``: the adjusted-R² gain must exceed θ/φ; ``relative``: reach θ/φ
-    times the model's R²; the adjr2 criterion only) and ``reference`` (True: Stargazer 1.0 exactly,
+    times the model's R²; the adjr2 criterion only), ``powers_of_two`` (a ``pow2(x)`` column for
+    whole-number parameters that mix powers of two with other values, :mod:`.encoding`) and
+    ``reference`` (True: Stargazer 1.0 exactly,
     :mod:`.reference`; it uses θ, φ, ``threshold_rule``, ``params``, ``forced``, ``search``,
     ``max_terms``, ``response_transform`` other than auto, ``bound_margin`` and ``unseen``, and its
     own knots, basis and interactions).

@@ -148,3 +148,18 @@ def test_cli_flag(tmp_path, capsys):
     assert main(["fit", str(data), "--response", "time", "--model", "paper", "--powers-of-two", "on",
                  "-o", str(tmp_path / "p.json")]) == 2
     assert "--powers-of-two" in capsys.readouterr().err
+
+
+def test_response_curve_shows_the_steps():
+    """A curve on an even grid would step over 32, 64 and 128; the grid holds every power of two."""
+    from gpudse_core.explore.scan import response_curve
+
+    train = step_data(300, 1)
+    m = StepwiseRegression(response="time").fit(train).model_
+    curve = response_curve(m, train, "bx", {"tile": 2, "flag": 0})
+    x = curve["bx"].to_numpy(dtype=float)
+    y = dict(zip(x.tolist(), curve["predicted"].to_numpy(dtype=float)))
+    assert {16.0, 32.0, 64.0, 128.0, 256.0} <= set(y) and x.size > 100
+    for p2 in (32.0, 64.0, 128.0):
+        right = min(v for v in y if v > p2)
+        assert y[p2] < 0.6 * y[right], (p2, y[p2], y[right])  # 3× faster at the power of two

@@ -49,6 +49,9 @@ SURFACES = {  # surface: (dashboard uploader, CLI command; PATH is the case writ
                 "(no CLI command: report.project.load_project in a subprocess)"),
     "wfg": ("Analytical models page: upload a work flow graph (ui.parse_upload + sim.wfg.graph_view)",
             "gpudse wfg PATH"),
+    "scenario": ("visits, workspaces, jobs and the storage under them (app.py through AppTest, dashboard.state, "
+                 "gpudse_core.workspace)", "steps of tests/hostile_scenarios/NAME.json, gpudse commands among them "
+                 "(tests/hostile_scenarios.py)"),
 }
 CLASSES = ("amplification", "traceback", "silently-wrong", "partial-state", "code-execution", "valid")
 
@@ -64,6 +67,8 @@ class Case:
     pattern: str = ""  # regex (re.S) over the output
     args: tuple[str, ...] = ()  # extra CLI arguments (sample requests)
     space: str = "stargazer"  # the space results are validated against (a preset name)
+    concern: str = ""  # the shared-server class (hostile_scenarios.CONCERNS), for the cases added for it
+    timeout: float = 0.0  # seconds the case may take, when more than the runner's default
 
     def __repr__(self) -> str:
         return f"Case({self.cls}/{self.surface}/{self.name}, {len(self.data):,} bytes, {self.expect})"
@@ -220,7 +225,27 @@ def wfg(**changes) -> bytes:
 
 
 # ---- the corpus ------------------------------------------------------------------------------------------
-def cases() -> Iterator[Case]:  # noqa: C901 - a flat list of cases
+CONCERN_OF = {  # file cases written for a shared-server class (scenario cases carry theirs in their JSON)
+    "space/constraints-200-costly-over-4M": "costly-legal-input", "sample/chain-of-comparisons": "costly-legal-input",
+    "space/markdown-image-label": "attacker-urls", "sample/formula-categorical": "csv-formula",
+    **{f"space/{n}": "silent-value-change" for n in (
+        "nfc-equal-values", "long-integers-distinct", "yaml11-no-yes", "yaml11-octal", "yaml11-sexagesimal",
+        "underflow-1e-400", "name-trailing-newline")},
+    **{f"results/{n}": "silent-value-change" for n in (
+        "nfc-equal-columns", "boolean-column", "constant-response")},
+    "wfg/branch-probabilities-1.8": "silent-value-change",
+}
+
+
+def cases() -> Iterator[Case]:
+    import dataclasses
+
+    for case in _cases():
+        concern = CONCERN_OF.get(f"{case.surface}/{case.name}")
+        yield dataclasses.replace(case, concern=concern) if concern else case
+
+
+def _cases() -> Iterator[Case]:  # noqa: C901 - a flat list of cases
     A, T, S, P, X, V = CLASSES[0], CLASSES[1], CLASSES[2], CLASSES[3], CLASSES[4], "valid"
     E, F, OK = "error", "flagged", "ok"
     NESTED = r"nested more than|too deeply"
@@ -446,6 +471,13 @@ def cases() -> Iterator[Case]:  # noqa: C901 - a flat list of cases
                space("".join(f"  - {{name: p{i}, values: '1::1::1000'}}\n" for i in range(6)),
                      tail="constraints: ['p0 + p1 + p2 + p3 + p4 + p5 == 5990']\n"), E,
                r"feasible size .* is unknown", ("--fraction", "0.5"))
+    chain7 = space("".join(f"  - {{name: p{i}, values: '1::1::1000'}}\n" for i in range(7)),
+                   tail="constraints: ['" + " < ".join(f"p{i}" for i in range(7)) + "']\n")
+    yield Case(A, sa, "chain-of-comparisons", "s.yaml", chain7, E,  # one draw in 5,040 feasible: 26 s for 20,000
+               r"drawing 20,000 points by rejection.*keep about 0\.0002 of random draws.*sampling_work",
+               ("-n", "20000", "--seed", "1"))
+    yield Case(V, sa, "chain-of-comparisons-small", "s.yaml", chain7, OK, r"wrote 200 design points",
+               ("-n", "200", "--seed", "1"))
     yield Case(V, sa, "huge-equalities-sample", "s.yaml",
                space("".join(f"  - {{name: p{i}, values: '1::1::1000'}}\n" for i in range(6)),
                      tail="constraints: ['p0 == p1 and p2 == p3 and p4 == p5']\n"), OK, r"wrote 5 design points",
@@ -660,6 +692,14 @@ def cases() -> Iterator[Case]:  # noqa: C901 - a flat list of cases
                r"not valid YAML")
 
 
+    # == scenarios: sequences of events on a shared server (tests/hostile_scenarios/*.json) ==========
+    import hostile_scenarios
+
+    for name, raw, doc in hostile_scenarios.load_cases():
+        yield Case(doc["cls"], "scenario", name, "scenario.json", raw, OK, r"scenario ok", concern=doc["concern"],
+                   timeout=float(doc.get("timeout_s", 60)))
+
+
 def _parquet_bytes(nested: bool = False, duplicate: bool = False) -> bytes:
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -716,7 +756,11 @@ def _child(case: Case, argv: list[str] | None, path: Path, work: Path, out: Path
         os.dup2(os.open(err, flags), 2)
         sys.stdout = open(1, "w", encoding="utf-8", closefd=False)  # noqa: SIM115
         sys.stderr = open(2, "w", encoding="utf-8", closefd=False)  # noqa: SIM115
-        if argv is not None:
+        if case.surface == "scenario":  # steps of a data-only description, in this process
+            import hostile_scenarios
+
+            code = hostile_scenarios.run(json.loads(case.data), work / "home")
+        elif argv is not None:
             from gpudse_core.cli import main
 
             try:
@@ -781,7 +825,7 @@ def run_corpus(names: set[str] | None = None, timeout: float = 30.0, mem_mb: int
                 done, status, usage = os.wait4(pid, os.WNOHANG)
                 if done:
                     break
-                if time.monotonic() - t0 > timeout:
+                if time.monotonic() - t0 > max(timeout, case.timeout):
                     os.kill(pid, signal.SIGKILL)
                     _, status, usage = os.wait4(pid, 0)
                     timed_out = True

@@ -230,7 +230,8 @@ CONCERN_OF = {  # file cases written for a shared-server class (scenario cases c
     "space/markdown-image-label": "attacker-urls", "sample/formula-categorical": "csv-formula",
     **{f"space/{n}": "silent-value-change" for n in (
         "nfc-equal-values", "long-integers-distinct", "yaml11-no-yes", "yaml11-octal", "yaml11-sexagesimal",
-        "underflow-1e-400", "name-trailing-newline")},
+        "underflow-1e-400", "name-trailing-newline", "values-int-float-above-2^53",
+        "values-int-float-above-2^53-json")},
     **{f"results/{n}": "silent-value-change" for n in (
         "nfc-equal-columns", "boolean-column", "constant-response")},
     "wfg/branch-probabilities-1.8": "silent-value-change",
@@ -443,6 +444,17 @@ def _cases() -> Iterator[Case]:  # noqa: C901 - a flat list of cases
                r"1e-400.*silently become 0")
     yield Case(S, sp, "name-trailing-newline", "s.yaml",
                space('  - {name: "a\\n", values: [1, 2]}\n  - {name: a, values: [1, 2]}\n'), E, r"not usable")
+
+    # whole numbers beyond 2^53 beside decimals would be one float; all whole numbers stay exact (int64)
+    yield Case(S, sp, "values-int-float-above-2^53", "s.yaml",
+               space("  - {name: a, values: [9007199254740993, 9007199254740992.0, 1]}\n"), E,
+               r"9007199254740993 is a whole number beyond 2\^53.*same number as the value 9007199254740992\.0")
+    yield Case(S, sp, "values-int-float-above-2^53-json", "s.json",
+               b'{"parameters": [{"name": "a", "values": [9007199254740993, 0.5]}]}', E,
+               r"9007199254740993 is a whole number beyond 2\^53 in a list with decimal values")
+    yield Case(V, sp, "values-int-above-2^53-exact", "s.yaml",
+               space("  - {name: a, values: [9007199254740993, 9007199254740992]}\n"), OK,
+               r"9007199254740993, 9007199254740992.*size: 2 design points")
 
     # == sampling requests ================================================================================
     sa = "sample"

@@ -157,6 +157,10 @@ def op_workspace(ctx: Ctx, s: dict) -> None:
             fill_example(ws)
         if s.get("space"):
             ws.set_space(load_preset(s["space"]), f"preset {s['space']}")
+        if s.get("space_yaml"):  # a space file's text, read as an upload is
+            from gpudse_core.space.presets import load_space_bytes
+
+            ws.set_space(load_space_bytes(str(s["space_yaml"]).encode(), "space.yaml"), "uploaded space.yaml")
         if s.get("samples"):
             ws.set_samples(sample(ws.get("space").value, n=int(s["samples"]), seed=1), "scenario")
     ctx.ws[s["as"]] = (ws.id, key)
@@ -515,6 +519,53 @@ def op_visit(ctx: Ctx, s: dict) -> None:
         raise Failed(f"{refused} of {s['times']} visits refused, expected {s.get('refused', 0)}")
 
 
+_UNESCAPED_LINK = re.compile(r"(?<!\\)\]\(|(?<!\\)!\[|(?<!\\)<img|(?<![\u2060\\])://|www(?!\u2060)\.")
+
+
+def op_page(ctx: Ctx, s: dict) -> None:
+    """Open workspace *ws* in the dashboard (AppTest, with its key or as a read-only link) on *page*
+    (a path under pages/, or Home): no exception, and every Markdown element showing *marker* (a word of
+    the user's text) shows it inert: no unescaped ``![``, ``](``, ``<img`` or bare ``://`` (at least
+    *at_least* such elements)."""
+    from streamlit.testing.v1 import AppTest
+
+    root = Path(__file__).resolve().parent.parent
+    at = AppTest.from_file(str(root / "app.py"), default_timeout=120)
+    at.query_params["ws"] = ctx.id(s["ws"])
+    if s.get("key"):
+        at.session_state["_gpudse_keys"] = {ctx.id(s["ws"]): ctx.ws[s["ws"]][1]}
+    at.run()
+    if s.get("page"):
+        at.switch_page(s["page"]).run()
+    if at.exception:
+        raise Failed(f"an exception page: {[e.value for e in at.exception][:1]}")
+    seen = 0
+    for kind in ("markdown", "caption", "title", "header", "subheader", "info", "warning", "error", "success"):
+        for el in getattr(at, kind):
+            value = str(el.value)
+            if s["marker"] in value:
+                seen += 1
+                if _UNESCAPED_LINK.search(value):
+                    raise Failed(f"{kind} renders user text as Markdown: {value[:200]!r}")
+    if seen < int(s.get("at_least", 1)):
+        raise Failed(f"the user text ({s['marker']}) was shown {seen} times, expected at least {s.get('at_least', 1)}")
+
+
+def op_csv(ctx: Ctx, s: dict) -> None:
+    """A CSV the product wrote (*path* under the case's folder): no cell a spreadsheet would run as a
+    formula (OWASP: = + - @ tab CR, plain numbers excepted); *has*: a regex its text matches."""
+    import hostile_corpus
+
+    p = Path.cwd() / ctx.sub(s["path"])
+    if not p.exists():
+        raise Failed(f"{s['path']} was not written")
+    bad = hostile_corpus.formula_cells(p.parent, "")
+    if bad:
+        raise Failed(f"formula cells written: {bad[:3]}")
+    if "has" in s and not re.search(s["has"], p.read_text(encoding="utf-8"), re.S):
+        raise Failed(f"{s['path']} does not hold /{s['has']}/")
+
+
 def op_settings(ctx: Ctx, s: dict) -> None:
     """Test-speed settings (a fixed list): ``job_lost_after_s`` — a running job's heartbeat older
     than this reads as interrupted (the product waits 10 s)."""
@@ -536,6 +587,7 @@ OPS: dict[str, Callable[[Ctx, dict], None]] = {
     "disk_full": op_disk_full, "fork": op_fork, "mark_template": op_mark_template, "server_start": op_server_start,
     "files": op_files, "listed": op_listed, "cli": op_cli, "kill_job": op_kill_job, "job": op_job,
     "rerun_validation": op_rerun_validation, "visit": op_visit, "settings": op_settings, "close": op_close,
+    "page": op_page, "csv": op_csv,
 }
 
 

@@ -118,3 +118,4 @@ def test_every_page_whose_work_runs_as_a_job_says_it_was_interrupted_and_reruns_
     assert not [t for t in texts(app, "warning") if "was interrupted" in t]  # the newest one finished
     app.run()  # a press is taken up once: nothing starts again on the next run
     assert next(j for j in w.jobs() if j.kind == kind).id == newest.id
+

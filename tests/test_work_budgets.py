@@ -166,3 +166,29 @@ def test_an_old_learner_file_refitted_on_a_constant_response_warns_and_the_cli_s
     constant.to_csv(tmp_path / "p.csv", index=False)
     assert main(["predict", str(path), str(tmp_path / "p.csv"), "-o", str(tmp_path / "out.csv")]) == 0
     assert re.search("note: model: " + CONSTANT, capsys.readouterr().err)
+
+
+def test_the_sampling_page_refuses_a_costly_rejection_request_with_the_limit_named_at_once(tmp_path, monkeypatch):
+    """A legal space whose chain of comparisons keeps one draw in 5,040: the Sampling page's request
+    for 20,000 points is refused before drawing (sampling_work), the previous samples kept."""
+    from gpudse_core.space.design import space_from_dict
+
+    from test_app import button, goto, new_app, ok, texts, ws
+
+    monkeypatch.setenv("GPUDSE_HOME", str(tmp_path))
+    monkeypatch.delenv("GPUDSE_SINGLE_USER", raising=False)
+    app = new_app()
+    w = ws(app)
+    names = [f"p{i}" for i in range(7)]
+    chain = space_from_dict({"name": "chain", "parameters": [{"name": p, "values": "1::1::1000"} for p in names],
+                             "constraints": [" < ".join(names)]}, "chain.yaml")
+    w.set_space(chain, "uploaded chain.yaml")
+    goto(app, "Sampling")
+    app.number_input[0].set_value(20_000)
+    t0 = time.monotonic()
+    button(app, "Sample").click().run()
+    ok(app, "sample")
+    assert time.monotonic() - t0 < 20  # was 26 s of drawing (load 3)
+    said = [e for e in texts(app, "error") if "sampling_work" in e]
+    assert said and "drawing 20,000 points by rejection" in said[0] and "GPUDSE_CONFIG" in said[0], texts(app, "error")
+    assert w.get("samples").value is None or len(w.get("samples").value) != 20_000

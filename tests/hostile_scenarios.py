@@ -566,6 +566,16 @@ def op_csv(ctx: Ctx, s: dict) -> None:
         raise Failed(f"{s['path']} does not hold /{s['has']}/")
 
 
+def op_expire(ctx: Ctx, s: dict) -> None:
+    """The idle sweep a first visit runs, *hours* from now: untouched first-visit copies idle for longer
+    than visitor_idle_hours go; *removed*: how many must."""
+    from gpudse_core.workspace import visitors
+
+    gone = visitors.expire(now=time.time() + float(s["hours"]) * 3600)
+    if "removed" in s and len(gone) != s["removed"]:
+        raise Failed(f"{len(gone)} idle copies removed, expected {s['removed']}")
+
+
 def op_settings(ctx: Ctx, s: dict) -> None:
     """Test-speed settings (a fixed list): ``job_lost_after_s`` — a running job's heartbeat older
     than this reads as interrupted (the product waits 10 s)."""
@@ -587,7 +597,7 @@ OPS: dict[str, Callable[[Ctx, dict], None]] = {
     "disk_full": op_disk_full, "fork": op_fork, "mark_template": op_mark_template, "server_start": op_server_start,
     "files": op_files, "listed": op_listed, "cli": op_cli, "kill_job": op_kill_job, "job": op_job,
     "rerun_validation": op_rerun_validation, "visit": op_visit, "settings": op_settings, "close": op_close,
-    "page": op_page, "csv": op_csv,
+    "page": op_page, "csv": op_csv, "expire": op_expire,
 }
 
 

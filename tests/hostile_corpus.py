@@ -1,16 +1,19 @@
 """A corpus of hostile inputs for every input surface of hostile input that the core owns: design-space
-files, results tables, project zips, work flow graphs, and sampling requests.
+files, results tables, project zips, work flow graphs, and sampling requests; and scenarios — events on
+a shared server rather than files (tests/hostile_scenarios.py describes them).
 
     from hostile_corpus import cases, SURFACES
 
     for case in cases():              # a generator: big inputs are built when reached
-        case.surface                  # "space", "results", "table", "project", "wfg" or "sample"
+        case.surface                  # "space", "results", "table", "project", "wfg", "sample" or "scenario"
         case.filename, case.data      # what a user would upload or pass on the command line
         case.expect                   # "error": our one-line error, matching case.pattern
                                       # "flagged": accepted, and the output says case.pattern
                                       # "ok": accepted (case.pattern, if any, is in the output)
-        case.cls                      # the issue's class: amplification, traceback, silently-wrong,
+        case.cls                      # the class: amplification, traceback, silently-wrong,
                                       # partial-state, code-execution, or valid (a control)
+        case.concern                  # for cases written for a shared-server class, which one
+                                      # (hostile_scenarios.CONCERNS); "" otherwise
 
 Every case is independent of the others and of the machine (bombs are built as raw deflate
 streams, never expanded here). ``SURFACES`` says which dashboard uploader and which CLI command

@@ -262,7 +262,9 @@ def run_blocks(ev, blocks: np.ndarray, topk: TopK | None, front: Front | None,
     """
     lb, lc, wmin = bounds if bounds is not None else (None, None, None)
     evaluated = skipped = seen = 0
-    for i, b in enumerate(np.asarray(blocks).tolist()):
+    blocks = np.asarray(blocks)
+    for i in range(blocks.shape[0]):  # (not .tolist(): millions of blocks would be as many Python ints)
+        b = int(blocks[i])
         if stop is not None and stop():
             return evaluated, skipped, False, seen
         if lb is not None:

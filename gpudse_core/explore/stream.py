@@ -85,9 +85,14 @@ class _Side:
         """Intercept plus the outer-only factors of block *b* (tabulated for all blocks at first use)."""
         table = self.__dict__.get("_consts")
         if table is None and grid.n_blocks <= 1 << 22:
-            d = decode_mixed_radix(np.arange(grid.n_blocks, dtype=np.int64), grid.outer_shape) if grid.outer \
-                else np.zeros((1, 0), dtype=np.int64)
-            table = self._consts = self.outer_const(grid, d)
+            table = np.empty(grid.n_blocks)
+            step = 1 << 16  # (the outer digits of a million blocks at once would be tens of MB)
+            for s in range(0, grid.n_blocks, step):
+                e = min(grid.n_blocks, s + step)
+                d = decode_mixed_radix(np.arange(s, e, dtype=np.int64), grid.outer_shape) if grid.outer \
+                    else np.zeros((e - s, 0), dtype=np.int64)
+                table[s:e] = self.outer_const(grid, d)
+            self._consts = table
         if table is not None:
             return float(table[b])
         return float(self.outer_const(grid, np.asarray([digits], dtype=np.int64))[0])
@@ -344,21 +349,23 @@ class AdditiveGrid:
         """Lower bounds of the prediction (and cost) in each block, and each block's smallest
         first-completion index (words), for blocks ``start … stop - 1``."""
         stop = self.n_blocks if stop is None else stop
-        lbs, lcs, ws = [], [], []
+        n = max(0, stop - start)
+        lb = np.empty(n)
+        lc = np.empty(n) if self.cost is not None else None
+        w = np.empty((n, self.n_words), dtype=np.int64)
         width = max((math.prod(r.shape[1:]) for side in (self.pred, self.cost) if side is not None
                      for _, _, fs in side.groups for _, r in fs), default=1)
-        step = max(1, (1 << 22) // max(width, len(self.probe_digits)))
+        # filled in place, a chunk of blocks at a time (millions of blocks: each array is tens of MB)
+        step = max(1, min(1 << 18, (1 << 22) // max(width, len(self.probe_digits))))
         for s in range(start, stop, step):
             e = min(stop, s + step)
             d = decode_mixed_radix(np.arange(s, e, dtype=np.int64), self.outer_shape) if self.outer \
                 else np.zeros((e - s, 0), dtype=np.int64)
-            lbs.append(self.pred.lower(self, d))
-            if self.cost is not None:
-                lcs.append(self.cost.lower(self, d))
-            ws.append(self.outer_weights(d) + self.w_inner_min)
-        lb = np.concatenate(lbs) if lbs else np.zeros(0)
-        return lb, (np.concatenate(lcs) if lcs else None), (np.concatenate(ws) if ws else
-                                                            np.zeros((0, self.n_words), dtype=np.int64))
+            lb[s - start:e - start] = self.pred.lower(self, d)
+            if lc is not None:
+                lc[s - start:e - start] = self.cost.lower(self, d)
+            w[s - start:e - start] = self.outer_weights(d) + self.w_inner_min
+        return lb, lc, w
 
     def groups(self, b: int, local: np.ndarray, front: bool) -> np.ndarray:
         """Tie groups of cells: their values on the axes the model (with *front*: and the cost) reads,

@@ -203,6 +203,47 @@ def _merge(space: DesignSpace, parts: list[Part], where: Expression, text: str) 
     return Part(dims, rows)
 
 
+def _index_order(c) -> np.ndarray:
+    """A component's feasible rows in index order: an enumerated table as it is (the analysis's own
+    array, not a copy: it is in index order by construction), a joined one sorted (it is built one
+    dimension at a time in the order the join chose, not the space's)."""
+    if c.method == "enumerated":
+        return c.table
+    return c.table[np.lexsort(c.table.T[::-1])]
+
+
+def _axis(i: int, p: Part, cols: list[int], radices: list[int]) -> Axis:
+    """Part *i* restricted to its columns *cols* (of the given radices): its distinct combinations in
+    lexicographic order, the first row of each, and its rows grouped by combination in index order.
+
+    The combinations are keyed by one integer (their mixed-radix code) and grouped by a stable sort of
+    the keys, which needs a few int64 vectors of the part's length instead of the copies of the rows
+    a row-wise unique makes (4.1 M rows of four columns: about 100 MB instead of 900 MB)."""
+    n = p.size
+    if len(cols) == len(p.dims):  # every dimension used: each (distinct) row is its own value
+        rows = np.arange(n)
+        return Axis(i, p.dims, p.rows, rows, rows, np.arange(n + 1))
+    dims = tuple(p.dims[j] for j in cols)
+    if math.prod(radices) >= 1 << 63:  # a code beyond int64: compare the rows themselves
+        digits, first, inv, counts = np.unique(p.rows[:, cols], axis=0, return_index=True, return_inverse=True,
+                                               return_counts=True)
+        return Axis(i, dims, digits, first, np.argsort(inv.ravel(), kind="stable"),
+                    np.concatenate([[0], np.cumsum(counts)]))
+    key = p.rows[:, cols[0]].astype(np.int64)
+    for j, r in zip(cols[1:], radices[1:]):
+        key *= r
+        key += p.rows[:, j]
+    order = np.argsort(key, kind="stable")  # rows grouped by code, index order within a code
+    key = key[order]
+    start = np.flatnonzero(np.concatenate(([True], key[1:] != key[:-1])))
+    codes = key[start]
+    del key
+    digits = np.empty((start.size, len(cols)), dtype=p.rows.dtype)
+    for k in range(len(cols) - 1, -1, -1):
+        codes, digits[:, k] = np.divmod(codes, radices[k])
+    return Axis(i, dims, digits, order[start], order, np.append(start, n))
+
+
 def build_structure(space: DesignSpace, used: set[int], where: Expression | None = None, where_text: str = "",
                     every_dimension: bool = False) -> Structure | None:
     """The parts and axes of *space* for the *used* dims (see the module docstring).
@@ -219,7 +260,7 @@ def build_structure(space: DesignSpace, used: set[int], where: Expression | None
         if not a.exact:
             return None
         parts = [Part((d,), np.arange(radices[d], dtype=np.int64)[:, None]) for d in a.free_dims]
-        parts += [Part(c.dims, c.table.astype(np.int64)) for c in a.components]
+        parts += [Part(c.dims, _index_order(c)) for c in a.components]
         if where is not None:
             dim_of = parameter_dims(space)
             if not any(n in dim_of for n in where.names):
@@ -238,16 +279,7 @@ def build_structure(space: DesignSpace, used: set[int], where: Expression | None
         cols = [j for j, d in enumerate(p.dims) if d in used]
         if not cols:
             continue
-        if len(p.dims) == 1:
-            n = p.size
-            ax = Axis(i, p.dims, p.rows.copy(), np.arange(n), np.arange(n), np.arange(n + 1))
-        else:
-            proj = p.rows[:, cols]
-            digits, first, inv, counts = np.unique(proj, axis=0, return_index=True, return_inverse=True,
-                                                   return_counts=True)
-            order = np.argsort(inv.ravel(), kind="stable")
-            ax = Axis(i, tuple(p.dims[j] for j in cols), digits, first, order,
-                      np.concatenate([[0], np.cumsum(counts)]))
+        ax = _axis(i, p, cols, [radices[p.dims[j]] for j in cols])
         for j, d in enumerate(ax.dims):
             dim_axis[d] = (len(axes), j)
         axes.append(ax)

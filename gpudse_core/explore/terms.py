@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import ast
 import math
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -69,14 +69,22 @@ def on_axes(structure: Structure, params: Sequence[str], table: np.ndarray) -> F
         shape = [1] * len(axes)
         shape[axes.index(a)] = structure.axes[a].size
         index.append(structure.axes[a].digits[:, col].reshape(shape))
-    out = np.asarray(table, dtype=np.float64)[tuple(index)] if index else np.asarray(table, dtype=np.float64)
-    return axes, np.broadcast_to(out, tuple(structure.axes[a].size for a in axes)).copy()
+    shape = tuple(structure.axes[a].size for a in axes)
+    if index:
+        out = np.asarray(table, dtype=np.float64)[tuple(index)]  # (fancy indexing: a new array)
+        return axes, out if out.shape == shape else np.broadcast_to(out, shape).copy()
+    return axes, np.broadcast_to(np.asarray(table, dtype=np.float64), shape).copy()
 
 
-def merge_factors(factors: Sequence[Factor]) -> list[Factor]:
+def merge_factors(factors: Iterable[Factor]) -> list[Factor]:
+    """Factors on the same axes summed into one. *factors* may be a generator: then only the sums and
+    the factor at hand are held (an axis of millions of values makes each factor tens of MB)."""
     acc: dict[tuple[int, ...], np.ndarray] = {}
     for axes, t in factors:
-        acc[axes] = acc[axes] + t if axes in acc else t.copy()
+        if axes in acc:
+            acc[axes] += t
+        else:
+            acc[axes] = t.copy()
     return list(acc.items())
 
 

@@ -135,7 +135,11 @@ def raycast_work(size: int, spheres: int, boxes: int, seed: int, ctx: JobContext
 
 # ---- starting jobs -------------------------------------------------------------------------------
 def start_scan(ws: Any, request: dict):
+    from gpudse_core.explore.best import check_scan_work
+
     space, model = ws.require("space", "model")
+    # a scan beyond its work budget is refused here, before a job starts (the last scan stays shown)
+    check_scan_work(model.value, space.value, pareto=pareto_cost(space.value, request["cost"]))
     results = ws.get("results")
     table = results.value.table if results.value is not None else None
     inputs = [model, space] + ([results] if table is not None else [])  # simulated designs are marked

@@ -113,6 +113,8 @@ class Limits:
     # ---- exploration (gpudse explore, the Explore page) ------------------------------------------------
     explore_top: int = 10_000  # best designs one request may ask for (--top)
     scan_points: int = 20_000_000_000  # points a scan may visit one by one (about 20 min at 15 M/s)
+    scan_work: int = 1 << 35  # points × syntax nodes of the constraints, --where and cost a scan of every point
+    #                           evaluates (the unit of constraint_work; about 2.5 G a second on one core)
     explore_candidates: int = 5_000_000  # designs kept as possible members of a top-k or a Pareto front
     simulate_chosen: int = 200  # designs one "Simulate these" (best designs checked by simulation) may run
     # ---- sequential search (gpudse search) ------------------------------------------------------------

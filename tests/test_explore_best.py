@@ -342,6 +342,25 @@ def test_constraints_too_large_to_enumerate_fall_back_to_every_point(monkeypatch
                                   r.best.drop(columns="bounded", errors="ignore"))
 
 
+def test_a_joined_component_is_scanned_in_index_order(monkeypatch):
+    """A component too large to enumerate is built one dimension at a time, fewest values first, so its
+    table is not in index order (here b before a); the designs of a tie are still listed by index."""
+    from gpudse_core import limits
+    from gpudse_core.space.design import space_from_dict
+
+    with limits.override(feasibility_points=100):
+        space = space_from_dict({"name": "j", "parameters": [{"name": "a", "values": "0::1::29"},
+                                                            {"name": "b", "values": "0::1::4"},
+                                                            {"name": "e", "values": [1, 2]}],
+                                 "constraints": ["a + b == 6"]}, "j.yaml")
+        comp = space.analysis.components[0]
+        assert comp.method == "joined" and comp.table[:, 0].tolist() == [6, 5, 4, 3, 2]  # not index order
+        model = TableModel(space, 0.0, [(("e",), np.array([3.0, 1.0]))])  # every (a, b) of a tie
+        got = find_best(model, space, top=3)
+    want, _ = brute_force(model, space, 3)
+    assert got.method == "exact" and got.best["design_index"].tolist() == want["design_index"].tolist() == [29, 37, 45]
+
+
 @pytest.mark.parametrize("kwargs, fragment", [(dict(top=1, pareto="blk"), "may lie on the Pareto front"),
                                               (dict(top=5), "within the scan's error margin")])
 def test_candidate_pools_are_bounded_by_the_limit(kwargs, fragment):

@@ -192,3 +192,61 @@ def test_the_sampling_page_refuses_a_costly_rejection_request_with_the_limit_nam
     said = [e for e in texts(app, "error") if "sampling_work" in e]
     assert said and "drawing 20,000 points by rejection" in said[0] and "GPUDSE_CONFIG" in said[0], texts(app, "error")
     assert w.get("samples").value is None or len(w.get("samples").value) != 20_000
+
+
+# ---- a scan of every point (gpudse explore, the Explore page) -------------------------------------------
+def _every_point_case(values: int = 12):
+    """A space whose two costly constraints are probed, not enumerated (a small constraint_work), so an
+    additive model's scan checks them at every point; an additive model reading all four parameters."""
+    from explore_models import TableModel
+
+    with limits.override(constraint_work=500_000):  # enough to probe the group, not to enumerate it
+        s = _space(2, values=values)
+        assert not s.analysis.exact
+    rng = np.random.default_rng(5)
+    model = TableModel(s, 1.0, [((p,), rng.normal(size=values)) for p in "abcd"])
+    return s, model
+
+
+def test_a_scan_of_every_point_is_refused_beyond_scan_work_before_it_starts():
+    """Explore's scan of every point evaluates the constraints (and --where, and a cost expression) at
+    each point; points × syntax nodes beyond scan_work is refused before the scan starts, and a
+    request exactly at the limit runs, with the brute-force answer."""
+    from explore_models import brute_force
+
+    from gpudse_core.explore.best import check_scan_work, find_best
+
+    s, model = _every_point_case()
+    nodes = sum(s.conjuncts[k][1].nodes for k in range(len(s.conjuncts)))
+    work = s.size * nodes
+    assert work == 12 ** 4 * 88
+    calls = []
+    with limits.override(scan_work=work - 1):
+        for call in (lambda: find_best(model, s, top=5, progress=lambda d, t: calls.append(d)),
+                     lambda: check_scan_work(model, s)):
+            with pytest.raises(limits.LimitError,
+                               match=r"scanning every point of space 'w' evaluates its 2 constraints \(88 syntax nodes\) "
+                                     r"at each of its 20,736 points.*1,824,768 is more than the limit of 1,824,767 "
+                                     r"\(scan_work\); combine or simplify the constraints"):
+                call()
+        assert not calls  # refused before the first block
+        # a --where is evaluated at every point too: it counts
+        with pytest.raises(limits.LimitError, match=r"its 2 constraints and --where \(9\d syntax nodes\)"):
+            find_best(model, s, top=5, where="a > 1")
+    with limits.override(scan_work=work):
+        check_scan_work(model, s)
+        got = find_best(model, s, top=5)
+    assert got.method == "stream" and got.best["design_index"].tolist() == brute_force(model, s, 5)[0][
+        "design_index"].tolist()
+
+
+def test_a_scan_without_constraints_is_bounded_by_its_points_only():
+    from gpudse_core.explore.best import find_best
+    from explore_models import TableModel
+
+    s = space_from_dict({"name": "free", "parameters": [{"name": n, "values": "1::1::12"} for n in "abcd"]}, "f.yaml")
+    model = TableModel(s, 0.0, [(("a",), np.arange(12.0))])
+    with limits.override(scan_work=1):
+        assert find_best(model, s, top=3, method="stream").method == "stream"  # no expression at any point
+        with pytest.raises(limits.LimitError, match=r"--where \(\d+ syntax nodes\).*scan_work"):
+            find_best(model, s, top=3, method="stream", where="a > 1")

@@ -180,13 +180,45 @@ class _Plan:
     notes: list[str]
 
 
-def _check_scan(space: DesignSpace) -> None:
-    """A scan of every point is bounded (limits.scan_points) before it starts."""
+def _check_scan(space: DesignSpace, masks: Sequence[Any] = (), cost: Any = None) -> None:
+    """A scan of every point is bounded before it starts: the points it visits (limits.scan_points)
+    and the constraints, ``--where`` and cost expression it evaluates at each of them, in points ×
+    syntax nodes (limits.scan_work; the unit of ``constraint_work``, which bounds the same evaluation
+    when a space is analysed)."""
     limits.check("scan_points", space.size, f"scanning every point of space {space.name!r}",
                  "use an additive model (scanned exactly without visiting every point), restrict the space "
                  "with --where, or sample it")
     if not space.fits_int64:
         raise GpudseError(f"space {space.name!r} has {space.size:,} points, too many to scan one by one")
+    n_constraints = len(space.constraints)
+    parts = [f"its {n_constraints:,} constraint{'s' if n_constraints != 1 else ''}"] if n_constraints else []
+    if len(masks) > n_constraints:
+        parts.append("--where")
+    nodes = sum(m.nodes for m in masks)
+    if cost is not None:
+        nodes += cost.nodes
+        parts.append("the cost")
+    if nodes:
+        limits.check("scan_work", space.size * nodes,
+                     f"scanning every point of space {space.name!r} evaluates {' and '.join(parts)} "
+                     f"({nodes:,} syntax nodes) at each of its {space.size:,} points, in point × node evaluations",
+                     "combine or simplify the constraints, make them few enough to enumerate (so an additive "
+                     "model is scanned without visiting every point), or sample the space")
+
+
+def check_scan_work(model: Any, space: DesignSpace, where: str | None = None,
+                    pareto: str | Mapping[str, Sequence[float]] | None = None) -> None:
+    """Refuse at once a request whose scan must visit every point and would evaluate more than the
+    limits allow there (scan_points, scan_work): what :func:`find_best` checks when it plans the scan,
+    made before anything is built, so a dashboard refuses the request before it starts a job. A
+    ``where`` too large to enumerate is found only when the scan is planned (building it is the work)."""
+    where_expr = compile_expression(where, expression_types(space), "--where") if where is not None else None
+    cost = Cost(pareto, space) if pareto is not None else None
+    if not is_additive(model):
+        _check_scan(space, _masks(space, where_expr), cost.expression if cost is not None else None)
+    elif (cost is not None and not cost.separable) or not space.analysis.exact:
+        _check_scan(space, _masks(space, where_expr), cost.expression if cost is not None and not cost.separable
+                    else None)
 
 
 def _masks(space: DesignSpace, where_expr) -> list:
@@ -219,11 +251,12 @@ def _plan(model: Any, space: DesignSpace, params: list[str], maximize: bool, cos
             raise GpudseError("method 'exact' is not possible here: " + notes[-1])
         method = "exact" if structure is not None else ("stream" if method == "auto" else method)
     if method == "stream":
-        _check_scan(space)
+        _check_scan(space, _masks(space, where_expr), cost.expression if cost is not None and not cost.separable
+                    else None)
         structure = build_structure(space, set(range(len(space.radices))), every_dimension=True)
     if method in ("exact", "stream"):
         c0, terms = terms_of(model, levels_of(space, params))
-        factors = merge_factors([on_axes(structure, p, t * sign) for p, t in terms])
+        factors = merge_factors(on_axes(structure, p, t * sign) for p, t in terms)
         intercept = c0 * sign
         lo_sum = c0 + sum(float(t.min()) for _, t in terms if t.size)
         hi_sum = c0 + sum(float(t.max()) for _, t in terms if t.size)
@@ -245,7 +278,7 @@ def _plan(model: Any, space: DesignSpace, params: list[str], maximize: bool, cos
             cost_c = 0.0
             if cost is not None:
                 if cost.separable:
-                    cost_factors = merge_factors([on_axes(structure, p, t) for p, t in cost.summands])
+                    cost_factors = merge_factors(on_axes(structure, p, t) for p, t in cost.summands)
                     cost_c = cost.constant
                 else:
                     cost_expr = cost
@@ -270,8 +303,9 @@ def _plan(model: Any, space: DesignSpace, params: list[str], maximize: bool, cos
                 ev.eps_c = 0.0
             feasible = structure.feasible if method == "exact" else None
             return _Plan(method, ev, structure, factors, intercept, sign, lo, hi, feasible, notes)
-    _check_scan(space)
-    ev = PredictStream(model, space, sign, _masks(space, where_expr), cost, block=min(block, 1 << 16))
+    masks = _masks(space, where_expr)
+    _check_scan(space, masks, cost.expression if cost is not None else None)
+    ev = PredictStream(model, space, sign, masks, cost, block=min(block, 1 << 16))
     return _Plan("predict", ev, None, [], 0.0, sign, -np.inf, np.inf, None, notes)
 
 
@@ -428,7 +462,10 @@ def find_best(model: Any, space: DesignSpace, top: int = 20, maximize: bool = Fa
     if plan.method == "exact":
         lb, lc, wmin = ev.bounds()
         order = np.lexsort((lc if lc is not None else lb, lb)) if ev.n_blocks > 1 else np.arange(1)
-        bounds = (lb[order], None if lc is None else lc[order], wmin[order])
+        lb = lb[order]  # (one array at a time: with millions of blocks each is tens of MB)
+        lc = None if lc is None else lc[order]
+        bounds = (lb, lc, wmin[order])
+        del lb, lc, wmin
     else:
         order, bounds = np.arange(ev.n_blocks), None
     total = ev.total_cells

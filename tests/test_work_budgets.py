@@ -250,3 +250,50 @@ def test_a_scan_without_constraints_is_bounded_by_its_points_only():
         assert find_best(model, s, top=3, method="stream").method == "stream"  # no expression at any point
         with pytest.raises(limits.LimitError, match=r"--where \(\d+ syntax nodes\).*scan_work"):
             find_best(model, s, top=3, method="stream", where="a > 1")
+
+
+def test_the_explore_page_refuses_a_scan_beyond_scan_work_before_starting_it(tmp_path, monkeypatch):
+    """A forest (not additive) over a constrained space is scanned point by point, its constraint
+    checked at each: beyond scan_work the Explore page's Recompute says so (st.error naming the limit)
+    at once, starts no job and keeps the last scan; at the limit it runs."""
+    from gpudse_core.explore.terms import expression_types
+    from gpudse_core.model.learners import fit_learner
+    from gpudse_core.space.expr import compile_expression
+    from gpudse_core.space.sampling import sample
+
+    from test_app import goto, new_app, ok, texts, wait_jobs, ws
+
+    monkeypatch.setenv("GPUDSE_HOME", str(tmp_path))
+    monkeypatch.delenv("GPUDSE_SINGLE_USER", raising=False)
+    app = new_app()
+    w = ws(app)
+    doc = w.get("space").value.to_dict()
+    space = space_from_dict({**doc, "constraints": ["simd * blk <= 64"]}, "constrained.yaml")
+    results = w.get("results").value
+    params = list(space.parameter_names)
+    table = results.table[(results.table.simd * results.table.blk) <= 64]  # the example's results that fit
+    w.set_space(space, "uploaded constrained.yaml")
+    w.set_samples(sample(space, n=300, seed=1), "test")
+    w.set_results(table.reset_index(drop=True), results.response, app_column=None)
+    w.set_model(fit_learner("forest", table[params + [results.response]], results.response, params,
+                            settings={"n_estimators": 5}), "a forest")
+    before = w.get("scan")
+    assert before.value is not None and not before.ok  # the example's scan, out of date
+    jobs = len(w.jobs())
+    goto(app, "Explore")
+    nodes = compile_expression("simd * blk <= 64", expression_types(space), "c").nodes
+    work = space.size * nodes
+    with limits.override(scan_work=work - 1):
+        app.button(key="fix_scan").click().run()
+        ok(app, "recompute beyond scan_work")
+        said = [e for e in texts(app, "error") if "scan_work" in e]
+        assert said and f"at each of its {space.size:,} points" in said[0] and "GPUDSE_CONFIG" in said[0], \
+            texts(app, "error")
+        assert len(w.jobs()) == jobs and w.get("scan").version == before.version  # no job started; the last scan kept
+    with limits.override(scan_work=work):
+        app.button(key="fix_scan").click().run()
+        ok(app, "recompute at scan_work")
+        wait_jobs(app)
+    scan = w.get("scan")
+    assert scan.ok and scan.version > before.version and scan.value["method"] == "predict"
+    assert not [e for e in texts(app, "error") if "scan_work" in e]

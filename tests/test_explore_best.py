@@ -342,6 +342,31 @@ def test_constraints_too_large_to_enumerate_fall_back_to_every_point(monkeypatch
                                   r.best.drop(columns="bounded", errors="ignore"))
 
 
+def test_an_axis_keyed_by_one_integer_equals_the_row_wise_unique():
+    """The projection of a part onto its used columns, grouped by a mixed-radix code, is what a
+    row-wise unique of the projected rows gives (the path taken when the code would pass int64)."""
+    from gpudse_core.explore.structure import Part, _axis
+
+    rng = np.random.default_rng(3)
+    radices = [7, 5, 9, 4]
+    codes = np.unique(rng.integers(0, math.prod(radices), 600))
+    rows = np.stack(np.unravel_index(codes, radices), axis=1).astype(np.int32)  # distinct, in index order
+    part = Part((0, 1, 2, 3), rows)
+    for cols in ([1], [0, 2], [3, 1], [0, 1, 3], [0, 1, 2, 3]):
+        keyed = _axis(0, part, cols, [radices[j] for j in cols])
+        if 1 < len(cols) < 4:  # radices whose code passes int64: the row-wise unique
+            unique = _axis(0, part, cols, [1 << 62] * len(cols))
+            assert keyed.dims == unique.dims
+            for name in ("digits", "first", "order", "start"):
+                np.testing.assert_array_equal(getattr(keyed, name), getattr(unique, name), err_msg=f"{cols} {name}")
+        proj = rows[:, cols]
+        assert len(keyed.digits) == len({tuple(r) for r in proj.tolist()})
+        for v in range(keyed.size):  # each value's rows: exactly those with its digits, in index order
+            members = keyed.order[keyed.start[v]:keyed.start[v + 1]]
+            assert (np.diff(members) > 0).all() and keyed.first[v] == members[0]
+            np.testing.assert_array_equal(members, np.flatnonzero((proj == keyed.digits[v]).all(axis=1)))
+
+
 def test_a_joined_component_is_scanned_in_index_order(monkeypatch):
     """A component too large to enumerate is built one dimension at a time, fewest values first, so its
     table is not in index order (here b before a); the designs of a tie are still listed by index."""

@@ -365,6 +365,10 @@ def test_an_axis_keyed_by_one_integer_equals_the_row_wise_unique():
             members = keyed.order[keyed.start[v]:keyed.start[v + 1]]
             assert (np.diff(members) > 0).all() and keyed.first[v] == members[0]
             np.testing.assert_array_equal(members, np.flatnonzero((proj == keyed.digits[v]).all(axis=1)))
+            assert keyed.value_of(keyed.digits[v]) == v  # found by binary search: the values are sorted
+        present = set(map(tuple, proj.tolist()))
+        absent = [d for d in itertools.product(*(range(radices[j]) for j in cols)) if d not in present]
+        assert all(keyed.value_of(d) == -1 for d in absent[:50])
 
 
 def test_a_joined_component_is_scanned_in_index_order(monkeypatch):

@@ -183,10 +183,9 @@ def _group_of(structure: Structure, digits: np.ndarray, cache: dict) -> tuple[in
         ax = with_axis.get(i)
         v = -1
         if ax is not None:
-            match = np.flatnonzero(np.all(ax.digits == digits[list(ax.dims)], axis=1))
-            if not match.size:
+            v = ax.value_of(digits[list(ax.dims)])
+            if v < 0:
                 return 0, {}
-            v = int(match[0])
         if (i, v) not in cache:
             rows = part.rows if ax is None else part.rows[ax.order[ax.start[v]:ax.start[v + 1]]]
             cache[i, v] = (int(rows.shape[0]), {d: np.unique(rows[:, j]) for j, d in enumerate(part.dims)
@@ -313,10 +312,9 @@ def group_designs(space: DesignSpace, used: Sequence[str], design: pd.DataFrame,
     digits = _digits(space, design)
     frames = []
     for i in range(len(design)):
-        values = []
-        for ax in structure.axes:
-            match = np.flatnonzero(np.all(ax.digits == digits[i][list(ax.dims)], axis=1))
-            values.append(int(match[0]))
+        values = [ax.value_of(digits[i][list(ax.dims)]) for ax in structure.axes]
+        if min(values, default=0) < 0:  # not a feasible design (a row edited by hand): no group
+            continue
         got = list(structure.completions(np.asarray(values, dtype=np.int64), int(limit)))
         if not got:
             continue

@@ -59,7 +59,7 @@ class Axis:
 
     part: int
     dims: tuple[int, ...]  # used dims of the part
-    digits: np.ndarray  # (size, len(dims)) digits of those dims for each value
+    digits: np.ndarray  # (size, len(dims)) digits of those dims for each value, in lexicographic order
     first: np.ndarray  # (size,) the part's row holding each value's first completion
     order: np.ndarray  # the part's rows grouped by value, index order within a value
     start: np.ndarray  # (size + 1,) offsets of each value's rows in `order`
@@ -71,6 +71,17 @@ class Axis:
     @property
     def counts(self) -> np.ndarray:
         return np.diff(self.start)
+
+    def value_of(self, digits: Sequence[int]) -> int:
+        """The value whose digits (of :attr:`dims`) are *digits*, or -1: the values are in
+        lexicographic order, so one binary search per column (not a comparison with every value)."""
+        lo, hi = 0, self.size
+        for j, d in enumerate(digits):
+            col = self.digits[lo:hi, j]
+            lo, hi = lo + int(np.searchsorted(col, d, "left")), lo + int(np.searchsorted(col, d, "right"))
+            if lo >= hi:
+                return -1
+        return lo
 
 
 @dataclass

@@ -16,6 +16,7 @@ from dashboard import work as ui_work
 from gpudse_core import GpudseError
 from gpudse_core.explore.scan import sensitivity
 from gpudse_core.report import figures
+from gpudse_core.report.fmt import fmt_value
 
 w = ui.page("Explore")
 st.title("Explore the design space")
@@ -30,15 +31,41 @@ def simulated_best(space, model) -> None:
         unit = ui.response_unit(model.response)
         info, table = latest
         params = [p for p in space.parameter_names if p in table.columns]
+        scan = w.get("scan").value
+        used = [p for p in (scan or {}).get("used", []) if p in params]
+        params = used + [p for p in params if p not in used]  # the parameters that tell the rows apart first
+        failed_designs(space, table.assign(group=table["group"] + 1), used or params)
         cols = ["group", "predicted", "lower", "upper", "simulated", "error", "in interval", *params]
         table = table[[c for c in cols if c in table.columns]].rename(columns={"group": "row"})
         table["row"] = table["row"] + 1
+        # a prediction equal to the simulation up to floating-point rounding has no error to show
+        table["error"] = table["error"].mask(table["error"].abs() < 1e-9, 0.0)
         inside = (table["in interval"] == "yes").sum()
         done = table["simulated"].notna().sum()
         st.markdown(f"**Predicted vs simulated** ({ui.plain(info.name)}: {ui.fmt_count(done)} of "
                     f"{ui.fmt_count(len(table), 'designs')} simulated, {inside} inside the interval)")
         ui.table(table, units=ui.units(space) | {c: unit for c in ("predicted", "lower", "upper", "simulated")},
                  kinds={"error": "fraction", "row": "count"})
+
+
+def failed_designs(space, table, used) -> None:
+    """One clear message for the chosen designs the simulator failed on (named by the parameters in
+    *used*): which, why, and that they are recorded (a scan leaves out every row holding one)."""
+    failed = table[table["in interval"] == "failed"]
+    if not len(failed):
+        return
+    def value(p: str, v) -> str:
+        unit = space.parameter(p).unit
+        return f"{space.parameter(p).display} = {fmt_value(v)}" + (f" {unit}" if unit else "")
+
+    which = "; ".join(f"row {r['group']}: " + ", ".join(value(p, r[p]) for p in used)
+                      for r in failed.to_dict(orient="records"))
+    why = next((y for y in failed["why"] if y), "")
+    st.error(f"{ui.fmt_count(len(failed))} of {ui.fmt_count(len(table), 'designs')} failed to simulate "
+             f"({ui.plain(which)})"
+             + (f": {ui.plain(why)}" if why else "") + ". The failure is recorded in this workspace: rows holding a "
+             "failed design will not be recommended again (from the next scan of the best designs on).",
+             icon=":material/error:")
 
 
 if w.ready("space", "model") is not None and w.get("space").value is not None and w.get("model").value is not None:
@@ -87,11 +114,11 @@ def simulate_these(value: dict) -> None:
                     backend = None
         unit = ui.response_unit(model.response)
         names = [f"{i + 1}: {ui.fmt_num(v, unit)}" for i, v in enumerate(best.predicted)]
-        c1, c2 = st.columns([3, 2])
-        rows = c1.multiselect("Rows", list(range(len(best))), default=list(range(min(5, len(best)))),
-                              format_func=lambda i: names[i], key="sim_rows")
-        how = c2.radio("Designs", ["one per row (its first design)", "every design of each row, up to"],
-                       key="sim_how")
+        rows = st.multiselect("Rows", list(range(len(best))), default=list(range(min(5, len(best)))),
+                              format_func=lambda i: names[i], key="sim_rows")  # the whole width: every tag in view
+        c1, c2 = st.columns([3, 1], vertical_alignment="bottom")
+        how = c1.radio("Designs", ["one per row (its first design)", "every design of each row, up to"],
+                       key="sim_how", horizontal=True)
         per_row = c2.number_input("designs per row", 1, ui_work.simulate_limit(), 5, key="sim_per_row",
                                   disabled=how.startswith("one"), label_visibility="collapsed")
         if not kinds:

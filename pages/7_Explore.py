@@ -54,6 +54,7 @@ def failed_designs(space, table, used) -> None:
     failed = table[table["in interval"] == "failed"]
     if not len(failed):
         return
+
     def value(p: str, v) -> str:
         unit = space.parameter(p).unit
         return f"{space.parameter(p).display} = {fmt_value(v)}" + (f" {unit}" if unit else "")
@@ -66,6 +67,22 @@ def failed_designs(space, table, used) -> None:
              + (f": {ui.plain(why)}" if why else "") + ". The failure is recorded in this workspace: rows holding a "
              "failed design will not be recommended again (from the next scan of the best designs on).",
              icon=":material/error:")
+    sv = w.get("scan")  # a current scan made before the failure still shows its row: offer the next scan
+    if sv.ok and isinstance(sv.value, dict) and "best" in sv.value and set(used) <= set(sv.value["best"].columns):
+        shown = {tuple(_key(v) for v in r) for r in sv.value["best"][used].itertuples(index=False)}
+        if any(tuple(_key(r[p]) for p in used) in shown for r in failed.to_dict(orient="records")) and st.button(
+                "Recompute the best designs without them", icon=":material/refresh:", disabled=not w.writable,
+                key="rescan_failed") and ui.guarded(lambda: ui_work.start_scan(w, dict(sv.value.get(
+                    "request", ui_work.EXAMPLE_SCAN)))):
+            st.rerun()
+
+
+def _key(v):
+    """A parameter value compared across tables (16 and 16.0 alike)."""
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        return str(v)
 
 
 if w.ready("space", "model") is not None and w.get("space").value is not None and w.get("model").value is not None:
@@ -134,6 +151,7 @@ def simulate_these(value: dict) -> None:
                 st.rerun()
 
 
+checked = False  # the latest "Simulate these" is shown below its button, or else further down
 label = f"Find the best of all {ui.fmt_count(space.size)} designs"
 if sv.value is None or (running and not sv.ok):  # nothing yet, or an out-of-date scan being replaced
     if not running and st.button(label, type="primary", disabled=not w.writable) and ui.guarded(compute):
@@ -170,6 +188,8 @@ elif ui.analysis_banner(sv, lambda: compute(dict(sv.value.get("request", request
         ui.table(best, units=ui.units(space) | {"predicted": ui.response_unit(model.response)})
     if shown is not None and len(best):
         simulate_these(value)
+        simulated_best(space, model)  # the outcome right below its button, before the chart
+        checked = True
     front = value.get("pareto")
     if front is not None and len(front):
         cost_label = ("sum of parameter levels" if req.get("cost") == "levels"
@@ -178,7 +198,8 @@ elif ui.analysis_banner(sv, lambda: compute(dict(sv.value.get("request", request
         ui.chart(figures.pareto(front, cost_label, model.response, value.get("cloud")))
         st.caption(ui.help_for("pareto"))
 
-simulated_best(space, model)
+if not checked:
+    simulated_best(space, model)
 
 st.subheader("One parameter at a time")
 base = ui.base_point(space, "ex")

@@ -260,6 +260,7 @@ def test_simulate_these_checks_the_best_designs_with_the_builtin_simulator(serve
         a.page.wait_for_timeout(200)
     assert a.has("95 % interval (cycles)") and a.has("designs")
     a.check("explore")
+    a.settle()  # the settings above the table drawn, not their placeholders
     a.shot("explore_grouped")
     a.button("Simulate these").click()
     a.text("Predicted vs simulated", timeout=120_000)
@@ -269,8 +270,12 @@ def test_simulate_these_checks_the_best_designs_with_the_builtin_simulator(serve
         if not a.has("5 of 5 designs simulated"):
             a.page.reload(wait_until="domcontentloaded")
             a.heading("Explore")
-    a.shot("explore_predicted_vs_simulated")
     assert a.has("5 of 5 designs simulated"), a.alerts()
+    end = time.monotonic() + 60
+    while a.has("Simulating the chosen designs") and time.monotonic() < end:  # the job's panel goes once it ended
+        a.page.wait_for_timeout(500)
+    a.settle()
+    a.shot("explore_predicted_vs_simulated")
     a.check("simulated")
     a.alert("Refit on the new results")  # the check stays in view above the refit it calls for
     w = workspace(home, ws_id)

@@ -25,7 +25,8 @@ st.title("Explore the design space")
 def simulated_best(space, model) -> None:
     """The latest "Simulate these": each chosen design's prediction beside its simulation (shown also
     once the scan and the model are out of date, which the added results make them)."""
-    ui_jobs.job_panel(w, "campaign", "Simulating the chosen designs")
+    ui_jobs.job_panel(w, "campaign", "Simulating the chosen designs", rerun=ui_jobs.LATER,
+                      rerun_label="Simulate the rows chosen below again")
     latest = ui_work.latest_simulated_best(w)
     if latest is not None:
         unit = ui.response_unit(model.response)
@@ -102,14 +103,16 @@ cost_name = c3.selectbox("Cost for the Pareto front", ["levels"] + numeric, form
     "levels": "sum of levels (a budget)"}.get(c, space.parameter(c).display if c in numeric else c))
 request = {"k": int(k), "maximize": goal.startswith("highest"), "cost": cost_name}
 
-running = ui_jobs.job_panel(w, "scan", "The scan of the design space")
-sv = w.get("scan")
-if sv.value is not None and "best" not in sv.value:  # stored by an earlier version of this page
-    sv = w.get("no-scan")
 
 
 def compute(req: dict = request) -> None:
     ui_work.start_scan(w, req)
+
+
+running = ui_jobs.job_panel(w, "scan", "The scan of the design space", rerun=compute)
+sv = w.get("scan")
+if sv.value is not None and "best" not in sv.value:  # stored by an earlier version of this page
+    sv = w.get("no-scan")
 
 
 def simulate_these(value: dict) -> None:
@@ -148,8 +151,9 @@ def simulate_these(value: dict) -> None:
                     "results.", icon=":material/info:")
         busy = ui_jobs.active(w, "campaign") is not None
         if backend is not None:
-            if st.button("Simulate these", type="primary", icon=":material/play_arrow:",
-                         disabled=busy or not rows or not w.writable) and ui.guarded(
+            pressed = st.button("Simulate these", type="primary", icon=":material/play_arrow:",
+                                disabled=busy or not rows or not w.writable)
+            if (pressed or (ui_jobs.rerun_wanted(w, "campaign") and rows and not busy)) and ui.guarded(
                     lambda: ui_work.start_simulate_best(w, backend, best.iloc[rows], not how.startswith("one"),
                                                         int(per_row))):
                 st.rerun()

@@ -13,6 +13,8 @@ from __future__ import annotations
 import atexit
 import hashlib
 import json
+import sqlite3
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -246,10 +248,18 @@ class CliCampaign:
         end_job(self.ws, self.ctx, "stopped" if self.ctx.stopped() and final.remaining else "finished")
         self._close()
 
-    def _abandon(self) -> None:  # the command failed or was interrupted before finish()
+    def _abandon(self) -> None:  # the command failed or was interrupted before finish(); also at exit
         if self._open:
-            end_job(self.ws, self.ctx, "interrupted", "the command ended before the campaign finished")
-            self._close()
+            try:
+                end_job(self.ws, self.ctx, "interrupted", "the command ended before the campaign finished")
+            except (GpudseError, OSError, sqlite3.Error) as e:  # a full disk at exit: one line, no traceback
+                print(f"gpudse: note: could not record in the workspace that the campaign ended ({e}); it reads "
+                      f"as interrupted once its heartbeat stops", file=sys.stderr)
+            finally:
+                try:
+                    self._close()
+                except (GpudseError, OSError, sqlite3.Error):
+                    pass
 
     def _close(self) -> None:
         if self._open:

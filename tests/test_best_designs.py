@@ -84,6 +84,24 @@ def test_simulated_designs_are_marked_or_left_out_and_failures_never_recommended
     assert (fresh.rows.simulated == 0).all() and fresh.left_out == 2
 
 
+def test_a_failed_group_is_left_off_the_pareto_front_too():
+    space = load_preset("stargazer")
+    blk = np.array([5.0, 3, 2, 1.5, 1.2])
+    model = TableModel(space, 0.0, [(("blk",), blk)])
+    model.response = "cycles"
+    cost = "blk"  # cheaper with fewer blocks, slower: every blk value is on the front
+    plain = best_designs(model, space, top=2, pareto=cost, level=None)
+    front = sorted(plain.result.pareto.blk.tolist())
+    assert 16 in front and len(front) >= 2
+    base = {p.name: p.values[0] for p in space.parameters}
+    results = pd.DataFrame([{**base, "blk": 16, "cycles": np.nan, "status": "failed"}])
+    marked = best_designs(model, space, top=2, pareto=cost, results=results, level=None)
+    assert 16 not in marked.result.pareto.blk.tolist()
+    assert sorted(marked.result.pareto.blk.tolist()) == [b for b in front if b != 16]
+    assert 16 not in marked.rows.blk.tolist()
+    assert any("Pareto front are left out" in n for n in marked.notes)
+
+
 def test_results_without_the_used_parameters_are_refused():
     space = load_preset("stargazer")
     model = TableModel(space, 0.0, [(("blk",), np.arange(5.0))])

@@ -134,6 +134,25 @@ def campaign_table(ws: Any, name: str, include_failed: bool = False) -> Any:
         return st.table(include_failed=include_failed)
 
 
+def failed_points(ws: Any, params: list[str]) -> Any:
+    """Every point of the workspace's campaigns that failed to simulate and has all of *params*: those
+    columns, ``status`` (``failed``) and ``error``, newest campaign first; None when there is none. A
+    scan given these beside the results never recommends a design group that holds one."""
+    import pandas as pd
+
+    frames = []
+    for c in list_campaigns(ws):
+        if not c.progress.failed:
+            continue
+        with _store(ws, c.store_name) as st:
+            table = st.table(include_failed=True)
+        if not len(table) or any(p not in table.columns for p in params):
+            continue
+        frames.append(table.loc[table["status"] == "failed", [*params, "status", "error"]])
+    frames = [f for f in frames if len(f)]
+    return pd.concat(frames, ignore_index=True) if frames else None
+
+
 def append_campaign(ws: Any, name: str) -> Any:
     """Add the campaign's finished points to the current results (a new version of the results
     stage): designs chosen from a model's predictions, simulated to check them."""

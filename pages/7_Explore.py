@@ -46,9 +46,11 @@ def simulated_best(space, model) -> None:
         table.insert(2, interval, [f"{ui.fmt_num(lo)} – {ui.fmt_num(hi)}" if lo == lo and hi == hi else ui.fmt_num(None)
                                    for lo, hi in zip(table.pop("lower"), table.pop("upper"))])
         inside = (table["in interval"] == "yes").sum()
+        judged = table["in interval"].isin(["yes", "no"]).sum()
         done = table["simulated"].notna().sum()
+        within = f", {inside} inside the interval" if judged else ""
         st.markdown(f"**Predicted vs simulated** ({ui.plain(info.name)}: {ui.fmt_count(done)} of "
-                    f"{ui.fmt_count(len(table), 'designs')} simulated, {inside} inside the interval)")
+                    f"{ui.fmt_count(len(table), 'designs')} simulated{within})")
         ui.table(table, units=ui.units(space) | {c: unit for c in ("predicted", "simulated")},
                  kinds={"error": "fraction", "row": "count"})
 

@@ -102,6 +102,22 @@ def test_a_failed_group_is_left_off_the_pareto_front_too():
     assert any("Pareto front are left out" in n for n in marked.notes)
 
 
+def test_an_interpolating_fit_gets_no_interval_of_zero_width():
+    from gpudse_core.model.stepwise import fit_stepwise
+
+    space = load_preset("stargazer")
+    rng = np.random.default_rng(3)
+    data = space.frame(space.decode(rng.choice(space.size, 120, replace=False)))
+    exact = data.assign(cycles=1000.0 + 37.0 * data.simd)  # noise-free, and linear in what it reads
+    model = fit_stepwise(exact, "cycles")
+    found = best_designs(model, space, top=3)
+    assert found.level is None and found.rows.lower.isna().all() and found.rows.upper.isna().all()
+    assert any("reproduces its rows" in n for n in found.notes)
+    noisy = exact.assign(cycles=exact.cycles * (1 + 0.01 * rng.standard_normal(len(exact))))
+    found = best_designs(fit_stepwise(noisy, "cycles"), space, top=3)
+    assert found.level == 0.95 and (found.rows.lower < found.rows.upper).all()
+
+
 def test_results_without_the_used_parameters_are_refused():
     space = load_preset("stargazer")
     model = TableModel(space, 0.0, [(("blk",), np.arange(5.0))])
@@ -184,7 +200,8 @@ def test_simulate_these_on_a_command_backend_appends_its_results(tmp_path, monke
     assert job.wait(300) and ws.job(job.id).state == "finished", ws.job(job.id).error
     info, shown = ui_work.latest_simulated_best(ws)
     assert len(shown) == 6 and shown.group.tolist() == [0, 0, 1, 1, 2, 2]
-    assert shown["in interval"].isin(["yes", "no"]).all() and shown.simulated.notna().all()
+    # a noise-free function of blk: the fit reproduces its rows, so no interval is claimed for any design
+    assert (shown["in interval"] == "no interval").all() and shown.simulated.notna().all()
     # the fake simulator's cycles depend on blk alone: what it gave is 100000 // (8 blk) + 17
     assert (shown.simulated == 100000 // (8 * shown.blk) + 17).all()
     results = ws.get("results")
@@ -220,7 +237,7 @@ def test_a_design_the_command_simulator_failed_on_is_recorded_and_never_recommen
     job = ui_work.start_simulate_best(ws, crashing, best)
     assert job.wait(300) and ws.job(job.id).state == "finished", ws.job(job.id).error
     info, shown = ui_work.latest_simulated_best(ws)
-    assert shown["in interval"].tolist() == ["failed", "yes", "yes"]
+    assert shown["in interval"].tolist() == ["failed", "no interval", "no interval"]  # noise-free: no interval
     assert "status 1" in shown.why.iloc[0] and shown.why.iloc[1:].eq("").all()
     assert len(ws.get("results").value.table) == 42  # the two that simulated
     cols = list(space.parameter_names) + ["gpu_tot_sim_cycle"]

@@ -276,7 +276,15 @@ def best_designs(model: Any, space: DesignSpace, top: int = 20, *, maximize: boo
     if level is not None and len(best):
         from ..model.intervals import available, predict_interval
 
-        if available(model):
+        interpolates = None
+        if getattr(model, "coefficients", None) is not None and getattr(model, "r2", None) is not None:
+            from ..model.headline import interpolation_note
+
+            interpolates = interpolation_note(model.r2, getattr(model, "n", 0), len(model.coefficients))
+        if interpolates is not None:  # its residual spread is numerical noise: an interval of zero width
+            notes.append("no prediction interval: the fit reproduces its rows (noise-free results), so its "
+                         "residual spread says nothing about a new design; simulate these to check them")
+        elif available(model):
             iv = predict_interval(model, best[list(space.parameter_names)], level)
             best["lower"], best["upper"] = iv["lower"].to_numpy(), iv["upper"].to_numpy()
             level_used = float(level)
@@ -355,7 +363,9 @@ def predicted_vs_simulated(chosen: dict, table: pd.DataFrame, response: str) -> 
     with np.errstate(invalid="ignore", divide="ignore"):
         out["error"] = sim / out["predicted"].to_numpy(float) - 1
     inside = (sim >= out["lower"].to_numpy(float)) & (sim <= out["upper"].to_numpy(float))
+    has = np.isfinite(out["lower"].to_numpy(float)) & np.isfinite(out["upper"].to_numpy(float))
     out["in interval"] = ["failed" if s == "failed" else "pending" if not np.isfinite(v) else
-                          ("yes" if ok else "no") for s, v, ok in zip(status, sim, inside)]
+                          "no interval" if not h else ("yes" if ok else "no")
+                          for s, v, ok, h in zip(status, sim, inside, has)]
     return out
 

@@ -90,6 +90,47 @@ class KernelTruth(Truth):
         return self.values[self.space.encode(np.asarray(digits, dtype=np.int64))]
 
 
+AREA = "40 + simd + (cc + tc) / 2 + 4 * (smp + ccp) + 2 * blk + mshr + dramq / 8 + intra + inter"
+
+
+class PerAreaTruth(Truth):
+    """A kernel's cycles × a die-area expression of the parameters (performance per area), through the
+    same ``--objective`` function ``gpudse search`` uses; ``raw`` is the simulated response (cycles)."""
+
+    def __init__(self, kernel: KernelTruth, area: str = AREA):
+        from gpudse_core.cli.search_cmds import objective_function
+
+        self.kernel = kernel
+        self.objective = objective_function(f"cycles * ({area})", kernel.space, "cycles")
+        space = kernel.space
+        values = np.empty(space.size)
+        step = 1 << 17
+        for start in range(0, space.size, step):
+            d = space.decode_range(start, min(step, space.size - start))
+            values[start:start + len(d)] = self.objective(d, kernel.values[start:start + len(d)])
+        super().__init__(f"{kernel.name}×area", space, None, values, "cycles")
+
+    def lookup(self, digits):
+        return self.values[self.space.encode(np.asarray(digits, dtype=np.int64))]
+
+    def raw(self, digits):
+        return self.kernel.lookup(digits)
+
+
+def make_truth(name: str, cache: dict) -> Truth:
+    """conv-GPU (a benchmark_hub table), KERNEL (cycles) or KERNEL×area (cycles × AREA)."""
+    if name in cache:
+        return cache[name]
+    if name.startswith("conv-"):
+        t = TableTruth(HUB / f"convolution_{name[5:]}.csv")
+    elif name.endswith("×area"):
+        t = PerAreaTruth(make_truth(name[: -len("×area")], cache))
+    else:
+        t = KernelTruth(name)
+    cache[name] = t
+    return t
+
+
 def random_expectation(truth: Truth, B: int) -> float:
     """Expected regret of the best of B designs drawn without replacement from the feasible designs."""
     from scipy.special import gammaln
@@ -115,12 +156,14 @@ def pool_for(truth: Truth):
 def run_gpudse(truth: Truth, B: int, seed: int, batch: int, goal: str = "min") -> list:
     from gpudse_core.search.study import run_search
 
+    raw = getattr(truth, "raw", truth.lookup)  # the simulator's response; the objective is the search's
+
     def evaluate(digits, designs):
-        v = truth.lookup(digits)
+        v = raw(digits)
         return [(None, "failed") if not math.isfinite(x) else (float(x), "") for x in v]
 
-    res = run_search(pool_for(truth), evaluate, goal=goal, budget=B, batch=batch, seed=seed)
-    return res
+    return run_search(pool_for(truth), evaluate, goal=goal, budget=B, batch=batch, seed=seed,
+                      objective=getattr(truth, "objective", None))
 
 
 def best_curve(values: list[float], budgets) -> dict:
@@ -139,11 +182,13 @@ def run_oneshot(truth: Truth, B: int, seed: int) -> float:
     rng = np.random.default_rng(seed)
     pool = pool_for(truth)
     first = pool.initial(B - 10, rng)
+    raw = getattr(truth, "raw", truth.lookup)  # the model is of the response; an objective is applied to it
+    objective = getattr(truth, "objective", None)
     y = truth.lookup(first)
     ok = np.isfinite(y)
     names = list(truth.space.parameter_names)
     data = truth.space.frame(first[ok])
-    data[truth.response] = y[ok]
+    data[truth.response] = raw(first[ok])
     try:
         model = fit_model("stepwise", data, truth.response, names)
     except Exception:  # noqa: BLE001 - a fit that fails leaves the sample's best
@@ -154,16 +199,19 @@ def run_oneshot(truth: Truth, B: int, seed: int) -> float:
     else:  # 933,120 points: predict them all, in parts
         cand = None
     best_idx, best_pred = [], []
+    def predicted(d):
+        p = np.asarray(model.predict(truth.space.frame(d)), dtype=float)
+        return p if objective is None else objective(d, p)
+
     if cand is not None:
-        pred = np.asarray(model.predict(truth.space.frame(cand)), dtype=float)
+        pred = predicted(cand)
         top = cand[np.argsort(pred)[:10]]
     else:
         step, keep = 1 << 17, []
         space = truth.space
         for start in range(0, space.size, step):
             d = space.decode_range(start, min(step, space.size - start))
-            pred = np.asarray(model.predict(space.frame(d)), dtype=float)
-            keep.append((pred, d))
+            keep.append((predicted(d), d))
         pred = np.concatenate([p for p, _ in keep])
         order = np.argsort(pred)
         done = set(truth.space.encode(first).tolist())
@@ -230,17 +278,18 @@ def main(argv=None) -> int:
     names = args.spaces.split(",") if args.spaces else (["conv-A100", "matMul"] if args.quick else
                                                         ["conv-A100", "conv-A4000", "conv-MI250X", *KERNELS])
     methods = args.methods.split(",")
+    cache: dict = {}
     if args.accuracy_only:
         print(f"bench_search --accuracy-only: {seeds} seeds, load average {os.getloadavg()[0]:.1f}", flush=True)
         for name in names:
-            truth = TableTruth(HUB / f"convolution_{name[5:]}.csv") if name.startswith("conv-") else KernelTruth(name)
+            truth = make_truth(name, cache)
             accuracy_run(truth, seeds)
         return 0
     print(f"bench_search: {seeds} seeds, budgets {BUDGETS}, load average {os.getloadavg()[0]:.1f}", flush=True)
     rows, raw = [], {}
     for name in names:
         t0 = time.time()
-        truth = TableTruth(HUB / f"convolution_{name[5:]}.csv") if name.startswith("conv-") else KernelTruth(name)
+        truth = make_truth(name, cache)
         res: dict = {m: {b: [] for b in BUDGETS} for m in methods}
         own = []
         for seed in range(seeds):

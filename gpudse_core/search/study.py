@@ -54,6 +54,7 @@ class Trial:
     error: str = ""
     cost: float | None = None
     seconds: float = 0.0  # the search's own time to propose this trial's batch
+    measured: float | None = None  # with an objective: the simulated response (value is then the objective)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -102,11 +103,17 @@ class SearchResult:
 
     def to_json(self, params: Sequence[str]) -> dict:
         best = self.best() if self.goal != "accuracy" else None
+
+        def point(t: Trial) -> dict:  # with an objective: the response and the objective side by side
+            return {self.response: t.value} if t.measured is None else {self.response: t.measured, "objective": t.value}
+
+        def entry(t: Trial) -> dict:
+            e = {"round": t.round, "design": t.design, "value": t.value if t.measured is None else t.measured}
+            return e if t.measured is None else {**e, "objective": t.value}
+
         doc: dict[str, Any] = {"goal": self.goal, "evaluated": len(self.trials), "failed": self.failed,
-                               "best": None if best is None else {**best.design, self.response: best.value},
-                               "stopped": self.stopped,
-                               "history": [{"round": t.round, "design": t.design, "value": t.value}
-                                           for t in self.trials]}
+                               "best": None if best is None else {**best.design, **point(best)},
+                               "stopped": self.stopped, "history": [entry(t) for t in self.trials]}
         if self.goal == "pareto":
             doc["front"] = [{**t.design, self.response: t.value, "cost": t.cost} for t in self.front()]
         return doc
@@ -149,8 +156,15 @@ def run_search(pool: Any, evaluate: Evaluate, *, goal: str = "min", budget: int 
                cost: Callable[[np.ndarray], np.ndarray] | None = None, target: float | None = None,
                patience: int | None = None, response: str = "value", trials: Sequence[Trial] = (),
                on_round: Callable[[SearchResult], Any] | None = None,
-               should_stop: Callable[[], bool] | None = None, n_trees: int | None = None) -> SearchResult:
-    """Run (or resume, from *trials*) a search over *pool* with *evaluate* as the simulator."""
+               should_stop: Callable[[], bool] | None = None, n_trees: int | None = None,
+               objective: Callable[[np.ndarray, np.ndarray], np.ndarray] | None = None) -> SearchResult:
+    """Run (or resume, from *trials*) a search over *pool* with *evaluate* as the simulator.
+
+    *objective* (``min``/``max``): the value optimised is ``objective(digits, response)`` — e.g. cycles ×
+    a die-area expression of the parameters — rather than the response itself; the forest models the
+    objective's values (a forest of the response whose trees' predictions were put through the
+    objective measured far worse: leaves of one row predict a neighbour's cycles unchanged, so a
+    larger design always looked worse by its area and the search stalled)."""
     from .acquisition import (diverse_batch, expected_improvement, hypervolume_improvement,
                               lower_confidence_bound)
     from .surrogate import TREES, Feasibility, Forest
@@ -158,6 +172,8 @@ def run_search(pool: Any, evaluate: Evaluate, *, goal: str = "min", budget: int 
     n0 = check_settings(goal, budget, initial, batch, acquisition)
     if goal == "pareto" and cost is None:
         raise SearchError("goal pareto needs a cost (--cost EXPR over the parameters, e.g. 'simd * smp')")
+    if objective is not None and goal not in ("min", "max"):
+        raise SearchError(f"an objective is for goal min or max, not {goal}")
     rng = np.random.default_rng(seed)
     space = pool.space
     res = SearchResult(goal, response, list(trials), "budget")
@@ -175,12 +191,17 @@ def run_search(pool: Any, evaluate: Evaluate, *, goal: str = "min", budget: int 
         outcomes = evaluate(digits, designs)
         costs = cost(digits) if cost is not None else None
         pool.mark(digits)
+        raw = np.array([v if v is not None and math.isfinite(v) else np.nan for v, _ in outcomes], dtype=float)
+        vals = raw if objective is None else _objective_values(objective, digits, raw)
         for i, (d, (value, error)) in enumerate(zip(designs, outcomes)):
-            ok = value is not None and math.isfinite(value)
+            ok = bool(np.isfinite(vals[i]))
+            if not ok and np.isfinite(raw[i]):
+                error = f"the objective is undefined here ({response} = {raw[i]:.6g})"
             res.trials.append(Trial(len(res.trials), rnd, version, {k: _plain(v) for k, v in d.items()},
-                                    None if acq is None else float(acq[i]), float(value) if ok else None,
+                                    None if acq is None else float(acq[i]), float(vals[i]) if ok else None,
                                     "ok" if ok else "failed", "" if ok else (error or "no value"),
-                                    None if costs is None else float(costs[i]), seconds))
+                                    None if costs is None else float(costs[i]), seconds,
+                                    float(raw[i]) if ok and objective is not None else None))
             done_digits.append(np.asarray(digits[i], dtype=np.int64))
 
     while True:
@@ -262,6 +283,15 @@ def run_search(pool: Any, evaluate: Evaluate, *, goal: str = "min", budget: int 
         if on_round is not None:
             on_round(res)
     return res
+
+
+def _objective_values(objective: Callable, digits: np.ndarray, response: np.ndarray) -> np.ndarray:
+    """The objective at simulated designs (NaN where the response failed or the objective is undefined)."""
+    with np.errstate(all="ignore"):
+        v = np.asarray(objective(np.asarray(digits), np.asarray(response, dtype=float)), dtype=float)
+    v = np.broadcast_to(v, (len(digits),)).copy()
+    v[~np.isfinite(v) | ~np.isfinite(response)] = np.nan
+    return v
 
 
 def _incumbents(res: SearchResult, done_digits: list, goal: str, sign: float) -> np.ndarray:

@@ -338,14 +338,42 @@ def test_cli_command_backend_runs_each_round_as_a_campaign(tmp_path, capsys, mon
     assert doc["evaluated"] == 4 and doc["failed"] == 4 and doc["best"] is None
 
 
-def test_accuracy_goal_samples_the_unsimulated_designs_uniformly():
-    t = LookupTable.from_frame(synthetic(), "time_ms", status_column="status")
-    res = run_search(make_pool(t.space, t.digits), lookup_eval(t), goal="accuracy", budget=300, batch=50, seed=4)
-    designs = [tuple(x.design.values()) for x in res.trials]
-    assert len(designs) == len(set(designs)) == 300
-    a = pd.Series([x.design["a"] for x in res.trials]).value_counts()
-    assert a.min() >= 25  # each of a's 8 values ~37 times (binomial sd ~5), no corner chased
+def test_accuracy_goal_is_the_uniform_sample_where_the_spread_does_not_locate_errors():
+    """Pure noise: the forest's spread cannot rank its errors, so the search simulates exactly the
+    uniform sample of its budget (the same draw, in the same order) and nothing twice."""
+    df = synthetic(fail_a=None)
+    df["time_ms"] = np.random.default_rng(0).lognormal(0.0, 0.5, len(df))
+    t = LookupTable.from_frame(df, "time_ms", status_column="status")
+    res = run_search(make_pool(t.space, t.digits), lookup_eval(t), goal="accuracy", budget=200, batch=10, seed=4)
+    uniform = make_pool(t.space, t.digits).initial(200, np.random.default_rng(4))
+    got = np.array([t.space.digits_of_point(x.design) for x in res.trials])
+    assert np.array_equal(got, uniform)
+    assert all(x.acquisition is None for x in res.trials)
     assert res.to_json(["a", "b", "c"])["best"] is None
+
+
+def test_accuracy_goal_follows_the_spread_with_half_of_each_batch_where_it_locates_errors():
+    """The built-in simulator (matMul over Stargazer's space, deterministic): once 50 designs are
+    simulated the out-of-bag spread ranks the errors, and from then on 3 of each batch of 10 go to the
+    largest spreads, the rest to the uniform sample."""
+    from gpudse_core.sim.simulator import simulate
+    from gpudse_core.space.presets import load_preset
+
+    space = load_preset("stargazer")
+
+    def evaluate(digits, designs):
+        return [(float(v), "") for v in simulate(space.frame(np.asarray(digits)), "matMul")["cycles"]]
+
+    res = run_search(make_pool(space), evaluate, goal="accuracy", budget=150, batch=10, seed=4)
+    designs = [tuple(x.design.values()) for x in res.trials]
+    assert len(designs) == len(set(designs)) == 150
+    assert all(x.acquisition is None for x in res.trials[:50])
+    followed = [r for r in range(5, 15) if any(x.acquisition is not None for x in res.trials[10 * r:10 * r + 10])]
+    assert followed  # the bowl's spread is skilled
+    for r in followed:
+        batch = res.trials[10 * r:10 * r + 10]
+        assert sum(x.acquisition is not None for x in batch) == 3 and all(x.model_version > 0 for x in batch)
+        assert all(x.acquisition >= 0 for x in batch[:3])
 
 
 def test_objective_optimises_the_expression_not_the_response(table, tmp_path, capsys):

@@ -36,6 +36,10 @@ from ..errors import GpudseError
 GOALS = ("min", "max", "accuracy", "pareto")
 ACQUISITIONS = ("ei", "lcb")
 FEASIBLE = 0.5  # a design the classifier gives a lower chance of simulating is proposed only when no other is left
+ACCURACY_START = 50  # accuracy: simulated designs before the spread's skill is first checked
+ACCURACY_SKILL = 0.7  # accuracy: out-of-bag spread–error rank correlation from which the spread is followed
+ACCURACY_SHARE = 0.3  # accuracy: the part of the simulations that follows the spread once it is skilled
+ACCURACY_TREES = 30  # accuracy: trees of the forest whose spread is checked and followed
 
 
 class SearchError(GpudseError):
@@ -185,6 +189,7 @@ def run_search(pool: Any, evaluate: Evaluate, *, goal: str = "min", budget: int 
     sign = -1.0 if goal == "max" else 1.0
     stale = 0
     best_prev = None
+    stream = _UniformStream(pool, budget, seed) if goal == "accuracy" else None
 
     def record(digits: np.ndarray, acq: np.ndarray | None, seconds: float) -> None:
         designs = [space._row(r) for r in digits]
@@ -197,8 +202,9 @@ def run_search(pool: Any, evaluate: Evaluate, *, goal: str = "min", budget: int 
             ok = bool(np.isfinite(vals[i]))
             if not ok and np.isfinite(raw[i]):
                 error = f"the objective is undefined here ({response} = {raw[i]:.6g})"
+            a = None if acq is None or not np.isfinite(acq[i]) else float(acq[i])
             res.trials.append(Trial(len(res.trials), rnd, version, {k: _plain(v) for k, v in d.items()},
-                                    None if acq is None else float(acq[i]), float(vals[i]) if ok else None,
+                                    a, float(vals[i]) if ok else None,
                                     "ok" if ok else "failed", "" if ok else (error or "no value"),
                                     None if costs is None else float(costs[i]), seconds,
                                     float(raw[i]) if ok and objective is not None else None))
@@ -223,7 +229,12 @@ def run_search(pool: Any, evaluate: Evaluate, *, goal: str = "min", budget: int 
             res.stopped = "no improvement"
             break
         t0 = time.perf_counter()
-        if spent < n0 or len(ok) < 2 or goal == "accuracy":
+        if goal == "accuracy":
+            k = min(batch, budget - spent)
+            digits, acq, fitted = _accuracy_batch(pool, stream, res, done_digits, k, rng, seed + version + 1,
+                                                  n_trees or ACCURACY_TREES)
+            version += fitted
+        elif spent < n0 or len(ok) < 2:
             k = min(n0 - spent if spent < n0 else batch, budget - spent)
             digits = pool.initial(k, rng, initial_method)
             acq = None
@@ -292,6 +303,75 @@ def _objective_values(objective: Callable, digits: np.ndarray, response: np.ndar
     v = np.broadcast_to(v, (len(digits),)).copy()
     v[~np.isfinite(v) | ~np.isfinite(response)] = np.nan
     return v
+
+
+class _UniformStream:
+    """The designs a uniform sample of the whole budget would simulate, in order (the same draw as
+    ``pool.initial(budget, default_rng(seed))``): what ``accuracy`` simulates whenever it does not
+    follow the spread, so a search that never does simulates exactly the uniform sample."""
+
+    def __init__(self, pool: Any, budget: int, seed: int):
+        self.pool, self.rng = pool, np.random.default_rng(seed)
+        self.rows = pool.initial(budget, self.rng)
+        self.head = 0
+
+    def take(self, k: int, skip: set) -> np.ndarray:
+        from .pool import row_keys
+
+        out = []
+        while len(out) < k and self.head < len(self.rows):
+            r = self.rows[self.head]
+            self.head += 1
+            if row_keys(r[None, :])[0].tobytes() not in skip:
+                out.append(r)
+        d = np.array(out, dtype=np.int64).reshape(-1, self.rows.shape[1])
+        if len(d) < k:  # the budget's sample is used up (a resumed, larger budget): fresh uniform draws
+            self.pool.mark(d)
+            d = np.concatenate([d, self.pool.initial(k - len(d), self.rng)])
+        return d
+
+
+def _accuracy_batch(pool: Any, stream: _UniformStream, res: SearchResult, done_digits: list, k: int,
+                    rng: np.random.Generator, seed: int, n_trees: int) -> tuple[np.ndarray, np.ndarray | None, int]:
+    """A batch for ``accuracy``: the uniform sample's next designs; once ACCURACY_START designs have
+    simulated and the forest's out-of-bag spread ranks its out-of-bag errors well (Spearman ≥
+    ACCURACY_SKILL), ACCURACY_SHARE of the simulations (30 %: 3 of a batch of 10; with batches of
+    1 or 2, one every few rounds) go to the largest spreads (on the log scale: relative) instead —
+    uncertainty sampling (Ipek et al. 2006) hedged with uniform sampling, and only where the spread has
+    shown it knows where the model is wrong (on measured tables it does not, and chasing it was worse
+    than uniform). Returns (digits, acquisition values or None, 1 if a forest was fitted)."""
+    from .acquisition import diverse_batch
+    from .pool import row_keys
+    from .surrogate import Forest
+
+    ok = [i for i, t in enumerate(res.trials) if t.status == "ok"]
+    seen = set(pool.seen)
+    n_spread, acq, fitted, chosen = 0, None, 0, np.zeros((0, len(pool.radices)), dtype=np.int64)
+    spent = len(res.trials)
+    followed = [i for i, t in enumerate(res.trials) if t.acquisition is not None]
+    # the share of everything simulated since the spread was first followed, whatever the batch size
+    # (batches of 1: one round in three or four)
+    cap = math.ceil(ACCURACY_SHARE * k)
+    owed = cap if not followed else min(int(ACCURACY_SHARE * (spent + k - followed[0])) - len(followed), cap)
+    if len(ok) >= ACCURACY_START and owed >= 1:
+        X = pool.features(np.array([done_digits[i] for i in ok]))
+        y = np.array([res.trials[i].value for i in ok])
+        forest = Forest(n_trees, seed=seed).fit(X, y)
+        fitted = 1
+        if forest.spread_skill(X, y) >= ACCURACY_SKILL:
+            cand = pool.candidates(rng, np.zeros((0, len(pool.radices)), dtype=np.int64))
+            if len(cand):
+                n_spread = min(owed, len(cand))
+                _, sd = forest.predict(pool.features(cand))
+                pick = diverse_batch(sd, pool.unit(cand), n_spread)
+                chosen, acq = cand[pick], sd[pick]
+                seen.update(key.tobytes() for key in row_keys(chosen))
+                pool.mark(chosen)  # (simulated next) a fresh uniform draw must not repeat them
+    rest = stream.take(k - len(chosen), seen)
+    digits = np.concatenate([chosen, rest])
+    if acq is not None:
+        acq = np.concatenate([acq, np.full(len(rest), np.nan)])
+    return digits, acq, fitted
 
 
 def _incumbents(res: SearchResult, done_digits: list, goal: str, sign: float) -> np.ndarray:

@@ -41,6 +41,27 @@ class Forest:
         self.model.fit(X, z)
         return self
 
+    def spread_skill(self, X: np.ndarray, y: np.ndarray, min_trees: int = 3) -> float:
+        """How well the trees' spread ranks the forest's errors: Spearman's correlation, over the training
+        rows, between the out-of-bag spread (the trees that did not see a row) and the out-of-bag error
+        (rows left out by fewer than *min_trees* trees are skipped). Near 1 when the spread marks where
+        the model is wrong (a deterministic simulator's sharp regions); near 0–0.5 on measured tables,
+        whose errors are mostly noise the spread cannot locate. NaN when too few rows qualify."""
+        from scipy.stats import spearmanr
+
+        z = self.transform(y)
+        per_tree = np.stack([t.predict(X) for t in self.model.estimators_])
+        inbag = np.zeros(per_tree.shape, dtype=bool)
+        for k, rows in enumerate(self.model.estimators_samples_):
+            inbag[k, rows] = True
+        use = (~inbag).sum(axis=0) >= min_trees
+        if use.sum() < 10:
+            return float("nan")
+        oob = np.where(inbag[:, use], np.nan, per_tree[:, use])
+        mu, sd = np.nanmean(oob, axis=0), np.nanstd(oob, axis=0)
+        rho = spearmanr(sd, np.abs(mu - z[use]))[0]
+        return float(rho) if np.isfinite(rho) else float("nan")
+
     def transform(self, y: np.ndarray) -> np.ndarray:
         y = np.asarray(y, dtype=float)
         return np.log(y) if self.log else y

@@ -281,7 +281,7 @@ def accuracy_error(truth: Truth, digits: np.ndarray, seed: int, eval_idx) -> flo
 
 
 TABLES = ("conv-A100", "conv-A4000", "conv-MI250X")
-SIZES = (50, 100, 150, 200, 250, 300)  # --goal accuracy: simulations
+SIZES = tuple(range(50, 301, 25))  # --goal accuracy: simulations
 
 
 def regret_unit(group: str, seeds: int, batch: int, methods: list) -> dict:
@@ -440,7 +440,8 @@ def summary(done: list, groups: list, methods: list) -> None:
     if acc:
         print(f"\n--goal accuracy: the forest surrogate's median mean relative error % over the whole space, "
               f"at N = {'/'.join(map(str, SIZES))}")
-        print(f"{'space':<13}{'uniform':>38}{'search':>38}   never worse; N reaching uniform's N={max(SIZES)}")
+        w = 6 * len(SIZES) + 2
+        print(f"{'space':<13}{'uniform':>{w}}{'search':>{w}}   never worse; N reaching uniform's N={max(SIZES)}")
         for g in groups:
             if g not in acc:
                 continue
@@ -449,7 +450,7 @@ def summary(done: list, groups: list, methods: list) -> None:
             s = [med(r["search"][n]) for n in SIZES]
             never = all(b <= a for a, b in zip(u, s))
             reach = next((n for n, v in zip(SIZES, s) if v <= u[-1]), None)
-            print(f"{g:<13}{'/'.join(f'{v:.2f}' for v in u):>38}{'/'.join(f'{v:.2f}' for v in s):>38}   "
+            print(f"{g:<13}{'/'.join(f'{v:.2f}' for v in u):>{w}}{'/'.join(f'{v:.2f}' for v in s):>{w}}   "
                   f"{'yes' if never else 'NO'}; {reach if reach is not None else '>' + str(max(SIZES))}")
 
 

@@ -441,7 +441,8 @@ def summary(done: list, groups: list, methods: list) -> None:
         print(f"\n--goal accuracy: the forest surrogate's median mean relative error % over the whole space, "
               f"at N = {'/'.join(map(str, SIZES))}")
         w = 6 * len(SIZES) + 2
-        print(f"{'space':<13}{'uniform':>{w}}{'search':>{w}}   never worse; N reaching uniform's N={max(SIZES)}")
+        print(f"{'space':<13}{'uniform':>{w}}{'search':>{w}}   never worse; simulations to uniform's N={max(SIZES)} "
+              f"error: search, uniform")
         for g in groups:
             if g not in acc:
                 continue
@@ -450,8 +451,10 @@ def summary(done: list, groups: list, methods: list) -> None:
             s = [med(r["search"][n]) for n in SIZES]
             never = all(b <= a for a, b in zip(u, s))
             reach = next((n for n, v in zip(SIZES, s) if v <= u[-1]), None)
+            own = next(n for n, v in zip(SIZES, u) if v <= u[-1])  # uniform's own curve is noisy too
             print(f"{g:<13}{'/'.join(f'{v:.2f}' for v in u):>{w}}{'/'.join(f'{v:.2f}' for v in s):>{w}}   "
-                  f"{'yes' if never else 'NO'}; {reach if reach is not None else '>' + str(max(SIZES))}")
+                  f"{'yes' if never else 'NO'}; {reach if reach is not None else '>' + str(max(SIZES))}, {own}"
+                  f"{' (fewer)' if reach is not None and reach < own else ''}")
 
 
 def huge_run(batch: int, rounds: int = 200) -> int:

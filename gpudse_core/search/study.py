@@ -7,11 +7,13 @@ candidate of the pool (:mod:`.pool`) with the goal's acquisition (:mod:`.acquisi
 diverse batch of the best, record — until the budget is spent, the target is reached, ``patience``
 rounds bring no improvement, or every feasible design has been simulated.
 
-Goals: ``min`` / ``max`` (expected improvement, or a confidence bound with ``acquisition="lcb"``),
-``accuracy`` (a model good everywhere: uniform sampling of the designs not yet simulated, the measured
-best — maximin space filling gave the forest a larger mean relative error than uniform sampling at
-N = 50–200 on the benchmark_hub tables, and sampling where a bootstrap ensemble disagrees most was worse
-than uniform on 10 of 12 real spaces: both chase corners and noisy regions; see docs/search.md),
+Goals: ``min`` / ``max`` (expected improvement, or a confidence bound with ``acquisition="lcb"``; of
+the response or of an objective computed from it and the parameters, e.g. performance per area),
+``accuracy`` (a model good everywhere: the uniform sample of the budget, of which 30 % goes to the
+forest's largest spread once its out-of-bag spread ranks its out-of-bag errors — maximin space filling
+gave the forest a larger mean relative error than uniform sampling on the benchmark_hub tables, and
+sampling where a bootstrap ensemble disagrees most was worse than uniform on 10 of 12 real spaces,
+whose errors are noise the spread cannot locate; see docs/search.md),
 ``pareto`` (the front of the response against a cost computed
 from the parameters: hypervolume improvement).
 
@@ -36,8 +38,8 @@ from ..errors import GpudseError
 GOALS = ("min", "max", "accuracy", "pareto")
 ACQUISITIONS = ("ei", "lcb")
 FEASIBLE = 0.5  # a design the classifier gives a lower chance of simulating is proposed only when no other is left
-ACCURACY_START = 50  # accuracy: simulated designs before the spread's skill is first checked
-ACCURACY_SKILL = 0.75  # accuracy: out-of-bag spread–error rank correlation from which the spread is followed
+ACCURACY_START = 100  # accuracy: simulated designs before the spread's skill is first checked
+ACCURACY_SKILL = 0.8  # accuracy: out-of-bag spread–error rank correlation from which the spread is followed
 ACCURACY_SHARE = 0.3  # accuracy: the part of the simulations that follows the spread once it is skilled
 ACCURACY_TREES = 30  # accuracy: trees of the forest whose spread is checked and followed
 
@@ -335,7 +337,7 @@ def _accuracy_batch(pool: Any, stream: _UniformStream, res: SearchResult, done_d
                     rng: np.random.Generator, seed: int, n_trees: int) -> tuple[np.ndarray, np.ndarray | None, int]:
     """A batch for ``accuracy``: the uniform sample's next designs; once ACCURACY_START designs have
     simulated and the forest's out-of-bag spread ranks its out-of-bag errors well (Spearman ≥
-    ACCURACY_SKILL), ACCURACY_SHARE of the simulations (30 %: 3 of a batch of 10; with batches of
+    ACCURACY_SKILL, 0.8), ACCURACY_SHARE of the simulations (30 %: 3 of a batch of 10; with batches of
     1 or 2, one every few rounds) go to the largest spreads (on the log scale: relative) instead —
     uncertainty sampling (Ipek et al. 2006) hedged with uniform sampling, and only where the spread has
     shown it knows where the model is wrong (on measured tables it does not, and chasing it was worse

@@ -12,6 +12,9 @@ simulate next. Here:
   search"): a third of the features per split, or adding the spread inside each tree's leaf (SMAC's law
   of total variance, leaves of 3 rows) found worse designs at the same budget than this plain
   between-tree spread.
+* :meth:`Forest.spread_skill` — whether the spread knows where the model is wrong: the rank
+  correlation of the out-of-bag spread with the out-of-bag error (Breiman 2001's out-of-bag estimate),
+  which decides whether ``accuracy`` follows the spread.
 * :class:`Feasibility` — the probability that a design simulates at all: a random-forest classifier
   on the designs that succeeded and failed so far (constant 1 until something fails, constant when
   everything failed). Expected improvement is multiplied by it (constrained EI, Gelbart et al. 2014).

@@ -19,6 +19,7 @@ for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
 import hostile_corpus as hc  # noqa: E402
+import hostile_scenarios as hs  # noqa: E402
 
 
 def main() -> None:
@@ -37,6 +38,15 @@ def main() -> None:
     for cls in hc.CLASSES:
         row = table.get(cls, Counter())
         print(f"{cls:16s}" + "".join(f"{row[c]:>19d}" for c in cols) + f"{sum(row.values()):>8d}")
+    concern_of = {f"{c.surface}/{c.name}": c.concern for c in hc.cases() if c.concern}
+    by_concern: dict[str, Counter] = defaultdict(Counter)
+    for rec in records:
+        if rec["key"] in concern_of:
+            by_concern[concern_of[rec["key"]]]["broken" if hc.verdict(rec) else "held"] += 1
+    print("\nshared-server classes (cases written for each; scenarios are events, not files):")
+    for concern in hs.CONCERNS:
+        row = by_concern.get(concern, Counter())
+        print(f"  {concern:22s} {row['held']:>4d} held {row['broken']:>4d} broken")
     tracebacks = sum("Traceback" in r["stdout"] + r["stderr"] for r in records)
     hangs = sum(r["timed_out"] for r in records)
     big = sum(r["rss_mb"] >= 1024 for r in records)

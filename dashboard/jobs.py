@@ -67,12 +67,20 @@ def interrupted_text(job: Any, label: str, now: float | None = None) -> str:
             f"restarted) after {job.done:,.0f}{total} units of work, and it stored no result. Run it again.")
 
 
-def job_panel(ws: Any, kind: str, label: str, rerun: Callable[[], Any] | None = None,
-              rerun_label: str = "Run it again") -> bool:
+LATER = "later"  # job_panel(rerun=LATER): the page starts the job again itself, where its settings are known
+_WANT = "_gpudse_rerun"
+
+
+def job_panel(ws: Any, kind: str, label: str, rerun: Callable[[], Any] | str | None = None,
+              rerun_label: str = "Run it again with the settings below") -> bool:
     """Show the running job of *kind* (progress bar, running indicator, Stop), polling until it
     ends; True while one runs. Also says how the last one ended if it failed or was stopped
     recently, and, whenever the last one was interrupted (its process died: it never finished, so
-    it has no end time), says so and offers *rerun*."""
+    it has no end time), says so and offers to run it again: *rerun* is called when pressed, or,
+    with ``rerun=LATER`` (settings chosen further down the page), the page's own start is asked for
+    with :func:`rerun_wanted` where those settings are known."""
+    if st.session_state.get(_WANT) == (ws.id, kind):  # asked for on an earlier run and not taken up: void
+        del st.session_state[_WANT]
     job = active(ws, kind)
     if job is not None:
         _poll(job.id, label)
@@ -84,8 +92,20 @@ def job_panel(ws: Any, kind: str, label: str, rerun: Callable[[], Any] | None = 
         with st.container(border=True):
             st.warning(interrupted_text(prev, label), icon=":material/warning:")
             if rerun is not None and st.button(rerun_label, key=f"rerun_{prev.id}", icon=":material/replay:",
-                                               disabled=not ws.writable) and frame.guarded(rerun):
-                st.rerun()
+                                               disabled=not ws.writable):
+                if rerun == LATER:
+                    st.session_state[_WANT] = (ws.id, kind)
+                elif frame.guarded(rerun):
+                    st.rerun()
     elif prev.state == "failed" and prev.finished and time.time() - prev.finished < 600:
         st.error(f"{label} failed: {frame.plain(prev.error)}")
+    return False
+
+
+def rerun_wanted(ws: Any, kind: str) -> bool:
+    """True once after "Run it again" was pressed on an interrupted job of *kind* shown with
+    ``rerun=LATER``: the page then starts the job as its own start button would."""
+    if st.session_state.get(_WANT) == (ws.id, kind):
+        del st.session_state[_WANT]
+        return True
     return False

@@ -137,10 +137,24 @@ def raycast_work(size: int, spheres: int, boxes: int, seed: int, ctx: JobContext
 def start_scan(ws: Any, request: dict):
     space, model = ws.require("space", "model")
     results = ws.get("results")
-    table = results.value.table if results.value is not None else None
+    table = with_failures(ws, results.value.table if results.value is not None else None,
+                          list(space.value.parameter_names))
     inputs = [model, space] + ([results] if table is not None else [])  # simulated designs are marked
     return ws.start_job("scan", lambda ctx: scan_work(model.value, space.value, request, ctx, table), stage="scan",
                         inputs=inputs, origin=f"scan: {describe_scan(request)}")
+
+
+def with_failures(ws: Any, table: Any, params: list[str]) -> Any:
+    """The results *table* with the designs the workspace's campaigns failed to simulate added as
+    ``failed`` rows, so that a scan never recommends them again."""
+    import pandas as pd
+
+    from gpudse_core.workspace.campaigns import failed_points
+
+    failed = failed_points(ws, params)
+    if failed is None:
+        return table
+    return failed if table is None else pd.concat([table, failed], ignore_index=True)
 
 
 EXPLORE_ORIGIN = "explore"  # the campaigns "Simulate these" starts (their spec's chosen_by)
@@ -225,7 +239,12 @@ def latest_simulated_best(ws: Any) -> tuple[Any, Any] | None:
         if (c.spec or {}).get("chosen_by") == EXPLORE_ORIGIN:
             model = ws.get("model")
             response = model.value.response if model.value is not None else "cycles"
-            return c, predicted_vs_simulated(c.spec, campaign_table(ws, c.name, include_failed=True), response)
+            table = campaign_table(ws, c.name, include_failed=True)
+            shown = predicted_vs_simulated(c.spec, table, response)
+            errors = table["error"].tolist() if "error" in table.columns else []
+            shown["why"] = [str(errors[i]) if i < len(errors) and s == "failed" and errors[i] else ""
+                            for i, s in enumerate(shown["in interval"])]  # a failed design's reason
+            return c, shown
     return None
 
 

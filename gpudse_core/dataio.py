@@ -24,6 +24,7 @@ import unicodedata
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from . import limits
@@ -149,6 +150,7 @@ def _csv(data: bytes, name: str, lim: limits.Limits) -> pd.DataFrame:
     names = header.iloc[0].tolist() if len(header) else []
     _column_names(names, name)  # duplicates, before pandas renames them
     df = pd.read_csv(io.BytesIO(data), encoding="utf-8-sig", nrows=lim.table_rows + 1)
+    df = _exact_csv_integers(df, data, name)
     blank = [i for i, c in enumerate(names) if not str(c).strip()]
     if blank == [0] and len(df) and df.iloc[:, 0].tolist() == list(range(len(df))):
         return df.iloc[:, 1:]  # a saved row index (pandas' to_csv): 0, 1, 2, … under an empty header
@@ -196,6 +198,41 @@ def _parquet(data: bytes, name: str, lim: limits.Limits) -> pd.DataFrame:
     return df.drop(columns=[c for c in df.columns if _INDEX_COLUMN.match(str(c))])
 
 
+FLOAT_EXACT = 1 << 53  # whole numbers up to here are exact as float64; beyond, neighbours share one float
+_WHOLE = re.compile(r"\s*[+-]?\d+(\.0*)?\s*\Z")
+
+
+def _exact_csv_integers(df: pd.DataFrame, data: bytes, name: str) -> pd.DataFrame:
+    """A column pandas read as floating point because one cell has a decimal point (``9007199254740992.0``)
+    loses whole numbers beyond 2^53: ``9007199254740993`` in another row would silently become the same
+    value. Such a column is read again as text: when every cell is a whole number it becomes an exact
+    int64 column; when real decimals sit beside a whole number that a float cannot hold, it is refused."""
+    suspects = [c for c in df.columns if df[c].dtype.kind == "f"
+                and bool((np.abs(df[c].to_numpy()[np.isfinite(df[c].to_numpy())]) >= FLOAT_EXACT).any())]
+    if not suspects:
+        return df
+    pos = [list(df.columns).index(c) for c in suspects]
+    raw = pd.read_csv(io.BytesIO(data), encoding="utf-8-sig", usecols=pos, dtype=str, keep_default_na=False,
+                      nrows=len(df))
+    for c, text in zip(suspects, (raw.iloc[:, i] for i in range(len(pos)))):
+        whole = text.map(lambda t: bool(_WHOLE.match(t)))
+        if bool(whole.all()):
+            ints = text.map(lambda t: int(t.strip().split(".")[0]))
+            if bool(ints.map(lambda v: -(1 << 63) <= v < (1 << 63)).all()):
+                df[c] = ints.astype(np.int64).to_numpy()
+                continue
+        inexact = [(i, t.strip()) for i, t in enumerate(text.tolist()) if whole.iloc[i]
+                   and abs(int(t.strip().split(".")[0])) > FLOAT_EXACT
+                   and float(int(t.strip().split(".")[0])) != int(t.strip().split(".")[0])]
+        if inexact:
+            i, t = inexact[0]
+            raise TableError(f"{name}: column {str(c)!r}, row {i + 1}: {t} is a whole number beyond 2^53 in a column "
+                             f"with decimal values or empty cells, where it would be read as "
+                             f"{float(int(t.split('.')[0]))!r} and could silently equal another value; write the "
+                             f"column's values as whole numbers with no empty cells, or as decimals a float holds")
+    return df
+
+
 def _json(data: bytes, name: str, lim: limits.Limits) -> pd.DataFrame:
     from .safeload import load_json
 
@@ -215,4 +252,34 @@ def _json(data: bytes, name: str, lim: limits.Limits) -> pd.DataFrame:
             columns.setdefault(k)
     _check_shape(name, len(rows), len(columns), lim)
     _column_names(list(columns), name)
+    _exact_json_integers(rows, name)
     return pd.DataFrame.from_records(rows, columns=list(columns))
+
+
+def _exact_json_integers(rows: list[dict], name: str) -> None:
+    """JSON keeps 9007199254740993 and 9007199254740992.0 apart, but a column mixing them becomes float64
+    in a table: the floats of a column holding a whole number beyond 2^53 are made whole numbers when
+    they are (in place), and a real decimal beside such a number is refused."""
+    big: dict[str, int] = {}
+    for i, r in enumerate(rows):
+        for k, v in r.items():
+            if type(v) is int and abs(v) > FLOAT_EXACT and float(v) != v:
+                big.setdefault(k, i)
+    if not big:
+        return
+    for i, r in enumerate(rows):
+        for k in big.keys() & r.keys():
+            v = r[k]
+            if v is None:
+                j = big[k]
+                raise TableError(f"{name}: column {k!r}: record {j + 1} holds {rows[j][k]}, a whole number beyond 2^53, "
+                                 f"and record {i + 1} an empty cell (null); a column with empty cells is read as "
+                                 f"floating point, where it could silently equal another value; fill the cell")
+            if type(v) is float:
+                if not v.is_integer():
+                    j = big[k]
+                    raise TableError(f"{name}: column {k!r}: record {j + 1} holds {rows[j][k]}, a whole number beyond "
+                                     f"2^53, and record {i + 1} the decimal {v!r}; in one column it would be read as "
+                                     f"{float(rows[j][k])!r} and could silently equal another value; write the "
+                                     f"column's values as whole numbers")
+                r[k] = int(v)

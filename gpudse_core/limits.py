@@ -72,6 +72,8 @@ class Limits:
     expression_nodes: int = 400  # syntax-tree nodes in one constraint expression
     constraint_work: int = 1 << 30  # points × syntax nodes the feasibility analysis of one space evaluates
     sample_points: int = 10_000_000  # design points drawn by one sampling request
+    sampling_work: int = 1 << 28  # draws × syntax nodes one sampling request is expected to evaluate when its
+    #                               constraints are checked by rejection (points wanted / feasible share × nodes)
     # ---- tables -------------------------------------------------------------------------------------
     table_rows: int = 10_000_000
     table_columns: int = 10_000

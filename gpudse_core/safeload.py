@@ -46,12 +46,18 @@ def _check_size(text: str | bytes, source: str, limit: str = "document_bytes") -
     return text
 
 
+_QUOTED_OR_DIGITS = re.compile(r'"(?:[^"\\\n]|\\.)*"|\'[^\'\n]*\'|\d+')
+
+
 def _check_digits(text: str, source: str) -> None:
     global _LONG_NUMBER
     lim = limits.current().number_digits
     if _LONG_NUMBER is None or _LONG_NUMBER[0] != lim:
         _LONG_NUMBER = (lim, re.compile(r"\d{%d,}" % (lim + 1)))
     m = _LONG_NUMBER[1].search(text)
+    if m:  # a long run of digits: a number, or only text inside a quoted string (a hex digest, cells)?
+        m = next((q for q in _QUOTED_OR_DIGITS.finditer(text) if q.group()[0] not in "\"'"
+                  and len(q.group()) > lim), None)
     if m:
         line = text.count("\n", 0, m.start()) + 1
         raise DocumentError(f"{source}:{line}: a number with more than {lim:,} digits; no design parameter or "

@@ -27,9 +27,14 @@ goal = c2.radio("Best design has the", ["lowest cycles", "highest cycles"])
 budget = c3.number_input("Simulations in all", min_value=12, max_value=2000, value=100, step=10)
 batch = c4.number_input("Per round", min_value=1, max_value=64, value=4)
 
-running = ui_jobs.job_panel(w, "search", "The search")
-if not running and st.button("Start the search", type="primary", disabled=not w.writable) and ui.guarded(
-        lambda: start_search(w, kernel, "max" if goal.startswith("highest") else "min", int(budget), int(batch))):
+
+
+def begin() -> None:
+    start_search(w, kernel, "max" if goal.startswith("highest") else "min", int(budget), int(batch))
+
+
+running = ui_jobs.job_panel(w, "search", "The search", rerun=begin)
+if not running and st.button("Start the search", type="primary", disabled=not w.writable) and ui.guarded(begin):
     st.rerun()
 
 sv = w.get("search")

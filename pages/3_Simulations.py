@@ -71,7 +71,8 @@ tab_run, tab_upload = st.tabs(["Run a campaign", "Upload results"],
                               default="Upload results" if no_simulator else "Run a campaign")
 
 with tab_run:
-    running = ui_jobs.job_panel(w, "campaign", "The campaign")
+    running = ui_jobs.job_panel(w, "campaign", "The campaign", rerun=ui_jobs.LATER,
+                                rerun_label="Resume it with the simulator chosen below")
     block = w.ready("samples")
     campaigns = w.campaigns()
     if block is not None:
@@ -132,12 +133,15 @@ with tab_run:
             if done_before is not None and not done_before.progress.remaining:
                 st.caption(f"This campaign ({ui.plain(name)}) has finished: {ui.fmt_count(done_before.progress.done, 'points')}"
                            " done. Its results are listed below.")
-            elif st.button(label, type="primary", icon=":material/play_arrow:", disabled=running or not w.writable):
+            else:
                 def start() -> None:
                     local = runner == "Local processes"
                     start_campaign(w, backend, name=name, workers=workers if local else None,
                                    scheduler=None if local else scheduler, adopt=True)
-                if ui.guarded(start):
+
+                pressed = st.button(label, type="primary", icon=":material/play_arrow:",
+                                    disabled=running or not w.writable)
+                if (pressed or (ui_jobs.rerun_wanted(w, "campaign") and not running)) and ui.guarded(start):
                     st.rerun()
 
     if campaigns:

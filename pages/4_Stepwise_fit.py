@@ -51,7 +51,10 @@ KINDS = {"stepwise": "Stepwise (Stargazer Algorithm 1)", "auto": "Chosen by cros
 kind = st.selectbox("Model", list(KINDS), index=list(KINDS).index(kind_now) if kind_now in KINDS else 0,
                     format_func=KINDS.get, help="Stepwise: the papers' interpretable model, traced step by step. "
                     "The others are beyond the papers; auto picks one by K-fold cross-validation on the results.")
-running = ui_jobs.job_panel(w, "fit", "Fitting the model")
+running = ui_jobs.job_panel(w, "fit", "Fitting the model", rerun=ui_jobs.LATER if kind != "stepwise" else None,
+                            rerun_label=f"Fit the {KINDS[kind].lower()} again with the settings below")
+if kind == "stepwise" and ui_jobs.last(w, "fit") is not None and ui_jobs.last(w, "fit").state == "interrupted":
+    st.caption("The interrupted fit was of a learner: choose it under Model to fit it again.")
 
 
 def pick(options, value):
@@ -67,7 +70,8 @@ if kind != "stepwise":
         folds = c3.slider("Folds (auto)", 2, 10, 5, disabled=kind != "auto")
         params = st.multiselect("Parameters", params_all, default=params_all)
         go_learner = st.form_submit_button("Fit", type="primary", disabled=running or not w.writable)
-    if go_learner and ui.guarded(lambda: ui_work.start_fit(w, kind, response, params, transform, folds)):
+    if (go_learner or (ui_jobs.rerun_wanted(w, "fit") and not running)) and ui.guarded(
+            lambda: ui_work.start_fit(w, kind, response, params, transform, folds)):
         st.rerun()
 else:
     go_learner = False

@@ -135,7 +135,8 @@ with tab_true:
                 "simulator with one application (a campaign on the Simulations page, or the built-in example): "
                 "it simulates every design point and compares the model's prediction.", icon=":material/info:")
     else:
-        running = ui_jobs.job_panel(w, "true_error", "Simulating the whole space")
+        running = ui_jobs.job_panel(w, "true_error", "Simulating the whole space",
+                                    rerun=lambda: ui_work.start_true_error(w, kernel), rerun_label="Run it again")
         sv = w.get("true_error")
         label = f"Compute the error at all {ui.fmt_count(space.size)} points ({kernel})"
 

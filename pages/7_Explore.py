@@ -16,6 +16,7 @@ from dashboard import work as ui_work
 from gpudse_core import GpudseError
 from gpudse_core.explore.scan import sensitivity
 from gpudse_core.report import figures
+from gpudse_core.report.fmt import fmt_value
 
 w = ui.page("Explore")
 st.title("Explore the design space")
@@ -24,21 +25,69 @@ st.title("Explore the design space")
 def simulated_best(space, model) -> None:
     """The latest "Simulate these": each chosen design's prediction beside its simulation (shown also
     once the scan and the model are out of date, which the added results make them)."""
-    ui_jobs.job_panel(w, "campaign", "Simulating the chosen designs")
+    ui_jobs.job_panel(w, "campaign", "Simulating the chosen designs", rerun=ui_jobs.LATER,
+                      rerun_label="Simulate the rows chosen below again")
     latest = ui_work.latest_simulated_best(w)
     if latest is not None:
         unit = ui.response_unit(model.response)
         info, table = latest
         params = [p for p in space.parameter_names if p in table.columns]
+        scan = w.get("scan").value
+        used = [p for p in (scan or {}).get("used", []) if p in params]
+        params = used + [p for p in params if p not in used]  # the parameters that tell the rows apart first
+        failed_designs(space, table.assign(group=table["group"] + 1), used or params)
         cols = ["group", "predicted", "lower", "upper", "simulated", "error", "in interval", *params]
         table = table[[c for c in cols if c in table.columns]].rename(columns={"group": "row"})
         table["row"] = table["row"] + 1
+        # a prediction equal to the simulation up to floating-point rounding has no error to show
+        table["error"] = table["error"].mask(table["error"].abs() < 1e-9, 0.0)
+        # the interval in one column, as in the best designs above: the parameters stay in view at 1280 px
+        interval = "95 % interval" + (f" ({unit})" if unit else "")
+        table.insert(2, interval, [f"{ui.fmt_num(lo)} – {ui.fmt_num(hi)}" if lo == lo and hi == hi else ui.fmt_num(None)
+                                   for lo, hi in zip(table.pop("lower"), table.pop("upper"))])
         inside = (table["in interval"] == "yes").sum()
         done = table["simulated"].notna().sum()
         st.markdown(f"**Predicted vs simulated** ({ui.plain(info.name)}: {ui.fmt_count(done)} of "
                     f"{ui.fmt_count(len(table), 'designs')} simulated, {inside} inside the interval)")
-        ui.table(table, units=ui.units(space) | {c: unit for c in ("predicted", "lower", "upper", "simulated")},
+        ui.table(table, units=ui.units(space) | {c: unit for c in ("predicted", "simulated")},
                  kinds={"error": "fraction", "row": "count"})
+
+
+def failed_designs(space, table, used) -> None:
+    """One clear message for the chosen designs the simulator failed on (named by the parameters in
+    *used*): which, why, and that they are recorded (a scan leaves out every row holding one)."""
+    failed = table[table["in interval"] == "failed"]
+    if not len(failed):
+        return
+
+    def value(p: str, v) -> str:
+        unit = space.parameter(p).unit
+        return f"{space.parameter(p).display} = {fmt_value(v)}" + (f" {unit}" if unit else "")
+
+    which = "; ".join(f"row {r['group']}: " + ", ".join(value(p, r[p]) for p in used)
+                      for r in failed.to_dict(orient="records"))
+    why = next((y for y in failed["why"] if y), "")
+    st.error(f"{ui.fmt_count(len(failed))} of {ui.fmt_count(len(table), 'designs')} failed to simulate "
+             f"({ui.plain(which)})"
+             + (f": {ui.plain(why)}" if why else "") + ". The failure is recorded in this workspace: rows holding a "
+             "failed design will not be recommended again (from the next scan of the best designs on).",
+             icon=":material/error:")
+    sv = w.get("scan")  # a current scan made before the failure still shows its row: offer the next scan
+    if sv.ok and isinstance(sv.value, dict) and "best" in sv.value and set(used) <= set(sv.value["best"].columns):
+        shown = {tuple(_key(v) for v in r) for r in sv.value["best"][used].itertuples(index=False)}
+        if any(tuple(_key(r[p]) for p in used) in shown for r in failed.to_dict(orient="records")) and st.button(
+                "Recompute the best designs without them", icon=":material/refresh:", disabled=not w.writable,
+                key="rescan_failed") and ui.guarded(lambda: ui_work.start_scan(w, dict(sv.value.get(
+                    "request", ui_work.EXAMPLE_SCAN)))):
+            st.rerun()
+
+
+def _key(v):
+    """A parameter value compared across tables (16 and 16.0 alike)."""
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        return str(v)
 
 
 if w.ready("space", "model") is not None and w.get("space").value is not None and w.get("model").value is not None:
@@ -54,14 +103,16 @@ cost_name = c3.selectbox("Cost for the Pareto front", ["levels"] + numeric, form
     "levels": "sum of levels (a budget)"}.get(c, space.parameter(c).display if c in numeric else c))
 request = {"k": int(k), "maximize": goal.startswith("highest"), "cost": cost_name}
 
-running = ui_jobs.job_panel(w, "scan", "The scan of the design space")
-sv = w.get("scan")
-if sv.value is not None and "best" not in sv.value:  # stored by an earlier version of this page
-    sv = w.get("no-scan")
 
 
 def compute(req: dict = request) -> None:
     ui_work.start_scan(w, req)
+
+
+running = ui_jobs.job_panel(w, "scan", "The scan of the design space", rerun=compute)
+sv = w.get("scan")
+if sv.value is not None and "best" not in sv.value:  # stored by an earlier version of this page
+    sv = w.get("no-scan")
 
 
 def simulate_these(value: dict) -> None:
@@ -87,11 +138,11 @@ def simulate_these(value: dict) -> None:
                     backend = None
         unit = ui.response_unit(model.response)
         names = [f"{i + 1}: {ui.fmt_num(v, unit)}" for i, v in enumerate(best.predicted)]
-        c1, c2 = st.columns([3, 2])
-        rows = c1.multiselect("Rows", list(range(len(best))), default=list(range(min(5, len(best)))),
-                              format_func=lambda i: names[i], key="sim_rows")
-        how = c2.radio("Designs", ["one per row (its first design)", "every design of each row, up to"],
-                       key="sim_how")
+        rows = st.multiselect("Rows", list(range(len(best))), default=list(range(min(5, len(best)))),
+                              format_func=lambda i: names[i], key="sim_rows")  # the whole width: every tag in view
+        c1, c2 = st.columns([3, 1], vertical_alignment="bottom")
+        how = c1.radio("Designs", ["one per row (its first design)", "every design of each row, up to"],
+                       key="sim_how", horizontal=True)
         per_row = c2.number_input("designs per row", 1, ui_work.simulate_limit(), 5, key="sim_per_row",
                                   disabled=how.startswith("one"), label_visibility="collapsed")
         if not kinds:
@@ -100,13 +151,15 @@ def simulate_these(value: dict) -> None:
                     "results.", icon=":material/info:")
         busy = ui_jobs.active(w, "campaign") is not None
         if backend is not None:
-            if st.button("Simulate these", type="primary", icon=":material/play_arrow:",
-                         disabled=busy or not rows or not w.writable) and ui.guarded(
+            pressed = st.button("Simulate these", type="primary", icon=":material/play_arrow:",
+                                disabled=busy or not rows or not w.writable)
+            if (pressed or (ui_jobs.rerun_wanted(w, "campaign") and rows and not busy)) and ui.guarded(
                     lambda: ui_work.start_simulate_best(w, backend, best.iloc[rows], not how.startswith("one"),
                                                         int(per_row))):
                 st.rerun()
 
 
+checked = False  # the latest "Simulate these" is shown below its button, or else further down
 label = f"Find the best of all {ui.fmt_count(space.size)} designs"
 if sv.value is None or (running and not sv.ok):  # nothing yet, or an out-of-date scan being replaced
     if not running and st.button(label, type="primary", disabled=not w.writable) and ui.guarded(compute):
@@ -143,6 +196,8 @@ elif ui.analysis_banner(sv, lambda: compute(dict(sv.value.get("request", request
         ui.table(best, units=ui.units(space) | {"predicted": ui.response_unit(model.response)})
     if shown is not None and len(best):
         simulate_these(value)
+        simulated_best(space, model)  # the outcome right below its button, before the chart
+        checked = True
     front = value.get("pareto")
     if front is not None and len(front):
         cost_label = ("sum of parameter levels" if req.get("cost") == "levels"
@@ -151,7 +206,8 @@ elif ui.analysis_banner(sv, lambda: compute(dict(sv.value.get("request", request
         ui.chart(figures.pareto(front, cost_label, model.response, value.get("cloud")))
         st.caption(ui.help_for("pareto"))
 
-simulated_best(space, model)
+if not checked:
+    simulated_best(space, model)
 
 st.subheader("One parameter at a time")
 base = ui.base_point(space, "ex")

@@ -49,7 +49,7 @@ with left:
     source = st.radio("Heatmap", sources, index=1 if uploaded_before else 0)
     rgb = cost = image = None
     current = False  # the stored heatmap is the cast of the settings shown
-    running = ui_jobs.job_panel(w, "raycast", "Ray casting")
+    running = ui_jobs.job_panel(w, "raycast", "Ray casting", rerun=ui_jobs.LATER)
     # The radio only says how to make a new heatmap; the one in use is the workspace's until the user
     # traces or uploads another (switching the radio replaces nothing).
     if source == "Built-in ray caster":
@@ -60,6 +60,8 @@ with left:
         scene_seed = st.number_input("Scene seed", 0, 10_000, req0["seed"])
         request = {"size": int(size), "spheres": int(spheres), "boxes": int(boxes), "seed": int(scene_seed)}
         current = stored is not None and stored.get("request") == request and not heat_sv.partial
+        if ui_jobs.rerun_wanted(w, "raycast") and ui.guarded(lambda: ui_work.start_raycast(w, **request)):
+            st.rerun()
         if not current and not running:
             if not w.writable:
                 st.info("This shared workspace holds no ray-traced frame for these settings; make your own copy to "

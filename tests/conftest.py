@@ -7,6 +7,9 @@ from pathlib import Path
 import pytest
 from hypothesis import settings
 
+# the real-browser tests' session fixtures: one served dashboard and one Chromium for all of them
+from browser_support import backends, browser, home, server  # noqa: F401
+
 # No per-example deadlines: they are timing assertions, flaky on shared 2-core CI machines.
 settings.register_profile("gpudse", deadline=None, print_blob=True)
 settings.load_profile("gpudse")

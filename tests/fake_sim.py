@@ -1,8 +1,9 @@
 """A stand-in for GPGPU-Sim used by the campaign tests: reads gpgpusim.config in its run directory and
 prints GPGPU-Sim-style statistics. Modes: ok, crash, hang, garbage, flaky (fails its first attempt),
 flood (prints --flood-mb MiB of chatter before its statistics), spawn (leaves a sleeping grandchild in
-its process group, like a wrapper script). --started FILE gets "<point> <run dir> <pid>" when it starts
-(every execution, finished or not); --marker FILE gets "<point>" when it finishes."""
+its process group, like a wrapper script); --crash-cta N crashes at that -gpgpu_shader_cta alone (one
+failing design). --started FILE gets "<point> <run dir> <pid>" when it starts (every execution,
+finished or not); --marker FILE gets "<point>" when it finishes."""
 
 import argparse
 import os
@@ -19,6 +20,7 @@ ap.add_argument("--marker", default="")
 ap.add_argument("--started", default="")
 ap.add_argument("--flood-mb", type=int, default=0)
 ap.add_argument("--config", default="gpgpusim.config")
+ap.add_argument("--crash-cta", type=int, default=None, help="crash (exit 1) at this -gpgpu_shader_cta")
 a = ap.parse_args()
 if a.mode.startswith("@"):
     a.mode = pathlib.Path(a.mode[1:]).read_text().strip()
@@ -38,7 +40,7 @@ if a.mode == "flood":
         out.write(block)
     out.flush()
 time.sleep(float(pathlib.Path(a.sleep[1:]).read_text()) if a.sleep.startswith("@") else float(a.sleep))
-if a.mode == "crash":
+if a.mode == "crash" or (a.crash_cta is not None and int(cfg["-gpgpu_shader_cta"]) == a.crash_cta):
     print("Segmentation fault", flush=True)
     sys.exit(1)
 if a.mode == "hang":

@@ -1,16 +1,19 @@
 """A corpus of hostile inputs for every input surface of hostile input that the core owns: design-space
-files, results tables, project zips, work flow graphs, and sampling requests.
+files, results tables, project zips, work flow graphs, and sampling requests; and scenarios — events on
+a shared server rather than files (tests/hostile_scenarios.py describes them).
 
     from hostile_corpus import cases, SURFACES
 
     for case in cases():              # a generator: big inputs are built when reached
-        case.surface                  # "space", "results", "table", "project", "wfg" or "sample"
+        case.surface                  # "space", "results", "table", "project", "wfg", "sample" or "scenario"
         case.filename, case.data      # what a user would upload or pass on the command line
         case.expect                   # "error": our one-line error, matching case.pattern
                                       # "flagged": accepted, and the output says case.pattern
                                       # "ok": accepted (case.pattern, if any, is in the output)
-        case.cls                      # the issue's class: amplification, traceback, silently-wrong,
+        case.cls                      # the class: amplification, traceback, silently-wrong,
                                       # partial-state, code-execution, or valid (a control)
+        case.concern                  # for cases written for a shared-server class, which one
+                                      # (hostile_scenarios.CONCERNS); "" otherwise
 
 Every case is independent of the others and of the machine (bombs are built as raw deflate
 streams, never expanded here). ``SURFACES`` says which dashboard uploader and which CLI command
@@ -49,6 +52,9 @@ SURFACES = {  # surface: (dashboard uploader, CLI command; PATH is the case writ
                 "(no CLI command: report.project.load_project in a subprocess)"),
     "wfg": ("Analytical models page: upload a work flow graph (ui.parse_upload + sim.wfg.graph_view)",
             "gpudse wfg PATH"),
+    "scenario": ("visits, workspaces, jobs and the storage under them (app.py through AppTest, dashboard.state, "
+                 "gpudse_core.workspace)", "steps of tests/hostile_scenarios/NAME.json, gpudse commands among them "
+                 "(tests/hostile_scenarios.py)"),
 }
 CLASSES = ("amplification", "traceback", "silently-wrong", "partial-state", "code-execution", "valid")
 
@@ -64,6 +70,8 @@ class Case:
     pattern: str = ""  # regex (re.S) over the output
     args: tuple[str, ...] = ()  # extra CLI arguments (sample requests)
     space: str = "stargazer"  # the space results are validated against (a preset name)
+    concern: str = ""  # the shared-server class (hostile_scenarios.CONCERNS), for the cases added for it
+    timeout: float = 0.0  # seconds the case may take, when more than the runner's default
 
     def __repr__(self) -> str:
         return f"Case({self.cls}/{self.surface}/{self.name}, {len(self.data):,} bytes, {self.expect})"
@@ -220,7 +228,28 @@ def wfg(**changes) -> bytes:
 
 
 # ---- the corpus ------------------------------------------------------------------------------------------
-def cases() -> Iterator[Case]:  # noqa: C901 - a flat list of cases
+CONCERN_OF = {  # file cases written for a shared-server class (scenario cases carry theirs in their JSON)
+    "space/constraints-200-costly-over-4M": "costly-legal-input", "sample/chain-of-comparisons": "costly-legal-input",
+    "space/markdown-image-label": "attacker-urls", "sample/formula-categorical": "csv-formula",
+    **{f"space/{n}": "silent-value-change" for n in (
+        "nfc-equal-values", "long-integers-distinct", "yaml11-no-yes", "yaml11-octal", "yaml11-sexagesimal",
+        "underflow-1e-400", "name-trailing-newline", "values-int-float-above-2^53",
+        "values-int-float-above-2^53-json")},
+    **{f"results/{n}": "silent-value-change" for n in (
+        "nfc-equal-columns", "boolean-column", "constant-response")},
+    "wfg/branch-probabilities-1.8": "silent-value-change",
+}
+
+
+def cases() -> Iterator[Case]:
+    import dataclasses
+
+    for case in _cases():
+        concern = CONCERN_OF.get(f"{case.surface}/{case.name}")
+        yield dataclasses.replace(case, concern=concern) if concern else case
+
+
+def _cases() -> Iterator[Case]:  # noqa: C901 - a flat list of cases
     A, T, S, P, X, V = CLASSES[0], CLASSES[1], CLASSES[2], CLASSES[3], CLASSES[4], "valid"
     E, F, OK = "error", "flagged", "ok"
     NESTED = r"nested more than|too deeply"
@@ -303,7 +332,7 @@ def cases() -> Iterator[Case]:  # noqa: C901 - a flat list of cases
         ("constraints-5", space(tail="constraints: 5\n"), r"'constraints' must be a list"),
         ("constraint-number", space(tail="constraints: [5]\n"), r"a constraint is text"),
         ("constraint-expr-list", space(tail="constraints: [{expr: [a]}]\n"), r"'expr' must be"),
-        ("constraint-1990-digits", space(tail="constraints: ['simd < " + "9" * 1990 + "']\n"), r"more than 400 digits"),
+        ("constraint-1990-digits", space(tail="constraints: ['simd < " + "9" * 1990 + "']\n"), r"more than 400 digits|a number with 1,990 digits \(limit 400, number_digits\)"),
         ("constraint-inf-literal", space(tail="constraints: ['simd < 1e999']\n"), r"beyond the range"),
         ("constraint-syntax", space(tail="constraints: ['simd >']\n"), r"not a valid expression"),
         ("constraint-unknown-name", space(tail="constraints: ['simdd > 1']\n"), r"did you mean 'simd'"),
@@ -419,6 +448,17 @@ def cases() -> Iterator[Case]:  # noqa: C901 - a flat list of cases
     yield Case(S, sp, "name-trailing-newline", "s.yaml",
                space('  - {name: "a\\n", values: [1, 2]}\n  - {name: a, values: [1, 2]}\n'), E, r"not usable")
 
+    # whole numbers beyond 2^53 beside decimals would be one float; all whole numbers stay exact (int64)
+    yield Case(S, sp, "values-int-float-above-2^53", "s.yaml",
+               space("  - {name: a, values: [9007199254740993, 9007199254740992.0, 1]}\n"), E,
+               r"9007199254740993 is a whole number beyond 2\^53.*same number as the value 9007199254740992\.0")
+    yield Case(S, sp, "values-int-float-above-2^53-json", "s.json",
+               b'{"parameters": [{"name": "a", "values": [9007199254740993, 0.5]}]}', E,
+               r"9007199254740993 is a whole number beyond 2\^53 in a list with decimal values")
+    yield Case(V, sp, "values-int-above-2^53-exact", "s.yaml",
+               space("  - {name: a, values: [9007199254740993, 9007199254740992]}\n"), OK,
+               r"9007199254740993, 9007199254740992.*size: 2 design points")
+
     # == sampling requests ================================================================================
     sa = "sample"
     small = space("  - {name: a, values: [1, 2, 3]}\n  - {name: b, values: [1, 2]}\n")
@@ -446,6 +486,13 @@ def cases() -> Iterator[Case]:  # noqa: C901 - a flat list of cases
                space("".join(f"  - {{name: p{i}, values: '1::1::1000'}}\n" for i in range(6)),
                      tail="constraints: ['p0 + p1 + p2 + p3 + p4 + p5 == 5990']\n"), E,
                r"feasible size .* is unknown", ("--fraction", "0.5"))
+    chain7 = space("".join(f"  - {{name: p{i}, values: '1::1::1000'}}\n" for i in range(7)),
+                   tail="constraints: ['" + " < ".join(f"p{i}" for i in range(7)) + "']\n")
+    yield Case(A, sa, "chain-of-comparisons", "s.yaml", chain7, E,  # one draw in 5,040 feasible: 26 s for 20,000
+               r"drawing 20,000 points by rejection.*keep about 0\.0001\d of random draws.*sampling_work",
+               ("-n", "20000", "--seed", "1"))
+    yield Case(V, sa, "chain-of-comparisons-small", "s.yaml", chain7, OK, r"wrote 200 design points",
+               ("-n", "200", "--seed", "1"))
     yield Case(V, sa, "huge-equalities-sample", "s.yaml",
                space("".join(f"  - {{name: p{i}, values: '1::1::1000'}}\n" for i in range(6)),
                      tail="constraints: ['p0 == p1 and p2 == p3 and p4 == p5']\n"), OK, r"wrote 5 design points",
@@ -660,6 +707,14 @@ def cases() -> Iterator[Case]:  # noqa: C901 - a flat list of cases
                r"not valid YAML")
 
 
+    # == scenarios: sequences of events on a shared server (tests/hostile_scenarios/*.json) ==========
+    import hostile_scenarios
+
+    for name, raw, doc in hostile_scenarios.load_cases():
+        yield Case(doc["cls"], "scenario", name, "scenario.json", raw, OK, r"scenario ok", concern=doc["concern"],
+                   timeout=float(doc.get("timeout_s", 60)))
+
+
 def _parquet_bytes(nested: bool = False, duplicate: bool = False) -> bytes:
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -716,7 +771,11 @@ def _child(case: Case, argv: list[str] | None, path: Path, work: Path, out: Path
         os.dup2(os.open(err, flags), 2)
         sys.stdout = open(1, "w", encoding="utf-8", closefd=False)  # noqa: SIM115
         sys.stderr = open(2, "w", encoding="utf-8", closefd=False)  # noqa: SIM115
-        if argv is not None:
+        if case.surface == "scenario":  # steps of a data-only description, in this process
+            import hostile_scenarios
+
+            code = hostile_scenarios.run(json.loads(case.data), work / "home")
+        elif argv is not None:
             from gpudse_core.cli import main
 
             try:
@@ -781,7 +840,7 @@ def run_corpus(names: set[str] | None = None, timeout: float = 30.0, mem_mb: int
                 done, status, usage = os.wait4(pid, os.WNOHANG)
                 if done:
                     break
-                if time.monotonic() - t0 > timeout:
+                if time.monotonic() - t0 > max(timeout, case.timeout):
                     os.kill(pid, signal.SIGKILL)
                     _, status, usage = os.wait4(pid, 0)
                     timed_out = True

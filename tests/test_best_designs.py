@@ -84,6 +84,24 @@ def test_simulated_designs_are_marked_or_left_out_and_failures_never_recommended
     assert (fresh.rows.simulated == 0).all() and fresh.left_out == 2
 
 
+def test_a_failed_group_is_left_off_the_pareto_front_too():
+    space = load_preset("stargazer")
+    blk = np.array([5.0, 3, 2, 1.5, 1.2])
+    model = TableModel(space, 0.0, [(("blk",), blk)])
+    model.response = "cycles"
+    cost = "blk"  # cheaper with fewer blocks, slower: every blk value is on the front
+    plain = best_designs(model, space, top=2, pareto=cost, level=None)
+    front = sorted(plain.result.pareto.blk.tolist())
+    assert 16 in front and len(front) >= 2
+    base = {p.name: p.values[0] for p in space.parameters}
+    results = pd.DataFrame([{**base, "blk": 16, "cycles": np.nan, "status": "failed"}])
+    marked = best_designs(model, space, top=2, pareto=cost, results=results, level=None)
+    assert 16 not in marked.result.pareto.blk.tolist()
+    assert sorted(marked.result.pareto.blk.tolist()) == [b for b in front if b != 16]
+    assert 16 not in marked.rows.blk.tolist()
+    assert any("Pareto front are left out" in n for n in marked.notes)
+
+
 def test_results_without_the_used_parameters_are_refused():
     space = load_preset("stargazer")
     model = TableModel(space, 0.0, [(("blk",), np.arange(5.0))])
@@ -172,3 +190,46 @@ def test_simulate_these_on_a_command_backend_appends_its_results(tmp_path, monke
     results = ws.get("results")
     assert len(results.value.table) == 36 and "6 simulated designs added" in results.note
     assert not ws.get("model").ok  # fitted before the new results
+
+
+def test_a_design_the_command_simulator_failed_on_is_recorded_and_never_recommended_again(tmp_path, monkeypatch):
+    """The page's "Simulate these" on a command simulator that crashes at 16 blocks per core: the failed
+    design is recorded (the page's table says failed, with the reason), the others join the results,
+    and the next scan leaves out every row holding the failed design."""
+    from dashboard import work as ui_work
+    from test_campaign import backend_file
+
+    from gpudse_core import sample
+    from gpudse_core.model.stepwise import fit_stepwise
+    from gpudse_core.sim.campaign import CommandBackend
+    from gpudse_core.workspace import create_workspace
+
+    monkeypatch.setenv("GPUDSE_HOME", str(tmp_path / "home"))
+    space = load_preset("stargazer")
+    table = sample(space, 40, seed=2).points
+    table = table.assign(gpu_tot_sim_cycle=100000 // (8 * table.blk) + 17.0)  # what the fake simulator prints
+    ws, _ = create_workspace()
+    ws.set_space(space, "stargazer")
+    ws.set_results(table, "gpu_tot_sim_cycle", "fake simulator")
+    ws.set_model(fit_stepwise(table[list(space.parameter_names) + ["gpu_tot_sim_cycle"]], "gpu_tot_sim_cycle"), "fit")
+    job = ui_work.start_scan(ws, dict(ui_work.EXAMPLE_SCAN, k=3))
+    assert job.wait(300) and ws.get("scan").ok
+    best = ws.get("scan").value["best"]
+    assert best.blk.tolist()[0] == 16  # the fastest row: the one the crashing simulator fails on
+    crashing = CommandBackend.from_file(backend_file(tmp_path, extra_args=["--crash-cta", "16"]))
+    job = ui_work.start_simulate_best(ws, crashing, best)
+    assert job.wait(300) and ws.job(job.id).state == "finished", ws.job(job.id).error
+    info, shown = ui_work.latest_simulated_best(ws)
+    assert shown["in interval"].tolist() == ["failed", "yes", "yes"]
+    assert "status 1" in shown.why.iloc[0] and shown.why.iloc[1:].eq("").all()
+    assert len(ws.get("results").value.table) == 42  # the two that simulated
+    cols = list(space.parameter_names) + ["gpu_tot_sim_cycle"]
+    ws.set_model(fit_stepwise(ws.get("results").value.table[cols], "gpu_tot_sim_cycle"), "refit")
+    job = ui_work.start_scan(ws, dict(ui_work.EXAMPLE_SCAN, k=3))
+    assert job.wait(300) and ws.get("scan").ok
+    scan = ws.get("scan").value
+    assert 16 not in scan["best"].blk.tolist() and scan["left_out"] == 1
+    # without the recorded failure the same scan would recommend it first (it is the fastest)
+    plain = ui_work.scan_work(ws.get("model").value, space, dict(ui_work.EXAMPLE_SCAN, k=3),
+                              results=ws.get("results").value.table)
+    assert plain["best"].blk.tolist()[0] == 16

@@ -8,252 +8,22 @@ request leaves the machine. Screenshots of every page at 1280×800 go to ``tests
 ``_full`` twin showing the whole page) for a person to look at; timings (first paint, Stop, pages
 during a bad upload) go to ``tests/artifacts/timings.json`` and are printed, never asserted.
 
-Needs Debian's chromium (``/usr/bin/chromium``) and the Playwright Python package (never
-``playwright install``). Skips with a reason where they are missing, except in CI (``CI=true``),
-where .ci/run installs chromium and a missing browser is a failure. GPUDSE_HOME is a temporary folder.
+The served dashboard and the browser are the session's (tests/browser_support.py: one server and one
+Chromium for every browser test; skips with a reason where chromium or Playwright is missing, fails in
+CI). GPUDSE_HOME is a temporary folder.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import re
-import shutil
-import socket
-import subprocess
-import sys
 import time
-import urllib.request
-from urllib.parse import urlparse
 
 import pytest
-from conftest import ROOT
+from browser_support import HEADINGS, PAGES, SHOTS, Tab, workspace
 
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-SHOTS = ROOT / "tests" / "artifacts"  # git-ignored; CI keeps them as artifacts
-LAUNCH_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-               "--disable-background-networking", "--disable-component-update", "--disable-sync"]
-VIEW = {"width": 1280, "height": 800}
-PAGES = {"Home": "", "Design space": "Design_space", "Sampling": "Sampling", "Simulations": "Simulations",
-         "Stepwise fit": "Stepwise_fit", "Response curves": "Response_curves", "Accuracy": "Accuracy",
-         "Explore": "Explore", "Ray tracing": "Ray_tracing", "Analytical models": "Analytical_models"}
-HEADINGS = {"Home": "gpudse — GPU design space exploration", "Design space": "Design space",
-            "Sampling": "Sample design points", "Simulations": "Simulations",
-            "Stepwise fit": "Fit a model", "Response curves": "Response curves",
-            "Accuracy": "Accuracy", "Explore": "Explore the design space",
-            "Ray tracing": "Ray tracing: representative pixels (Zatel)", "Analytical models": "Analytical models"}
 MODEL_PAGES = ("Stepwise fit", "Response curves", "Accuracy", "Explore")
 TIMINGS: dict[str, object] = {}
-
-
-def _need(ok: bool, reason: str) -> None:
-    if not ok:
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"{reason} (CI must run the browser test; .ci/run installs chromium)")
-        pytest.skip(reason)
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@pytest.fixture(scope="module")
-def home(tmp_path_factory):
-    return tmp_path_factory.mktemp("gpudse_home")
-
-
-@pytest.fixture(scope="module")
-def server(home):
-    port = _free_port()
-    env = {**os.environ, "GPUDSE_HOME": str(home)}
-    env.pop("GPUDSE_SINGLE_USER", None)
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port),
-         "--server.address", "127.0.0.1", "--server.headless", "true", "--browser.gatherUsageStats", "false"],
-        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.time() + 90
-    while time.time() < deadline:
-        try:
-            if urllib.request.urlopen(url + "/_stcore/health", timeout=2).read().strip() == b"ok":
-                break
-        except OSError:
-            time.sleep(0.5)
-        if proc.poll() is not None:
-            pytest.fail("streamlit exited: " + (proc.stdout.read() if proc.stdout else ""))
-    else:
-        proc.kill()
-        pytest.fail("streamlit did not become healthy within 90 s")
-    yield url
-    proc.terminate()
-    try:
-        proc.wait(10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-
-
-@pytest.fixture(scope="module")
-def browser():
-    _need(os.path.exists(CHROMIUM), f"no chromium at {CHROMIUM}")
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        _need(False, "the playwright Python package is not installed")
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=LAUNCH_ARGS)
-        yield b
-        b.close()
-
-
-class Tab:
-    """One browser tab on the dashboard, with the checks every step makes."""
-
-    def __init__(self, browser, server: str, name: str):
-        self.server = server
-        self.name = name
-        self.ctx = browser.new_context(viewport=VIEW, accept_downloads=True)
-        self.page = self.ctx.new_page()
-        self.errors: list[str] = []
-        self.outside: list[str] = []
-        self.page.on("pageerror", lambda e: self.errors.append(str(e)))
-        self.page.on("request", self._request)
-        self.shots = 0
-
-    def _request(self, req) -> None:
-        host = urlparse(req.url).hostname
-        if req.url.startswith(("http:", "https:", "ws:", "wss:")) and host not in ("127.0.0.1", "localhost"):
-            self.outside.append(req.url)
-
-    @property
-    def ws_id(self) -> str:
-        return self.page.url.split("ws=")[1].split("&")[0]
-
-    def open(self, title: str, ws_id: str | None = None, timeout: float = 120_000, settle: bool = True) -> None:
-        ws_id = ws_id or self.ws_id
-        self.page.goto(f"{self.server}/{PAGES[title]}?ws={ws_id}", wait_until="domcontentloaded")
-        self.heading(title, timeout, settle)
-
-    def heading(self, title: str, timeout: float = 120_000, settle: bool = True) -> None:
-        self.page.get_by_role("heading", name=HEADINGS[title]).first.wait_for(timeout=timeout)
-        if settle:
-            self.settle()
-
-    def settle(self, timeout: float = 180_000) -> float:
-        """Wait for the script run to end (Streamlit's running indicator goes away); the
-        ``time.perf_counter()`` at which it was seen to have ended."""
-        self.page.wait_for_timeout(300)
-        end = time.monotonic() + timeout / 1000
-        while time.monotonic() < end and (self.script_state() in ("initial", "running", "rerunRequested")
-                                          or self.page.locator("[data-testid='stStatusWidget']").count()):
-            self.page.wait_for_timeout(50)
-        ended = time.perf_counter()
-        self.page.wait_for_timeout(300)
-        return ended
-
-    def script_state(self) -> str | None:
-        """Streamlit's own record of the script run (stApp's data-test-script-state): the running
-        indicator alone appears only after a delay, so a check made before it shows would race."""
-        app = self.page.locator("[data-testid='stApp']")
-        return app.first.get_attribute("data-test-script-state") if app.count() else "initial"
-
-    def text(self, text: str, timeout: float = 120_000):
-        loc = self.page.get_by_text(text).first
-        loc.wait_for(timeout=timeout)
-        return loc
-
-    def has(self, text: str) -> bool:
-        return self.page.get_by_text(text).count() > 0
-
-    def alerts(self) -> list[str]:
-        return self.page.locator("[data-testid='stAlert']").all_inner_texts()
-
-    def alert(self, text: str, timeout: float = 30_000) -> str:
-        """Wait for a banner (an st.error/warning/info box) that says *text*; its whole text."""
-        end = time.monotonic() + timeout / 1000
-        while True:
-            found = [t for t in self.alerts() if text in " ".join(t.split())]
-            if found:
-                return found[0]
-            if time.monotonic() > end:
-                raise AssertionError(f"no banner saying {text!r}; the page's banners: {self.alerts()}")
-            self.page.wait_for_timeout(100)
-
-    def check(self, where: str) -> None:
-        assert self.page.locator("[data-testid='stException']").count() == 0, (where, self.alerts())
-        assert not self.has("Traceback"), where
-        assert not self.errors, (where, self.errors)
-
-    def choose(self, label: str, value: str) -> None:
-        """A selectbox (a combobox in Streamlit ≥ 1.5x): type the option and pick it from the list."""
-        from playwright.sync_api import TimeoutError as PlaywrightTimeout
-
-        box = self.page.get_by_role("combobox", name=label).first
-        for _ in range(3):
-            box.click()
-            box.fill(value)
-            try:
-                self.page.get_by_role("option", name=value, exact=True).first.click(timeout=5_000)
-                break
-            except PlaywrightTimeout:  # the list opened late: close it and type again
-                self.page.keyboard.press("Escape")
-        self.settle()
-        assert box.input_value() == value, (label, box.input_value())
-
-    def load_preset(self, name: str, size: str) -> None:
-        self.open("Design space")
-        self.text("Load a preset or a file").click()
-        self.settle()
-        self.choose("Preset", name)
-        self.button("Load preset").click()
-        self.settle()
-        if self.page.get_by_role("button", name="Replace", exact=True).count():  # replacing a space asks first
-            self.button("Replace").click()
-        self.text(size)
-        self.settle()
-
-    def add(self, label: str, value: str) -> None:
-        """Add an option to a multiselect (a combobox too): type it and pick it from the list."""
-        box = self.page.get_by_role("combobox", name=label).first
-        box.click()
-        box.fill(value)
-        self.page.get_by_role("option", name=value, exact=True).first.click()
-        self.page.keyboard.press("Escape")
-        self.settle()
-
-    def button(self, name: str, exact: bool = True):
-        return self.page.get_by_role("button", name=name, exact=exact).first
-
-    def shot(self, name: str) -> None:
-        """The page at 1280×800, and the whole page (the viewport stretched to the content) beside it."""
-        self.shots += 1
-        self.page.screenshot(path=str(SHOTS / f"{self.name}_{self.shots:02d}_{name}.png"))
-        height = self.page.evaluate(
-            "() => Math.max(...[...document.querySelectorAll('[data-testid=\"stMain\"], section.main, "
-            "[data-testid=\"stAppViewContainer\"]')].map(e => e.scrollHeight), 800)")
-        self.page.set_viewport_size({"width": VIEW["width"], "height": min(int(height) + 40, 6000)})
-        self.page.wait_for_timeout(700)
-        self.page.screenshot(path=str(SHOTS / f"{self.name}_{self.shots:02d}_{name}_full.png"))
-        self.page.set_viewport_size(VIEW)
-        self.page.wait_for_timeout(300)
-
-    def key_cookie(self, ws_id: str, timeout: float = 30.0) -> None:
-        """Wait until the browser holds the edit key (set by a script after the first run)."""
-        end = time.monotonic() + timeout
-        while not any(c["name"] == f"gpudse_k_{ws_id}" for c in self.ctx.cookies()):
-            assert time.monotonic() < end, "the edit key never reached the browser's cookies"
-            self.page.wait_for_timeout(100)
-
-    def close(self) -> None:
-        self.ctx.close()
-
-
-def workspace(home, ws_id):
-    from gpudse_core.workspace import open_workspace
-
-    os.environ["GPUDSE_HOME"] = str(home)  # read-only handle on the server's files (no key)
-    return open_workspace(ws_id)
 
 
 @pytest.mark.slow
@@ -490,6 +260,7 @@ def test_simulate_these_checks_the_best_designs_with_the_builtin_simulator(serve
         a.page.wait_for_timeout(200)
     assert a.has("95 % interval (cycles)") and a.has("designs")
     a.check("explore")
+    a.settle()  # the settings above the table drawn, not their placeholders
     a.shot("explore_grouped")
     a.button("Simulate these").click()
     a.text("Predicted vs simulated", timeout=120_000)
@@ -499,8 +270,12 @@ def test_simulate_these_checks_the_best_designs_with_the_builtin_simulator(serve
         if not a.has("5 of 5 designs simulated"):
             a.page.reload(wait_until="domcontentloaded")
             a.heading("Explore")
-    a.shot("explore_predicted_vs_simulated")
     assert a.has("5 of 5 designs simulated"), a.alerts()
+    end = time.monotonic() + 60
+    while a.has("Simulating the chosen designs") and time.monotonic() < end:  # the job's panel goes once it ended
+        a.page.wait_for_timeout(500)
+    a.settle()
+    a.shot("explore_predicted_vs_simulated")
     a.check("simulated")
     a.alert("Refit on the new results")  # the check stays in view above the refit it calls for
     w = workspace(home, ws_id)

@@ -2,13 +2,13 @@
 fits compared side by side on the Accuracy page, an input changed mid-session, and a reload that keeps
 the comparison. Served by `streamlit run app.py`, driven in headless Chromium through Playwright
 (Debian's /usr/bin/chromium; never `playwright install`); screenshots go to tests/artifacts/ (review_*)
-for a person to look at. The server, browser and tab helpers are tests/test_browser.py's.
+for a person to look at. The server, browser and tab helpers are the session's (tests/browser_support.py).
 """
 
 from __future__ import annotations
 
 import pytest
-from test_browser import SHOTS, Tab, browser, home, server, workspace  # noqa: F401 (fixtures)
+from browser_support import SHOTS, Tab, workspace
 
 
 def plot_titles(tab: Tab) -> str:
@@ -29,7 +29,7 @@ def open_compare_tab(a: Tab) -> None:
 
 
 @pytest.mark.slow
-def test_two_fits_side_by_side_change_mid_session_and_reload(server, browser, home):  # noqa: F811
+def test_two_fits_side_by_side_change_mid_session_and_reload(server, browser, home):
     SHOTS.mkdir(parents=True, exist_ok=True)
     a = Tab(browser, server, "review")
     a.page.goto(server, wait_until="domcontentloaded")

@@ -5,23 +5,18 @@ field makes the visitor's browser fetch nothing from the "attacker" (a local HTT
 
 The server listens on ``::`` so that two clients have different addresses without trusting any
 header: one comes over this machine's ULA address (``fd00::…``, a /64 of its own), the other over
-``::1`` (``loopback``). Screenshots go to tests/artifacts/ (``shared_*``)."""
+``::1`` (``loopback``). This module's server is its own (its configuration and files differ); the
+browser is the session's (tests/browser_support.py). Screenshots go to tests/artifacts/ (``shared_*``)."""
 
 from __future__ import annotations
 
 import http.server
 import os
-import socket
-import subprocess
-import sys
 import threading
 import time
-import urllib.request
 
 import pytest
-from test_browser import CHROMIUM, LAUNCH_ARGS, SHOTS, VIEW, _need
-
-from conftest import ROOT
+from browser_support import SHOTS, VIEW, need, serve
 
 VISITS = 50
 BUDGET = 3
@@ -39,63 +34,22 @@ def _global_ipv6() -> str | None:
     return None
 
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET6) as s:
-        s.bind(("::", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def home(tmp_path_factory):
+    """This server's own files: the test counts the workspaces a visitor's visits made."""
     return tmp_path_factory.mktemp("gpudse_shared_home")
 
 
 @pytest.fixture(scope="module")
 def server(home, tmp_path_factory):
+    """A server of its own (a visitor budget in its config, listening on ``::``); the browser is the session's."""
     v6 = _global_ipv6()
-    _need(v6 is not None, "no global IPv6 address: two clients with different addresses need one")
+    need(v6 is not None, "no global IPv6 address: two clients with different addresses need one")
     cfg = tmp_path_factory.mktemp("cfg") / "gpudse.toml"
     cfg.write_text(f"[limits]\nvisitor_workspaces_per_hour = {BUDGET}\n")
-    port = _free_port()
-    env = {**os.environ, "GPUDSE_HOME": str(home), "GPUDSE_CONFIG": str(cfg)}
-    for k in ("GPUDSE_SINGLE_USER", "GPUDSE_CLIENT_HEADER"):
-        env.pop(k, None)
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port), "--server.address", "::",
-         "--server.headless", "true", "--browser.gatherUsageStats", "false"],
-        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    local = f"http://[::1]:{port}"
-    deadline = time.time() + 90
-    while time.time() < deadline:
-        try:
-            if urllib.request.urlopen(local + "/_stcore/health", timeout=2).read().strip() == b"ok":
-                break
-        except OSError:
-            time.sleep(0.5)
-        if proc.poll() is not None:
-            pytest.fail("streamlit exited: " + (proc.stdout.read() if proc.stdout else ""))
-    else:
-        proc.kill()
-        pytest.fail("streamlit did not become healthy within 90 s")
-    yield {"remote": f"http://[{v6}]:{port}", "local": local}
-    proc.terminate()
-    try:
-        proc.wait(10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-
-
-@pytest.fixture(scope="module")
-def browser():
-    _need(os.path.exists(CHROMIUM), f"no chromium at {CHROMIUM}")
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        _need(False, "the playwright Python package is not installed")
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=LAUNCH_ARGS)
-        yield b
-        b.close()
+    with serve(home, address="::", env={"GPUDSE_CONFIG": str(cfg)},
+               drop=("GPUDSE_SINGLE_USER", "GPUDSE_CLIENT_HEADER")) as port:
+        yield {"remote": f"http://[{v6}]:{port}", "local": f"http://[::1]:{port}"}
 
 
 def _visit(browser, url: str, want: str, shot: str | None = None, timeout: float = 240_000) -> list[str]:

@@ -15,6 +15,7 @@ import pytest
 from bounded import bounded
 
 import hostile_corpus as hc
+import hostile_scenarios as hs
 from conftest import ROOT
 
 ENV = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
@@ -31,6 +32,37 @@ def test_corpus_covers_every_class_and_surface():
     for c in cases:
         assert c.expect in ("error", "flagged", "ok") and (c.expect == "ok" or c.pattern), c
         re.compile(c.pattern)
+    # every class of shared-server faults has cases: files where a file carries it, scenarios otherwise
+    by_concern = Counter(c.concern for c in cases if c.concern)
+    assert set(by_concern) == set(hs.CONCERNS), by_concern
+    assert set(hc.CONCERN_OF) <= set(keys), set(hc.CONCERN_OF) - set(keys)
+
+
+def test_scenarios_are_data_and_their_checks_can_fail(tmp_path):
+    """A scenario names operations of a fixed vocabulary (an unknown one is refused before anything
+    runs); a step whose expectation is not met fails the case — it is not merely logged."""
+    with pytest.raises(ValueError, match="unknown operation"):
+        hs.check_doc({"concern": "lost-edit", "about": "x", "steps": [{"do": "__import__('os')"}]}, "bad.json")
+    with pytest.raises(ValueError, match="only"):
+        hs.check_doc({"concern": "lost-edit", "about": "x", "steps": [{"do": "files"}], "code": "1"}, "bad.json")
+    ok = {"concern": "storage-fault", "about": "x", "steps": [
+        {"do": "workspace", "as": "w", "space": "stargazer", "samples": 4},
+        {"do": "open", "ws": "w", "as": "h"}, {"do": "save_version", "handle": "h", "stage": "samples", "as": "v"},
+        {"do": "disk_full", "handle": "h"}]}
+    meets = {**ok, "steps": ok["steps"] + [{"do": "set_samples", "handle": "h", "n": 3000, "error": "disk full"}]}
+    wrong_message = {**ok, "steps": ok["steps"] + [{"do": "set_samples", "handle": "h", "n": 3000,
+                                                    "error": "no such message"}]}
+    no_error = {**ok, "steps": ok["steps"][:3] + [{"do": "set_samples", "handle": "h", "n": 3, "error": "disk full"}]}
+    changed = {**ok, "steps": ok["steps"][:3] + [{"do": "digest", "of": "w", "as": "d"},
+                                                 {"do": "set_samples", "handle": "h", "n": 3},
+                                                 {"do": "unchanged", "of": "w", "as": "d"}]}
+    prior = os.environ.get("GPUDSE_HOME")
+    try:
+        assert hs.run(meets, tmp_path / "a") == 0
+        for i, doc in enumerate((wrong_message, no_error, changed)):
+            assert hs.run(doc, tmp_path / f"b{i}") == 1, doc["steps"][-1]
+    finally:
+        os.environ.pop("GPUDSE_HOME", None) if prior is None else os.environ.__setitem__("GPUDSE_HOME", prior)
 
 
 def test_corpus_through_the_cli(tmp_path):

@@ -1,14 +1,14 @@
 """A lecture in a real browser: presentation mode at 1280×800 (a projector), the stepwise replay played
 and followed, an input changed mid-session and the page reloaded (Stargazer Table 1 on screen).
 
-Uses the served dashboard and headless Chromium of tests/test_browser.py (same fixtures: a fresh
+Uses the session's served dashboard and headless Chromium (tests/browser_support.py: a fresh
 GPUDSE_HOME, ``streamlit run app.py`` on a free port, ``/usr/bin/chromium``; skips where they are
 missing, fails in CI). Screenshots go to ``tests/artifacts/lecture_*.png`` for a person to look at.
 """
 
 from __future__ import annotations
 
-from test_browser import SHOTS, Tab, browser, home, server  # noqa: F401  (fixtures)
+from browser_support import SHOTS, Tab
 
 ROW_IN_VIEW = """() => {
   const box = [...document.querySelectorAll('.gtrace.follow')].pop();
@@ -37,7 +37,7 @@ def _shot(a: Tab, name: str) -> None:
     a.page.screenshot(path=str(SHOTS / f"lecture_{name}.png"))
 
 
-def test_a_lecture_replays_the_r2_table_in_presentation_mode(browser, server):  # noqa: F811
+def test_a_lecture_replays_the_r2_table_in_presentation_mode(browser, server):
     SHOTS.mkdir(parents=True, exist_ok=True)
     a = Tab(browser, server, "lecture")
     page = a.page
@@ -123,7 +123,7 @@ PRIMARY = """() => [...document.querySelectorAll('button')]
   .filter(b => (b.getAttribute('data-testid') || '').includes('primary') && b.offsetParent !== null).length"""
 
 
-def test_the_smaller_lecture_items_in_presentation_mode(browser, server):  # noqa: F811
+def test_the_smaller_lecture_items_in_presentation_mode(browser, server):
     """The issue's smaller items, each seen at 1280×800 in presentation mode with an input changed."""
     SHOTS.mkdir(parents=True, exist_ok=True)
     a = Tab(browser, server, "lecture_items")

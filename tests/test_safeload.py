@@ -122,3 +122,16 @@ def test_every_limit_is_documented():
     text = "\n".join(p.read_text(encoding="utf-8") for p in sorted((ROOT / "docs").glob("*.md")))
     missing = [f.name for f in dataclasses.fields(limits.Limits) if f"`{f.name}`" not in text]
     assert not missing, f"limits missing from docs/ (the table is in docs/limits.md): {missing}"
+
+
+@pytest.mark.parametrize("load,text", [
+    (load_json, '{"cells": "%s", "n": 1}'), (load_yaml, 'cells: "%s"\nn: 1\n'), (load_yaml, "cells: '%s'\nn: 1\n"),
+    (load_toml, 'cells = "%s"\nn = 1\n')])
+def test_a_long_run_of_digits_inside_a_quoted_string_is_text_not_a_number(load, text):
+    """A stored model's bit-set cells ("000…0400…", hex digits that happen to be all decimal for 400+
+    characters) made the file gpudse had just written unreadable ("a number with more than 400 digits")."""
+    digits = "0" * 450 + "4" + "0" * 30
+    assert load(text % digits, "m")["cells"] == digits
+    with pytest.raises(DocumentError, match=r"m:2: a number with more than 400 digits.*number_digits"):
+        load((text % "abc").replace("n = 1", "n = " + "9" * 450).replace("n: 1", "n: " + "9" * 450)
+             .replace('"n": 1', '"n": ' + "9" * 450).replace(', "n"', ',\n"n"'), "m")

@@ -148,3 +148,21 @@ def test_a_fork_that_fails_leaves_no_tmp_file(home, monkeypatch):
     assert not list((home / "workspaces").glob("*.tmp*"))
     assert len(list((home / "workspaces").glob("*.db"))) == 1
     w.close()
+
+
+def test_a_full_disk_at_exit_is_one_line_not_a_traceback_from_the_exit_handler(home, monkeypatch, capsys):
+    """`gpudse simulate --workspace` records an interrupted campaign from an exit handler; when that
+    write fails (disk full), the handler says so in one line instead of printing a traceback."""
+    from gpudse_core.workspace import campaigns
+
+    ws, key = two_stages()
+    cli_campaign = campaigns.CliCampaign(open_workspace(ws.id, key), "from the command line")
+
+    def full(*a, **k):
+        raise dbm.DiskFull("disk full: the previous state is kept")
+
+    monkeypatch.setattr(campaigns, "end_job", full)
+    cli_campaign._abandon()  # what atexit runs
+    err = capsys.readouterr().err
+    assert "gpudse: note: could not record" in err and "disk full" in err and "Traceback" not in err
+    assert not cli_campaign._open

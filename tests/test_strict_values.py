@@ -140,3 +140,81 @@ def test_columns_equal_after_nfc_normalisation_are_refused_and_names_are_normali
                                           r"same text once Unicode-normalised \(NFC\)\) appear more than once"):
         read_table_bytes("blk,caf\u00e9,cafe\u0301\n1,2,3\n".encode(), "r.csv")
     assert read_table_bytes("blk,cafe\u0301\n1,2\n".encode(), "r.csv").columns.tolist() == ["blk", "caf\u00e9"]
+
+
+# ---- whole numbers beyond 2^53 beside decimals: one float for two values, on every path ----------------
+BIG = 2 ** 53 + 1  # 9007199254740993: float64 holds it as 9007199254740992.0
+
+
+@pytest.mark.parametrize("name,data", [
+    ("s.yaml", b"parameters:\n  - {name: a, values: [9007199254740993, 9007199254740992.0]}\n"),
+    ("s.json", b'{"parameters": [{"name": "a", "values": [9007199254740993, 9007199254740992.0]}]}'),
+    ("s.yaml", b"parameters:\n  - {name: a, values: '9007199254740993, 0.5'}\n")])
+def test_a_space_value_list_mixing_a_big_whole_number_and_decimals_is_refused(name, data):
+    with pytest.raises(GpudseError, match=r"9007199254740993 is a whole number beyond 2\^53 in a list with decimal "
+                                          r"values, where it would be held as .*9007199254740992\.0"):
+        load_space_bytes(data, name)
+
+
+def test_big_whole_numbers_stay_exact_in_a_space_its_samples_and_lookups():
+    import numpy as np
+
+    from gpudse_core.space.sampling import sample
+
+    s = load_space_bytes(b"parameters:\n  - {name: a, values: [9007199254740992, 9007199254740993]}\n", "s.yaml")
+    p = s.parameters[0]
+    assert p.values == (BIG - 1, BIG) and p.array.dtype == np.int64
+    assert p.position(BIG) == 1 and p.position(np.int64(BIG)) == 1 and p.position(BIG - 1) == 0
+    assert p.position(float(BIG)) == 0  # the float 9007199254740992.0 is the smaller value, exactly
+    assert p.position(8.0) is None and p.position(float("nan")) is None
+    small = load_space_bytes(b"parameters:\n  - {name: a, values: [8, 16.0]}\n", "s.yaml").parameters[0]
+    assert small.position(8.0) == 0 and small.position(16) == 1 and small.position(np.float64(16)) == 1
+    got = sample(s, n=2, seed=1).points["a"].tolist()
+    assert sorted(got) == [BIG - 1, BIG]
+
+
+@pytest.mark.parametrize("fmt", ["csv", "json"])
+def test_a_results_column_with_a_decimal_point_keeps_big_whole_numbers_exact(fmt, tmp_path):
+    from gpudse_core.sim.upload import read_upload, validate_results
+
+    s = load_space_bytes(b"parameters:\n  - {name: a, values: [9007199254740992, 9007199254740993]}\n"
+                         b"  - {name: b, values: [1, 2]}\n", "s.yaml")
+    if fmt == "csv":
+        data = b"a,b,cycles\n9007199254740993,1,10\n9007199254740992.0,1,20\n9007199254740993,2,30\n"
+    else:
+        data = json.dumps([{"a": BIG, "b": 1, "cycles": 10}, {"a": float(BIG - 1), "b": 1, "cycles": 20},
+                           {"a": BIG, "b": 2, "cycles": 30}]).encode()
+    df = read_upload(data, f"r.{fmt}")
+    assert df["a"].tolist() == [BIG, BIG - 1, BIG]  # three rows, two distinct values of a, none merged
+    res = validate_results(df, s)
+    assert res.rows_kept == 3 and sorted(res.table["a"].tolist()) == [BIG - 1, BIG, BIG]
+
+
+@pytest.mark.parametrize("name,data,pattern", [
+    ("r.csv", b"a,cycles\n9007199254740993,1\n0.5,2\n", r"r\.csv: column 'a', row 1: 9007199254740993 is a whole "
+                                                       r"number beyond 2\^53 in a column with decimal values"),
+    ("r.csv", b"a,cycles\n9007199254740993,1\n,2\n", r"column 'a', row 1: 9007199254740993 .*empty cells"),
+    ("r.json", b'[{"a": 9007199254740993, "cycles": 1}, {"a": 0.5, "cycles": 2}]',
+     r"r\.json: column 'a': record 1 holds 9007199254740993.*record 2 the decimal 0\.5"),
+    ("r.json", b'[{"a": 9007199254740993, "cycles": 1}, {"a": null, "cycles": 2}]', r"record 2 an empty cell")])
+def test_a_big_whole_number_beside_real_decimals_or_gaps_in_a_table_is_refused(name, data, pattern):
+    from gpudse_core.sim.upload import read_upload
+
+    with pytest.raises(GpudseError, match=pattern):
+        read_upload(data, name)
+
+
+def test_a_measured_lookup_table_keeps_big_whole_numbers_apart():
+    import pandas as pd
+
+    from gpudse_core.sim.lookup import LookupTable, infer_space
+
+    frame = pd.DataFrame({"a": [BIG, BIG - 1, BIG, BIG - 1], "b": [1, 1, 2, 2], "t": [10.0, 20.0, 30.0, 5.0]})
+    space = infer_space(frame, ["a", "b"], "m.csv")
+    assert space.parameters[0].values == (BIG - 1, BIG)
+    table = LookupTable.from_frame(frame, "t", ["a", "b"], source="m.csv")
+    assert table.space.parameters[0].values == (BIG - 1, BIG) and len(table.answers) == 4
+    backend = table.backend()
+    keys = {backend.key({"a": a, "b": b}) for a in (BIG, BIG - 1) for b in (1, 2)}
+    assert len(keys) == 4 and None not in keys
+    assert backend.key({"a": float(BIG), "b": 1}) == backend.key({"a": BIG - 1, "b": 1})  # the float is 2**53

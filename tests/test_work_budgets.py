@@ -56,6 +56,38 @@ def test_constraints_too_costly_even_to_probe_are_refused_naming_the_limit():
             _space(50).analysis
 
 
+def _chain(n: int = 7, values: int = 1000):
+    names = [f"p{i}" for i in range(n)]
+    return space_from_dict({"name": "chain", "parameters": [{"name": p, "values": f"1::1::{values}"} for p in names],
+                            "constraints": [" < ".join(names)]}, "chain.yaml")
+
+
+def test_sampling_by_rejection_is_bounded_before_the_first_draw():
+    """A chain of comparisons keeps one random draw in 7! = 5,040: 20,000 points meant ~10^8 draws of
+    21 syntax nodes (26 s); refused at once naming sampling_work, while a request within the budget
+    is drawn, every point satisfying the chain."""
+    from gpudse_core.space.sampling import _blocks, _share, sample
+
+    s = _chain()
+    comp = s.analysis.components[0]
+    assert comp.method == "probed" and 1 / 7000 < comp.feasible_fraction < 1 / 3500
+    nodes = s._cost(list(comp.conjuncts))
+    t0 = time.perf_counter()
+    with pytest.raises(limits.LimitError, match=r"chain\.yaml: drawing 20,000 points by rejection \(the constraints "
+                                                r"on p0, p1, p2, p3, p4, p5, p6 keep about 0\.000\d+ of random draws: "
+                                                r".* draws × 21 syntax nodes\).*\(sampling_work\); ask for fewer"):
+        sample(s, n=20_000, seed=1)
+    assert time.perf_counter() - t0 < 1.0
+    share = _share(s, _blocks(s))
+    fits = int(limits.current().sampling_work / nodes * share / 1.25)  # the largest request within the budget
+    assert 1000 < fits < 20_000
+    with pytest.raises(limits.LimitError, match="sampling_work"):
+        sample(s, n=fits + 50, seed=1)
+    with limits.override(sampling_work=nodes * 60 * 5040):  # a smaller budget: a few draws per point still fit
+        got = sample(_chain(), n=40, seed=1).points
+    assert len(got) == 40 and (np.diff(got.to_numpy(), axis=1) > 0).all()
+
+
 def test_a_wide_frame_is_written_in_chunks_of_a_million_cells_not_a_hundred_thousand(monkeypatch, tmp_path):
     df = pd.DataFrame({"a": np.arange(50)})
     for i in range(300):
@@ -134,3 +166,29 @@ def test_an_old_learner_file_refitted_on_a_constant_response_warns_and_the_cli_s
     constant.to_csv(tmp_path / "p.csv", index=False)
     assert main(["predict", str(path), str(tmp_path / "p.csv"), "-o", str(tmp_path / "out.csv")]) == 0
     assert re.search("note: model: " + CONSTANT, capsys.readouterr().err)
+
+
+def test_the_sampling_page_refuses_a_costly_rejection_request_with_the_limit_named_at_once(tmp_path, monkeypatch):
+    """A legal space whose chain of comparisons keeps one draw in 5,040: the Sampling page's request
+    for 20,000 points is refused before drawing (sampling_work), the previous samples kept."""
+    from gpudse_core.space.design import space_from_dict
+
+    from test_app import button, goto, new_app, ok, texts, ws
+
+    monkeypatch.setenv("GPUDSE_HOME", str(tmp_path))
+    monkeypatch.delenv("GPUDSE_SINGLE_USER", raising=False)
+    app = new_app()
+    w = ws(app)
+    names = [f"p{i}" for i in range(7)]
+    chain = space_from_dict({"name": "chain", "parameters": [{"name": p, "values": "1::1::1000"} for p in names],
+                             "constraints": [" < ".join(names)]}, "chain.yaml")
+    w.set_space(chain, "uploaded chain.yaml")
+    goto(app, "Sampling")
+    app.number_input[0].set_value(20_000)
+    t0 = time.monotonic()
+    button(app, "Sample").click().run()
+    ok(app, "sample")
+    assert time.monotonic() - t0 < 20  # was 26 s of drawing (load 3)
+    said = [e for e in texts(app, "error") if "sampling_work" in e]
+    assert said and "drawing 20,000 points by rejection" in said[0] and "GPUDSE_CONFIG" in said[0], texts(app, "error")
+    assert w.get("samples").value is None or len(w.get("samples").value) != 20_000

@@ -36,7 +36,8 @@ def step_progress(line: Progress):
 
 
 # the robust search's settings that Stargazer 1.0 fixes (a flag for one of them is an error with the paper model)
-PAPER_FIXED = ("phi3", "criterion", "compare", "knots", "knot_placement", "interactions", "max_order")
+PAPER_FIXED = ("phi3", "criterion", "compare", "knots", "knot_placement", "interactions", "max_order",
+               "powers_of_two")
 
 
 def fit_settings(args: argparse.Namespace) -> tuple[dict, list[str]]:
@@ -52,7 +53,8 @@ def fit_settings(args: argparse.Namespace) -> tuple[dict, list[str]]:
     flags = {"theta": args.theta, "phi": args.phi, "phi3": args.phi3, "criterion": args.criterion,
              "compare": args.compare, "knots": args.knots, "knot_placement": args.knot_placement,
              "interactions": args.interactions, "max_order": args.max_order, "max_terms": args.max_terms,
-             "threshold_rule": args.threshold_rule}
+             "threshold_rule": args.threshold_rule,
+             "powers_of_two": None if args.powers_of_two is None else args.powers_of_two == "on"}
     if paper:
         unused = [f"--{k.replace('_', '-')}" for k in PAPER_FIXED if flags.get(k) is not None
                   and not (k == "max_order" and flags[k] == 2)] + (["--scale"] if args.scale is not None else [])
@@ -305,6 +307,9 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     fi.add_argument("--space", metavar="SPACE", help="design space file or preset whose scale: keys (or value "
                                                      "lists) give each parameter's scale")
     fi.add_argument("--interactions", choices=choices.INTERACTION_FORMS, default=None)
+    fi.add_argument("--powers-of-two", choices=("on", "off"), default=None,
+                    help="a pow2(x) column for whole-number parameters whose values mix powers of two with "
+                         "others, e.g. block widths 16, 32, 48, … (default on; docs/models.md)")
     fi.add_argument("--max-order", type=int, choices=choices.MAX_ORDERS, default=None,
                     help="highest interaction order: 2 (pairs, Algorithm 1) or 3 (default: also three-way terms)")
     fi.add_argument("--max-terms", type=count_arg, default=None)

@@ -58,6 +58,11 @@ def cmd_ws_show(args: argparse.Namespace) -> int:
                   "running": c.running} for c in ws.campaigns()]
         jobs = [{"id": j.id, "kind": j.kind, "state": j.state, "done": j.done, "total": j.total,
                  "message": j.message} for j in ws.jobs()[:10]]
+        damaged = ws.damaged()
+    for name, why in damaged.items():  # read as missing, but never silently: a stored record is unreadable
+        stages.setdefault(name, {"state": "missing", "version": None, "origin": "", "partial": False, "note": "",
+                                 "reason": "", "action": "", "inputs": {}})
+        stages[name].update(state="damaged", reason=why, action="the dashboard's page for it offers to drop it")
     if args.json:
         print(json.dumps({"id": info.id, "name": info.name, "revision": info.revision, "forked_from": info.forked_from,
                           "stages": stages, "campaigns": camps, "jobs": jobs}, indent=1))
@@ -69,7 +74,7 @@ def cmd_ws_show(args: argparse.Namespace) -> int:
         if s["partial"]:
             line += f"  (partial: {s['note']})"
         print(line)
-        if s["state"] == "stale":
+        if s["state"] in ("stale", "damaged"):
             print(f"  {'':12s}      {s['reason']} -> {s['action']}")
     for c in camps:
         print(f"  campaign {c['name']}: {c['done']:,}/{c['total']:,} done, {c['failed']:,} failed"

@@ -18,6 +18,7 @@ k best *designs* would show one prediction k times, differing in parameters the 
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
@@ -218,13 +219,22 @@ def best_designs(model: Any, space: DesignSpace, top: int = 20, *, maximize: boo
                           f"{limits.current().explore_top:,} to scan for; ask for fewer or leave out fewer")
     res = find_best(model, space, top=ask, maximize=maximize, pareto=pareto, where=where, scheduler=scheduler,
                     workers=workers, progress=progress, stop=stop, distinct=True)
+    notes = list(res.notes)
+    if failed and res.pareto is not None and len(res.pareto):
+        # the front is a scan of designs, not groups: a design of a group that failed to simulate is no
+        # recommendation either (the designs it alone dominated are not brought back: a new scan would)
+        fkeys, _ = _positions(space, res.pareto, used)
+        bad = np.array([k in failed for k in map(tuple, fkeys.tolist())], dtype=bool)
+        if bad.any():
+            notes.append(f"{int(bad.sum()):,} design(s) of the Pareto front are left out: their group failed to "
+                         f"simulate (designs only they outdid are not shown until the next scan)")
+            res = dataclasses.replace(res, pareto=res.pareto.loc[~bad].reset_index(drop=True))
     best = res.best.drop(columns=[c for c in ("bounded",) if c in res.best.columns])
     keys, _ = _positions(space, best, used) if len(best) else (np.zeros((0, len(used)), dtype=np.int64), None)
     key_list = all_keys = list(map(tuple, keys.tolist()))
     keep = [i for i, k in enumerate(key_list) if k not in leave][:int(top)]
     best = best.iloc[keep].reset_index(drop=True)
     key_list = [key_list[i] for i in keep]
-    notes = list(res.notes)
 
     # counts and the values of the unused parameters, from the structure of the used dimensions
     dim_of = parameter_dims(space)

@@ -12,6 +12,8 @@
 
 from __future__ import annotations
 
+import math
+
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
@@ -47,7 +49,11 @@ def _grid(model: StepwiseModel, param: str, space: DesignSpace | None, points: i
         lo, hi = min(vals), max(vals)
     else:
         lo, hi = b.lo, b.hi
-    return np.linspace(lo, hi, points)
+    grid = np.linspace(lo, hi, points)
+    if b is not None and b.pow2 and hi > 0:  # the pow2(x) column steps there: show the curve at each
+        e = np.arange(max(0, math.ceil(math.log2(max(lo, 1.0)))), math.floor(math.log2(hi)) + 1)
+        grid = np.union1d(grid, np.exp2(e)[(np.exp2(e) >= lo) & (np.exp2(e) <= hi)])
+    return grid
 
 
 def response_curve(model: StepwiseModel, data: pd.DataFrame, param: str, base: Mapping[str, Any],

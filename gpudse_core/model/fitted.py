@@ -317,6 +317,8 @@ class StepwiseModel:
         parts = [f"{coef[0]:.{digits}g}"]
 
         def spline_text(b: Basis, col: int) -> str:
+            if col == b.pow2_column:
+                return f"[{b.column_names[col]}]"
             if b.kind != "rcs" or col == 0:
                 return b.column_names[col] if b.kind != "categorical" else f"[{b.column_names[col]}]"
             t = b.knots

@@ -56,7 +56,7 @@ def coefficient_table(model: StepwiseModel, data: pd.DataFrame) -> pd.DataFrame:
 def _nonlinear(model: StepwiseModel, k: int, param: str) -> bool:
     t, lab = model.columns[k]
     b = model.bases[param]
-    return param in t and b.kind == "rcs" and lab[t.index(param)] > 0
+    return param in t and b.kind in ("rcs", "linear") and lab[t.index(param)] > 0  # spline columns, pow2(x)
 
 
 def anova_rows(model: StepwiseModel) -> list[tuple[str, list[int]]]:

@@ -309,14 +309,15 @@ class Basis:
     lo: float | None = None  # training range (numeric, raw values)
     hi: float | None = None
     scale: str = "linear"
+    pow2: bool = False  # rcs/linear: one more column, 1 where the raw value is a power of two (see is_pow2)
 
     @property
     def width(self) -> int:
         if self.kind in ("rcs", "ns"):
-            return len(self.knots) - 1
+            return len(self.knots) - 1 + self.pow2
         if self.kind == "categorical":
             return len(self.levels) - 1
-        return 1
+        return 1 + self.pow2
 
     @property
     def numeric_levels(self) -> bool:
@@ -329,14 +330,20 @@ class Basis:
         return f"log2({self.name})" if self.scale == "log2" and self.kind != "categorical" else self.name
 
     @property
+    def pow2_column(self) -> int | None:
+        """Index of the power-of-two indicator column (the last one), or None."""
+        return self.width - 1 if self.pow2 else None
+
+    @property
     def column_names(self) -> list[str]:
+        step = [f"pow2({self.name})"] if self.pow2 else []
         if self.kind == "rcs":
-            return [self.label] + [self.label + "'" * (j + 1) for j in range(self.width - 1)]
+            return [self.label] + [self.label + "'" * (j + 1) for j in range(self.width - 1 - self.pow2)] + step
         if self.kind == "ns":
             return [f"ns({self.label}){j + 1}" for j in range(self.width)]
         if self.kind == "categorical":
             return [f"{self.name}={format_level(lvl)}" for lvl in self.levels[1:]]
-        return [self.label]
+        return [self.label] + step
 
     @property
     def linear_columns(self) -> list[int]:
@@ -381,11 +388,12 @@ class Basis:
                 out[~known] = 1.0 / len(lv)
             return out
         x = self.encode(values)
-        if self.kind == "linear":
-            return x.reshape(-1, 1)
         if self.kind == "ns":
             return ns_basis(x, self.knots)
-        return rcs_basis(x, self.knots, self.norm)
+        out = x.reshape(-1, 1) if self.kind == "linear" else rcs_basis(x, self.knots, self.norm)
+        if self.pow2:
+            out = np.column_stack([out, is_pow2(np.asarray(values, dtype=float).ravel())])
+        return out
 
     def _numeric_levels(self, values: Any) -> np.ndarray:
         x = self.encode(values)
@@ -412,6 +420,8 @@ class Basis:
             d["range"] = [float(self.lo), float(self.hi)]
         if self.scale != "linear":
             d["scale"] = self.scale
+        if self.pow2:
+            d["pow2"] = True
         return d
 
     @classmethod
@@ -460,17 +470,23 @@ class Basis:
             raise GpudseError(f"{ctx}: a log2 scale needs a positive range (got {rng!r})")
         if scale == "log2" and kind == "categorical" and all(_is_number(v) for v in levels) and min(levels) <= 0:
             raise GpudseError(f"{ctx}: a log2 scale needs positive levels")
+        pow2 = d.get("pow2", False)
+        if not isinstance(pow2, bool) or (pow2 and kind not in ("rcs", "linear")):
+            raise GpudseError(f"{ctx}: pow2 must be true or false, and true only for a spline or linear basis "
+                              f"(got {pow2!r})")
         return cls(name=name, kind=kind, knots=knots, levels=list(levels), norm=norm,
-                   lo=float(rng[0]) if rng else None, hi=float(rng[1]) if rng else None, scale=scale)
+                   lo=float(rng[0]) if rng else None, hi=float(rng[1]) if rng else None, scale=scale, pow2=pow2)
 
 
 def make_basis(name: str, values: Any, knots: int | Sequence[float] = 4, placement: str = "even",
                norm: str = "harrell", categorical: bool | None = None, levels: Sequence[Any] | None = None,
-               scale: str = "linear") -> Basis:
+               scale: str = "linear", pow2: bool = False) -> Basis:
     """Choose the basis for one parameter from its training values (see the module docstring).
 
     *knots* is Harrell's k (below 3: a linear term) or an explicit list of knot positions on the
     modelling *scale*. ``categorical=True`` on numbers gives numeric levels in increasing order.
+    ``pow2=True`` adds the power-of-two indicator column to a numeric spline or linear basis when
+    it is not already spanned (a spline with a knot at every distinct value spans it).
     """
     if norm not in NORMS:
         raise GpudseError(f"unknown spline normalisation {norm!r}; choose {' or '.join(NORMS)}")
@@ -497,8 +513,23 @@ def make_basis(name: str, values: Any, knots: int | Sequence[float] = 4, placeme
         kn = np.asarray(knots, dtype=float)
         if kn.size < 3 or not np.all(np.isfinite(kn)) or np.any(np.diff(kn) <= 0):
             raise GpudseError(f"parameter {name!r}: explicit knots must be at least 3 increasing numbers (got {list(kn)})")
-        return Basis(name, "rcs", knots=[float(t) for t in kn], norm=norm, lo=lo, hi=hi, scale=scale)
-    kn = place_knots(x, int(knots), placement) if int(knots) >= 3 else np.array([])
-    if kn.size >= 3:
-        return Basis(name, "rcs", knots=[float(t) for t in kn], norm=norm, lo=lo, hi=hi, scale=scale)
-    return Basis(name, "linear", lo=lo, hi=hi, scale=scale)
+        b = Basis(name, "rcs", knots=[float(t) for t in kn], norm=norm, lo=lo, hi=hi, scale=scale)
+    else:
+        kn = place_knots(x, int(knots), placement) if int(knots) >= 3 else np.array([])
+        if kn.size >= 3:
+            b = Basis(name, "rcs", knots=[float(t) for t in kn], norm=norm, lo=lo, hi=hi, scale=scale)
+        else:
+            b = Basis(name, "linear", lo=lo, hi=hi, scale=scale)
+    if pow2 and b.width < np.unique(raw[np.isfinite(raw)]).size - 1:
+        b.pow2 = True
+    return b
+
+
+def is_pow2(x: np.ndarray) -> np.ndarray:
+    """1.0 where *x* is a positive whole power of two (1, 2, 4, …), else 0.0."""
+    x = np.asarray(x, dtype=float)
+    out = np.zeros(x.shape)
+    ok = np.isfinite(x) & (x > 0)
+    e = np.log2(np.where(ok, x, 1.0))
+    out[ok & (np.abs(e - np.round(e)) < 1e-9) & (e > -0.5)] = 1.0
+    return out

@@ -140,7 +140,7 @@ ALGORITHM1_SETTINGS: dict[str, Any] = {
     "theta": ABSOLUTE_THRESHOLD, "phi": ABSOLUTE_THRESHOLD, "criterion": "adjr2", "compare": "r2",
     "threshold_rule": "absolute", "knots": 4, "knot_placement": "even", "interactions": "restricted",
     "scale": "linear", "categorical_levels": 0, "max_order": 2, "revisit": False, "lookahead": False, "prune": False,
-    "unseen": "model", "response_transform": "none",
+    "unseen": "model", "response_transform": "none", "powers_of_two": False,
 }
 
 
@@ -150,15 +150,20 @@ def interaction_block(blocks: Sequence[np.ndarray], bases: Sequence[Basis], form
 
     ``form="full"`` takes every product (a tensor spline); ``"restricted"`` (rms' %ia%) leaves out
     products with more than one non-linear factor (categorical columns count as linear);
-    ``"doubly"`` is what full adds to restricted: the products with two or more non-linear factors."""
+    ``"doubly"`` is what full adds to restricted: the products with two or more non-linear factors.
+    A power-of-two column (``pow2(x)``, :mod:`.encoding`) enters restricted products only, with the
+    other factors' linear columns: in full and doubly parts its products fit single level
+    combinations, and an unseen one was predicted 400× off on a held-out real data set (kmeans)."""
     widths = [b.shape[1] for b in blocks]
     linear = [set(b.linear_columns) for b in bases]
 
     def nonlinear(ix: tuple[int, ...]) -> int:
         return sum(i not in lin for i, lin in zip(ix, linear))
 
+    steps = [b.pow2_column for b in bases]
     idx = [ix for ix in product(*(range(w) for w in widths))
-           if form == "full" or (nonlinear(ix) <= 1) == (form == "restricted")]
+           if (form == "full" or (nonlinear(ix) <= 1) == (form == "restricted"))
+           and not (form != "restricted" and any(i == s for i, s in zip(ix, steps)))]
     n = blocks[0].shape[0]
     if not idx:
         return np.zeros((n, 0)), []
@@ -343,7 +348,9 @@ class StepwiseRegression(RegressorMixin, BaseEstimator):
     (``lower-order``: a term with a full part predicts an unseen level combination by its
     lower-order fit, see :meth:`StepwiseModel.unseen_corrections`; ``model``: by the equation),
     ``threshold_rule`` (``absolute``: the adjusted-R² gain must exceed θ/φ; ``relative``: reach θ/φ
-    times the model's R²; the adjr2 criterion only) and ``reference`` (True: Stargazer 1.0 exactly,
+    times the model's R²; the adjr2 criterion only), ``powers_of_two`` (a ``pow2(x)`` column for
+    whole-number parameters that mix powers of two with other values, :mod:`.encoding`) and
+    ``reference`` (True: Stargazer 1.0 exactly,
     :mod:`.reference`; it uses θ, φ, ``threshold_rule``, ``params``, ``forced``, ``search``,
     ``max_terms``, ``response_transform`` other than auto, ``bound_margin`` and ``unseen``, and its
     own knots, basis and interactions).
@@ -363,7 +370,7 @@ class StepwiseRegression(RegressorMixin, BaseEstimator):
                  scale: str | Mapping[str, str] = "auto", categorical_levels: int = 3, max_order: int = 3,
                  revisit: bool = True, bound_margin: float | None = DEFAULT_BOUND_MARGIN, lookahead: bool = True,
                  prune: bool = True, unseen: str = "lower-order", threshold_rule: str = "absolute",
-                 reference: bool = False):
+                 reference: bool = False, powers_of_two: bool = True):
         self.response = response
         self.params = params
         self.theta = theta
@@ -390,6 +397,7 @@ class StepwiseRegression(RegressorMixin, BaseEstimator):
         self.unseen = unseen
         self.threshold_rule = threshold_rule
         self.reference = reference
+        self.powers_of_two = powers_of_two
 
     # -- scikit-learn protocol (get_params/set_params/score come from BaseEstimator/RegressorMixin) --
     def fit(self, X: Any, y: Any = None, callback: Callable[[TraceStep], None] | None = None) -> StepwiseRegression:
@@ -450,6 +458,8 @@ class StepwiseRegression(RegressorMixin, BaseEstimator):
             raise FitError(f"unknown threshold rule {self.threshold_rule!r}; choose {' or '.join(THRESHOLD_RULES)}")
         if not isinstance(self.reference, bool):
             raise FitError(f"reference must be True or False (got {self.reference!r})")
+        if not isinstance(self.powers_of_two, bool):
+            raise FitError(f"powers_of_two must be True or False (got {self.powers_of_two!r})")
         if self.reference and self.response_transform == "auto":
             raise FitError("Stargazer 1.0 models the response as given: choose the transform none (its own), log "
                            "or sqrt, not auto")
@@ -578,9 +588,10 @@ class StepwiseRegression(RegressorMixin, BaseEstimator):
             scale = self.scale
         try:
             plan = encoding.plan({p: X[p].to_numpy() for p in names}, scale, tuple(self.categorical),
-                                 self.categorical_levels)
+                                 self.categorical_levels, bool(self.powers_of_two))
             bases = {p: make_basis(p, X[p].to_numpy(), knots[p], self.knot_placement, self.norm,
-                                   categorical=plan[p].categorical, scale=plan[p].scale) for p in names}
+                                   categorical=plan[p].categorical, scale=plan[p].scale, pow2=plan[p].pow2)
+                     for p in names}
             cols = {p: bases[p].evaluate(X[p].to_numpy()) for p in names}
         except FitError:
             raise
@@ -901,7 +912,9 @@ class StepwiseRegression(RegressorMixin, BaseEstimator):
                                      ok, g, list(terms), r2, adj))
                 partner = None
                 if not ok:
-                    found = look_ahead(remaining) if self.lookahead and chosen and not full() else None
+                    # a parameter whose own columns add nothing (collinear with the model) cannot enter first
+                    alive = [p for p in remaining if label((p,)) in prepared]
+                    found = look_ahead(alive) if self.lookahead and chosen and alive and not full() else None
                     if found is None:
                         break
                     name, partner, la_scores, la_skipped, g = found

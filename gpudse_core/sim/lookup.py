@@ -73,7 +73,9 @@ def infer_space(frame: pd.DataFrame, params: Sequence[str], source: str = "table
             raise TableLookupError(f"{source}: row {row + 2} has no value for parameter {p!r}; every row of a measured "
                                f"table needs every parameter (drop the row or fill it in)")
         num = pd.to_numeric(col, errors="coerce")
-        if num.notna().all() and np.isfinite(num.to_numpy(float)).all():
+        if col.dtype.kind in "iu":  # whole numbers stay exact: 2**53 + 1 and 2**53 are two values
+            entries.append({"name": p, "values": sorted({int(v) for v in col.tolist()})})
+        elif num.notna().all() and np.isfinite(num.to_numpy(float)).all():
             vals = np.unique(num.to_numpy(float))
             values: list[Any] = [int(v) if float(v).is_integer() and abs(v) < 2**53 else float(v) for v in vals]
             entries.append({"name": p, "values": values})
@@ -87,7 +89,12 @@ def infer_space(frame: pd.DataFrame, params: Sequence[str], source: str = "table
 def _digit_keys(space: Any, frame: pd.DataFrame, source: str) -> np.ndarray:
     cols = []
     for p in space.parameters:
-        if p.kind == "numeric":
+        if p.kind == "numeric" and frame[p.name].dtype.kind in "iu" and all(type(x) is int for x in p.values):
+            v = frame[p.name].to_numpy(np.int64)  # exact: floats would make 2**53 + 1 equal 2**53
+            ref = np.asarray(p.values, dtype=np.int64)
+            pos = np.clip(np.searchsorted(ref, v), 0, p.size - 1)
+            bad = ref[pos] != v
+        elif p.kind == "numeric":
             v = pd.to_numeric(frame[p.name], errors="coerce").to_numpy(float)
             pos = np.searchsorted(np.asarray(p.values, dtype=float), v)
             pos = np.clip(pos, 0, p.size - 1)
@@ -175,11 +182,18 @@ class LookupTable:
         keys = {}
         for k, (v, e, _) in self.answers.items():
             keys[k] = (v, e)
-        positions = [{(float(v) if p.kind == "numeric" else str(v)): i for i, v in enumerate(p.values)}
+        positions = [{(v if p.kind == "numeric" else str(v)): i for i, v in enumerate(p.values)}  # exact numbers
                      for p in self.space.parameters]
         kinds = [p.kind for p in self.space.parameters]
         return LookupBackend([p.name for p in self.space.parameters], kinds, positions, keys, self.response,
                              self.source)
+
+
+def _number(v: Any) -> int | float:
+    """*v* as a Python number compared exactly (8 == 8.0 still, but 2**53 + 1 is not 2**53)."""
+    if isinstance(v, (int, np.integer)) and not isinstance(v, bool):
+        return int(v)
+    return float(v)
 
 
 @dataclass
@@ -203,7 +217,7 @@ class LookupBackend:
         for name, kind, pos in zip(self.params, self.kinds, self.positions):
             v = point.get(name)
             try:
-                i = pos.get(float(v) if kind == "numeric" else str(v))
+                i = pos.get(_number(v) if kind == "numeric" else str(v))
             except (TypeError, ValueError):
                 return None
             if i is None:

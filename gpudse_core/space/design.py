@@ -94,6 +94,26 @@ def _check_name(name: Any, ctx: str, what: str = "name") -> str:
     return name
 
 
+FLOAT_EXACT = 1 << 53  # whole numbers up to here are exact as float64; beyond, neighbours share one float
+
+
+def _check_exact_as_float(vals: tuple, ctx: str) -> None:
+    """A numeric value list held as float64 (any value with a decimal point) must not hold a whole
+    number that float64 cannot represent: 9007199254740993 beside 9.5 would be stored, looked up and
+    sampled as 9007199254740992.0 — two values silently one. All-whole-number lists stay exact (int64)."""
+    if all(isinstance(v, int) for v in vals):
+        return
+    for v in vals:
+        if isinstance(v, int) and abs(v) > FLOAT_EXACT and float(v) != v:
+            f = float(v)
+            twin = next((w for w in vals if w is not v and w == f), None)
+            same = f" — the same number as the value {twin!r} there" if twin is not None else ""
+            eg = f" (e.g. {int(twin)} instead of {twin!r})" if isinstance(twin, float) else ""
+            raise SpaceError(f"{ctx}value {v} is a whole number beyond 2^53 in a list with decimal values, where it "
+                             f"would be held as the floating-point number {f!r}{same}; write every value of this "
+                             f"parameter as a whole number{eg} so they stay exact")
+
+
 @dataclass(frozen=True)
 class Parameter:
     """One explored parameter: a name and an ordered set of distinct values.
@@ -139,6 +159,7 @@ class Parameter:
                     raise SpaceError(f"{ctx}value {str(v)[:40]!r} {bad}; use finite numbers")
                 conv.append(n)
             vals = tuple(conv)
+            _check_exact_as_float(vals, ctx)
         else:
             # NFC: 'café' typed precomposed and with a combining accent are one value, not two
             raw = [str(v).lower() if isinstance(v, bool) else str(v) for v in vals]
@@ -179,16 +200,20 @@ class Parameter:
 
     @cached_property
     def _lookup(self) -> dict:
-        return {(float(v) if self.kind == "numeric" else v): i for i, v in enumerate(self.values)}
+        # numbers keyed exactly (Python's 8 == 8.0 and hash(8) == hash(8.0)): 2**53 + 1 is not 2**53
+        return {v: i for i, v in enumerate(self.values)}
 
     def position(self, value: Any) -> int | None:
-        """Position of *value* in the value list, or None (numbers compare by value: 8 == 8.0)."""
+        """Position of *value* in the value list, or None (numbers compare by value, exactly: 8 == 8.0,
+        but 9007199254740993 is not 9007199254740992.0)."""
         if self.kind == "numeric":
-            n = to_number(value) if not isinstance(value, (np.integer, np.floating)) else float(value)
-            try:
-                return None if n is None else self._lookup.get(float(n))
-            except OverflowError:  # an integer beyond float64: not one of the values
-                return None
+            if isinstance(value, np.integer):
+                n = int(value)
+            elif isinstance(value, np.floating):
+                n = float(value)
+            else:
+                n = to_number(value)
+            return None if n is None or n != n else self._lookup.get(n)
         return self._lookup.get(str(value))
 
     def to_dict(self) -> dict:

@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Mapping
 import numpy as np
 
 from .. import limits
+from ..limits import fmt_amount
 from ..choices import PER_DIM_MODES, SAMPLING_METHODS
 from ..errors import GpudseError, SamplingError, where
 from ..jsonutil import json_default
@@ -382,6 +383,8 @@ def _uniform(space: DesignSpace, count: int, rng: np.random.Generator,
     have_keys = space.encode(out[:have]) if keyed else None
     stalls = drawn = 0
     share = _share(space, blocks)
+    if not exact:
+        _check_rejection_work(space, blocks, count, share)
     while have < want:
         need = want - have
         m = int(min(ROUND_ROWS, (64 << 20) // (8 * len(space.radices)) + 1, max(need * 1.25 + 64, need * 1.25 / share)))
@@ -409,6 +412,20 @@ def _uniform(space: DesignSpace, count: int, rng: np.random.Generator,
                 f"size {space.feasible_size_text()}) — ask for fewer"
             )
     return out[n_keep:]
+
+
+def _check_rejection_work(space: DesignSpace, blocks: list[_Block], count: int, share: float) -> None:
+    """Refuse, before drawing, a request whose rejection would evaluate more than ``sampling_work``
+    syntax nodes: about *count* / *share* draws, each checking the rejection blocks' constraints (a
+    chain ``p0 < p1 < … < p6`` over seven 1,000-value parameters keeps one draw in 5,040)."""
+    nodes = space._cost([k for b in blocks for k in b.reject])
+    draws = math.ceil(count * 1.25 / share) if share > 0 else math.inf
+    names = ", ".join(space.dimensions[i].name for b in blocks if b.reject for i in b.dims)
+    limits.check("sampling_work", draws * nodes,
+                 f"{where(space.source)}drawing {count:,} points by rejection (the constraints on {names} keep about "
+                 f"{share:.2g} of random draws: about {fmt_amount(draws)} draws × {nodes:,} syntax nodes)",
+                 "ask for fewer points, or split the constraint into conditions on fewer parameters so that "
+                 "their combinations are enumerated")
 
 
 def _dense(space: DesignSpace, blocks: list[_Block], total: int, count: int, rng: np.random.Generator,

@@ -13,6 +13,8 @@ from __future__ import annotations
 import atexit
 import hashlib
 import json
+import sqlite3
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -132,6 +134,25 @@ def campaign_table(ws: Any, name: str, include_failed: bool = False) -> Any:
         return st.table(include_failed=include_failed)
 
 
+def failed_points(ws: Any, params: list[str]) -> Any:
+    """Every point of the workspace's campaigns that failed to simulate and has all of *params*: those
+    columns, ``status`` (``failed``) and ``error``, newest campaign first; None when there is none. A
+    scan given these beside the results never recommends a design group that holds one."""
+    import pandas as pd
+
+    frames = []
+    for c in list_campaigns(ws):
+        if not c.progress.failed:
+            continue
+        with _store(ws, c.store_name) as st:
+            table = st.table(include_failed=True)
+        if not len(table) or any(p not in table.columns for p in params):
+            continue
+        frames.append(table.loc[table["status"] == "failed", [*params, "status", "error"]])
+    frames = [f for f in frames if len(f)]
+    return pd.concat(frames, ignore_index=True) if frames else None
+
+
 def append_campaign(ws: Any, name: str) -> Any:
     """Add the campaign's finished points to the current results (a new version of the results
     stage): designs chosen from a model's predictions, simulated to check them."""
@@ -227,10 +248,18 @@ class CliCampaign:
         end_job(self.ws, self.ctx, "stopped" if self.ctx.stopped() and final.remaining else "finished")
         self._close()
 
-    def _abandon(self) -> None:  # the command failed or was interrupted before finish()
+    def _abandon(self) -> None:  # the command failed or was interrupted before finish(); also at exit
         if self._open:
-            end_job(self.ws, self.ctx, "interrupted", "the command ended before the campaign finished")
-            self._close()
+            try:
+                end_job(self.ws, self.ctx, "interrupted", "the command ended before the campaign finished")
+            except (GpudseError, OSError, sqlite3.Error) as e:  # a full disk at exit: one line, no traceback
+                print(f"gpudse: note: could not record in the workspace that the campaign ended ({e}); it reads "
+                      f"as interrupted once its heartbeat stops", file=sys.stderr)
+            finally:
+                try:
+                    self._close()
+                except (GpudseError, OSError, sqlite3.Error):
+                    pass
 
     def _close(self) -> None:
         if self._open:

@@ -252,6 +252,10 @@ def test_cli_json_shape_and_history(table, tmp_path, capsys):
     (["--budget", "5", "--initial", "5"], "leaves nothing for the search"),
     (["--goal", "pareto"], "--goal pareto needs --cost"),
     (["--cost", "a * 2"], "--cost is for --goal pareto"),
+    (["--objective", "time_ms * nope"], "unknown name 'nope'"),
+    (["--objective", "a * 2"], "does not use the response 'time_ms'"),
+    (["--objective", "__import__('os').system('x') * time_ms"], "not allowed"),
+    (["--goal", "accuracy", "--objective", "time_ms * a"], "--objective is for --goal min or max"),
 ])
 def test_cli_bad_inputs_have_one_clear_message(table, capsys, extra, message):
     args = ["search", "--table", str(table), "--goal", "min", "--budget", "20", "--workers", "1"]
@@ -334,11 +338,75 @@ def test_cli_command_backend_runs_each_round_as_a_campaign(tmp_path, capsys, mon
     assert doc["evaluated"] == 4 and doc["failed"] == 4 and doc["best"] is None
 
 
-def test_accuracy_goal_samples_the_unsimulated_designs_uniformly():
-    t = LookupTable.from_frame(synthetic(), "time_ms", status_column="status")
-    res = run_search(make_pool(t.space, t.digits), lookup_eval(t), goal="accuracy", budget=300, batch=50, seed=4)
-    designs = [tuple(x.design.values()) for x in res.trials]
-    assert len(designs) == len(set(designs)) == 300
-    a = pd.Series([x.design["a"] for x in res.trials]).value_counts()
-    assert a.min() >= 25  # each of a's 8 values ~37 times (binomial sd ~5), no corner chased
+def test_accuracy_goal_is_the_uniform_sample_where_the_spread_does_not_locate_errors():
+    """Pure noise: the forest's spread cannot rank its errors, so the search simulates exactly the
+    uniform sample of its budget (the same draw, in the same order) and nothing twice."""
+    df = synthetic(fail_a=None)
+    df["time_ms"] = np.random.default_rng(0).lognormal(0.0, 0.5, len(df))
+    t = LookupTable.from_frame(df, "time_ms", status_column="status")
+    res = run_search(make_pool(t.space, t.digits), lookup_eval(t), goal="accuracy", budget=200, batch=10, seed=4)
+    uniform = make_pool(t.space, t.digits).initial(200, np.random.default_rng(4))
+    got = np.array([t.space.digits_of_point(x.design) for x in res.trials])
+    assert np.array_equal(got, uniform)
+    assert all(x.acquisition is None for x in res.trials)
     assert res.to_json(["a", "b", "c"])["best"] is None
+
+
+def test_accuracy_goal_follows_the_spread_with_half_of_each_batch_where_it_locates_errors():
+    """The built-in simulator (matMul over Stargazer's space, deterministic): once 100 designs are
+    simulated the out-of-bag spread ranks the errors, and from then on 3 of each batch of 10 go to the
+    largest spreads, the rest to the uniform sample."""
+    from gpudse_core.sim.simulator import simulate
+    from gpudse_core.space.presets import load_preset
+
+    space = load_preset("stargazer")
+
+    def evaluate(digits, designs):
+        return [(float(v), "") for v in simulate(space.frame(np.asarray(digits)), "matMul")["cycles"]]
+
+    res = run_search(make_pool(space), evaluate, goal="accuracy", budget=180, batch=10, seed=4)
+    designs = [tuple(x.design.values()) for x in res.trials]
+    assert len(designs) == len(set(designs)) == 180
+    assert all(x.acquisition is None for x in res.trials[:100])
+    followed = [r for r in range(10, 18) if any(x.acquisition is not None for x in res.trials[10 * r:10 * r + 10])]
+    assert followed  # the bowl's spread is skilled
+    for r in followed:
+        batch = res.trials[10 * r:10 * r + 10]
+        assert sum(x.acquisition is not None for x in batch) == 3 and all(x.model_version > 0 for x in batch)
+        assert all(x.acquisition >= 0 for x in batch[:3])
+
+
+def test_objective_optimises_the_expression_not_the_response(table, tmp_path, capsys):
+    """time_ms × a (time per unit of a 'cost' a): its one best design (a=1, b=20, c=x: 8.6) is not the
+    fastest design (a=32), so a search that ignored the objective would end elsewhere."""
+    df = synthetic()
+    ok = df[df.status == "ok"]
+    obj = ok.time_ms * ok.a
+    best = ok.loc[obj.idxmin()]
+    assert (best.a, best.b, best.c) == (1, 20, "x") and (obj < obj.min() * 1.01).sum() == 1
+    assert ok.loc[ok.time_ms.idxmin()].a == 32
+    hist = tmp_path / "history.csv"
+    assert main(["search", "--table", str(table), "--goal", "min", "--objective", "time_ms * a", "--budget", "80",
+                 "--batch", "2", "--workers", "1", "--seed", "1", "-o", str(hist), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert {k: doc["best"][k] for k in "abc"} == {"a": 1, "b": 20, "c": "x"}
+    assert doc["best"]["time_ms"] == pytest.approx(best.time_ms)
+    assert doc["best"]["objective"] == pytest.approx(obj.min())
+    h = pd.read_csv(hist)
+    done = h[h.status == "ok"]
+    assert np.allclose(done.objective, done.time_ms * done.a)  # the response and the objective, side by side
+    assert sum(x["value"] is None for x in doc["history"]) == (h.status == "failed").sum()
+
+
+def test_objective_is_refused_for_other_goals_and_undefined_values_fail():
+    t = LookupTable.from_frame(synthetic(fail_a=None), "time_ms", status_column="status")
+    with pytest.raises(SearchError, match="goal min or max"):
+        run_search(make_pool(t.space, t.digits), lookup_eval(t), goal="accuracy", budget=20,
+                   objective=lambda d, y: y)
+    # an objective undefined at some designs (here: every design with b = 0) makes them failed trials
+    b = np.array([0, 10, 20, 30, 40, 50, 60, 70], dtype=float)
+    res = run_search(make_pool(t.space, t.digits), lookup_eval(t), goal="min", budget=40, seed=0,
+                     objective=lambda d, y: np.where(b[np.asarray(d)[:, 1]] == 0, np.nan, y))
+    bad = [x for x in res.trials if x.design["b"] == 0]
+    assert bad and all(x.status == "failed" and "objective is undefined" in x.error for x in bad)
+    assert all(x.measured == x.value for x in res.trials if x.status == "ok")

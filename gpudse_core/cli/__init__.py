@@ -22,7 +22,8 @@ It calls the same functions as the dashboard pages. User errors print one line
                     [--workers W | --scheduler ADDRESS] [--store campaign.db | --workspace ID] [--retries R]
                     -o results.csv
     gpudse search (SPACE [--kernel K | --backend command --config F] | --table FILE [--response COL] [--params a,b]
-                  [--status-column COL]) --goal min|max|accuracy|pareto [--cost EXPR] --budget N [--initial N0]
+                  [--status-column COL]) --goal min|max|accuracy|pareto [--cost EXPR] [--objective EXPR]
+                  --budget N [--initial N0]
                   [--batch B] [--seed S] [--scheduler ADDR|local] [--workspace ID] [-o history.csv] [--json]
     gpudse space infer FILE --params a,b -o space.yaml
     gpudse mgpusim build [--force] | benchmarks [--json]

@@ -27,15 +27,20 @@ def cmd_search(args: argparse.Namespace) -> int:
         raise GpudseError("--goal pareto needs --cost EXPR, a cost computed from the parameters (e.g. --cost 'simd * smp')")
     if args.cost and args.goal != "pareto":
         raise GpudseError("--cost is for --goal pareto")
+    if args.objective and args.goal not in ("min", "max"):
+        raise GpudseError("--objective is for --goal min or max (e.g. --goal min --objective 'cycles * (40 + simd)')")
     out = writable(args.output, (".csv", ".parquet", ".json")) if args.output else None
     batch = args.batch or args.workers or _cores()
     check_settings(args.goal, args.budget, args.initial, batch, args.acquisition)
     space, digits, backend, response, source = _source(args)
     cost = _cost(args.cost, space) if args.cost else None
+    objective = objective_function(args.objective, space, response) if args.objective else None
     settings = {"source": source, "goal": args.goal, "cost": args.cost or "", "response": response,
                 "params": list(space.parameter_names), "budget": args.budget, "initial": args.initial,
                 "seed": args.seed, "acquisition": args.acquisition}
-    res = _run(args, space, digits, backend, response, cost, settings, batch)
+    if args.objective:  # only when given: a study stored before objectives existed still resumes
+        settings["objective"] = args.objective
+    res = _run(args, space, digits, backend, response, cost, settings, batch, objective)
     _report(args, res, space, response, out)
     return 0
 
@@ -81,12 +86,49 @@ def _source(args: argparse.Namespace):
     return space, None, backend, response, f"space {space.name}, {what}"
 
 
-def _cost(text: str, space):
-    from ..space.expr import NUM, TEXT, compile_expression
+def _types(space) -> dict:
+    from ..space.expr import NUM, TEXT
 
     types = {p.name: (NUM if p.kind == "numeric" else TEXT) for p in space.parameters}
     types.update({f.name: (NUM if isinstance(f.value, (int, float)) else TEXT) for f in space.fixed})
-    expr = compile_expression(text, types, label="--cost")
+    return types
+
+
+def objective_function(text: str, space, response: str):
+    """``--objective EXPR``: a number to optimise computed from the response and the parameters, in the
+    constraint language (parsed and interpreted, never eval), e.g. ``cycles * (40 + simd + 4 * smp)``
+    — performance per area. Returns ``f(digits, response values) -> values`` (NaN where undefined)."""
+    from ..space.expr import NUM, compile_expression
+
+    types = _types(space)
+    if response in types:
+        raise GpudseError(f"--objective: the response {response!r} has the name of a parameter; rename one of them")
+    types[response] = NUM
+    expr = compile_expression(text, types, label="--objective")
+    if response not in expr.names:
+        raise GpudseError(f"--objective {text!r} does not use the response {response!r}: write it in terms of "
+                          f"{response} and the parameters (e.g. '{response} * (40 + simd)'), or use --cost with "
+                          f"--goal pareto")
+
+    def objective(digits, values):
+        import numpy as np
+
+        cols = space.columns(digits)
+        for f in space.fixed:
+            cols.setdefault(f.name, f.value)
+        cols[response] = np.asarray(values, dtype=float)
+        v, undefined = expr.evaluate_defined(cols)
+        v = np.broadcast_to(np.asarray(v, dtype=float), (len(digits),)).copy()
+        v[np.broadcast_to(np.asarray(undefined, dtype=bool), (len(digits),))] = np.nan
+        return v
+
+    return objective
+
+
+def _cost(text: str, space):
+    from ..space.expr import compile_expression
+
+    expr = compile_expression(text, _types(space), label="--cost")
 
     def cost(digits):
         import numpy as np
@@ -103,7 +145,7 @@ def _cost(text: str, space):
     return cost
 
 
-def _run(args, space, digits, backend, response, cost, settings, batch):
+def _run(args, space, digits, backend, response, cost, settings, batch, objective=None):
     import tempfile
 
     from ..search.pool import make_pool
@@ -141,7 +183,7 @@ def _run(args, space, digits, backend, response, cost, settings, batch):
             res = run_search(pool, evaluate, goal=args.goal, budget=args.budget, initial=args.initial, batch=batch,
                              seed=args.seed or 0, acquisition=args.acquisition, cost=cost, target=args.target,
                              patience=args.patience, response=response, trials=trials, on_round=on_round,
-                             should_stop=study.should_stop if study else None)
+                             should_stop=study.should_stop if study else None, objective=objective)
         if study:
             study.save(res, partial=res.stopped == "stopped")
             study.end("stopped" if res.stopped == "stopped" else "finished")
@@ -161,7 +203,8 @@ class _Line:
 
     def __call__(self, res) -> None:
         best = res.best()
-        shown = f", best {self.response} {best.value:.6g}" if best is not None and self.goal in ("min", "max") else ""
+        what = self.response if best is None or best.measured is None else "objective"
+        shown = f", best {what} {best.value:.6g}" if best is not None and self.goal in ("min", "max") else ""
         print(f"round {res.trials[-1].round}: {len(res.trials):,}/{self.budget:,} simulated, {res.failed:,} failed"
               f"{shown}", file=sys.stderr)
 
@@ -173,7 +216,10 @@ def _report(args, res, space, response, out) -> None:
     rows = []
     for t in res.trials:
         row = {"trial": t.number, "round": t.round, "model_version": t.model_version, **t.design,
-               response: t.value, "status": t.status, "error": t.error, "acquisition": t.acquisition}
+               response: t.value if t.measured is None else t.measured}
+        if args.objective:
+            row["objective"] = t.value
+        row.update({"status": t.status, "error": t.error, "acquisition": t.acquisition})
         if t.cost is not None:
             row["cost"] = t.cost
         rows.append(row)
@@ -191,6 +237,9 @@ def _report(args, res, space, response, out) -> None:
         print(f"front ({response} against cost):")
         for t in res.front():
             print(f"  cost {t.cost:.6g}  {response} {t.value:.6g}  " + ", ".join(f"{k}={v}" for k, v in t.design.items()))
+    elif best is not None and best.measured is not None:
+        print(f"best objective: {best.value:.6g} ({response} {best.measured:.6g}) at "
+              + ", ".join(f"{k}={v}" for k, v in best.design.items()))
     elif best is not None and res.goal != "accuracy":
         print(f"best {response}: {best.value:.6g} at " + ", ".join(f"{k}={v}" for k, v in best.design.items()))
 
@@ -225,6 +274,9 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     se.add_argument("--goal", required=True, choices=GOALS, help="min/max: the best design; accuracy: a model good "
                     "everywhere; pareto: the front of the response against --cost")
     se.add_argument("--cost", metavar="EXPR", help="pareto: a cost over the parameters, e.g. 'simd * smp'")
+    se.add_argument("--objective", metavar="EXPR", help="min/max: optimise this expression of the response and "
+                    "the parameters instead of the response, e.g. performance per area: "
+                    "'cycles * (40 + simd + 4 * smp)'")
     se.add_argument("--budget", required=True, type=count_arg, metavar="N", help="simulations in all (failed ones count)")
     se.add_argument("--initial", type=count_arg, metavar="N0", help="space-filling simulations first (default 10)")
     se.add_argument("--batch", type=count_arg, metavar="B", help="proposals per round (default: the workers)")

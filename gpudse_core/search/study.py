@@ -7,11 +7,13 @@ candidate of the pool (:mod:`.pool`) with the goal's acquisition (:mod:`.acquisi
 diverse batch of the best, record — until the budget is spent, the target is reached, ``patience``
 rounds bring no improvement, or every feasible design has been simulated.
 
-Goals: ``min`` / ``max`` (expected improvement, or a confidence bound with ``acquisition="lcb"``),
-``accuracy`` (a model good everywhere: uniform sampling of the designs not yet simulated, the measured
-best — maximin space filling gave the forest a larger mean relative error than uniform sampling at
-N = 50–200 on the benchmark_hub tables, and sampling where a bootstrap ensemble disagrees most was worse
-than uniform on 10 of 12 real spaces: both chase corners and noisy regions; see docs/search.md),
+Goals: ``min`` / ``max`` (expected improvement, or a confidence bound with ``acquisition="lcb"``; of
+the response or of an objective computed from it and the parameters, e.g. performance per area),
+``accuracy`` (a model good everywhere: the uniform sample of the budget, of which 30 % goes to the
+forest's largest spread once its out-of-bag spread ranks its out-of-bag errors — maximin space filling
+gave the forest a larger mean relative error than uniform sampling on the benchmark_hub tables, and
+sampling where a bootstrap ensemble disagrees most was worse than uniform on 10 of 12 real spaces,
+whose errors are noise the spread cannot locate; see docs/search.md),
 ``pareto`` (the front of the response against a cost computed
 from the parameters: hypervolume improvement).
 
@@ -36,6 +38,10 @@ from ..errors import GpudseError
 GOALS = ("min", "max", "accuracy", "pareto")
 ACQUISITIONS = ("ei", "lcb")
 FEASIBLE = 0.5  # a design the classifier gives a lower chance of simulating is proposed only when no other is left
+ACCURACY_START = 100  # accuracy: simulated designs before the spread's skill is first checked
+ACCURACY_SKILL = 0.8  # accuracy: out-of-bag spread–error rank correlation from which the spread is followed
+ACCURACY_SHARE = 0.3  # accuracy: the part of the simulations that follows the spread once it is skilled
+ACCURACY_TREES = 30  # accuracy: trees of the forest whose spread is checked and followed
 
 
 class SearchError(GpudseError):
@@ -54,6 +60,7 @@ class Trial:
     error: str = ""
     cost: float | None = None
     seconds: float = 0.0  # the search's own time to propose this trial's batch
+    measured: float | None = None  # with an objective: the simulated response (value is then the objective)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -102,11 +109,17 @@ class SearchResult:
 
     def to_json(self, params: Sequence[str]) -> dict:
         best = self.best() if self.goal != "accuracy" else None
+
+        def point(t: Trial) -> dict:  # with an objective: the response and the objective side by side
+            return {self.response: t.value} if t.measured is None else {self.response: t.measured, "objective": t.value}
+
+        def entry(t: Trial) -> dict:
+            e = {"round": t.round, "design": t.design, "value": t.value if t.measured is None else t.measured}
+            return e if t.measured is None else {**e, "objective": t.value}
+
         doc: dict[str, Any] = {"goal": self.goal, "evaluated": len(self.trials), "failed": self.failed,
-                               "best": None if best is None else {**best.design, self.response: best.value},
-                               "stopped": self.stopped,
-                               "history": [{"round": t.round, "design": t.design, "value": t.value}
-                                           for t in self.trials]}
+                               "best": None if best is None else {**best.design, **point(best)},
+                               "stopped": self.stopped, "history": [entry(t) for t in self.trials]}
         if self.goal == "pareto":
             doc["front"] = [{**t.design, self.response: t.value, "cost": t.cost} for t in self.front()]
         return doc
@@ -149,8 +162,15 @@ def run_search(pool: Any, evaluate: Evaluate, *, goal: str = "min", budget: int 
                cost: Callable[[np.ndarray], np.ndarray] | None = None, target: float | None = None,
                patience: int | None = None, response: str = "value", trials: Sequence[Trial] = (),
                on_round: Callable[[SearchResult], Any] | None = None,
-               should_stop: Callable[[], bool] | None = None, n_trees: int | None = None) -> SearchResult:
-    """Run (or resume, from *trials*) a search over *pool* with *evaluate* as the simulator."""
+               should_stop: Callable[[], bool] | None = None, n_trees: int | None = None,
+               objective: Callable[[np.ndarray, np.ndarray], np.ndarray] | None = None) -> SearchResult:
+    """Run (or resume, from *trials*) a search over *pool* with *evaluate* as the simulator.
+
+    *objective* (``min``/``max``): the value optimised is ``objective(digits, response)`` — e.g. cycles ×
+    a die-area expression of the parameters — rather than the response itself; the forest models the
+    objective's values (a forest of the response whose trees' predictions were put through the
+    objective measured far worse: leaves of one row predict a neighbour's cycles unchanged, so a
+    larger design always looked worse by its area and the search stalled)."""
     from .acquisition import (diverse_batch, expected_improvement, hypervolume_improvement,
                               lower_confidence_bound)
     from .surrogate import TREES, Feasibility, Forest
@@ -158,6 +178,8 @@ def run_search(pool: Any, evaluate: Evaluate, *, goal: str = "min", budget: int 
     n0 = check_settings(goal, budget, initial, batch, acquisition)
     if goal == "pareto" and cost is None:
         raise SearchError("goal pareto needs a cost (--cost EXPR over the parameters, e.g. 'simd * smp')")
+    if objective is not None and goal not in ("min", "max"):
+        raise SearchError(f"an objective is for goal min or max, not {goal}")
     rng = np.random.default_rng(seed)
     space = pool.space
     res = SearchResult(goal, response, list(trials), "budget")
@@ -169,18 +191,25 @@ def run_search(pool: Any, evaluate: Evaluate, *, goal: str = "min", budget: int 
     sign = -1.0 if goal == "max" else 1.0
     stale = 0
     best_prev = None
+    stream = _UniformStream(pool, budget, seed) if goal == "accuracy" else None
 
     def record(digits: np.ndarray, acq: np.ndarray | None, seconds: float) -> None:
         designs = [space._row(r) for r in digits]
         outcomes = evaluate(digits, designs)
         costs = cost(digits) if cost is not None else None
         pool.mark(digits)
+        raw = np.array([v if v is not None and math.isfinite(v) else np.nan for v, _ in outcomes], dtype=float)
+        vals = raw if objective is None else _objective_values(objective, digits, raw)
         for i, (d, (value, error)) in enumerate(zip(designs, outcomes)):
-            ok = value is not None and math.isfinite(value)
+            ok = bool(np.isfinite(vals[i]))
+            if not ok and np.isfinite(raw[i]):
+                error = f"the objective is undefined here ({response} = {raw[i]:.6g})"
+            a = None if acq is None or not np.isfinite(acq[i]) else float(acq[i])
             res.trials.append(Trial(len(res.trials), rnd, version, {k: _plain(v) for k, v in d.items()},
-                                    None if acq is None else float(acq[i]), float(value) if ok else None,
+                                    a, float(vals[i]) if ok else None,
                                     "ok" if ok else "failed", "" if ok else (error or "no value"),
-                                    None if costs is None else float(costs[i]), seconds))
+                                    None if costs is None else float(costs[i]), seconds,
+                                    float(raw[i]) if ok and objective is not None else None))
             done_digits.append(np.asarray(digits[i], dtype=np.int64))
 
     while True:
@@ -202,7 +231,12 @@ def run_search(pool: Any, evaluate: Evaluate, *, goal: str = "min", budget: int 
             res.stopped = "no improvement"
             break
         t0 = time.perf_counter()
-        if spent < n0 or len(ok) < 2 or goal == "accuracy":
+        if goal == "accuracy":
+            k = min(batch, budget - spent)
+            digits, acq, fitted = _accuracy_batch(pool, stream, res, done_digits, k, rng, seed + version + 1,
+                                                  n_trees or ACCURACY_TREES)
+            version += fitted
+        elif spent < n0 or len(ok) < 2:
             k = min(n0 - spent if spent < n0 else batch, budget - spent)
             digits = pool.initial(k, rng, initial_method)
             acq = None
@@ -262,6 +296,84 @@ def run_search(pool: Any, evaluate: Evaluate, *, goal: str = "min", budget: int 
         if on_round is not None:
             on_round(res)
     return res
+
+
+def _objective_values(objective: Callable, digits: np.ndarray, response: np.ndarray) -> np.ndarray:
+    """The objective at simulated designs (NaN where the response failed or the objective is undefined)."""
+    with np.errstate(all="ignore"):
+        v = np.asarray(objective(np.asarray(digits), np.asarray(response, dtype=float)), dtype=float)
+    v = np.broadcast_to(v, (len(digits),)).copy()
+    v[~np.isfinite(v) | ~np.isfinite(response)] = np.nan
+    return v
+
+
+class _UniformStream:
+    """The designs a uniform sample of the whole budget would simulate, in order (the same draw as
+    ``pool.initial(budget, default_rng(seed))``): what ``accuracy`` simulates whenever it does not
+    follow the spread, so a search that never does simulates exactly the uniform sample."""
+
+    def __init__(self, pool: Any, budget: int, seed: int):
+        self.pool, self.rng = pool, np.random.default_rng(seed)
+        self.rows = pool.initial(budget, self.rng)
+        self.head = 0
+
+    def take(self, k: int, skip: set) -> np.ndarray:
+        from .pool import row_keys
+
+        out = []
+        while len(out) < k and self.head < len(self.rows):
+            r = self.rows[self.head]
+            self.head += 1
+            if row_keys(r[None, :])[0].tobytes() not in skip:
+                out.append(r)
+        d = np.array(out, dtype=np.int64).reshape(-1, self.rows.shape[1])
+        if len(d) < k:  # the budget's sample is used up (a resumed, larger budget): fresh uniform draws
+            self.pool.mark(d)
+            d = np.concatenate([d, self.pool.initial(k - len(d), self.rng)])
+        return d
+
+
+def _accuracy_batch(pool: Any, stream: _UniformStream, res: SearchResult, done_digits: list, k: int,
+                    rng: np.random.Generator, seed: int, n_trees: int) -> tuple[np.ndarray, np.ndarray | None, int]:
+    """A batch for ``accuracy``: the uniform sample's next designs; once ACCURACY_START designs have
+    simulated and the forest's out-of-bag spread ranks its out-of-bag errors well (Spearman ≥
+    ACCURACY_SKILL, 0.8), ACCURACY_SHARE of the simulations (30 %: 3 of a batch of 10; with batches of
+    1 or 2, one every few rounds) go to the largest spreads (on the log scale: relative) instead —
+    uncertainty sampling (Ipek et al. 2006) hedged with uniform sampling, and only where the spread has
+    shown it knows where the model is wrong (on measured tables it does not, and chasing it was worse
+    than uniform). Returns (digits, acquisition values or None, 1 if a forest was fitted)."""
+    from .acquisition import diverse_batch
+    from .pool import row_keys
+    from .surrogate import Forest
+
+    ok = [i for i, t in enumerate(res.trials) if t.status == "ok"]
+    seen = set(pool.seen)
+    n_spread, acq, fitted, chosen = 0, None, 0, np.zeros((0, len(pool.radices)), dtype=np.int64)
+    spent = len(res.trials)
+    followed = [i for i, t in enumerate(res.trials) if t.acquisition is not None]
+    # the share of everything simulated since the spread was first followed, whatever the batch size
+    # (batches of 1: one round in three or four)
+    cap = math.ceil(ACCURACY_SHARE * k)
+    owed = cap if not followed else min(int(ACCURACY_SHARE * (spent + k - followed[0])) - len(followed), cap)
+    if len(ok) >= ACCURACY_START and owed >= 1:
+        X = pool.features(np.array([done_digits[i] for i in ok]))
+        y = np.array([res.trials[i].value for i in ok])
+        forest = Forest(n_trees, seed=seed).fit(X, y)
+        fitted = 1
+        if forest.spread_skill(X, y) >= ACCURACY_SKILL:
+            cand = pool.candidates(rng, np.zeros((0, len(pool.radices)), dtype=np.int64))
+            if len(cand):
+                n_spread = min(owed, len(cand))
+                _, sd = forest.predict(pool.features(cand))
+                pick = diverse_batch(sd, pool.unit(cand), n_spread)
+                chosen, acq = cand[pick], sd[pick]
+                seen.update(key.tobytes() for key in row_keys(chosen))
+                pool.mark(chosen)  # (simulated next) a fresh uniform draw must not repeat them
+    rest = stream.take(k - len(chosen), seen)
+    digits = np.concatenate([chosen, rest])
+    if acq is not None:
+        acq = np.concatenate([acq, np.full(len(rest), np.nan)])
+    return digits, acq, fitted
 
 
 def _incumbents(res: SearchResult, done_digits: list, goal: str, sign: float) -> np.ndarray:

@@ -12,6 +12,9 @@ simulate next. Here:
   search"): a third of the features per split, or adding the spread inside each tree's leaf (SMAC's law
   of total variance, leaves of 3 rows) found worse designs at the same budget than this plain
   between-tree spread.
+* :meth:`Forest.spread_skill` — whether the spread knows where the model is wrong: the rank
+  correlation of the out-of-bag spread with the out-of-bag error (Breiman 2001's out-of-bag estimate),
+  which decides whether ``accuracy`` follows the spread.
 * :class:`Feasibility` — the probability that a design simulates at all: a random-forest classifier
   on the designs that succeeded and failed so far (constant 1 until something fails, constant when
   everything failed). Expected improvement is multiplied by it (constrained EI, Gelbart et al. 2014).
@@ -40,6 +43,27 @@ class Forest:
                                            min_samples_leaf=1, bootstrap=True, random_state=self.seed, n_jobs=1)
         self.model.fit(X, z)
         return self
+
+    def spread_skill(self, X: np.ndarray, y: np.ndarray, min_trees: int = 3) -> float:
+        """How well the trees' spread ranks the forest's errors: Spearman's correlation, over the training
+        rows, between the out-of-bag spread (the trees that did not see a row) and the out-of-bag error
+        (rows left out by fewer than *min_trees* trees are skipped). Near 1 when the spread marks where
+        the model is wrong (a deterministic simulator's sharp regions); near 0–0.5 on measured tables,
+        whose errors are mostly noise the spread cannot locate. NaN when too few rows qualify."""
+        from scipy.stats import spearmanr
+
+        z = self.transform(y)
+        per_tree = np.stack([t.predict(X) for t in self.model.estimators_])
+        inbag = np.zeros(per_tree.shape, dtype=bool)
+        for k, rows in enumerate(self.model.estimators_samples_):
+            inbag[k, rows] = True
+        use = (~inbag).sum(axis=0) >= min_trees
+        if use.sum() < 10:
+            return float("nan")
+        oob = np.where(inbag[:, use], np.nan, per_tree[:, use])
+        mu, sd = np.nanmean(oob, axis=0), np.nanstd(oob, axis=0)
+        rho = spearmanr(sd, np.abs(mu - z[use]))[0]
+        return float(rho) if np.isfinite(rho) else float("nan")
 
     def transform(self, y: np.ndarray) -> np.ndarray:
         y = np.asarray(y, dtype=float)

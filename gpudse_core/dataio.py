@@ -283,3 +283,15 @@ def _exact_json_integers(rows: list[dict], name: str) -> None:
                                      f"{float(rows[j][k])!r} and could silently equal another value; write the "
                                      f"column's values as whole numbers")
                 r[k] = int(v)
+
+
+def is_boolean_column(col: pd.Series) -> bool:
+    """A column of True/False values (a bool dtype, or text that is only true/false): never a
+    response, since it would read as 1/0."""
+    if col.dtype.kind == "b":
+        return True
+    if col.dtype.kind != "O":
+        return False
+    vals = col.dropna()
+    return len(vals) > 0 and bool(vals.map(lambda v: isinstance(v, bool) or str(v).strip().lower() in ("true", "false"))
+                                  .all())

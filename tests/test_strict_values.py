@@ -218,3 +218,23 @@ def test_a_measured_lookup_table_keeps_big_whole_numbers_apart():
     keys = {backend.key({"a": a, "b": b}) for a in (BIG, BIG - 1) for b in (1, 2)}
     assert len(keys) == 4 and None not in keys
     assert backend.key({"a": float(BIG), "b": 1}) == backend.key({"a": BIG - 1, "b": 1})  # the float is 2**53
+
+
+@pytest.mark.parametrize("kind", ["stepwise", "paper", "forest", "auto"])
+def test_a_true_false_response_is_refused_by_every_fit(tmp_path, kind, capsys):
+    """pandas reads True/False cells as booleans; a model would fit them as 1/0 (the default stepwise
+    fit once did, silently): every kind, the CLI's default path included, refuses such a response."""
+    from gpudse_core.cli import main
+    from gpudse_core.model.stepwise import FitError, fit_stepwise
+
+    rows = [f"{a},{b},{'True' if (a + b) % 2 else 'False'}" for a in range(1, 7) for b in range(1, 7)]
+    (tmp_path / "t.csv").write_text("a,b,y\n" + "\n".join(rows) + "\n")
+    argv = ["fit", str(tmp_path / "t.csv"), "--response", "y", "--params", "a,b", "-o", str(tmp_path / "m.json")]
+    if kind != "stepwise":
+        argv += ["--model", kind]
+    assert main(argv) == 2 and "holds True/False values" in capsys.readouterr().err
+    assert not (tmp_path / "m.json").exists()
+    import pandas as pd
+
+    with pytest.raises(FitError, match="True/False"):
+        fit_stepwise(pd.read_csv(tmp_path / "t.csv"), "y")

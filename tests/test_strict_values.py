@@ -238,3 +238,13 @@ def test_a_true_false_response_is_refused_by_every_fit(tmp_path, kind, capsys):
 
     with pytest.raises(FitError, match="True/False"):
         fit_stepwise(pd.read_csv(tmp_path / "t.csv"), "y")
+
+
+def test_a_table_cell_that_underflows_is_refused_naming_its_row_and_column():
+    from gpudse_core.dataio import TableError, read_table_bytes
+
+    with pytest.raises(TableError, match=r"t.csv: row 2, column 'y': '1.5E-400' is too small"):
+        read_table_bytes(b"a,y\n1,0\n2,1.5E-400\n3,5e-200\n", "t.csv")
+    # zeros written as zeros, tiny numbers a double holds, and exponents in text cells are kept
+    df = read_table_bytes(b"a,y,note\n1,0,x1e-400\n2,0.0e-500,ok\n3,5e-200,\n", "t.csv")
+    assert df.y.tolist() == [0.0, 0.0, 5e-200] and df.note.iloc[0] == "x1e-400"

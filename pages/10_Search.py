@@ -13,13 +13,14 @@ from dashboard import frame as ui
 from dashboard import jobs as ui_jobs
 from dashboard.work import POLL_S
 from gpudse_core.report import figures
-from gpudse_core.search.runner import same_study, search_settings, start_search
-from gpudse_core.search.study import SearchResult, Trial
+from gpudse_core.search.runner import same_study, search_settings, start_search, study_differences
+from gpudse_core.search.study import SearchResult, Trial, default_initial
 from gpudse_core.sim.simulator import KERNELS
 
 GOALS = {"min": "min — the lowest value", "max": "max — the highest value",
          "accuracy": "accuracy — a model good everywhere", "pareto": "pareto — the front against a cost"}
 METHODS = {"uniform": "uniform", "lhs": "Latin hypercube"}
+RESPONSES = ["cycles", "ipc", "cycles_trimmed"]
 
 w = ui.page("Search")
 st.title("Sequential search")
@@ -29,12 +30,27 @@ st.caption("Simulate where a random-forest model expects the most improvement, r
            "docs/search.md.")
 (space_sv,) = ui.need("space")
 space = space_sv.value
+sv = w.get("search")
+doc = sv.value if isinstance(sv.value, dict) else None
+stored = (doc or {}).get("settings") or {}
+# the widgets open on the stored search's settings (a reload, or coming back to the page), so resuming it
+# is one click; the defaults otherwise
+source_kernel = str(stored.get("source", "")).rsplit("kernel ", 1)[-1]
+for key, value in {"se_kernel": source_kernel if source_kernel in KERNELS else "BFS",
+                   "se_goal": stored.get("goal") if stored.get("goal") in GOALS else "min",
+                   "se_response": stored.get("response") if stored.get("response") in RESPONSES else "cycles",
+                   "se_objective": stored.get("objective", ""), "se_cost": stored.get("cost", ""),
+                   "se_budget": min(max(int(stored.get("budget") or 100), 12), 2000), "se_batch": min(max(int(stored.get("batch") or 4), 1), 64),
+                   "se_initial": int(stored.get("initial") or default_initial(int(stored.get("budget") or 100))),
+                   "se_method": stored.get("initial_method") if stored.get("initial_method") in METHODS else "uniform",
+                   "se_seed": int(stored.get("seed") or 0)}.items():
+    st.session_state.setdefault(key, value)
 c1, c2, c3 = st.columns([2, 3, 1])
-kernel = c1.selectbox("Kernel (built-in simulator)", list(KERNELS), index=list(KERNELS).index("BFS"), key="se_kernel")
+kernel = c1.selectbox("Kernel (built-in simulator)", list(KERNELS), key="se_kernel")
 goal = c2.selectbox("Goal", list(GOALS), format_func=GOALS.get, key="se_goal",
                     help="min/max: the best design; accuracy: a model good everywhere; pareto: the designs not "
                          "beaten on both the response and a cost")
-response = c3.selectbox("Response", ["cycles", "ipc", "cycles_trimmed"], key="se_response")
+response = c3.selectbox("Response", RESPONSES, key="se_response")
 objective = cost = ""
 if goal in ("min", "max"):
     objective = st.text_input("Objective (optional)", key="se_objective", max_chars=500,
@@ -46,40 +62,39 @@ elif goal == "pareto":
     cost = st.text_input("Cost", key="se_cost", max_chars=500, placeholder="e.g. simd * smp",
                          help=f"a cost computed from the parameters; the front is {response} against it")
 c1, c2, c3, c4, c5 = st.columns(5)
-budget = c1.number_input("Simulations in all", min_value=12, max_value=2000, value=100, step=10, key="se_budget",
+budget = c1.number_input("Simulations in all", min_value=12, max_value=2000, step=10, key="se_budget",
                          help="failed simulations count too")
-batch = c2.number_input("Per round", min_value=1, max_value=64, value=4, key="se_batch",
+batch = c2.number_input("Per round", min_value=1, max_value=64, key="se_batch",
                         help="proposals simulated together each round")
-initial = c3.number_input("Initial sample", min_value=1, max_value=1999, value=10, key="se_initial",
+initial = c3.number_input("Initial sample", min_value=1, max_value=1999, key="se_initial",
                           help="space-filling simulations before the model proposes")
 method = c4.selectbox("Initial sample method", list(METHODS), format_func=METHODS.get, key="se_method")
-seed = c5.number_input("Seed", min_value=0, max_value=2**31 - 1, value=0, key="se_seed")
+seed = c5.number_input("Seed", min_value=0, max_value=2**31 - 1, key="se_seed")
 
-sv = w.get("search")
-doc = sv.value if isinstance(sv.value, dict) else None
 wanted = search_settings(space, kernel, goal, int(budget), int(seed), initial=int(initial), initial_method=method,
-                         cost=cost, objective=objective, response=response)
-stored = (doc or {}).get("settings") or {}
+                         cost=cost, objective=objective, response=response, batch=int(batch))
 resumable = bool(doc and doc.get("trials")) and same_study(stored, wanted) and len(doc["trials"]) < int(budget)
 
 
-def begin() -> None:
+def begin(resume: bool = True) -> None:
+    """Start (or, with *resume*, go on with) the search of the settings above; an interrupted search is
+    rerun from what it stored."""
     start_search(w, kernel, goal, int(budget), int(batch), int(seed), initial=int(initial), initial_method=method,
-                 cost=cost, objective=objective, response=response, resume=True)
+                 cost=cost, objective=objective, response=response, resume=resume)
 
 
 running = ui_jobs.job_panel(w, "search", "The search", rerun=begin)
 if not running:
     label = (f"Resume the search ({len(doc['trials']):,} of {int(budget):,} simulated)" if resumable
              else "Start the search")
-    if doc and doc.get("trials") and not resumable and not same_study(stored, wanted):
-        differ = sorted(k for k in set(stored) | set(wanted) if k != "budget" and stored.get(k) != wanted.get(k))
+    differ = study_differences(stored, wanted) if doc and doc.get("trials") else []
+    if differ:
         st.caption("Starting replaces the stored search (its " + ", ".join(differ) + " differ from the settings above).")
     if st.button(label, type="primary", disabled=not w.writable, key="se_start"):
         if int(initial) >= int(budget):
             st.error(f"Initial sample: {int(initial):,} leaves nothing for the search in {int(budget):,} simulations; "
                      "give a smaller initial sample or more simulations in all.")
-        elif ui.guarded(begin):
+        elif ui.guarded(lambda: begin(resumable)):  # a finished search of the same settings starts afresh
             st.rerun()
 
 
@@ -114,7 +129,9 @@ def show(doc: dict, partial: bool, live: bool) -> None:
         m[4].metric("Model error", ui.fmt_pct(errors[-1]["error"]),
                     help="the forest's mean relative out-of-bag error on every design simulated so far")
     if best is not None:
-        shown = f" ({response} {ui.fmt_num(best.measured, ui.response_unit(response))})" if objective else ""
+        unit = ui.response_unit(response)
+        shown = (f" ({ui.fmt_num(best.measured, unit) if unit else response + ' ' + ui.fmt_num(best.measured)})"
+                 if objective else "")
         st.markdown("Best design" + shown + ": " + ui.plain(", ".join(f"{k} = {v}" for k, v in best.design.items())))
     left, right = st.columns([3, 2])
     if g == "pareto":
@@ -131,11 +148,12 @@ def show(doc: dict, partial: bool, live: bool) -> None:
                  narrow=True)
     else:
         right.caption("The model's estimated error appears once ten designs have simulated.")
-    table = pd.DataFrame([{"round": t.round, "model": t.model_version, **t.design,
+    # what each simulation gave first (in view at 1280 px), then the design
+    table = pd.DataFrame([{"round": t.round, "model": t.model_version,
                            response: t.value if t.measured is None else t.measured,
                            **({"objective": t.value} if objective else {}),
                            **({"cost": t.cost} if t.cost is not None else {}),
-                           "acquisition": t.acquisition, "status": t.status} for t in res.trials])
+                           "status": t.status, "acquisition": t.acquisition, **t.design} for t in res.trials])
     st.subheader("Which values the proposals explore")
     st.caption("How often each parameter value was simulated after the initial sample (model version ≥ 1).")
     chosen = table[table["model"] > 0]

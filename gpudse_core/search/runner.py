@@ -24,7 +24,7 @@ from ..errors import GpudseError
 from .study import SearchResult, Trial
 
 STAGE = "search"
-RESUMABLE = ("budget",)  # settings a resumed search may change (a larger budget goes on)
+RESUMABLE = ("budget", "batch")  # settings a resumed search may change (a larger budget goes on)
 
 
 class CampaignEvaluator:
@@ -164,9 +164,22 @@ def study_doc(settings: dict, res: SearchResult, model_error: list | None = None
     return doc
 
 
+def study_differences(old: dict, new: dict) -> list[str]:
+    """The settings in which a stored study differs from *new*, but for what a resumed search may change
+    (RESUMABLE); a study stored without the initial sample's size or method used the defaults."""
+    from .study import default_initial
+
+    def norm(s: dict) -> dict:
+        return {**s, "initial": s.get("initial") or default_initial(int(s.get("budget") or 0)),
+                "initial_method": s.get("initial_method") or "uniform", "objective": s.get("objective") or ""}
+
+    old, new = norm(old), norm(new)
+    return sorted(k for k in set(old) | set(new) if k not in RESUMABLE and old.get(k) != new.get(k))
+
+
 def same_study(old: dict, new: dict) -> bool:
-    """Whether a stored study's settings are those of *new* but for what a resumed search may change."""
-    return all(old.get(k) == new.get(k) for k in set(old) | set(new) if k not in RESUMABLE)
+    """Whether a stored study's settings are those of *new* (a resume goes on from its trials)."""
+    return not study_differences(old, new)
 
 
 def model_error(pool: Any, trials: list, seed: int = 0) -> float | None:
@@ -197,11 +210,13 @@ def model_error(pool: Any, trials: list, seed: int = 0) -> float | None:
 
 def search_settings(space: Any, kernel: str, goal: str, budget: int, seed: int = 0, *, initial: int | None = None,
                     initial_method: str = "uniform", cost: str = "", objective: str = "",
-                    response: str = "cycles") -> dict:
+                    response: str = "cycles", batch: int | None = None) -> dict:
     """The stored settings of a search on the built-in simulator (what :func:`same_study` compares)."""
     settings = {"source": f"space {space.name}, kernel {kernel}", "goal": goal, "cost": (cost or "").strip(),
                 "response": response, "params": list(space.parameter_names), "budget": budget, "initial": initial,
                 "seed": seed, "acquisition": "ei", "initial_method": initial_method}
+    if batch is not None:  # shown again on a reload; a resumed search may change it
+        settings["batch"] = batch
     if (objective or "").strip():  # only when given, as gpudse search stores it
         settings["objective"] = objective.strip()
     return settings
@@ -220,6 +235,7 @@ def start_search(ws: Any, kernel: str, goal: str = "min", budget: int = 100, bat
     SAVE_EVERY_S), so a reloaded page finds it and sees it grow; partial when stopped. With *resume*, a
     stored study of the same settings (the budget may grow) goes on from its trials: nothing simulated
     is simulated again."""
+    from ..report.fmt import fmt_number, response_unit
     from ..sim.campaign import AnalyticalBackend
     from ..workspace.jobs import Stopped, opener, start_job
     from .expressions import cost_function, objective_function
@@ -248,7 +264,7 @@ def start_search(ws: Any, kernel: str, goal: str = "min", budget: int = 100, bat
     objective_fn = objective_function(objective, space, response, label="Objective",
                                       cost_label="a Cost with the goal pareto") if objective else None
     settings = search_settings(space, kernel, goal, budget, seed, initial=initial, initial_method=initial_method,
-                               cost=cost, objective=objective, response=response)
+                               cost=cost, objective=objective, response=response, batch=batch)
     trials: list = []
     old = ws.get(STAGE).value
     if resume and isinstance(old, dict) and old.get("trials") and same_study(old.get("settings") or {}, settings):
@@ -273,7 +289,8 @@ def start_search(ws: Any, kernel: str, goal: str = "min", budget: int = 100, bat
                 errors.append({"simulated": len(res.trials), "error": err})
             shown = "objective" if objective else response
             ctx.progress(len(res.trials), budget, f"{len(res.trials):,} simulated" + (
-                f", best {shown} {best.value:,.6g}" if best is not None and goal in ("min", "max") else ""))
+                f", best {shown} {fmt_number(best.value, None if objective else response_unit(response))}"
+                if best is not None and goal in ("min", "max") else ""))
             if time.monotonic() - last[0] >= SAVE_EVERY_S:
                 last[0] = time.monotonic()
                 with open_ws(True) as w:

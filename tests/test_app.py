@@ -476,6 +476,11 @@ def test_search_page_optimises_an_objective_and_shows_it_beside_the_response(app
     i, j = list(history.columns).index("cycles"), list(history.columns).index("objective")
     assert j == i + 1  # side by side
     assert history["cycles"].tolist() == pytest.approx([t["measured"] for t in trials], abs=0.5)  # shown as whole cycles
+    again = goto(new_app(ws(app).id), "Search")  # a reload: the page opens on the stored search's settings
+    assert again.text_input(key="se_objective").value == "cycles * (40 + simd + 4 * smp)"
+    assert again.number_input(key="se_budget").value == 20 and again.number_input(key="se_batch").value == 5
+    assert metrics(again)["Best objective"] == m["Best objective"]
+    assert not any("Starting replaces" in c for c in texts(again, "caption"))  # the same settings
 
 
 @pytest.mark.parametrize("text,said", [

@@ -134,7 +134,9 @@ def show(doc: dict, partial: bool, live: bool) -> None:
                  if objective else "")
         st.markdown("Best design" + shown + ": " + ui.plain(", ".join(f"{k} = {v}" for k, v in best.design.items())))
     left, right = st.columns([3, 2])
-    if g == "pareto":
+    if g == "accuracy":  # no best design sought: how good the model has become is the progress
+        left, right = st, None
+    elif g == "pareto":
         front = res.front()
         with_cost = [t for t in ok if t.cost is not None]
         ui.chart(figures.search_front([t.cost for t in with_cost], [t.value for t in with_cost],
@@ -145,9 +147,9 @@ def show(doc: dict, partial: bool, live: bool) -> None:
                                          g == "max"), left, narrow=True)
     if errors:
         ui.chart(figures.search_model_error([e["simulated"] for e in errors], [e["error"] for e in errors]), right,
-                 narrow=True)
+                 narrow=right is not None)
     else:
-        right.caption("The model's estimated error appears once ten designs have simulated.")
+        (right or st).caption("The model's estimated error appears once ten designs have simulated.")
     # what each simulation gave first (in view at 1280 px), then the design
     table = pd.DataFrame([{"round": t.round, "model": t.model_version,
                            response: t.value if t.measured is None else t.measured,

@@ -520,6 +520,21 @@ def test_search_page_pareto_needs_a_cost_then_draws_the_front(app):
     assert metrics(app)["Designs on the front"] == str(len(front)) and len(front) >= 1
 
 
+def test_search_page_accuracy_goal_shows_the_model_error_not_a_best_design(app):
+    goto(app, "Search")
+    app.selectbox(key="se_goal").set_value("accuracy").run()
+    assert not app.text_input  # neither an objective nor a cost
+    app.number_input(key="se_budget").set_value(24).run()
+    button(app, "Start the search").click().run()
+    wait_jobs(app)
+    study = ws(app).get("search").value
+    assert study["settings"]["goal"] == "accuracy" and len(study["trials"]) == 24
+    m = metrics(app)
+    assert "Best cycles" not in m and m["Model error"].endswith("%")
+    titles = [c.proto.spec for c in app.get("plotly_chart")]
+    assert len(titles) == 1 and "estimated error" in titles[0]  # the model's error, no best-so-far curve
+
+
 def test_search_page_resumes_a_search_with_a_larger_budget(app):
     goto(app, "Search")
     app.number_input(key="se_budget").set_value(14)

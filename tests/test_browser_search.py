@@ -80,6 +80,12 @@ def test_search_page_objective_live_reload_stop_resume_pareto(server, browser, h
     t.settle()
     t.shot("pareto")
     t.check("pareto")
+    t.page.reload(wait_until="domcontentloaded")  # a reload opens on the stored pareto search
+    t.page.get_by_role("heading", name=HEADING).first.wait_for(timeout=60_000)
+    t.settle()
+    assert t.page.get_by_label("Cost", exact=True).first.input_value() == "simd * smp"
+    assert t.page.get_by_role("combobox", name="Goal").first.input_value() == "pareto — the front against a cost"
+    assert t.has("Designs on the front")
     t.choose("Goal", "min — the lowest value")
     fill(t, "Objective (optional)", "cycles * area")
     t.button("Start the search").click()

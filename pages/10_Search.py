@@ -51,16 +51,19 @@ goal = c2.selectbox("Goal", list(GOALS), format_func=GOALS.get, key="se_goal",
                     help="min/max: the best design; accuracy: a model good everywhere; pareto: the designs not "
                          "beaten on both the response and a cost")
 response = c3.selectbox("Response", RESPONSES, key="se_response")
-objective = cost = ""
-if goal in ("min", "max"):
-    objective = st.text_input("Objective (optional)", key="se_objective", max_chars=500,
-                              placeholder=f"e.g. {response} * (40 + simd + 4 * smp)",
-                              help=f"optimise this expression of {response} and the parameters instead of "
-                                   f"{response} itself, e.g. {response} × a die-area expression (performance per "
-                                   "area); the constraint language of the Design space page")
-elif goal == "pareto":
-    cost = st.text_input("Cost", key="se_cost", max_chars=500, placeholder="e.g. simd * smp",
-                         help=f"a cost computed from the parameters; the front is {response} against it")
+# both fields always there (disabled when the goal does not use them), so what was typed in one survives
+# a look at another goal
+c1, c2 = st.columns(2)
+objective = c1.text_input("Objective (min/max, optional)", key="se_objective", max_chars=500,
+                          disabled=goal not in ("min", "max"), placeholder=f"e.g. {response} * (40 + simd + 4 * smp)",
+                          help=f"optimise this expression of {response} and the parameters instead of {response} "
+                               f"itself, e.g. {response} × a die-area expression (performance per area); the "
+                               "constraint language of the Design space page")
+cost = c2.text_input("Cost (pareto)", key="se_cost", max_chars=500, disabled=goal != "pareto",
+                     placeholder="e.g. simd * smp",
+                     help=f"a cost computed from the parameters; the front is {response} against it")
+objective = objective if goal in ("min", "max") else ""
+cost = cost if goal == "pareto" else ""
 c1, c2, c3, c4, c5 = st.columns(5)
 budget = c1.number_input("Simulations in all", min_value=12, max_value=2000, step=10, key="se_budget",
                          help="failed simulations count too")

@@ -501,8 +501,10 @@ def test_search_page_refuses_a_bad_objective_and_keeps_the_settings(app, text, s
 
 def test_search_page_pareto_needs_a_cost_then_draws_the_front(app):
     goto(app, "Search")
+    app.text_input(key="se_objective").set_value("cycles * simd").run()  # typed, then another goal chosen
     app.selectbox(key="se_goal").set_value("pareto").run()
-    assert [t.label for t in app.text_input] == ["Cost"]  # no objective for a front
+    assert [(t.label, t.disabled) for t in app.text_input] == [("Objective (min/max, optional)", True),
+                                                               ("Cost (pareto)", False)]  # no objective for a front
     app.number_input(key="se_budget").set_value(16).run()
     button(app, "Start the search").click().run()
     errors = texts(app, "error")
@@ -518,12 +520,14 @@ def test_search_page_pareto_needs_a_cost_then_draws_the_front(app):
 
     front = SearchResult("pareto", "cycles", [Trial(**t) for t in study["trials"]], "").front()
     assert metrics(app)["Designs on the front"] == str(len(front)) and len(front) >= 1
+    app.selectbox(key="se_goal").set_value("min").run()
+    assert app.text_input(key="se_objective").value == "cycles * simd"  # kept across the change of goal
 
 
 def test_search_page_accuracy_goal_shows_the_model_error_not_a_best_design(app):
     goto(app, "Search")
     app.selectbox(key="se_goal").set_value("accuracy").run()
-    assert not app.text_input  # neither an objective nor a cost
+    assert all(t.disabled for t in app.text_input)  # neither an objective nor a cost
     app.number_input(key="se_budget").set_value(24).run()
     button(app, "Start the search").click().run()
     wait_jobs(app)

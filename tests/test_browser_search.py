@@ -39,8 +39,8 @@ def test_search_page_objective_live_reload_stop_resume_pareto(server, browser, h
     open_search(t)
     t.settle()
     t.check("search opened")
-    fill(t, "Objective (optional)", "cycles * (40 + simd + 4 * smp)")
-    fill(t, "Simulations in all", "400")
+    fill(t, "Objective (min/max, optional)", "cycles * (40 + simd + 4 * smp)")
+    fill(t, "Simulations in all", "2000")  # long enough to be running after a reload
     fill(t, "Per round", "2")
     t.button("Start the search").click()
     t.text("The search is running", timeout=60_000)
@@ -60,7 +60,7 @@ def test_search_page_objective_live_reload_stop_resume_pareto(server, browser, h
     t.check("stopped")
     w = workspace(home, ws_id)
     stopped = w.get("search")
-    assert stopped.partial and 0 < len(stopped.value["trials"]) < 400
+    assert stopped.partial and 0 < len(stopped.value["trials"]) < 2000
     fill(t, "Simulations in all", str(len(stopped.value["trials"]) + 20))
     t.page.get_by_role("button", name="Resume the search", exact=False).first.click()
     wait_for(t, lambda: t.has("ended: budget"))
@@ -74,7 +74,7 @@ def test_search_page_objective_live_reload_stop_resume_pareto(server, browser, h
     t.button("Start the search").click()
     assert t.alert("Cost: the goal pareto needs a cost").startswith("Cost")
     t.shot("pareto_no_cost")
-    fill(t, "Cost", "simd * smp")
+    fill(t, "Cost (pareto)", "simd * smp")
     t.button("Start the search").click()
     wait_for(t, lambda: t.has("Designs on the front") and t.has("ended: budget"))
     t.settle()
@@ -83,11 +83,11 @@ def test_search_page_objective_live_reload_stop_resume_pareto(server, browser, h
     t.page.reload(wait_until="domcontentloaded")  # a reload opens on the stored pareto search
     t.page.get_by_role("heading", name=HEADING).first.wait_for(timeout=60_000)
     t.settle()
-    assert t.page.get_by_label("Cost", exact=True).first.input_value() == "simd * smp"
+    assert t.page.get_by_label("Cost (pareto)", exact=True).first.input_value() == "simd * smp"
     assert t.page.get_by_role("combobox", name="Goal").first.input_value() == "pareto — the front against a cost"
     assert t.has("Designs on the front")
     t.choose("Goal", "min — the lowest value")
-    fill(t, "Objective (optional)", "cycles * area")
+    fill(t, "Objective (min/max, optional)", "cycles * area")
     t.button("Start the search").click()
     assert "unknown name 'area'" in t.alert("Objective")
     t.shot("bad_objective")

@@ -73,3 +73,18 @@ def test_which_stored_study_a_search_resumes():
     cli = {k: v for k, v in a.items() if k not in ("initial", "initial_method", "batch")}  # gpudse search's defaults
     assert same_study({**cli, "initial": None}, a)
     assert study_differences({**cli, "initial": None}, {**a, "initial_method": "lhs"}) == ["initial_method"]
+
+
+def test_a_search_started_on_the_page_is_resumed_by_the_command(workspace, capsys):
+    from gpudse_core.cli import main
+    from gpudse_core.workspace import open_workspace
+
+    job = start_search(workspace, "BFS", "min", budget=14, batch=2, initial=10)
+    assert job.wait(300)
+    first = open_workspace(workspace.id).get("search").value["trials"]
+    assert len(first) == 14 and all("round" in t for t in first)
+    assert main(["search", "stargazer", "--kernel", "BFS", "--goal", "min", "--budget", "18", "--initial", "10",
+                 "--batch", "2", "--workers", "1", "--workspace", workspace.id]) == 0
+    assert "resuming the search" in capsys.readouterr().err
+    trials = open_workspace(workspace.id).get("search").value["trials"]
+    assert len(trials) == 18 and trials[:14] == first

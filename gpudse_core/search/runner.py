@@ -118,8 +118,7 @@ class StudyStore:
         if not isinstance(doc, dict) or not doc.get("trials"):
             return []
         old = doc.get("settings") or {}
-        diff = [k for k in sorted(set(old) | set(self.settings)) if k not in RESUMABLE
-                and old.get(k) != self.settings.get(k)]
+        diff = study_differences(old, self.settings)
         if diff:
             raise GpudseError(f"workspace {self.ws.id[:6]}… holds a search with other settings ({', '.join(diff)}); "
                               f"resume it with the same settings, or use another workspace")
@@ -169,11 +168,13 @@ def study_differences(old: dict, new: dict) -> list[str]:
     (RESUMABLE); a study stored without the initial sample's size or method used the defaults."""
     from .study import default_initial
 
-    def norm(s: dict) -> dict:
-        return {**s, "initial": s.get("initial") or default_initial(int(s.get("budget") or 0)),
-                "initial_method": s.get("initial_method") or "uniform", "objective": s.get("objective") or ""}
+    def norm(s: dict, both_default: bool) -> dict:
+        initial = None if both_default else s.get("initial") or default_initial(int(s.get("budget") or 0))
+        return {**s, "initial": initial, "initial_method": s.get("initial_method") or "uniform",
+                "objective": s.get("objective") or ""}
 
-    old, new = norm(old), norm(new)
+    both = old.get("initial") is None and new.get("initial") is None  # gpudse search's default both times
+    old, new = norm(old, both), norm(new, both)
     return sorted(k for k in set(old) | set(new) if k not in RESUMABLE and old.get(k) != new.get(k))
 
 

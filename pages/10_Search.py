@@ -1,7 +1,8 @@
 """Search page: the sequential search (gpudse_core.search) over the workspace's design space on the
-built-in simulator, run as a job (progress, Stop); the study is the workspace's ``search`` analysis —
-every simulation with its round and model version, the best so far, and which values the proposals
-explore. The same study as ``gpudse search … --workspace ID``."""
+built-in simulator, run as a job (progress, Stop, resume); the study is the workspace's ``search``
+analysis — every simulation with its round and model version — stored while it runs, so the page shows
+the best so far, the model's estimated error and which values the proposals explore live, and a reload
+finds it. The same loop as ``gpudse search … --goal min|max|accuracy|pareto [--cost] [--objective]``."""
 
 from __future__ import annotations
 
@@ -10,55 +11,154 @@ import streamlit as st
 
 from dashboard import frame as ui
 from dashboard import jobs as ui_jobs
+from dashboard.work import POLL_S
 from gpudse_core.report import figures
-from gpudse_core.search.runner import start_search
+from gpudse_core.search.runner import same_study, search_settings, start_search, study_differences
+from gpudse_core.search.study import SearchResult, Trial, default_initial
 from gpudse_core.sim.simulator import KERNELS
+
+GOALS = {"min": "min — the lowest value", "max": "max — the highest value",
+         "accuracy": "accuracy — a model good everywhere", "pareto": "pareto — the front against a cost"}
+METHODS = {"uniform": "uniform", "lhs": "Latin hypercube"}
+RESPONSES = ["cycles", "ipc", "cycles_trimmed"]
 
 w = ui.page("Search")
 st.title("Sequential search")
 st.caption("Simulate where a random-forest model expects the most improvement, round by round (expected "
-           "improvement, Jones et al. 1998; the forest's spread as its uncertainty, SMAC). The measured regret "
-           "against random search, one-shot sampling and TPE is in docs/search.md.")
+           "improvement, Jones et al. 1998; the forest's spread as its uncertainty, SMAC); for a Pareto front, "
+           "hypervolume improvement. The measured regret against random search, one-shot sampling and TPE is in "
+           "docs/search.md.")
 (space_sv,) = ui.need("space")
 space = space_sv.value
-c1, c2, c3, c4 = st.columns(4)
-kernel = c1.selectbox("Kernel (built-in simulator)", list(KERNELS), index=list(KERNELS).index("BFS"))
-goal = c2.radio("Best design has the", ["lowest cycles", "highest cycles"])
-budget = c3.number_input("Simulations in all", min_value=12, max_value=2000, value=100, step=10)
-batch = c4.number_input("Per round", min_value=1, max_value=64, value=4)
+sv = w.get("search")
+doc = sv.value if isinstance(sv.value, dict) else None
+stored = (doc or {}).get("settings") or {}
+# the widgets open on the stored search's settings (a reload, or coming back to the page), so resuming it
+# is one click; the defaults otherwise
+source_kernel = str(stored.get("source", "")).rsplit("kernel ", 1)[-1]
+for key, value in {"se_kernel": source_kernel if source_kernel in KERNELS else "BFS",
+                   "se_goal": stored.get("goal") if stored.get("goal") in GOALS else "min",
+                   "se_response": stored.get("response") if stored.get("response") in RESPONSES else "cycles",
+                   "se_objective": stored.get("objective", ""), "se_cost": stored.get("cost", ""),
+                   "se_budget": min(max(int(stored.get("budget") or 100), 12), 2000), "se_batch": min(max(int(stored.get("batch") or 4), 1), 64),
+                   "se_initial": int(stored.get("initial") or default_initial(int(stored.get("budget") or 100))),
+                   "se_method": stored.get("initial_method") if stored.get("initial_method") in METHODS else "uniform",
+                   "se_seed": int(stored.get("seed") or 0)}.items():
+    st.session_state.setdefault(key, value)
+c1, c2, c3 = st.columns([2, 3, 1])
+kernel = c1.selectbox("Kernel (built-in simulator)", list(KERNELS), key="se_kernel")
+goal = c2.selectbox("Goal", list(GOALS), format_func=GOALS.get, key="se_goal",
+                    help="min/max: the best design; accuracy: a model good everywhere; pareto: the designs not "
+                         "beaten on both the response and a cost")
+response = c3.selectbox("Response", RESPONSES, key="se_response")
+# both fields always there (disabled when the goal does not use them), so what was typed in one survives
+# a look at another goal
+c1, c2 = st.columns(2)
+objective = c1.text_input("Objective (min/max, optional)", key="se_objective", max_chars=500,
+                          disabled=goal not in ("min", "max"), placeholder=f"e.g. {response} * (40 + simd + 4 * smp)",
+                          help=f"optimise this expression of {response} and the parameters instead of {response} "
+                               f"itself, e.g. {response} × a die-area expression (performance per area); the "
+                               "constraint language of the Design space page")
+cost = c2.text_input("Cost (pareto)", key="se_cost", max_chars=500, disabled=goal != "pareto",
+                     placeholder="e.g. simd * smp",
+                     help=f"a cost computed from the parameters; the front is {response} against it")
+objective = objective if goal in ("min", "max") else ""
+cost = cost if goal == "pareto" else ""
+c1, c2, c3, c4, c5 = st.columns(5)
+budget = c1.number_input("Simulations in all", min_value=12, max_value=2000, step=10, key="se_budget",
+                         help="failed simulations count too")
+batch = c2.number_input("Per round", min_value=1, max_value=64, key="se_batch",
+                        help="proposals simulated together each round")
+initial = c3.number_input("Initial sample", min_value=1, max_value=1999, key="se_initial",
+                          help="space-filling simulations before the model proposes")
+method = c4.selectbox("Initial sample method", list(METHODS), format_func=METHODS.get, key="se_method")
+seed = c5.number_input("Seed", min_value=0, max_value=2**31 - 1, key="se_seed")
+
+wanted = search_settings(space, kernel, goal, int(budget), int(seed), initial=int(initial), initial_method=method,
+                         cost=cost, objective=objective, response=response, batch=int(batch))
+resumable = bool(doc and doc.get("trials")) and same_study(stored, wanted) and len(doc["trials"]) < int(budget)
 
 
-
-def begin() -> None:
-    start_search(w, kernel, "max" if goal.startswith("highest") else "min", int(budget), int(batch))
+def begin(resume: bool = True) -> None:
+    """Start (or, with *resume*, go on with) the search of the settings above; an interrupted search is
+    rerun from what it stored."""
+    start_search(w, kernel, goal, int(budget), int(batch), int(seed), initial=int(initial), initial_method=method,
+                 cost=cost, objective=objective, response=response, resume=resume)
 
 
 running = ui_jobs.job_panel(w, "search", "The search", rerun=begin)
-if not running and st.button("Start the search", type="primary", disabled=not w.writable) and ui.guarded(begin):
-    st.rerun()
+if not running:
+    label = (f"Resume the search ({len(doc['trials']):,} of {int(budget):,} simulated)" if resumable
+             else "Start the search")
+    differ = study_differences(stored, wanted) if doc and doc.get("trials") else []
+    if differ:
+        st.caption("Starting replaces the stored search (its " + ", ".join(differ) + " differ from the settings above).")
+    if st.button(label, type="primary", disabled=not w.writable, key="se_start"):
+        if int(initial) >= int(budget):
+            st.error(f"Initial sample: {int(initial):,} leaves nothing for the search in {int(budget):,} simulations; "
+                     "give a smaller initial sample or more simulations in all.")
+        elif ui.guarded(lambda: begin(resumable)):  # a finished search of the same settings starts afresh
+            st.rerun()
 
-sv = w.get("search")
-doc = sv.value
-if isinstance(doc, dict) and doc.get("trials"):
+
+def show(doc: dict, partial: bool, live: bool) -> None:
     trials = doc["trials"]
     settings = doc.get("settings", {})
     response = settings.get("response", "value")
-    maximize = settings.get("goal") == "max"
-    ok = [t for t in trials if t["status"] == "ok"]
-    best = (max if maximize else min)(ok, key=lambda t: t["value"]) if ok else None
-    st.markdown(f"**{settings.get('source', 'search')}, goal {settings.get('goal')}** — "
-                f"{'partial: stopped' if sv.partial else 'ended: ' + str(doc.get('stopped', ''))}")
-    m = st.columns(4)
+    g = settings.get("goal")
+    objective = settings.get("objective", "")
+    res = SearchResult(g, response, [Trial(**t) for t in trials], doc.get("stopped", ""))
+    valued = "objective" if objective else response
+    what = {"min": f"lowest {valued}", "max": f"highest {valued}", "accuracy": "a model good everywhere",
+            "pareto": f"the front of {response} against the cost"}.get(g, str(g))
+    status = "running" if live else ("partial: stopped" if partial else "ended: " + str(doc.get("stopped", "")))
+    st.markdown(f"**{ui.plain(settings.get('source', 'search'))}** — goal: {what} — {status}")
+    if objective:
+        st.markdown("Objective: `" + objective.replace("`", "'") + "`")
+    if settings.get("cost"):
+        st.markdown("Cost: `" + settings["cost"].replace("`", "'") + "`")
+    ok = res.ok
+    best = res.best() if g in ("min", "max") else None
+    errors = doc.get("model_error") or []
+    m = st.columns(5)
     m[0].metric("Simulated", ui.fmt_count(len(trials)))
     m[1].metric("Failed", ui.fmt_count(len(trials) - len(ok)))
     m[2].metric("Rounds", ui.fmt_count(max(t["round"] for t in trials) + 1))
     if best is not None:
-        m[3].metric(f"Best {response}", ui.fmt_num(best["value"], ui.response_unit(response)))
-        st.markdown("Best design: " + ", ".join(f"{k} = {v}" for k, v in best["design"].items()))
-    ui.chart(figures.search_progress([t["value"] for t in trials], [t["round"] for t in trials], response,
-                                     maximize))
-    table = pd.DataFrame([{"round": t["round"], "model": t["model_version"], **t["design"], response: t["value"],
-                           "acquisition": t["acquisition"], "status": t["status"]} for t in trials])
+        m[3].metric(f"Best {valued}", ui.fmt_num(best.value, None if objective else ui.response_unit(response)))
+    elif g == "pareto":
+        m[3].metric("Designs on the front", ui.fmt_count(len(res.front())))
+    if errors:
+        m[4].metric("Model error", ui.fmt_pct(errors[-1]["error"]),
+                    help="the forest's mean relative out-of-bag error on every design simulated so far")
+    if best is not None:
+        unit = ui.response_unit(response)
+        shown = (f" ({ui.fmt_num(best.measured, unit) if unit else response + ' ' + ui.fmt_num(best.measured)})"
+                 if objective else "")
+        st.markdown("Best design" + shown + ": " + ui.plain(", ".join(f"{k} = {v}" for k, v in best.design.items())))
+    left, right = st.columns([3, 2])
+    if g == "accuracy":  # no best design sought: how good the model has become is the progress
+        left, right = st, None
+    elif g == "pareto":
+        front = res.front()
+        with_cost = [t for t in ok if t.cost is not None]
+        ui.chart(figures.search_front([t.cost for t in with_cost], [t.value for t in with_cost],
+                                      [t.cost for t in front], [t.value for t in front], settings.get("cost", ""),
+                                      response), left, narrow=True)
+    else:
+        ui.chart(figures.search_progress([t["value"] for t in trials], [t["round"] for t in trials], valued,
+                                         g == "max"), left, narrow=True)
+    if errors:
+        ui.chart(figures.search_model_error([e["simulated"] for e in errors], [e["error"] for e in errors]), right,
+                 narrow=right is not None)
+    else:
+        (right or st).caption("The model's estimated error appears once ten designs have simulated.")
+    # what each simulation gave first (in view at 1280 px), then the design
+    table = pd.DataFrame([{"round": t.round, "model": t.model_version,
+                           response: t.value if t.measured is None else t.measured,
+                           **({"objective": t.value} if objective else {}),
+                           **({"cost": t.cost} if t.cost is not None else {}),
+                           "status": t.status, "acquisition": t.acquisition, **t.design} for t in res.trials])
     st.subheader("Which values the proposals explore")
     st.caption("How often each parameter value was simulated after the initial sample (model version ≥ 1).")
     chosen = table[table["model"] > 0]
@@ -67,7 +167,26 @@ if isinstance(doc, dict) and doc.get("trials"):
                   if p in chosen.columns}
         ui.table(pd.DataFrame([{"parameter": p, "values (count)": ", ".join(f"{v} ({n})" for v, n in c.items())}
                                for p, c in counts.items()]))
+    else:
+        st.caption("Nothing yet: the initial sample is still being simulated.")
     st.subheader("Every simulation")
     ui.data_table(table, units=ui.units(space))
-elif not running:
-    st.info("No search yet in this workspace: choose a kernel and a budget, then start it.", icon=":material/info:")
+
+
+@st.fragment(run_every=POLL_S * 4)
+def live() -> None:
+    sv = w.get("search")
+    job = ui_jobs.active(w, "search")
+    if job is not None and sv.created >= job.started and isinstance(sv.value, dict) and sv.value.get("trials"):
+        show(sv.value, sv.partial, live=True)  # this search's own study, stored after its latest rounds
+    else:
+        st.caption("The search's simulations appear here after its first round.")
+
+
+if running:
+    live()
+elif doc and doc.get("trials"):
+    show(doc, sv.partial, live=False)
+else:
+    st.info("No search yet in this workspace: choose a kernel, a goal and a budget, then start it.",
+            icon=":material/info:")

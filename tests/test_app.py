@@ -450,6 +450,113 @@ def test_search_page_runs_a_search_as_a_job_and_shows_the_study(app):
     assert any(len(df.value) == 20 for df in app.dataframe)
 
 
+def test_search_page_optimises_an_objective_and_shows_it_beside_the_response(app):
+    """--objective on the page: cycles times a die-area expression is what the search minimises; the
+    history shows the simulated cycles and the objective side by side, and the model's error is shown."""
+    goto(app, "Search")
+    app.text_input(key="se_objective").set_value("cycles * (40 + simd + 4 * smp)")
+    app.number_input(key="se_budget").set_value(20)
+    app.number_input(key="se_batch").set_value(5).run()
+    button(app, "Start the search").click().run()
+    wait_jobs(app)
+    assert not app.error, texts(app, "error")
+    study = ws(app).get("search").value
+    assert study["settings"]["objective"] == "cycles * (40 + simd + 4 * smp)"
+    trials = study["trials"]
+    assert len(trials) == 20 and all(t["status"] == "ok" for t in trials)
+    for t in trials:  # value is the objective, measured the simulated cycles
+        d = t["design"]
+        assert t["value"] == pytest.approx(t["measured"] * (40 + d["simd"] + 4 * d["smp"]))
+    m = metrics(app)
+    from dashboard.frame import fmt_num
+
+    assert m["Best objective"] == fmt_num(min(t["value"] for t in trials))
+    assert m["Model error"].endswith("%") and study["model_error"][-1]["simulated"] == 20
+    history = [df.value for df in app.dataframe if len(df.value) == 20][0]
+    i, j = list(history.columns).index("cycles"), list(history.columns).index("objective")
+    assert j == i + 1  # side by side
+    assert history["cycles"].tolist() == pytest.approx([t["measured"] for t in trials], abs=0.5)  # shown as whole cycles
+    again = goto(new_app(ws(app).id), "Search")  # a reload: the page opens on the stored search's settings
+    assert again.text_input(key="se_objective").value == "cycles * (40 + simd + 4 * smp)"
+    assert again.number_input(key="se_budget").value == 20 and again.number_input(key="se_batch").value == 5
+    assert metrics(again)["Best objective"] == m["Best objective"]
+    assert not any("Starting replaces" in c for c in texts(again, "caption"))  # the same settings
+
+
+@pytest.mark.parametrize("text,said", [
+    ("cycles * (", "is not a valid expression (syntax error at column 10: '(' was never closed)"),
+    ("simd * 2", "does not use the response 'cycles'"),
+    ("cycles * area", "unknown name 'area'"),
+])
+def test_search_page_refuses_a_bad_objective_and_keeps_the_settings(app, text, said):
+    goto(app, "Search")
+    app.text_input(key="se_objective").set_value(text)
+    app.number_input(key="se_budget").set_value(30).run()
+    button(app, "Start the search").click().run()
+    errors = texts(app, "error")
+    assert len(errors) == 1 and said in errors[0] and errors[0].startswith("Objective"), errors
+    assert not ws(app).jobs() and ws(app).get("search").value is None  # nothing ran, nothing stored
+    assert app.text_input(key="se_objective").value == text and app.number_input(key="se_budget").value == 30
+
+
+def test_search_page_pareto_needs_a_cost_then_draws_the_front(app):
+    goto(app, "Search")
+    app.text_input(key="se_objective").set_value("cycles * simd").run()  # typed, then another goal chosen
+    app.selectbox(key="se_goal").set_value("pareto").run()
+    assert [(t.label, t.disabled) for t in app.text_input] == [("Objective (min/max, optional)", True),
+                                                               ("Cost (pareto)", False)]  # no objective for a front
+    app.number_input(key="se_budget").set_value(16).run()
+    button(app, "Start the search").click().run()
+    errors = texts(app, "error")
+    assert len(errors) == 1 and errors[0].startswith("Cost: the goal pareto needs a cost"), errors
+    assert not ws(app).jobs()
+    app.text_input(key="se_cost").set_value("simd * smp").run()
+    button(app, "Start the search").click().run()
+    wait_jobs(app)
+    study = ws(app).get("search").value
+    assert study["settings"]["cost"] == "simd * smp" and len(study["trials"]) == 16
+    assert all(t["cost"] == t["design"]["simd"] * t["design"]["smp"] for t in study["trials"])
+    from gpudse_core.search.study import SearchResult, Trial
+
+    front = SearchResult("pareto", "cycles", [Trial(**t) for t in study["trials"]], "").front()
+    assert metrics(app)["Designs on the front"] == str(len(front)) and len(front) >= 1
+    app.selectbox(key="se_goal").set_value("min").run()
+    assert app.text_input(key="se_objective").value == "cycles * simd"  # kept across the change of goal
+
+
+def test_search_page_accuracy_goal_shows_the_model_error_not_a_best_design(app):
+    goto(app, "Search")
+    app.selectbox(key="se_goal").set_value("accuracy").run()
+    assert all(t.disabled for t in app.text_input)  # neither an objective nor a cost
+    app.number_input(key="se_budget").set_value(24).run()
+    button(app, "Start the search").click().run()
+    wait_jobs(app)
+    study = ws(app).get("search").value
+    assert study["settings"]["goal"] == "accuracy" and len(study["trials"]) == 24
+    m = metrics(app)
+    assert "Best cycles" not in m and m["Model error"].endswith("%")
+    titles = [c.proto.spec for c in app.get("plotly_chart")]
+    assert len(titles) == 1 and "estimated error" in titles[0]  # the model's error, no best-so-far curve
+
+
+def test_search_page_resumes_a_search_with_a_larger_budget(app):
+    goto(app, "Search")
+    app.number_input(key="se_budget").set_value(14)
+    app.number_input(key="se_batch").set_value(2).run()
+    button(app, "Start the search").click().run()
+    wait_jobs(app)
+    first = ws(app).get("search").value["trials"]
+    assert len(first) == 14
+    app.number_input(key="se_budget").set_value(20).run()
+    button(app, "Resume the search (14 of 20 simulated)").click().run()
+    wait_jobs(app)
+    trials = ws(app).get("search").value["trials"]
+    assert len(trials) == 20 and trials[:14] == first  # nothing simulated again
+    assert len({tuple(sorted(t["design"].items())) for t in trials}) == 20
+    app.number_input(key="se_seed").set_value(1).run()  # another study: starting replaces it
+    assert button(app, "Start the search") and any("seed differ" in c for c in texts(app, "caption"))
+
+
 def test_analytical_models_page(app):
     goto(app, "Analytical models")
     assert not app.error

@@ -33,7 +33,9 @@ def cmd_search(args: argparse.Namespace) -> int:
     batch = args.batch or args.workers or _cores()
     check_settings(args.goal, args.budget, args.initial, batch, args.acquisition)
     space, digits, backend, response, source = _source(args)
-    cost = _cost(args.cost, space) if args.cost else None
+    from ..search.expressions import cost_function, objective_function
+
+    cost = cost_function(args.cost, space) if args.cost else None
     objective = objective_function(args.objective, space, response) if args.objective else None
     settings = {"source": source, "goal": args.goal, "cost": args.cost or "", "response": response,
                 "params": list(space.parameter_names), "budget": args.budget, "initial": args.initial,
@@ -84,65 +86,6 @@ def _source(args: argparse.Namespace):
             raise GpudseError(f"--response {response!r}: the built-in simulator reports cycles, cycles_trimmed and ipc")
     what = f"kernel {args.kernel}" if args.backend == "analytical" else f"command {Path(args.config).name}"
     return space, None, backend, response, f"space {space.name}, {what}"
-
-
-def _types(space) -> dict:
-    from ..space.expr import NUM, TEXT
-
-    types = {p.name: (NUM if p.kind == "numeric" else TEXT) for p in space.parameters}
-    types.update({f.name: (NUM if isinstance(f.value, (int, float)) else TEXT) for f in space.fixed})
-    return types
-
-
-def objective_function(text: str, space, response: str):
-    """``--objective EXPR``: a number to optimise computed from the response and the parameters, in the
-    constraint language (parsed and interpreted, never eval), e.g. ``cycles * (40 + simd + 4 * smp)``
-    — performance per area. Returns ``f(digits, response values) -> values`` (NaN where undefined)."""
-    from ..space.expr import NUM, compile_expression
-
-    types = _types(space)
-    if response in types:
-        raise GpudseError(f"--objective: the response {response!r} has the name of a parameter; rename one of them")
-    types[response] = NUM
-    expr = compile_expression(text, types, label="--objective")
-    if response not in expr.names:
-        raise GpudseError(f"--objective {text!r} does not use the response {response!r}: write it in terms of "
-                          f"{response} and the parameters (e.g. '{response} * (40 + simd)'), or use --cost with "
-                          f"--goal pareto")
-
-    def objective(digits, values):
-        import numpy as np
-
-        cols = space.columns(digits)
-        for f in space.fixed:
-            cols.setdefault(f.name, f.value)
-        cols[response] = np.asarray(values, dtype=float)
-        v, undefined = expr.evaluate_defined(cols)
-        v = np.broadcast_to(np.asarray(v, dtype=float), (len(digits),)).copy()
-        v[np.broadcast_to(np.asarray(undefined, dtype=bool), (len(digits),))] = np.nan
-        return v
-
-    return objective
-
-
-def _cost(text: str, space):
-    from ..space.expr import compile_expression
-
-    expr = compile_expression(text, _types(space), label="--cost")
-
-    def cost(digits):
-        import numpy as np
-
-        cols = space.columns(digits)
-        for f in space.fixed:
-            cols.setdefault(f.name, f.value)
-        v = np.broadcast_to(np.asarray(expr.evaluate(cols), dtype=float), (len(digits),)).copy()
-        if not np.isfinite(v).all():
-            bad = int(np.flatnonzero(~np.isfinite(v))[0])
-            raise GpudseError(f"--cost {text!r} is not a finite number at {space._row(digits[bad])}")
-        return v
-
-    return cost
 
 
 def _run(args, space, digits, backend, response, cost, settings, batch, objective=None):

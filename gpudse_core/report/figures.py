@@ -368,3 +368,26 @@ def search_progress(values: Sequence[Any], rounds: Sequence[int], response: str,
     fig.add_trace(go.Scatter(x=x, y=best, mode="lines", name="best so far", line=dict(shape="hv", width=3)))
     fig.update_layout(xaxis_title="simulations", yaxis_title=response)
     return style.apply(fig, title_text="Sequential search: every simulation and the best so far")
+
+
+def search_model_error(simulated: Sequence[int], errors: Sequence[float]) -> go.Figure:
+    """A search's model error as it learns: the forest's mean relative out-of-bag error after each round."""
+    fig = go.Figure(go.Scatter(x=list(simulated), y=[100 * e for e in errors], mode="lines+markers",
+                               name="out-of-bag error", line=dict(color=style.PALETTE[1], width=2), marker=dict(size=4)))
+    fig.update_layout(xaxis_title="simulations", yaxis_title="mean relative error (%)", height=340, showlegend=False)
+    return style.apply(fig, title_text="The model's estimated error (out of bag)")
+
+
+def search_front(costs: Sequence[float], values: Sequence[float], front_costs: Sequence[float],
+                 front_values: Sequence[float], cost: str, response: str) -> go.Figure:
+    """A Pareto search's simulated designs (response against cost) and the front they form."""
+    fig = go.Figure()
+    fig.add_trace(go.Scatter(x=list(costs), y=list(values), mode="markers", name="simulated",
+                             marker=dict(size=5, color=style.rgba(style.GREY, 0.6))))
+    fig.add_trace(go.Scatter(x=list(front_costs), y=list(front_values), mode="lines+markers", name="Pareto front",
+                             line=dict(color=style.PALETTE[2], width=3, shape="hv"),
+                             marker=dict(color=style.PALETTE[2], size=7)))
+    from .plaintext import chart as plain
+
+    fig.update_layout(xaxis_title=plain(f"cost: {cost}"), yaxis_title=response, height=440)
+    return style.apply(fig, title_text=f"Pareto front: {response} against the cost")

@@ -24,7 +24,7 @@ from ..errors import GpudseError
 from .study import SearchResult, Trial
 
 STAGE = "search"
-RESUMABLE = ("budget",)  # settings a resumed search may change (a larger budget goes on)
+RESUMABLE = ("budget", "batch")  # settings a resumed search may change (a larger budget goes on)
 
 
 class CampaignEvaluator:
@@ -118,8 +118,7 @@ class StudyStore:
         if not isinstance(doc, dict) or not doc.get("trials"):
             return []
         old = doc.get("settings") or {}
-        diff = [k for k in sorted(set(old) | set(self.settings)) if k not in RESUMABLE
-                and old.get(k) != self.settings.get(k)]
+        diff = study_differences(old, self.settings)
         if diff:
             raise GpudseError(f"workspace {self.ws.id[:6]}… holds a search with other settings ({', '.join(diff)}); "
                               f"resume it with the same settings, or use another workspace")
@@ -155,42 +154,155 @@ def check_builtin(space: Any, backend: Any) -> None:
     check(space.frame(every), f"space {space.name}")
 
 
-def study_doc(settings: dict, res: SearchResult) -> dict:
-    """The stored form of a study (the ``search`` analysis): settings, why it stopped, every trial."""
-    return {"settings": settings, "stopped": res.stopped, "trials": [t.to_dict() for t in res.trials]}
+def study_doc(settings: dict, res: SearchResult, model_error: list | None = None) -> dict:
+    """The stored form of a study (the ``search`` analysis): settings, why it stopped, every trial, and
+    (from the dashboard) the model's estimated error after each round."""
+    doc = {"settings": settings, "stopped": res.stopped, "trials": [t.to_dict() for t in res.trials]}
+    if model_error:
+        doc["model_error"] = model_error
+    return doc
 
 
-def start_search(ws: Any, kernel: str, goal: str = "min", budget: int = 100, batch: int = 4, seed: int = 0) -> Any:
+def study_differences(old: dict, new: dict) -> list[str]:
+    """The settings in which a stored study differs from *new*, but for what a resumed search may change
+    (RESUMABLE); a study stored without the initial sample's size or method used the defaults."""
+    from .study import default_initial
+
+    def norm(s: dict, both_default: bool) -> dict:
+        initial = None if both_default else s.get("initial") or default_initial(int(s.get("budget") or 0))
+        return {**s, "initial": initial, "initial_method": s.get("initial_method") or "uniform",
+                "objective": s.get("objective") or ""}
+
+    both = old.get("initial") is None and new.get("initial") is None  # gpudse search's default both times
+    old, new = norm(old, both), norm(new, both)
+    return sorted(k for k in set(old) | set(new) if k not in RESUMABLE and old.get(k) != new.get(k))
+
+
+def same_study(old: dict, new: dict) -> bool:
+    """Whether a stored study's settings are those of *new* (a resume goes on from its trials)."""
+    return not study_differences(old, new)
+
+
+def model_error(pool: Any, trials: list, seed: int = 0) -> float | None:
+    """The model's estimated error on the simulated designs: the mean relative out-of-bag error of a
+    forest (:class:`~.surrogate.Forest`, Breiman 2001's out-of-bag estimate — each design predicted by
+    the trees that did not see it) fitted on every successful simulation so far; None with fewer than
+    ten, or when no design is left out of enough trees."""
+    from .surrogate import TREES, Forest
+
+    ok = [t for t in trials if t.status == "ok"]
+    if len(ok) < 10:
+        return None
+    y = np.array([t.value for t in ok], dtype=float)
+    X = pool.features(np.array([pool.space.digits_of_point(t.design) for t in ok], dtype=np.int64))
+    forest = Forest(TREES, seed=seed).fit(X, y)
+    per_tree = np.stack([t.predict(X) for t in forest.model.estimators_])
+    inbag = np.zeros(per_tree.shape, dtype=bool)
+    for k, rows in enumerate(forest.model.estimators_samples_):
+        inbag[k, rows] = True
+    use = (~inbag).any(axis=0)
+    if use.sum() < 5:
+        return None
+    z = np.nanmean(np.where(inbag[:, use], np.nan, per_tree[:, use]), axis=0)
+    pred = np.exp(z) if forest.log else z
+    scale = np.maximum(np.abs(y[use]), 1e-12)
+    return float(np.mean(np.abs(pred - y[use]) / scale))
+
+
+def search_settings(space: Any, kernel: str, goal: str, budget: int, seed: int = 0, *, initial: int | None = None,
+                    initial_method: str = "uniform", cost: str = "", objective: str = "",
+                    response: str = "cycles", batch: int | None = None) -> dict:
+    """The stored settings of a search on the built-in simulator (what :func:`same_study` compares)."""
+    settings = {"source": f"space {space.name}, kernel {kernel}", "goal": goal, "cost": (cost or "").strip(),
+                "response": response, "params": list(space.parameter_names), "budget": budget, "initial": initial,
+                "seed": seed, "acquisition": "ei", "initial_method": initial_method}
+    if batch is not None:  # shown again on a reload; a resumed search may change it
+        settings["batch"] = batch
+    if (objective or "").strip():  # only when given, as gpudse search stores it
+        settings["objective"] = objective.strip()
+    return settings
+
+
+SAVE_EVERY_S = 2.0  # a running search stores its study at most this often (and after its last round)
+
+
+def start_search(ws: Any, kernel: str, goal: str = "min", budget: int = 100, batch: int = 4, seed: int = 0, *,
+                 initial: int | None = None, initial_method: str = "uniform", cost: str = "", objective: str = "",
+                 response: str = "cycles", resume: bool = True) -> Any:
     """A search over the workspace's current design space on the built-in simulator, as a background
-    job (progress, Stop); the study is stored as the ``search`` analysis (partial when stopped)."""
+    job (progress, Stop). *cost* (goal ``pareto``) and *objective* (``min``/``max``) are expressions
+    checked as ``gpudse search --cost/--objective`` checks them, their messages naming the page's fields
+    (Cost, Objective). The study is stored as the ``search`` analysis while it runs (at most every
+    SAVE_EVERY_S), so a reloaded page finds it and sees it grow; partial when stopped. With *resume*, a
+    stored study of the same settings (the budget may grow) goes on from its trials: nothing simulated
+    is simulated again."""
+    from ..report.fmt import fmt_number, response_unit
     from ..sim.campaign import AnalyticalBackend
-    from ..workspace.jobs import Stopped, start_job
+    from ..workspace.jobs import Stopped, opener, start_job
+    from .expressions import cost_function, objective_function
     from .pool import make_pool
-    from .study import check_settings, run_search
+    from .study import SearchError, Trial, check_settings, run_search
 
     (space_sv,) = ws.require("space")
     space = space_sv.value
     backend = AnalyticalBackend(kernel)
     check_builtin(space, backend)
-    check_settings(goal, budget, None, batch)
-    response = "cycles"
-    settings = {"source": f"space {space.name}, kernel {kernel}", "goal": goal, "cost": "", "response": response,
-                "params": list(space.parameter_names), "budget": budget, "initial": None, "seed": seed,
-                "acquisition": "ei"}
+    check_settings(goal, budget, initial, batch)
+    if initial_method not in ("uniform", "lhs"):
+        raise SearchError(f"initial sample {initial_method!r}: choose uniform or lhs")
+    if response not in ("cycles", "cycles_trimmed", "ipc"):
+        raise SearchError(f"response {response!r}: the built-in simulator reports cycles, cycles_trimmed and ipc")
+    cost, objective = (cost or "").strip(), (objective or "").strip()
+    if goal == "pareto" and not cost:
+        raise SearchError("Cost: the goal pareto needs a cost computed from the parameters, e.g. simd * smp "
+                          "(the front is the response against it)")
+    if cost and goal != "pareto":
+        raise SearchError("Cost: a cost is for the goal pareto; clear it, or choose pareto")
+    if objective and goal not in ("min", "max"):
+        raise SearchError(f"Objective: an objective is for the goal min or max, not {goal}; clear it, or choose "
+                          "min or max")
+    cost_fn = cost_function(cost, space, label="Cost") if cost else None
+    objective_fn = objective_function(objective, space, response, label="Objective",
+                                      cost_label="a Cost with the goal pareto") if objective else None
+    settings = search_settings(space, kernel, goal, budget, seed, initial=initial, initial_method=initial_method,
+                               cost=cost, objective=objective, response=response, batch=batch)
+    trials: list = []
+    old = ws.get(STAGE).value
+    if resume and isinstance(old, dict) and old.get("trials") and same_study(old.get("settings") or {}, settings):
+        trials = [Trial(**t) for t in old["trials"]]
+    errors = list(old.get("model_error", [])) if trials else []
+    open_ws = opener(ws)
 
     def work(ctx: Any) -> dict:
+        import time
+
+        pool = make_pool(space)
+        last = [0.0]
+
         def evaluate(digits: np.ndarray, designs: list) -> list:
             outs = backend.run_batch([(i, d, 1) for i, d in enumerate(designs)])
             return [(o.result.get(response), "") if o.ok else (None, o.error) for o in outs]
 
         def on_round(res: SearchResult) -> None:
             best = res.best()
+            err = model_error(pool, res.trials, seed)
+            if err is not None:
+                errors.append({"simulated": len(res.trials), "error": err})
+            shown = "objective" if objective else response
             ctx.progress(len(res.trials), budget, f"{len(res.trials):,} simulated" + (
-                f", best {response} {best.value:,.0f}" if best is not None else ""))
+                f", best {shown} {fmt_number(best.value, None if objective else response_unit(response))}"
+                if best is not None and goal in ("min", "max") else ""))
+            if time.monotonic() - last[0] >= SAVE_EVERY_S:
+                last[0] = time.monotonic()
+                with open_ws(True) as w:
+                    w.put_analysis(STAGE, study_doc(settings, res, errors), inputs=[space_sv], partial=True,
+                                   origin=f"search, kernel {kernel} (running)",
+                                   note=f"{len(res.trials):,} simulations so far")
 
-        res = run_search(make_pool(space), evaluate, goal=goal, budget=budget, batch=batch, seed=seed,
-                         response=response, on_round=on_round, should_stop=ctx.stopped)
-        doc = study_doc(settings, res)
+        res = run_search(pool, evaluate, goal=goal, budget=budget, initial=initial,
+                         batch=batch, seed=seed, initial_method=initial_method, cost=cost_fn, response=response,
+                         trials=trials, on_round=on_round, should_stop=ctx.stopped, objective=objective_fn)
+        doc = study_doc(settings, res, errors)
         if res.stopped == "stopped":
             raise Stopped("stopped", doc)
         return doc

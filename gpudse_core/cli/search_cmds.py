@@ -219,7 +219,7 @@ def _report(args, res, space, response, out) -> None:
                response: t.value if t.measured is None else t.measured}
         if args.objective:
             row["objective"] = t.value
-        row.update({"status": t.status, "error": t.error, "acquisition": t.acquisition})
+        row.update({"status": t.status, "error": t.error, "acquisition": t.acquisition, "surrogate": t.surrogate})
         if t.cost is not None:
             row["cost"] = t.cost
         rows.append(row)

@@ -298,11 +298,12 @@ def run_search(pool: Any, evaluate: Evaluate, *, goal: str = "min", budget: int 
                     score = np.where(likely, score, float(score[likely].min()) - 1.0 - (1.0 - p))
             lead = np.zeros((0, cand.shape[1]), dtype=np.int64)
             if surrogate == "auto" and goal in ("min", "max") and len(ok) >= START:
-                tf = time.perf_counter()
-                done_ok = np.array(done_digits)[status]
-                if len(ok) >= chooser["next"]:
+                if len(ok) >= chooser["next"]:  # the stepwise fits and their cross-validation count as fits
+                    tf = time.perf_counter()
                     chooser["next"] = math.ceil(len(ok) * REFIT_GROWTH)
-                    chooser.update(_choose(forest, X[status], y, done_ok, ok, space, objective, seed + version, res))
+                    chooser.update(_choose(forest, X[status], y, np.array(done_digits)[status], ok, space, objective,
+                                           seed + version, res))
+                    fit_s += time.perf_counter() - tf
                 if chooser["winner"] == "stepwise":
                     try:
                         n_lead = min(stepwise_slots(batch), k)
@@ -311,10 +312,14 @@ def run_search(pool: Any, evaluate: Evaluate, *, goal: str = "min", budget: int 
                                                             goal == "max", cand)
                         if feasible is not None and len(lead):
                             lead = lead[feasible.probability(pool.features(lead)) >= FEASIBLE]
-                        lead = lead[:n_lead]
+                        # only designs it predicts better than the best so far: a model that expects
+                        # no improvement has nothing to propose, and the forest takes the slot
+                        incumbent = sign * min(sign * t.value for t in ok)
+                        with np.errstate(invalid="ignore"):
+                            better = sign * chooser["model"].predict(lead) < sign * incumbent if len(lead) else []
+                        lead = lead[np.asarray(better, dtype=bool)][:n_lead]
                     except Exception:  # noqa: BLE001 - a prediction that fails leaves the batch to the forest
                         lead = lead[:0]
-                fit_s += time.perf_counter() - tf
             if len(lead):
                 from .pool import row_keys
 

@@ -151,6 +151,7 @@ def _csv(data: bytes, name: str, lim: limits.Limits) -> pd.DataFrame:
     _column_names(names, name)  # duplicates, before pandas renames them
     df = pd.read_csv(io.BytesIO(data), encoding="utf-8-sig", nrows=lim.table_rows + 1)
     df = _exact_csv_integers(df, data, name)
+    _csv_underflow(df, data, name)
     blank = [i for i, c in enumerate(names) if not str(c).strip()]
     if blank == [0] and len(df) and df.iloc[:, 0].tolist() == list(range(len(df))):
         return df.iloc[:, 1:]  # a saved row index (pandas' to_csv): 0, 1, 2, … under an empty header
@@ -283,3 +284,40 @@ def _exact_json_integers(rows: list[dict], name: str) -> None:
                                      f"{float(rows[j][k])!r} and could silently equal another value; write the "
                                      f"column's values as whole numbers")
                 r[k] = int(v)
+
+
+def is_boolean_column(col: pd.Series) -> bool:
+    """A column of True/False values (a bool dtype, or text that is only true/false): never a
+    response, since it would read as 1/0."""
+    if col.dtype.kind == "b":
+        return True
+    if col.dtype.kind != "O":
+        return False
+    vals = col.dropna()
+    return len(vals) > 0 and bool(vals.map(lambda v: isinstance(v, bool) or str(v).strip().lower() in ("true", "false"))
+                                  .all())
+
+
+_TINY = re.compile(rb"[eE]-0*[1-9][0-9]{2}")  # an exponent of -100 or below: the only way a cell can underflow
+
+
+def _csv_underflow(df: pd.DataFrame, data: bytes, name: str) -> None:
+    """A numeral too small for a double (1e-400) reads as 0 without a word from pandas: refused,
+    naming its row and column (write 0 if zero is meant). Costs one regular-expression scan unless
+    such an exponent is there."""
+    if not _TINY.search(data):
+        return
+    from .space.values import underflows
+
+    zeros = [c for c in df.columns if df[c].dtype.kind == "f" and (df[c] == 0.0).any()]
+    if not zeros:
+        return
+    raw = pd.read_csv(io.BytesIO(data), encoding="utf-8-sig", usecols=zeros, dtype=str, keep_default_na=False,
+                      nrows=len(df))
+    for c in zeros:
+        for i in np.flatnonzero((df[c] == 0.0).to_numpy()):
+            cell = str(raw[c].iloc[i])
+            if underflows(cell):
+                raise TableError(f"{name}: row {i + 1:,}, column {c!r}: {cell[:40]!r} is too small for a "
+                                 f"floating-point number (below about 5e-324) and would silently become 0; "
+                                 f"write 0 if you mean it")

@@ -218,3 +218,33 @@ def test_a_measured_lookup_table_keeps_big_whole_numbers_apart():
     keys = {backend.key({"a": a, "b": b}) for a in (BIG, BIG - 1) for b in (1, 2)}
     assert len(keys) == 4 and None not in keys
     assert backend.key({"a": float(BIG), "b": 1}) == backend.key({"a": BIG - 1, "b": 1})  # the float is 2**53
+
+
+@pytest.mark.parametrize("kind", ["stepwise", "paper", "forest", "auto"])
+def test_a_true_false_response_is_refused_by_every_fit(tmp_path, kind, capsys):
+    """pandas reads True/False cells as booleans; a model would fit them as 1/0 (the default stepwise
+    fit once did, silently): every kind, the CLI's default path included, refuses such a response."""
+    from gpudse_core.cli import main
+    from gpudse_core.model.stepwise import FitError, fit_stepwise
+
+    rows = [f"{a},{b},{'True' if (a + b) % 2 else 'False'}" for a in range(1, 7) for b in range(1, 7)]
+    (tmp_path / "t.csv").write_text("a,b,y\n" + "\n".join(rows) + "\n")
+    argv = ["fit", str(tmp_path / "t.csv"), "--response", "y", "--params", "a,b", "-o", str(tmp_path / "m.json")]
+    if kind != "stepwise":
+        argv += ["--model", kind]
+    assert main(argv) == 2 and "holds True/False values" in capsys.readouterr().err
+    assert not (tmp_path / "m.json").exists()
+    import pandas as pd
+
+    with pytest.raises(FitError, match="True/False"):
+        fit_stepwise(pd.read_csv(tmp_path / "t.csv"), "y")
+
+
+def test_a_table_cell_that_underflows_is_refused_naming_its_row_and_column():
+    from gpudse_core.dataio import TableError, read_table_bytes
+
+    with pytest.raises(TableError, match=r"t.csv: row 2, column 'y': '1.5E-400' is too small"):
+        read_table_bytes(b"a,y\n1,0\n2,1.5E-400\n3,5e-200\n", "t.csv")
+    # zeros written as zeros, tiny numbers a double holds, and exponents in text cells are kept
+    df = read_table_bytes(b"a,y,note\n1,0,x1e-400\n2,0.0e-500,ok\n3,5e-200,\n", "t.csv")
+    assert df.y.tolist() == [0.0, 0.0, 5e-200] and df.note.iloc[0] == "x1e-400"

@@ -180,8 +180,9 @@ def select_model(data: pd.DataFrame, response: str, params: Sequence[str] | None
                  stepwise_kw: Mapping[str, Any] | None = None,
                  progress: Callable[[int, int, str], Any] | None = None) -> Any:
     """Cross-validate the candidates, refit the winner on every row; its ``selection`` says why."""
-    if response not in data.columns:
-        raise FitError(f"response column {response!r} is not in the data; columns: {', '.join(map(str, data.columns))}")
+    from .kinds import check_response
+
+    check_response(data, response)
     params = list(params) if params else [c for c in data.columns if c != response]
     table = cross_validate(data, response, params, transform=transform, folds=folds, seed=seed,
                            candidates=candidates, stepwise_kw=stepwise_kw, progress=progress)

@@ -17,7 +17,7 @@ import pandas as pd
 
 from ..choices import MODEL_KINDS
 from .learners import fit_learner, stepwise_fit
-from .stepwise import FitError
+from .stepwise import FitError, check_response
 
 ORDERS = {"+2way": 2, "+3way": 3}
 
@@ -33,11 +33,6 @@ def split_name(name: str) -> tuple[str, int | None]:
     if name not in MODEL_KINDS:
         raise FitError(f"unknown model {name!r}; choose {', '.join(MODEL_KINDS)}")
     return name, None
-
-
-def check_response(data: pd.DataFrame, response: str) -> None:
-    if response not in data.columns:
-        raise FitError(f"response column {response!r} is not in the data; columns: {', '.join(map(str, data.columns))}")
 
 
 def fit_kind(name: str, data: pd.DataFrame, response: str, params: Sequence[str] | None = None, *,

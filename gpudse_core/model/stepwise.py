@@ -1114,11 +1114,23 @@ def saturation_warning(n_coef: int, n_rows: int, r2: float | None = None) -> str
             f"samples, or raise the search's thresholds (θ, φ).")
 
 
+def check_response(data: pd.DataFrame, response: str) -> None:
+    """The response column is there and is not a True/False column (which would be fitted as 1/0)."""
+    from ..dataio import is_boolean_column
+
+    if response not in data.columns:
+        raise FitError(f"response column {response!r} is not in the data; columns: {', '.join(map(str, data.columns))}")
+    if is_boolean_column(data[response]):
+        raise FitError(f"response column {response!r} holds True/False values, not a measurement: a model of it would "
+                       f"fit them as 1/0; choose a numeric column as the response")
+
+
 def fit_stepwise(data: pd.DataFrame, response: str, callback: Callable[[TraceStep], None] | None = None,
                  transform: str | None = None, **kw: Any) -> StepwiseModel:
     """Fit Algorithm 1 on a results table; returns the model (its ``trace`` holds every step).
 
     ``transform`` is the response transform (``response_transform`` of the estimator)."""
+    check_response(data, response)
     if transform is not None:
         kw["response_transform"] = transform
     return note_constant_response(StepwiseRegression(response=response, **kw).fit(data, callback=callback).model_,

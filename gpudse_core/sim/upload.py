@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 
 from ..choices import RESERVED_NAMES
-from ..dataio import TableError, read_table_bytes, table_format
+from ..dataio import TableError, is_boolean_column, read_table_bytes, table_format
 from ..errors import GpudseError
 from ..space.design import DesignSpace
 
@@ -75,17 +75,6 @@ def read_upload(data: bytes, name: str, max_bytes: int | None = None) -> pd.Data
     return read_table_bytes(data, name)
 
 
-def _boolean(col: pd.Series) -> bool:
-    """A column of True/False values (a bool dtype, or text that is only true/false)."""
-    if col.dtype.kind == "b":
-        return True
-    if col.dtype.kind != "O":
-        return False
-    vals = col.dropna()
-    return len(vals) > 0 and bool(vals.map(lambda v: isinstance(v, bool) or str(v).strip().lower() in ("true", "false"))
-                                  .all())
-
-
 def validate_results(df: pd.DataFrame, space: DesignSpace, responses: list[str] | None = None,
                      snap: str = "reject", duplicates: str = "keep") -> UploadReport:
     """Check *df* against *space* (see the module docstring); raises only when nothing can be used."""
@@ -103,7 +92,7 @@ def validate_results(df: pd.DataFrame, space: DesignSpace, responses: list[str] 
     df = df.reset_index(drop=True)
     others = [c for c in df.columns if c not in params]
     reserved = [c for c in others if c in RESERVED_NAMES]
-    booleans = [c for c in others if _boolean(df[c])]  # True/False would read as 1/0: never a response
+    booleans = [c for c in others if is_boolean_column(df[c])]  # True/False would read as 1/0: never a response
     if responses is None:
         responses = [c for c in others if c not in RESERVED_NAMES and c not in booleans
                      and pd.to_numeric(df[c], errors="coerce").notna().any()]

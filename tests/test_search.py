@@ -442,6 +442,8 @@ def test_stepwise_model_drives_where_it_predicts_better_and_proposes_the_true_be
     first = chosen[0]
     assert first.design == {"a": 4, "b": 2, "c": 5, "d": 3}
     assert all(t.value > first.value for t in res.trials[:first.number])  # not found before
+    # once the best is simulated, the stepwise model predicts no improvement and proposes nothing more
+    assert not [t for t in chosen if t.number > first.number]
     assert all(t.surrogate == "" for t in res.trials if t.model_version == 0)
     # each stepwise batch: one of two proposals, the other the forest's
     for r in {t.round for t in chosen}:

@@ -244,6 +244,9 @@ def test_cli_json_shape_and_history(table, tmp_path, capsys):
     assert list(h.columns[:3]) == ["trial", "round", "model_version"]
     assert len(h) == 30 and set(h.status) <= {"ok", "failed"}
     assert not h.duplicated(["a", "b", "c"]).any()
+    # which model chose each design: none for the initial sample, the forest (the default) after it
+    assert h.surrogate.isna().sum() == (h.model_version == 0).sum() == 10
+    assert set(h.surrogate[h.model_version > 0]) == {"forest"}
 
 
 @pytest.mark.parametrize("extra, message", [
@@ -434,7 +437,7 @@ def test_stepwise_model_drives_where_it_predicts_better_and_proposes_the_true_be
                                                                         + 0.06 * (c - 5) ** 2 + 0.05 * (d - 3) ** 2))
     best = every[np.argmin(values)] + 1
     assert (values == values.min()).sum() == 1 and best.tolist() == [4, 2, 5, 3]
-    res = run_search(make_pool(space), evaluate, goal="min", budget=60, batch=2, seed=1)
+    res = run_search(make_pool(space), evaluate, goal="min", budget=60, batch=2, seed=1, surrogate="auto")
     wins = [c for c in res.choices if c[2] < c[1] and c[3] < 0.05]
     assert wins, res.choices
     chosen = [t for t in res.trials if t.surrogate == "stepwise"]
@@ -454,10 +457,10 @@ def test_forest_keeps_the_search_where_it_predicts_better():
     """A three-way threshold (no additive model represents it): the comparison runs, the stepwise
     model never wins it, and every proposal is the forest's, exactly as with surrogate='forest'."""
     space, _, _, evaluate = _tiny(lambda a, b, c, d: 1 + 4 * float(a >= 4 and b >= 4 and c >= 4) + 0.01 * d)
-    res = run_search(make_pool(space), evaluate, goal="min", budget=60, batch=2, seed=0)
+    res = run_search(make_pool(space), evaluate, goal="min", budget=60, batch=2, seed=0, surrogate="auto")
     assert len(res.choices) >= 5 and not any(c[2] < c[1] and c[3] < 0.05 for c in res.choices)
     assert {t.surrogate for t in res.trials} == {"", "forest"}
-    alone = run_search(make_pool(space), evaluate, goal="min", budget=60, batch=2, seed=0, surrogate="forest")
+    alone = run_search(make_pool(space), evaluate, goal="min", budget=60, batch=2, seed=0)  # the default
     assert [t.design for t in alone.trials] == [t.design for t in res.trials] and not alone.choices
     with pytest.raises(SearchError, match="surrogate"):
         run_search(make_pool(space), evaluate, goal="min", budget=60, surrogate="stepwise")

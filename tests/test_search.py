@@ -244,6 +244,9 @@ def test_cli_json_shape_and_history(table, tmp_path, capsys):
     assert list(h.columns[:3]) == ["trial", "round", "model_version"]
     assert len(h) == 30 and set(h.status) <= {"ok", "failed"}
     assert not h.duplicated(["a", "b", "c"]).any()
+    # which model chose each design: none for the initial sample, the forest (the default) after it
+    assert h.surrogate.isna().sum() == (h.model_version == 0).sum() == 10
+    assert set(h.surrogate[h.model_version > 0]) == {"forest"}
 
 
 @pytest.mark.parametrize("extra, message", [
@@ -410,3 +413,54 @@ def test_objective_is_refused_for_other_goals_and_undefined_values_fail():
     bad = [x for x in res.trials if x.design["b"] == 0]
     assert bad and all(x.status == "failed" and "objective is undefined" in x.error for x in bad)
     assert all(x.measured == x.value for x in res.trials if x.status == "ok")
+
+
+def _tiny(fn):
+    """4 parameters × 6 values (1,296 designs, enumerated) and an evaluator of *fn* over the values."""
+    from gpudse_core.space.design import space_from_dict
+
+    space = space_from_dict({"name": "tiny", "parameters": [{"name": n, "values": list(range(1, 7))} for n in "abcd"]})
+    every = space.decode_range(0, space.size)
+    values = np.array([fn(*(r + 1)) for r in every])
+
+    def evaluate(digits, designs):
+        return [(float(fn(*(np.asarray(r) + 1))), "") for r in digits]
+
+    return space, every, values, evaluate
+
+
+def test_stepwise_model_drives_where_it_predicts_better_and_proposes_the_true_best():
+    """An objective that is exactly additive on the log scale (a separable bowl): the stepwise model's
+    held-out error is significantly below the forest's out-of-bag error, and its first proposal is the
+    true best design, which the forest had not found."""
+    space, every, values, evaluate = _tiny(lambda a, b, c, d: math.exp(0.1 * (a - 4) ** 2 + 0.08 * (b - 2) ** 2
+                                                                        + 0.06 * (c - 5) ** 2 + 0.05 * (d - 3) ** 2))
+    best = every[np.argmin(values)] + 1
+    assert (values == values.min()).sum() == 1 and best.tolist() == [4, 2, 5, 3]
+    res = run_search(make_pool(space), evaluate, goal="min", budget=60, batch=2, seed=1, surrogate="auto")
+    wins = [c for c in res.choices if c[2] < c[1] and c[3] < 0.05]
+    assert wins, res.choices
+    chosen = [t for t in res.trials if t.surrogate == "stepwise"]
+    assert chosen and all(t.model_version > 0 and t.acquisition is not None for t in chosen)
+    first = chosen[0]
+    assert first.design == {"a": 4, "b": 2, "c": 5, "d": 3}
+    assert all(t.value > first.value for t in res.trials[:first.number])  # not found before
+    # once the best is simulated, the stepwise model predicts no improvement and proposes nothing more
+    assert not [t for t in chosen if t.number > first.number]
+    assert all(t.surrogate == "" for t in res.trials if t.model_version == 0)
+    # each stepwise batch: one of two proposals, the other the forest's
+    for r in {t.round for t in chosen}:
+        assert sorted(t.surrogate for t in res.trials if t.round == r) == ["forest", "stepwise"]
+
+
+def test_forest_keeps_the_search_where_it_predicts_better():
+    """A three-way threshold (no additive model represents it): the comparison runs, the stepwise
+    model never wins it, and every proposal is the forest's, exactly as with surrogate='forest'."""
+    space, _, _, evaluate = _tiny(lambda a, b, c, d: 1 + 4 * float(a >= 4 and b >= 4 and c >= 4) + 0.01 * d)
+    res = run_search(make_pool(space), evaluate, goal="min", budget=60, batch=2, seed=0, surrogate="auto")
+    assert len(res.choices) >= 5 and not any(c[2] < c[1] and c[3] < 0.05 for c in res.choices)
+    assert {t.surrogate for t in res.trials} == {"", "forest"}
+    alone = run_search(make_pool(space), evaluate, goal="min", budget=60, batch=2, seed=0)  # the default
+    assert [t.design for t in alone.trials] == [t.design for t in res.trials] and not alone.choices
+    with pytest.raises(SearchError, match="surrogate"):
+        run_search(make_pool(space), evaluate, goal="min", budget=60, surrogate="stepwise")

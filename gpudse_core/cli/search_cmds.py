@@ -42,6 +42,8 @@ def cmd_search(args: argparse.Namespace) -> int:
                 "seed": args.seed, "acquisition": args.acquisition}
     if args.objective:  # only when given: a study stored before objectives existed still resumes
         settings["objective"] = args.objective
+    if args.surrogate != "forest":  # likewise
+        settings["surrogate"] = args.surrogate
     res = _run(args, space, digits, backend, response, cost, settings, batch, objective)
     _report(args, res, space, response, out)
     return 0
@@ -126,7 +128,8 @@ def _run(args, space, digits, backend, response, cost, settings, batch, objectiv
             res = run_search(pool, evaluate, goal=args.goal, budget=args.budget, initial=args.initial, batch=batch,
                              seed=args.seed or 0, acquisition=args.acquisition, cost=cost, target=args.target,
                              patience=args.patience, response=response, trials=trials, on_round=on_round,
-                             should_stop=study.should_stop if study else None, objective=objective)
+                             should_stop=study.should_stop if study else None, objective=objective,
+                             surrogate=args.surrogate)
         if study:
             study.save(res, partial=res.stopped == "stopped")
             study.end("stopped" if res.stopped == "stopped" else "finished")
@@ -162,7 +165,7 @@ def _report(args, res, space, response, out) -> None:
                response: t.value if t.measured is None else t.measured}
         if args.objective:
             row["objective"] = t.value
-        row.update({"status": t.status, "error": t.error, "acquisition": t.acquisition})
+        row.update({"status": t.status, "error": t.error, "acquisition": t.acquisition, "surrogate": t.surrogate})
         if t.cost is not None:
             row["cost"] = t.cost
         rows.append(row)
@@ -226,6 +229,9 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     se.add_argument("--seed", type=nonnegative_int, default=0)
     se.add_argument("--acquisition", choices=("ei", "lcb"), default="ei", help="min/max: expected improvement "
                     "(default) or a lower confidence bound")
+    se.add_argument("--surrogate", choices=("forest", "auto"), default="forest", help="min/max: the random forest "
+                    "drives the search (default), or auto: the stepwise model proposes half of each batch while its "
+                    "cross-validated error is significantly below the forest's (docs/search.md)")
     se.add_argument("--target", type=float, metavar="Y", help="stop once a design reaches this value")
     se.add_argument("--patience", type=count_arg, metavar="R", help="stop after R rounds without improvement")
     se.add_argument("--workers", type=count_arg, default=None, help="simulator processes (default: all cores)")

@@ -10,6 +10,9 @@ budget, a target or no improvement. Modules:
   again.
 * :mod:`.surrogate` — the random-forest surrogate with its per-tree spread (SMAC), and the
   feasibility classifier that learns which designs fail.
+* :mod:`.choice` — which surrogate drives: the forest, or the stepwise model when its cross-validated
+  error is significantly below the forest's out-of-bag error (it then proposes part of each batch:
+  its best predicted design not yet simulated).
 * :mod:`.acquisition` — expected improvement, the lower confidence bound, hypervolume improvement for
   a two-objective front, and the diverse batch. For ``accuracy`` (a model good everywhere; Ipek et al.
   2006 sample where an ensemble disagrees, active learning) the search simulates the uniform sample of

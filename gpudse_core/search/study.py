@@ -61,6 +61,7 @@ class Trial:
     cost: float | None = None
     seconds: float = 0.0  # the search's own time to propose this trial's batch
     measured: float | None = None  # with an objective: the simulated response (value is then the objective)
+    surrogate: str = ""  # the model that chose it: "forest", "stepwise" (see .choice); "" for the initial sample
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -73,6 +74,8 @@ class SearchResult:
     trials: list[Trial]
     stopped: str  # why the loop ended: budget, target, no improvement, exhausted, stopped
     propose_seconds: list[float] = field(default_factory=list)
+    fit_seconds: list[float] = field(default_factory=list)  # per proposal batch: the models' fits (forest, stepwise)
+    choices: list[tuple] = field(default_factory=list)  # (designs, forest's and stepwise's held-out error, p)
 
     @property
     def ok(self) -> list[Trial]:
@@ -163,19 +166,27 @@ def run_search(pool: Any, evaluate: Evaluate, *, goal: str = "min", budget: int 
                patience: int | None = None, response: str = "value", trials: Sequence[Trial] = (),
                on_round: Callable[[SearchResult], Any] | None = None,
                should_stop: Callable[[], bool] | None = None, n_trees: int | None = None,
-               objective: Callable[[np.ndarray, np.ndarray], np.ndarray] | None = None) -> SearchResult:
+               objective: Callable[[np.ndarray, np.ndarray], np.ndarray] | None = None,
+               surrogate: str = "forest") -> SearchResult:
     """Run (or resume, from *trials*) a search over *pool* with *evaluate* as the simulator.
 
     *objective* (``min``/``max``): the value optimised is ``objective(digits, response)`` — e.g. cycles ×
     a die-area expression of the parameters — rather than the response itself; the forest models the
     objective's values (a forest of the response whose trees' predictions were put through the
     objective measured far worse: leaves of one row predict a neighbour's cycles unchanged, so a
-    larger design always looked worse by its area and the search stalled)."""
+    larger design always looked worse by its area and the search stalled).
+
+    *surrogate* (``min``/``max``): ``auto`` lets the stepwise model propose part of each batch while
+    its held-out error is significantly below the forest's (:mod:`.choice`); ``forest`` (the default:
+    ``auto`` measured worse on one benchmark space, docs/search.md) never fits it."""
     from .acquisition import (diverse_batch, expected_improvement, hypervolume_improvement,
                               lower_confidence_bound)
+    from .choice import REFIT_GROWTH, START, stepwise_slots
     from .surrogate import TREES, Feasibility, Forest
 
     n0 = check_settings(goal, budget, initial, batch, acquisition)
+    if surrogate not in ("auto", "forest"):
+        raise SearchError(f"surrogate {surrogate!r}: choose auto or forest")
     if goal == "pareto" and cost is None:
         raise SearchError("goal pareto needs a cost (--cost EXPR over the parameters, e.g. 'simd * smp')")
     if objective is not None and goal not in ("min", "max"):
@@ -193,7 +204,9 @@ def run_search(pool: Any, evaluate: Evaluate, *, goal: str = "min", budget: int 
     best_prev = None
     stream = _UniformStream(pool, budget, seed) if goal == "accuracy" else None
 
-    def record(digits: np.ndarray, acq: np.ndarray | None, seconds: float) -> None:
+    chooser = {"next": 0, "winner": "forest", "model": None}
+
+    def record(digits: np.ndarray, acq: np.ndarray | None, seconds: float, chose: Sequence[str] = ()) -> None:
         designs = [space._row(r) for r in digits]
         outcomes = evaluate(digits, designs)
         costs = cost(digits) if cost is not None else None
@@ -209,7 +222,8 @@ def run_search(pool: Any, evaluate: Evaluate, *, goal: str = "min", budget: int 
                                     a, float(vals[i]) if ok else None,
                                     "ok" if ok else "failed", "" if ok else (error or "no value"),
                                     None if costs is None else float(costs[i]), seconds,
-                                    float(raw[i]) if ok and objective is not None else None))
+                                    float(raw[i]) if ok and objective is not None else None,
+                                    chose[i] if i < len(chose) else ""))
             done_digits.append(np.asarray(digits[i], dtype=np.int64))
 
     while True:
@@ -231,6 +245,8 @@ def run_search(pool: Any, evaluate: Evaluate, *, goal: str = "min", budget: int 
             res.stopped = "no improvement"
             break
         t0 = time.perf_counter()
+        fit_s = 0.0
+        chose: list[str] = []
         if goal == "accuracy":
             k = min(batch, budget - spent)
             digits, acq, fitted = _accuracy_batch(pool, stream, res, done_digits, k, rng, seed + version + 1,
@@ -253,7 +269,9 @@ def run_search(pool: Any, evaluate: Evaluate, *, goal: str = "min", budget: int 
             Xc = pool.features(cand)
             unit_c = pool.unit(cand)
             y = np.array([t.value for t in ok])
+            tf = time.perf_counter()
             forest = Forest(n_trees or TREES, seed=seed + version).fit(X[status], y)
+            fit_s += time.perf_counter() - tf
             mu, sd = forest.predict(Xc)
             z = forest.transform(y)
             if goal == "pareto":
@@ -271,20 +289,60 @@ def run_search(pool: Any, evaluate: Evaluate, *, goal: str = "min", budget: int 
                 score = expected_improvement(sign * mu, sd, float((sign * z).min()))
                 if not np.any(score > 0):
                     score = lower_confidence_bound(sign * mu, sd)
+            feasible = None
             if not status.all():
-                p = Feasibility(seed + version, n_trees or TREES).fit(X, status).probability(Xc)
+                feasible = Feasibility(seed + version, n_trees or TREES).fit(X, status)
+                p = feasible.probability(Xc)
                 score = np.where(score >= 0, score * p, score / p)
                 likely = p >= FEASIBLE
                 if likely.any() and not likely.all():  # designs expected to fail come after all others
                     score = np.where(likely, score, float(score[likely].min()) - 1.0 - (1.0 - p))
-            pick = diverse_batch(score, unit_c, k)
-            digits, acq = cand[pick], score[pick]
+            lead = np.zeros((0, cand.shape[1]), dtype=np.int64)
+            if surrogate == "auto" and goal in ("min", "max") and len(ok) >= START:
+                if len(ok) >= chooser["next"]:  # the stepwise fits and their cross-validation count as fits
+                    tf = time.perf_counter()
+                    chooser["next"] = math.ceil(len(ok) * REFIT_GROWTH)
+                    chooser.update(_choose(forest, X[status], y, np.array(done_digits)[status], ok, space, objective,
+                                           seed + version, res))
+                    fit_s += time.perf_counter() - tf
+                if chooser["winner"] == "stepwise":
+                    try:
+                        n_lead = min(stepwise_slots(batch), k)
+                        # (with failures: its best designs the feasibility classifier expects to simulate)
+                        lead = chooser["model"].best_unseen(pool, n_lead if feasible is None else 10 * n_lead + 10,
+                                                            goal == "max", cand)
+                        if feasible is not None and len(lead):
+                            lead = lead[feasible.probability(pool.features(lead)) >= FEASIBLE]
+                        # only designs it predicts better than the best so far: a model that expects
+                        # no improvement has nothing to propose, and the forest takes the slot
+                        incumbent = sign * min(sign * t.value for t in ok)
+                        with np.errstate(invalid="ignore"):
+                            better = sign * chooser["model"].predict(lead) < sign * incumbent if len(lead) else []
+                        lead = lead[np.asarray(better, dtype=bool)][:n_lead]
+                    except Exception:  # noqa: BLE001 - a prediction that fails leaves the batch to the forest
+                        lead = lead[:0]
+            if len(lead):
+                from .pool import row_keys
+
+                taken = {key.tobytes() for key in row_keys(lead)}
+                rest = np.array([key.tobytes() not in taken for key in row_keys(cand)], dtype=bool)
+                idx = np.flatnonzero(rest)
+                pick = idx[diverse_batch(score[idx], unit_c[idx], k - len(lead))] if k > len(lead) else idx[:0]
+                lead_acq = chooser["model"].predict(lead)
+                digits = np.concatenate([lead, cand[pick]])
+                acq = np.concatenate([lead_acq, score[pick]])
+                chose = ["stepwise"] * len(lead) + ["forest"] * len(pick)
+            else:
+                pick = diverse_batch(score, unit_c, k)
+                digits, acq = cand[pick], score[pick]
+                chose = ["forest"] * len(pick)
         seconds = time.perf_counter() - t0
         res.propose_seconds.append(seconds)
+        res.fit_seconds.append(fit_s)
         if not len(digits):
             res.stopped = "exhausted"
             break
-        record(digits, acq, seconds)
+        record(digits, acq, seconds, chose)
         rnd += 1
         best = res.best()
         if goal in ("min", "max") and best is not None:
@@ -296,6 +354,25 @@ def run_search(pool: Any, evaluate: Evaluate, *, goal: str = "min", budget: int 
         if on_round is not None:
             on_round(res)
     return res
+
+
+def _choose(forest: Any, X: np.ndarray, y: np.ndarray, digits: np.ndarray, ok: list, space: Any,
+            objective: Callable | None, seed: int, res: SearchResult) -> dict:
+    """Refit the stepwise model and compare its held-out error with the forest's (:mod:`.choice`)."""
+    from .choice import SIGNIFICANCE, StepwiseSurrogate, compare
+
+    response = np.array([t.value if t.measured is None else t.measured for t in ok], dtype=float)
+    sw = StepwiseSurrogate(space, objective, forest.log)
+    try:
+        e_forest, e_step, p = compare(forest, X, forest.transform(y), sw, digits, response, seed)
+        if not (e_step < e_forest and p < SIGNIFICANCE):
+            res.choices.append((len(ok), e_forest, e_step, p))
+            return {"winner": "forest", "model": None}
+        sw.fit(digits, response)
+    except Exception:  # noqa: BLE001 - a stepwise fit that fails leaves the forest in charge
+        return {"winner": "forest", "model": None}
+    res.choices.append((len(ok), e_forest, e_step, p))
+    return {"winner": "stepwise", "model": sw}
 
 
 def _objective_values(objective: Callable, digits: np.ndarray, response: np.ndarray) -> np.ndarray:

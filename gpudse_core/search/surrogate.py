@@ -65,6 +65,18 @@ class Forest:
         rho = spearmanr(sd, np.abs(mu - z[use]))[0]
         return float(rho) if np.isfinite(rho) else float("nan")
 
+    def oob_predictions(self, X: np.ndarray) -> np.ndarray:
+        """Each training row's out-of-bag prediction (the mean of the trees that did not see it; NaN
+        when every tree saw it), on the model's scale (Breiman 2001)."""
+        per_tree = np.stack([t.predict(X) for t in self.model.estimators_])
+        inbag = np.zeros(per_tree.shape, dtype=bool)
+        for k, rows in enumerate(self.model.estimators_samples_):
+            inbag[k, rows] = True
+        out = np.where(inbag, 0.0, per_tree).sum(axis=0)
+        n = (~inbag).sum(axis=0)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where(n > 0, out / np.maximum(n, 1), np.nan)
+
     def transform(self, y: np.ndarray) -> np.ndarray:
         y = np.asarray(y, dtype=float)
         return np.log(y) if self.log else y

@@ -495,11 +495,7 @@ class StepwiseRegression(RegressorMixin, BaseEstimator):
                 if not self.response:
                     raise FitError(f"{cls} requires y to be passed, but the target y is None; say which column is "
                                    f"the response (response=... or --response COL)")
-                if self.response not in X.columns:
-                    hint = suggest(self.response, list(map(str, X.columns)))
-                    raise FitError(f"response column {self.response!r} is not in the data"
-                                   + (f" (did you mean {hint!r}?)" if hint else "")
-                                   + f"; columns: {', '.join(map(str, X.columns))}")
+                check_response(X, self.response)
                 raw = X[self.response]
                 if isinstance(raw, pd.DataFrame):
                     raise FitError(f"the data have more than one column named {self.response!r}; rename them")
@@ -1119,7 +1115,9 @@ def check_response(data: pd.DataFrame, response: str) -> None:
     from ..dataio import is_boolean_column
 
     if response not in data.columns:
-        raise FitError(f"response column {response!r} is not in the data; columns: {', '.join(map(str, data.columns))}")
+        hint = suggest(str(response), list(map(str, data.columns)))
+        raise FitError(f"response column {response!r} is not in the data" + (f" (did you mean {hint!r}?)" if hint else "")
+                       + f"; columns: {', '.join(map(str, data.columns))}")
     if is_boolean_column(data[response]):
         raise FitError(f"response column {response!r} holds True/False values, not a measurement: a model of it would "
                        f"fit them as 1/0; choose a numeric column as the response")

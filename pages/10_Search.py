@@ -154,11 +154,16 @@ def show(doc: dict, partial: bool, live: bool) -> None:
     else:
         (right or st).caption("The model's estimated error appears once ten designs have simulated.")
     # what each simulation gave first (in view at 1280 px), then the design
+    surrogates = any(getattr(t, "surrogate", "") for t in res.trials)  # a CLI search run with --surrogate auto
     table = pd.DataFrame([{"round": t.round, "model": t.model_version,
                            response: t.value if t.measured is None else t.measured,
                            **({"objective": t.value} if objective else {}),
                            **({"cost": t.cost} if t.cost is not None else {}),
-                           "status": t.status, "acquisition": t.acquisition, **t.design} for t in res.trials])
+                           "status": t.status,
+                           # the initial sample had no acquisition value: an empty cell, not the word None
+                           "acquisition": float("nan") if t.acquisition is None else t.acquisition,
+                           **({"model used": t.surrogate or ""} if surrogates else {}),
+                           **t.design} for t in res.trials])
     st.subheader("Which values the proposals explore")
     st.caption("How often each parameter value was simulated after the initial sample (model version ≥ 1).")
     chosen = table[table["model"] > 0]

@@ -79,8 +79,12 @@ def job_panel(ws: Any, kind: str, label: str, rerun: Callable[[], Any] | str | N
     it has no end time), says so and offers to run it again: *rerun* is called when pressed, or,
     with ``rerun=LATER`` (settings chosen further down the page), the page's own start is asked for
     with :func:`rerun_wanted` where those settings are known."""
-    if st.session_state.get(_WANT) == (ws.id, kind):  # asked for on an earlier run and not taken up: void
-        del st.session_state[_WANT]
+    want = st.session_state.get(_WANT)
+    if want is not None and want[:2] == (ws.id, kind):
+        if want[2]:  # asked for on the run before this one (which then reran): the page may still take it up
+            st.session_state[_WANT] = (ws.id, kind, False)
+        else:  # asked for earlier and not taken up: void
+            del st.session_state[_WANT]
     job = active(ws, kind)
     if job is not None:
         _poll(job.id, label)
@@ -94,7 +98,10 @@ def job_panel(ws: Any, kind: str, label: str, rerun: Callable[[], Any] | str | N
             if rerun is not None and st.button(rerun_label, key=f"rerun_{prev.id}", icon=":material/replay:",
                                                disabled=not ws.writable):
                 if rerun == LATER:
-                    st.session_state[_WANT] = (ws.id, kind)
+                    # the page's own start may come before this panel on the page: run the page again, where
+                    # it is taken up whatever the order
+                    st.session_state[_WANT] = (ws.id, kind, True)
+                    st.rerun()
                 elif frame.guarded(rerun):
                     st.rerun()
     elif prev.state == "failed" and prev.finished and time.time() - prev.finished < 600:
@@ -105,7 +112,8 @@ def job_panel(ws: Any, kind: str, label: str, rerun: Callable[[], Any] | str | N
 def rerun_wanted(ws: Any, kind: str) -> bool:
     """True once after "Run it again" was pressed on an interrupted job of *kind* shown with
     ``rerun=LATER``: the page then starts the job as its own start button would."""
-    if st.session_state.get(_WANT) == (ws.id, kind):
+    want = st.session_state.get(_WANT)
+    if want is not None and want[:2] == (ws.id, kind):
         del st.session_state[_WANT]
         return True
     return False

@@ -4,6 +4,8 @@ results and hold every current analysis, and runs compared side by side."""
 
 from __future__ import annotations
 
+import json
+
 import re
 import subprocess
 import sys
@@ -252,7 +254,9 @@ def test_a_noise_free_fit_on_every_page_and_two_runs_side_by_side(home):
     table = next(df.value for df in at.dataframe if "run" in df.value.columns)
     assert len(table) == 2 and set(table["out-of-sample error (median)"]) >= {"interpolates"}
     charts = at.get("plotly_chart")
-    titles = " ".join(c.proto.spec for c in charts).replace("\\u003cbr\\u003e", " ")  # titles wrapped in columns
+    # the spec as text, whatever plotly's JSON encoder escaped (with orjson installed it writes R² as is,
+    # without it as R\\u00b2); titles wrapped in columns read with a space
+    titles = " ".join(json.dumps(json.loads(c.proto.spec), ensure_ascii=False) for c in charts).replace("<br>", " ")
     for t in ("Error CDFs of the runs", "contribution to R², per run", "Response along simd"):
         assert t in titles, t
     # a reload keeps the comparison and the picker's choice

@@ -43,8 +43,10 @@ def simulated_best(space, model) -> None:
         table["error"] = table["error"].mask(table["error"].abs() < 1e-9, 0.0)
         # the interval in one column, as in the best designs above: the parameters stay in view at 1280 px
         interval = "95 % interval" + (f" ({unit})" if unit else "")
-        table.insert(2, interval, [f"{ui.fmt_num(lo)} – {ui.fmt_num(hi)}" if lo == lo and hi == hi else ui.fmt_num(None)
-                                   for lo, hi in zip(table.pop("lower"), table.pop("upper"))])
+        lo, hi = pd.to_numeric(table.pop("lower"), errors="coerce"), pd.to_numeric(table.pop("upper"), errors="coerce")
+        if (lo.notna() & hi.notna()).any():  # no column of dashes when the model gave no interval at all
+            table.insert(2, interval, [f"{ui.fmt_num(a)} – {ui.fmt_num(b)}" if pd.notna(a) and pd.notna(b)
+                                       else ui.fmt_num(None) for a, b in zip(lo, hi)])
         inside = (table["in interval"] == "yes").sum()
         judged = table["in interval"].isin(["yes", "no"]).sum()
         done = table["simulated"].notna().sum()
@@ -188,8 +190,9 @@ elif ui.analysis_banner(sv, lambda: compute(dict(sv.value.get("request", request
     shown = value.get("shown")
     if shown is not None:  # one row per group of designs the model cannot tell apart
         st.caption(f"The model reads {ui.plain(', '.join(value.get('used', [])))}: each row stands for every design with "
-                   f"those values (**designs**); **any** marks a parameter the model does not read. The interval "
-                   f"is where a simulation is expected to land (95 %).")
+                   f"those values (**designs**); **any** marks a parameter the model does not read."
+                   + (" The interval is where a simulation is expected to land (95 %)."
+                      if value.get("level") is not None else ""))
         ui.table(shown)
         if value.get("left_out"):
             st.caption(f"{value['left_out']} row(s) left out: a design of theirs failed to simulate.")

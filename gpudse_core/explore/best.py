@@ -448,7 +448,9 @@ def find_best(model: Any, space: DesignSpace, top: int = 20, maximize: bool = Fa
         return dataclasses.replace(
             front_res, best=top_res.best, evaluated=front_res.evaluated + top_res.evaluated,
             elapsed=time.perf_counter() - t0, complete=front_res.complete and top_res.complete,
-            notes=list(dict.fromkeys([*top_res.notes, *front_res.notes])))
+            notes=list(dict.fromkeys([*top_res.notes, *front_res.notes,
+                                      f"two scans: the Pareto front over {front_res.evaluated:,} cells and the "
+                                      f"distinct best designs over {top_res.evaluated:,}"])))
     params = check_parameters(model, space)
     where_expr = compile_expression(where, expression_types(space), "--where") if where is not None else None
     cost = Cost(pareto, space) if pareto is not None else None

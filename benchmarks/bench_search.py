@@ -117,7 +117,7 @@ class PerAreaTruth(Truth):
     same ``--objective`` function ``gpudse search`` uses; ``raw`` is the simulated response (cycles)."""
 
     def __init__(self, kernel: KernelTruth, area: str = AREA):
-        from gpudse_core.cli.search_cmds import objective_function
+        from gpudse_core.search.expressions import objective_function
 
         self.kernel = kernel
         self.objective = objective_function(f"cycles * ({area})", kernel.space, "cycles")

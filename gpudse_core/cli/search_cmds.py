@@ -42,8 +42,7 @@ def cmd_search(args: argparse.Namespace) -> int:
                 "seed": args.seed, "acquisition": args.acquisition}
     if args.objective:  # only when given: a study stored before objectives existed still resumes
         settings["objective"] = args.objective
-    if args.surrogate != "forest":  # likewise
-        settings["surrogate"] = args.surrogate
+    settings["surrogate"] = args.surrogate  # (a study stored without it used the forest: runner.study_differences)
     res = _run(args, space, digits, backend, response, cost, settings, batch, objective)
     _report(args, res, space, response, out)
     return 0
@@ -229,9 +228,9 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     se.add_argument("--seed", type=nonnegative_int, default=0)
     se.add_argument("--acquisition", choices=("ei", "lcb"), default="ei", help="min/max: expected improvement "
                     "(default) or a lower confidence bound")
-    se.add_argument("--surrogate", choices=("forest", "auto"), default="forest", help="min/max: the random forest "
-                    "drives the search (default), or auto: the stepwise model proposes half of each batch while its "
-                    "cross-validated error is significantly below the forest's (docs/search.md)")
+    se.add_argument("--surrogate", choices=("auto", "forest"), default="auto", help="min/max: auto (default): the "
+                    "stepwise model proposes half of each batch while its cross-validated error is significantly "
+                    "below the random forest's, which proposes the rest; forest: the forest alone (docs/search.md)")
     se.add_argument("--target", type=float, metavar="Y", help="stop once a design reaches this value")
     se.add_argument("--patience", type=count_arg, metavar="R", help="stop after R rounds without improvement")
     se.add_argument("--workers", type=count_arg, default=None, help="simulator processes (default: all cores)")

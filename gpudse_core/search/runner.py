@@ -165,13 +165,14 @@ def study_doc(settings: dict, res: SearchResult, model_error: list | None = None
 
 def study_differences(old: dict, new: dict) -> list[str]:
     """The settings in which a stored study differs from *new*, but for what a resumed search may change
-    (RESUMABLE); a study stored without the initial sample's size or method used the defaults."""
+    (RESUMABLE); a study stored without the initial sample's size or method used the defaults, one
+    stored without a surrogate the forest (the default before ``auto``)."""
     from .study import default_initial
 
     def norm(s: dict, both_default: bool) -> dict:
         initial = None if both_default else s.get("initial") or default_initial(int(s.get("budget") or 0))
         return {**s, "initial": initial, "initial_method": s.get("initial_method") or "uniform",
-                "objective": s.get("objective") or ""}
+                "objective": s.get("objective") or "", "surrogate": s.get("surrogate") or "forest"}
 
     both = old.get("initial") is None and new.get("initial") is None  # gpudse search's default both times
     old, new = norm(old, both), norm(new, both)
@@ -215,7 +216,7 @@ def search_settings(space: Any, kernel: str, goal: str, budget: int, seed: int =
     """The stored settings of a search on the built-in simulator (what :func:`same_study` compares)."""
     settings = {"source": f"space {space.name}, kernel {kernel}", "goal": goal, "cost": (cost or "").strip(),
                 "response": response, "params": list(space.parameter_names), "budget": budget, "initial": initial,
-                "seed": seed, "acquisition": "ei", "initial_method": initial_method}
+                "seed": seed, "acquisition": "ei", "initial_method": initial_method, "surrogate": "auto"}
     if batch is not None:  # shown again on a reload; a resumed search may change it
         settings["batch"] = batch
     if (objective or "").strip():  # only when given, as gpudse search stores it

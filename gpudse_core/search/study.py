@@ -167,7 +167,7 @@ def run_search(pool: Any, evaluate: Evaluate, *, goal: str = "min", budget: int 
                on_round: Callable[[SearchResult], Any] | None = None,
                should_stop: Callable[[], bool] | None = None, n_trees: int | None = None,
                objective: Callable[[np.ndarray, np.ndarray], np.ndarray] | None = None,
-               surrogate: str = "forest") -> SearchResult:
+               surrogate: str = "auto") -> SearchResult:
     """Run (or resume, from *trials*) a search over *pool* with *evaluate* as the simulator.
 
     *objective* (``min``/``max``): the value optimised is ``objective(digits, response)`` — e.g. cycles ×
@@ -176,13 +176,15 @@ def run_search(pool: Any, evaluate: Evaluate, *, goal: str = "min", budget: int 
     objective measured far worse: leaves of one row predict a neighbour's cycles unchanged, so a
     larger design always looked worse by its area and the search stalled).
 
-    *surrogate* (``min``/``max``): ``auto`` lets the stepwise model propose part of each batch while
-    its held-out error is significantly below the forest's (:mod:`.choice`); ``forest`` (the default:
-    ``auto`` measured worse on one benchmark space, docs/search.md) never fits it."""
+    *surrogate* (``min``/``max``): ``auto`` (the default) lets the stepwise model propose part of each
+    batch while its held-out error is significantly below the forest's (:mod:`.choice`); ``forest``
+    never fits it (with the 30-tree forest, ``auto`` was below random search, the one-shot workflow and
+    TPE on every benchmark space, the forest alone was not: docs/search.md). *n_trees* overrides the
+    surrogate forest's trees, not the feasibility classifier's."""
     from .acquisition import (diverse_batch, expected_improvement, hypervolume_improvement,
                               lower_confidence_bound)
     from .choice import REFIT_GROWTH, START, stepwise_slots
-    from .surrogate import TREES, Feasibility, Forest
+    from .surrogate import FEASIBILITY_TREES, TREES, Feasibility, Forest
 
     n0 = check_settings(goal, budget, initial, batch, acquisition)
     if surrogate not in ("auto", "forest"):
@@ -291,7 +293,7 @@ def run_search(pool: Any, evaluate: Evaluate, *, goal: str = "min", budget: int 
                     score = lower_confidence_bound(sign * mu, sd)
             feasible = None
             if not status.all():
-                feasible = Feasibility(seed + version, n_trees or TREES).fit(X, status)
+                feasible = Feasibility(seed + version, FEASIBILITY_TREES).fit(X, status)
                 p = feasible.probability(Xc)
                 score = np.where(score >= 0, score * p, score / p)
                 likely = p >= FEASIBLE

@@ -439,13 +439,15 @@ def summary(done: list, groups: list, methods: list, judged_only: bool = False) 
             print(f"\nmedian regret %, B = {b_s}: " + ("one best design" if unique else
                   "raw cycles, where many designs TIE for the best (the largest design is fastest)"))
             print(f"{'space':<13}" + "".join(f"{m:>19}" for m in methods)
-                  + ("   gpudse below all, every B; gpudse/random at B=100" if unique else "   designs tied"))
+                  + ("   gpudse below all (or both 0.0), every B; gpudse/random at B=100" if unique else "   designs tied"))
             for g, name in rows:
                 r = reg[g]["res"][name]
                 cells = "".join(f"{'/'.join(f'{med(r[m][b]):.1f}' for b in BUDGETS):>19}" for m in methods)
                 if unique and "gpudse" in methods:
-                    below = all(med(r["gpudse"][b]) < med(r[m][b]) for m in methods if not m.startswith("gpudse")
-                                for b in BUDGETS)
+                    # below every other method at every budget; where a method's median run found the
+                    # true best (0.0) nothing can be below it, and gpudse must have found it too
+                    below = all(med(r["gpudse"][b]) < med(r[m][b]) or med(r["gpudse"][b]) == med(r[m][b]) == 0.0
+                                for m in methods if not m.startswith("gpudse") for b in BUDGETS)
                     rnd = med(r["random"][100]) if "random" in methods else 0.0
                     ratio = med(r["gpudse"][100]) / rnd if rnd > 0 else float("nan")
                     print(f"{name:<13}{cells}   {'yes' if below else 'NO'}; {ratio:.2f}")

@@ -23,9 +23,11 @@ function); random search, the one-shot workflow and TPE optimise the same produc
 rows are printed too, labelled as ties. Regret = the best design found / the true best − 1, median
 over seeds. Methods, side by side at the same budgets:
 
-* ``gpudse``  — gpudse_core.search (random-forest EI, batches of --batch);
-* ``gpudse-auto`` — the same with ``--surrogate auto`` (the stepwise model proposes half of each batch
-  while its cross-validated error is significantly below the forest's; not in the default methods);
+* ``gpudse``  — gpudse_core.search with its defaults, as ``gpudse search`` runs it (30-tree random-forest
+  EI; ``--surrogate auto``: the stepwise model proposes half of each batch while its cross-validated
+  error is significantly below the forest's; batches of --batch). The line after each space gives the
+  designs the stepwise model chose per run;
+* ``gpudse-forest`` — the same with ``--surrogate forest`` (the forest alone; not in the default methods);
 * ``random``  — random search, the exact expectation over draws without replacement;
 * ``one-shot``— sample B−10 designs uniformly, fit the default model (stepwise) of the response,
   simulate the 10 designs whose predicted objective is best (not yet simulated; one fit per kernel
@@ -33,7 +35,7 @@ over seeds. Methods, side by side at the same budgets:
 * ``tpe``     — optuna's TPE sampler (categorical parameters; a failed design is a failed trial).
 
 ``--goal accuracy`` against uniform sampling at N = 50 … 300 simulations on the tables and the
-kernels' cycles: the error is that of the search's own model, the random-forest surrogate (10 trees,
+kernels' cycles: the error is that of the search's own model, the random-forest surrogate (30 trees,
 fitted to the N designs), as its mean relative error over the whole space (every row of a table;
 20,000 fixed designs of a kernel) — the model the goal is for. Uniform sampling is the same draw the
 search starts from (``pool.initial(300, default_rng(seed))``).
@@ -172,7 +174,7 @@ def pool_for(truth: Truth):
     return make_pool(truth.space, truth.digits)
 
 
-def run_gpudse(truth: Truth, B: int, seed: int, batch: int, goal: str = "min", surrogate: str = "forest") -> list:
+def run_gpudse(truth: Truth, B: int, seed: int, batch: int, goal: str = "min", surrogate: str | None = None) -> list:
     from gpudse_core.search.study import run_search
 
     raw = getattr(truth, "raw", truth.lookup)  # the simulator's response; the objective is the search's
@@ -181,8 +183,9 @@ def run_gpudse(truth: Truth, B: int, seed: int, batch: int, goal: str = "min", s
         v = raw(digits)
         return [(None, "failed") if not math.isfinite(x) else (float(x), "") for x in v]
 
+    extra = {} if surrogate is None else {"surrogate": surrogate}  # None: the product's default
     return run_search(pool_for(truth), evaluate, goal=goal, budget=B, batch=batch, seed=seed,
-                      objective=getattr(truth, "objective", None), surrogate=surrogate)
+                      objective=getattr(truth, "objective", None), **extra)
 
 
 def best_curve(values: list[float], budgets) -> dict:
@@ -293,22 +296,22 @@ def regret_unit(group: str, seeds: int, batch: int, methods: list, judged_only: 
     names = [group] if group.startswith("conv-") else ([f"{group}×area"] if judged_only else [group, f"{group}×area"])
     truths = [make_truth(n, cache) for n in names]
     res = {n: {m: {b: [] for b in BUDGETS} for m in methods} for n in names}
-    own, own_auto, steps, t0 = [], [], [], time.time()
+    own, own_forest, steps, t0 = [], [], [], time.time()
     for seed in range(seeds):
         for t in truths:
             if "gpudse" in methods:
                 r = run_gpudse(t, max(BUDGETS), seed, batch)
                 own += list(np.subtract(r.propose_seconds, r.fit_seconds))
-                curve = best_curve([x.value for x in r.trials], BUDGETS)
-                for b in BUDGETS:
-                    res[t.name]["gpudse"][b].append(curve[b] / t.best - 1)
-            if "gpudse-auto" in methods:  # --surrogate auto: the stepwise model drives while it predicts better
-                r = run_gpudse(t, max(BUDGETS), seed, batch, surrogate="auto")
-                own_auto += list(np.subtract(r.propose_seconds, r.fit_seconds))
                 steps.append(sum(x.surrogate == "stepwise" for x in r.trials))
                 curve = best_curve([x.value for x in r.trials], BUDGETS)
                 for b in BUDGETS:
-                    res[t.name]["gpudse-auto"][b].append(curve[b] / t.best - 1)
+                    res[t.name]["gpudse"][b].append(curve[b] / t.best - 1)
+            if "gpudse-forest" in methods:  # --surrogate forest: the forest alone
+                r = run_gpudse(t, max(BUDGETS), seed, batch, surrogate="forest")
+                own_forest += list(np.subtract(r.propose_seconds, r.fit_seconds))
+                curve = best_curve([x.value for x in r.trials], BUDGETS)
+                for b in BUDGETS:
+                    res[t.name]["gpudse-forest"][b].append(curve[b] / t.best - 1)
             if "tpe" in methods:
                 curve = run_tpe(t, max(BUDGETS), seed)
                 for b in BUDGETS:
@@ -328,10 +331,12 @@ def regret_unit(group: str, seeds: int, batch: int, methods: list, judged_only: 
                          for m in methods)
         lines.append(f"{t.name}: regret % at B={'/'.join(map(str, BUDGETS))}: {line}  ({ties[t.name]:,} design(s) "
                      f"with the best value)")
-    auto = (f"; gpudse-auto: designs the stepwise model chose per run median {np.median(steps):.0f}, own time per "
-            f"batch median {np.median(own_auto):.3f} s, max {max(own_auto):.3f} s" if steps else "")
-    lines.append(f"  ({group}: {time.time() - t0:.0f} s; gpudse's own time per batch (fits apart) median "
-                 f"{np.median(own) if own else 0:.3f} s, max {max(own) if own else 0:.3f} s{auto}; "
+    forest = (f"; gpudse-forest: own time per batch median {np.median(own_forest):.3f} s, max "
+              f"{max(own_forest):.3f} s" if own_forest else "")
+    chose = (f"designs chosen by the stepwise model per gpudse run: median {np.median(steps):.0f}, max "
+             f"{max(steps)}; " if steps else "")
+    lines.append(f"  ({group}: {time.time() - t0:.0f} s; {chose}gpudse's own time per batch (fits apart) median "
+                 f"{np.median(own) if own else 0:.3f} s, max {max(own) if own else 0:.3f} s{forest}; "
                  f"load average {os.getloadavg()[0]:.1f})")
     return {"kind": "regret", "group": group, "res": res, "ties": ties, "lines": lines}
 

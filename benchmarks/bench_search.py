@@ -3,7 +3,7 @@ model --goal accuracy builds — every space and method side by side, in one run
 
 One command (optuna is a benchmark-only dependency: benchmarks/requirements.txt)::
 
-    python benchmarks/bench_search.py --jobs 2         # the full run: 10 seeds, B = 50/100/200, all spaces
+    python benchmarks/bench_search.py --jobs 2         # the full run: 10 seeds (accuracy 20), B = 50/100/200, all spaces
     python benchmarks/bench_search.py --quick          # 3 seeds, conv-A100 and matMul, while developing
 
 Spaces with exhaustive truth: the three benchmark_hub convolution tables in ../shared (real GPU
@@ -378,7 +378,10 @@ def _run_unit(args: tuple) -> dict:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true", help="3 seeds, conv-A100 and matMul only")
-    ap.add_argument("--seeds", type=int, default=None)
+    ap.add_argument("--seeds", type=int, default=None, help="regret: seeds (default 10; --quick 3)")
+    ap.add_argument("--accuracy-seeds", type=int, default=None, help="--goal accuracy: seeds (default 20, --quick 3: "
+                    "with 10 the medians of the two curves moved by ±0.05 points between settings, as much as "
+                    "the differences judged)")
     ap.add_argument("--spaces", default=None, help="comma list of tables and kernels: conv-A100,conv-A4000,"
                     "conv-MI250X,LPS,BFS,AES,matMul (a kernel runs as cycles and as cycles × area)")
     ap.add_argument("--methods", default="gpudse,random,one-shot,tpe")
@@ -401,9 +404,11 @@ def main(argv=None) -> int:
     methods = args.methods.split(",")
     units = [] if args.accuracy_only else [("regret", g, seeds, args.batch, methods, args.judged_only) for g in groups]
     if not args.no_accuracy:
-        units += [("accuracy", g, seeds) for g in groups]
+        acc_seeds = args.accuracy_seeds or (3 if args.quick else 20)
+        units += [("accuracy", g, acc_seeds) for g in groups]
     t0 = time.time()
-    print(f"bench_search: {seeds} seeds, budgets {BUDGETS}, accuracy at N = {SIZES}, {args.jobs} process(es), "
+    print(f"bench_search: {seeds} seeds, budgets {BUDGETS}, accuracy at N = {SIZES} "
+          f"({args.accuracy_seeds or (3 if args.quick else 20)} seeds), {args.jobs} process(es), "
           f"load average {os.getloadavg()[0]:.1f}", flush=True)
     done = []
     if args.jobs > 1:

@@ -364,9 +364,10 @@ def test_accuracy_goal_is_the_uniform_sample_where_the_spread_does_not_locate_er
 
 
 def test_accuracy_goal_follows_the_spread_with_half_of_each_batch_where_it_locates_errors():
-    """The built-in simulator (matMul over Stargazer's space, deterministic): once 100 designs are
-    simulated the out-of-bag spread ranks the errors, and from then on 3 of each batch of 10 go to the
-    largest spreads, the rest to the uniform sample."""
+    """The built-in simulator (matMul over Stargazer's space, deterministic): once ACCURACY_START (150)
+    designs are simulated the out-of-bag spread ranks the errors, and from then on 3 of each batch of
+    10 go to the largest spreads, the rest to the uniform sample."""
+    from gpudse_core.search.study import ACCURACY_START
     from gpudse_core.sim.simulator import simulate
     from gpudse_core.space.presets import load_preset
 
@@ -375,11 +376,13 @@ def test_accuracy_goal_follows_the_spread_with_half_of_each_batch_where_it_locat
     def evaluate(digits, designs):
         return [(float(v), "") for v in simulate(space.frame(np.asarray(digits)), "matMul")["cycles"]]
 
-    res = run_search(make_pool(space), evaluate, goal="accuracy", budget=180, batch=10, seed=4)
+    budget = ACCURACY_START + 80
+    res = run_search(make_pool(space), evaluate, goal="accuracy", budget=budget, batch=10, seed=4)
     designs = [tuple(x.design.values()) for x in res.trials]
-    assert len(designs) == len(set(designs)) == 180
-    assert all(x.acquisition is None for x in res.trials[:100])
-    followed = [r for r in range(10, 18) if any(x.acquisition is not None for x in res.trials[10 * r:10 * r + 10])]
+    assert len(designs) == len(set(designs)) == budget
+    assert all(x.acquisition is None for x in res.trials[:ACCURACY_START])
+    followed = [r for r in range(ACCURACY_START // 10, budget // 10)
+                if any(x.acquisition is not None for x in res.trials[10 * r:10 * r + 10])]
     assert followed  # the bowl's spread is skilled
     for r in followed:
         batch = res.trials[10 * r:10 * r + 10]

@@ -25,7 +25,9 @@ RESPONSES = ["cycles", "ipc", "cycles_trimmed"]
 w = ui.page("Search")
 st.title("Sequential search")
 st.caption("Simulate where a random-forest model expects the most improvement, round by round (expected "
-           "improvement, Jones et al. 1998; the forest's spread as its uncertainty, SMAC); for a Pareto front, "
+           "improvement, Jones et al. 1998; the forest's spread as its uncertainty, SMAC); while the stepwise "
+           "model predicts the designs simulated so far significantly better, it proposes half of each round "
+           "(its predicted best; the table's \"model used\" and \"predicted\" columns). For a Pareto front, "
            "hypervolume improvement. The measured regret against random search, one-shot sampling and TPE is in "
            "docs/search.md.")
 (space_sv,) = ui.need("space")
@@ -75,7 +77,7 @@ method = c4.selectbox("Initial sample method", list(METHODS), format_func=METHOD
 seed = c5.number_input("Seed", min_value=0, max_value=2**31 - 1, key="se_seed")
 
 wanted = search_settings(space, kernel, goal, int(budget), int(seed), initial=int(initial), initial_method=method,
-                         cost=cost, objective=objective, response=response, batch=int(batch))
+                         cost=cost, objective=objective, response=response, batch=int(batch), stored=stored or None)
 resumable = bool(doc and doc.get("trials")) and same_study(stored, wanted) and len(doc["trials"]) < int(budget)
 
 
@@ -107,7 +109,8 @@ def show(doc: dict, partial: bool, live: bool) -> None:
     response = settings.get("response", "value")
     g = settings.get("goal")
     objective = settings.get("objective", "")
-    res = SearchResult(g, response, [Trial(**t) for t in trials], doc.get("stopped", ""))
+    res = SearchResult(g, response, [Trial.from_dict(t, settings.get("params") or ()) for t in trials],
+                       doc.get("stopped", ""))
     valued = "objective" if objective else response
     what = {"min": f"lowest {valued}", "max": f"highest {valued}", "accuracy": "a model good everywhere",
             "pareto": f"the front of {response} against the cost"}.get(g, str(g))
@@ -155,18 +158,21 @@ def show(doc: dict, partial: bool, live: bool) -> None:
         (right or st).caption("The model's estimated error appears once ten designs have simulated.")
     # what each simulation gave first (in view at 1280 px), then the design
     surrogates = any(getattr(t, "surrogate", "") for t in res.trials)  # a CLI search run with --surrogate auto
-    table = pd.DataFrame([{"round": t.round, "model": t.model_version,
+    predicted = any(t.predicted is not None for t in res.trials)
+    table = pd.DataFrame([{"round": t.round, "model version": t.model_version,
                            response: t.value if t.measured is None else t.measured,
                            **({"objective": t.value} if objective else {}),
                            **({"cost": t.cost} if t.cost is not None else {}),
                            "status": t.status,
-                           # the initial sample had no acquisition value: an empty cell, not the word None
+                           # no acquisition value (the initial sample, the stepwise model's designs): a missing
+                           # number, which the table greys out
                            "acquisition": float("nan") if t.acquisition is None else t.acquisition,
                            **({"model used": t.surrogate or ""} if surrogates else {}),
+                           **({"predicted": float("nan") if t.predicted is None else t.predicted} if predicted else {}),
                            **t.design} for t in res.trials])
     st.subheader("Which values the proposals explore")
     st.caption("How often each parameter value was simulated after the initial sample (model version ≥ 1).")
-    chosen = table[table["model"] > 0]
+    chosen = table[table["model version"] > 0]
     if len(chosen):
         counts = {p: chosen[p].astype(str).value_counts().to_dict() for p in settings.get("params", [])
                   if p in chosen.columns}

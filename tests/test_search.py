@@ -313,8 +313,44 @@ def test_workspace_stores_every_round_and_resumes(table, tmp_path, monkeypatch, 
     assert second["history"][:16] == first["history"] and second["evaluated"] == 24
     designs = [tuple(h["design"].values()) for h in second["history"]]
     assert len(set(designs)) == 24
+    assert main(base + ["--budget", "20"]) == 0  # fewer than done: nothing runs, and it says so
+    assert "--budget 20 is spent already, so nothing more is simulated" in capsys.readouterr().err
+    assert len(open_workspace(ws.id).get("search").value["trials"]) == 24
     assert main(base[:-1] + ["--budget", "30", "--seed", "9"]) == 2
-    assert "holds a search with other settings (seed)" in capsys.readouterr().err
+    assert "holds a search with other settings (seed: stored 0, given 9)" in capsys.readouterr().err
+
+
+def _forget_surrogate(ws_id: str) -> None:
+    """Make the stored study look like one stored before the surrogate was a setting."""
+    from gpudse_core.workspace import open_workspace
+
+    w = open_workspace(ws_id, trusted=True)
+    doc = w.get("search").value
+    doc["settings"].pop("surrogate")
+    w.put_analysis("search", doc, inputs=[], origin="an older gpudse search", partial=False)
+
+
+def test_a_study_stored_before_auto_resumes_as_it_ran(table, tmp_path, monkeypatch, capsys):
+    """Studies stored before --surrogate existed ran the forest: a min study resumes with --surrogate
+    forest and is refused without it, naming the stored and the given value; an accuracy study, which
+    never fits the stepwise model, resumes by the same command."""
+    monkeypatch.setenv("GPUDSE_HOME", str(tmp_path / "home"))
+    from gpudse_core.workspace import create_workspace
+
+    for goal in ("min", "accuracy"):
+        ws, _ = create_workspace(f"old {goal}")
+        base = ["search", "--table", str(table), "--goal", goal, "--workers", "1", "--batch", "4", "--workspace", ws.id]
+        assert main(base + ["--budget", "12"]) == 0
+        _forget_surrogate(ws.id)
+        capsys.readouterr()
+        if goal == "min":
+            assert main(base + ["--budget", "16"]) == 2
+            err = capsys.readouterr().err
+            assert "surrogate: stored 'forest', given 'auto'" in err and "--surrogate forest" in err
+            assert main(base + ["--budget", "16", "--surrogate", "forest"]) == 0
+        else:
+            assert main(base + ["--budget", "16"]) == 0
+        assert "resuming the search" in capsys.readouterr().err
 
 
 def test_cli_refuses_a_space_the_builtin_simulator_does_not_model(capsys):
@@ -452,7 +488,8 @@ def test_stepwise_model_drives_where_it_predicts_better_and_proposes_the_true_be
     wins = [c for c in res.choices if c[2] < c[1] and c[3] < 0.05]
     assert wins, res.choices
     chosen = [t for t in res.trials if t.surrogate == "stepwise"]
-    assert chosen and all(t.model_version > 0 and t.acquisition is not None for t in chosen)
+    assert chosen and all(t.model_version > 0 and t.acquisition is None and t.predicted is not None for t in chosen)
+    assert all(t.predicted is None for t in res.trials if t.surrogate != "stepwise")
     first = chosen[0]
     assert first.design == {"a": 4, "b": 2, "c": 5, "d": 3}
     assert all(t.value > first.value for t in res.trials[:first.number])  # not found before

@@ -75,7 +75,7 @@ def test_which_stored_study_a_search_resumes():
     assert study_differences({**cli, "initial": None}, {**a, "initial_method": "lhs"}) == ["initial_method"]
 
 
-def test_a_search_started_on_the_page_is_resumed_by_the_command(workspace, capsys):
+def test_a_search_started_on_the_page_is_resumed_by_the_command(workspace, capsys, tmp_path):
     from gpudse_core.cli import main
     from gpudse_core.workspace import open_workspace
 
@@ -83,8 +83,40 @@ def test_a_search_started_on_the_page_is_resumed_by_the_command(workspace, capsy
     assert job.wait(300)
     first = open_workspace(workspace.id).get("search").value["trials"]
     assert len(first) == 14 and all("round" in t for t in first)
+    hist = tmp_path / "history.csv"
     assert main(["search", "stargazer", "--kernel", "BFS", "--goal", "min", "--budget", "18", "--initial", "10",
-                 "--batch", "2", "--workers", "1", "--workspace", workspace.id]) == 0
+                 "--batch", "2", "--workers", "1", "--workspace", workspace.id, "-o", str(hist)]) == 0
     assert "resuming the search" in capsys.readouterr().err
     trials = open_workspace(workspace.id).get("search").value["trials"]
     assert len(trials) == 18 and trials[:14] == first
+    # the resumed trials keep the space's parameter order (blk, cc, tc, …), not the store's
+    names = list(load_space("stargazer").parameter_names)
+    assert names != sorted(names)
+    header = hist.read_text().splitlines()[0].split(",")
+    assert [c for c in header if c in names] == names
+
+
+def test_the_page_resumes_a_stored_forest_study_with_the_forest(workspace):
+    """The page has no surrogate field: a study stored with --surrogate forest (or before auto was the
+    default) goes on with the forest on the page; a new one uses auto."""
+    from gpudse_core.workspace import open_workspace
+
+    space = load_space("stargazer")
+    assert search_settings(space, "BFS", "min", 20, 0, initial=10)["surrogate"] == "auto"
+    job = start_search(workspace, "BFS", "min", budget=12, batch=2, initial=10)
+    assert job.wait(300)
+    w = open_workspace(workspace.id, trusted=True)
+    doc = w.get("search").value
+    assert doc["settings"]["surrogate"] == "auto"
+    doc["settings"].pop("surrogate")  # as stored before the setting existed: it ran the forest
+    w.put_analysis("search", doc, inputs=[], origin="an older search", partial=False)
+    again = search_settings(space, "BFS", "min", 16, 0, initial=10, batch=2, stored=doc["settings"])
+    assert again["surrogate"] == "forest" and same_study(doc["settings"], again)
+    job = start_search(workspace, "BFS", "min", budget=16, batch=2, initial=10)
+    assert job.wait(300)
+    done = open_workspace(workspace.id).get("search").value
+    assert len(done["trials"]) == 16 and done["trials"][:12] == doc["trials"]
+    assert done["settings"]["surrogate"] == "forest"
+    # another seed is another study: a new search, with the default
+    other = search_settings(space, "BFS", "min", 16, 1, initial=10, batch=2, stored=doc["settings"])
+    assert other["surrogate"] == "auto"

@@ -102,8 +102,9 @@ def _run(args, space, digits, backend, response, cost, settings, batch, objectiv
     try:
         trials = study.previous() if study else []
         if trials:
-            print(f"resuming the search in workspace {args.workspace[:6]}…: {len(trials):,} simulations done",
-                  file=sys.stderr)
+            print(f"resuming the search in workspace {args.workspace[:6]}…: {len(trials):,} simulations done"
+                  + (f"; --budget {args.budget:,} is spent already, so nothing more is simulated (give a larger "
+                     f"--budget to go on)" if len(trials) >= args.budget else ""), file=sys.stderr)
         if study:
             store_path, prefix = study.store_path, f"{study.ws.id}/search"
         elif args.output:
@@ -164,7 +165,8 @@ def _report(args, res, space, response, out) -> None:
                response: t.value if t.measured is None else t.measured}
         if args.objective:
             row["objective"] = t.value
-        row.update({"status": t.status, "error": t.error, "acquisition": t.acquisition, "surrogate": t.surrogate})
+        row.update({"status": t.status, "error": t.error, "acquisition": t.acquisition, "surrogate": t.surrogate,
+                    "predicted": t.predicted})
         if t.cost is not None:
             row["cost"] = t.cost
         rows.append(row)

@@ -118,11 +118,12 @@ class StudyStore:
         if not isinstance(doc, dict) or not doc.get("trials"):
             return []
         old = doc.get("settings") or {}
-        diff = study_differences(old, self.settings)
-        if diff:
-            raise GpudseError(f"workspace {self.ws.id[:6]}… holds a search with other settings ({', '.join(diff)}); "
-                              f"resume it with the same settings, or use another workspace")
-        return [Trial(**t) for t in doc["trials"]]
+        if study_differences(old, self.settings):
+            raise GpudseError(f"workspace {self.ws.id[:6]}… holds a search with other settings "
+                              f"({describe_differences(old, self.settings)}); resume it with the stored settings "
+                              f"(e.g. --surrogate forest for a search stored before auto was the default), or "
+                              f"use another workspace")
+        return [Trial.from_dict(t, self.settings.get("params") or ()) for t in doc["trials"]]
 
     def save(self, res: SearchResult, partial: bool = True) -> None:
         doc = study_doc(self.settings, res)
@@ -166,17 +167,31 @@ def study_doc(settings: dict, res: SearchResult, model_error: list | None = None
 def study_differences(old: dict, new: dict) -> list[str]:
     """The settings in which a stored study differs from *new*, but for what a resumed search may change
     (RESUMABLE); a study stored without the initial sample's size or method used the defaults, one
-    stored without a surrogate the forest (the default before ``auto``)."""
+    stored without a surrogate the forest (the default before ``auto``; compared for min and max only)."""
     from .study import default_initial
 
     def norm(s: dict, both_default: bool) -> dict:
         initial = None if both_default else s.get("initial") or default_initial(int(s.get("budget") or 0))
+        # the surrogate matters to min and max only (accuracy and pareto never fit the stepwise model)
+        surrogate = (s.get("surrogate") or "forest") if s.get("goal") in ("min", "max") else None
         return {**s, "initial": initial, "initial_method": s.get("initial_method") or "uniform",
-                "objective": s.get("objective") or "", "surrogate": s.get("surrogate") or "forest"}
+                "objective": s.get("objective") or "", "surrogate": surrogate}
 
     both = old.get("initial") is None and new.get("initial") is None  # gpudse search's default both times
     old, new = norm(old, both), norm(new, both)
     return sorted(k for k in set(old) | set(new) if k not in RESUMABLE and old.get(k) != new.get(k))
+
+
+def describe_differences(old: dict, new: dict) -> str:
+    """The differing settings, each with its stored and its given value (a study stored without a
+    surrogate shows the forest it ran with)."""
+    def shown(s: dict, k: str) -> str:
+        v = s.get(k)
+        if k == "surrogate" and not v:
+            v = "forest"
+        return "(none)" if v in (None, "") else repr(v) if isinstance(v, str) else str(v)
+
+    return "; ".join(f"{k}: stored {shown(old, k)}, given {shown(new, k)}" for k in study_differences(old, new))
 
 
 def same_study(old: dict, new: dict) -> bool:
@@ -212,8 +227,10 @@ def model_error(pool: Any, trials: list, seed: int = 0) -> float | None:
 
 def search_settings(space: Any, kernel: str, goal: str, budget: int, seed: int = 0, *, initial: int | None = None,
                     initial_method: str = "uniform", cost: str = "", objective: str = "",
-                    response: str = "cycles", batch: int | None = None) -> dict:
-    """The stored settings of a search on the built-in simulator (what :func:`same_study` compares)."""
+                    response: str = "cycles", batch: int | None = None, stored: dict | None = None) -> dict:
+    """The stored settings of a search on the built-in simulator (what :func:`same_study` compares).
+    The page has no surrogate field: a new search uses the default (``auto``), and a *stored* study of
+    otherwise the same settings goes on with the surrogate it ran with (``forest`` before ``auto``)."""
     settings = {"source": f"space {space.name}, kernel {kernel}", "goal": goal, "cost": (cost or "").strip(),
                 "response": response, "params": list(space.parameter_names), "budget": budget, "initial": initial,
                 "seed": seed, "acquisition": "ei", "initial_method": initial_method, "surrogate": "auto"}
@@ -221,6 +238,10 @@ def search_settings(space: Any, kernel: str, goal: str, budget: int, seed: int =
         settings["batch"] = batch
     if (objective or "").strip():  # only when given, as gpudse search stores it
         settings["objective"] = objective.strip()
+    if stored:
+        kept = {**settings, "surrogate": stored.get("surrogate") or "forest"}
+        if same_study(stored, kept):
+            return kept
     return settings
 
 
@@ -265,12 +286,13 @@ def start_search(ws: Any, kernel: str, goal: str = "min", budget: int = 100, bat
     cost_fn = cost_function(cost, space, label="Cost") if cost else None
     objective_fn = objective_function(objective, space, response, label="Objective",
                                       cost_label="a Cost with the goal pareto") if objective else None
-    settings = search_settings(space, kernel, goal, budget, seed, initial=initial, initial_method=initial_method,
-                               cost=cost, objective=objective, response=response, batch=batch)
-    trials: list = []
     old = ws.get(STAGE).value
+    settings = search_settings(space, kernel, goal, budget, seed, initial=initial, initial_method=initial_method,
+                               cost=cost, objective=objective, response=response, batch=batch,
+                               stored=old.get("settings") if isinstance(old, dict) else None)
+    trials: list = []
     if resume and isinstance(old, dict) and old.get("trials") and same_study(old.get("settings") or {}, settings):
-        trials = [Trial(**t) for t in old["trials"]]
+        trials = [Trial.from_dict(t, space.parameter_names) for t in old["trials"]]
     errors = list(old.get("model_error", [])) if trials else []
     open_ws = opener(ws)
 
@@ -302,7 +324,8 @@ def start_search(ws: Any, kernel: str, goal: str = "min", budget: int = 100, bat
 
         res = run_search(pool, evaluate, goal=goal, budget=budget, initial=initial,
                          batch=batch, seed=seed, initial_method=initial_method, cost=cost_fn, response=response,
-                         trials=trials, on_round=on_round, should_stop=ctx.stopped, objective=objective_fn)
+                         trials=trials, on_round=on_round, should_stop=ctx.stopped, objective=objective_fn,
+                         surrogate=settings["surrogate"])
         doc = study_doc(settings, res, errors)
         if res.stopped == "stopped":
             raise Stopped("stopped", doc)

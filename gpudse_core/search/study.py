@@ -62,9 +62,18 @@ class Trial:
     seconds: float = 0.0  # the search's own time to propose this trial's batch
     measured: float | None = None  # with an objective: the simulated response (value is then the objective)
     surrogate: str = ""  # the model that chose it: "forest", "stepwise" (see .choice); "" for the initial sample
+    predicted: float | None = None  # chosen by the stepwise model: its predicted value (acquisition is then None)
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict, order: Sequence[str] = ()) -> "Trial":
+        """A stored trial; its design's parameters in *order* (the space's), whatever order the store kept."""
+        design = dict(d.get("design") or {})
+        ranked = [p for p in order if p in design]
+        design = {**{p: design[p] for p in ranked}, **{k: v for k, v in design.items() if k not in ranked}}
+        return cls(**{**d, "design": design})
 
 
 @dataclass
@@ -208,7 +217,8 @@ def run_search(pool: Any, evaluate: Evaluate, *, goal: str = "min", budget: int 
 
     chooser = {"next": 0, "winner": "forest", "model": None}
 
-    def record(digits: np.ndarray, acq: np.ndarray | None, seconds: float, chose: Sequence[str] = ()) -> None:
+    def record(digits: np.ndarray, acq: np.ndarray | None, seconds: float, chose: Sequence[str] = (),
+               predicted: np.ndarray | None = None) -> None:
         designs = [space._row(r) for r in digits]
         outcomes = evaluate(digits, designs)
         costs = cost(digits) if cost is not None else None
@@ -225,7 +235,8 @@ def run_search(pool: Any, evaluate: Evaluate, *, goal: str = "min", budget: int 
                                     "ok" if ok else "failed", "" if ok else (error or "no value"),
                                     None if costs is None else float(costs[i]), seconds,
                                     float(raw[i]) if ok and objective is not None else None,
-                                    chose[i] if i < len(chose) else ""))
+                                    chose[i] if i < len(chose) else "",
+                                    None if predicted is None or not np.isfinite(predicted[i]) else float(predicted[i])))
             done_digits.append(np.asarray(digits[i], dtype=np.int64))
 
     while True:
@@ -249,6 +260,7 @@ def run_search(pool: Any, evaluate: Evaluate, *, goal: str = "min", budget: int 
         t0 = time.perf_counter()
         fit_s = 0.0
         chose: list[str] = []
+        predicted = None
         if goal == "accuracy":
             k = min(batch, budget - spent)
             digits, acq, fitted = _accuracy_batch(pool, stream, res, done_digits, k, rng, seed + version + 1,
@@ -330,9 +342,10 @@ def run_search(pool: Any, evaluate: Evaluate, *, goal: str = "min", budget: int 
                 rest = np.array([key.tobytes() not in taken for key in row_keys(cand)], dtype=bool)
                 idx = np.flatnonzero(rest)
                 pick = idx[diverse_batch(score[idx], unit_c[idx], k - len(lead))] if k > len(lead) else idx[:0]
-                lead_acq = chooser["model"].predict(lead)
+                # the stepwise model's designs have no acquisition value: their predicted value is kept apart
                 digits = np.concatenate([lead, cand[pick]])
-                acq = np.concatenate([lead_acq, score[pick]])
+                acq = np.concatenate([np.full(len(lead), np.nan), score[pick]])
+                predicted = np.concatenate([chooser["model"].predict(lead), np.full(len(pick), np.nan)])
                 chose = ["stepwise"] * len(lead) + ["forest"] * len(pick)
             else:
                 pick = diverse_batch(score, unit_c, k)
@@ -344,7 +357,7 @@ def run_search(pool: Any, evaluate: Evaluate, *, goal: str = "min", budget: int 
         if not len(digits):
             res.stopped = "exhausted"
             break
-        record(digits, acq, seconds, chose)
+        record(digits, acq, seconds, chose, predicted)
         rnd += 1
         best = res.best()
         if goal in ("min", "max") and best is not None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+
 import argparse
 import json
 import sys
@@ -9,6 +10,7 @@ from pathlib import Path
 
 from .. import choices
 from ..errors import GpudseError
+from ..report.fmt import fmt_number, response_unit
 from .common import count_arg, nonnegative_int, writable
 
 GOALS = ("min", "max", "accuracy", "pareto")
@@ -150,7 +152,9 @@ class _Line:
     def __call__(self, res) -> None:
         best = res.best()
         what = self.response if best is None or best.measured is None else "objective"
-        shown = f", best {what} {best.value:.6g}" if best is not None and self.goal in ("min", "max") else ""
+        unit = None if what == "objective" else response_unit(self.response)
+        shown = (f", best {what} {fmt_number(best.value, unit, sig=6)}" if best is not None
+                 and self.goal in ("min", "max") else "")
         print(f"round {res.trials[-1].round}: {len(res.trials):,}/{self.budget:,} simulated, {res.failed:,} failed"
               f"{shown}", file=sys.stderr)
 
@@ -179,16 +183,23 @@ def _report(args, res, space, response, out) -> None:
         print(json.dumps(res.to_json(params), indent=1, default=str))
         return
     best = res.best()
+    unit = response_unit(response)  # (where the response's name says it: cycles)
+
+    def num(v: float, u: str | None = None) -> str:  # the project's formatter, six significant digits
+        return fmt_number(v, u, sig=6)
+
     print(f"goal {res.goal}: {len(res.trials):,} simulations ({res.failed:,} failed); stopped: {res.stopped}")
     if res.goal == "pareto":
         print(f"front ({response} against cost):")
         for t in res.front():
-            print(f"  cost {t.cost:.6g}  {response} {t.value:.6g}  " + ", ".join(f"{k}={v}" for k, v in t.design.items()))
+            print(f"  cost {num(t.cost)}  {response} {num(t.value)}  "
+                  + ", ".join(f"{k}={v}" for k, v in t.design.items()))
     elif best is not None and best.measured is not None:
-        print(f"best objective: {best.value:.6g} ({response} {best.measured:.6g}) at "
+        measured = num(best.measured, unit) if unit else f"{response} {num(best.measured)}"
+        print(f"best objective: {num(best.value)} ({measured}) at "
               + ", ".join(f"{k}={v}" for k, v in best.design.items()))
     elif best is not None and res.goal != "accuracy":
-        print(f"best {response}: {best.value:.6g} at " + ", ".join(f"{k}={v}" for k, v in best.design.items()))
+        print(f"best {response}: {num(best.value)} at " + ", ".join(f"{k}={v}" for k, v in best.design.items()))
 
 
 def cmd_space_infer(args: argparse.Namespace) -> int:

@@ -78,6 +78,16 @@ def test_bad_extra_patterns():
         parse_log("x", text="", extra={"m": "abc"})
 
 
+@pytest.mark.parametrize("value", ["nan", "NaN", "inf", "-inf", "1e999"])
+def test_an_extra_metric_that_matches_no_finite_number_is_refused(value):
+    """As the built-in statistics skip 1e999, a metric's pattern matching 'nan' or an infinity names the
+    metric instead of recording a value that means nothing (found by the fuzz test: 'gpu_sim_cycle = nan'
+    with the pattern (\\S+))."""
+    with pytest.raises(ParseError, match=f"metric 'm': matched '{value}', which is not a number a statistic"):
+        parse_log("run.log", text=f"gpu_sim_cycle = 5\nm = {value}\n", extra={"m": r"m = (\S+)"})
+    assert parse_log("run.log", text="gpu_sim_cycle = 5\nm = 7.5\n", extra={"m": r"m = (\S+)"}).totals()["m"] == 7.5
+
+
 def test_missing_and_truncated_files(tmp_path):
     with pytest.raises(ParseError, match="no such file"):
         parse_log(tmp_path / "none.log")

@@ -369,6 +369,9 @@ class _LogParser:
                 extras[k] = float(v)
             except (TypeError, ValueError):
                 raise ParseError(f"{name}: metric {k!r}: matched {v!r}, which is not a number") from None
+            if not math.isfinite(extras[k]):  # 'nan', 'inf': as the built-in statistics, not a value to show
+                raise ParseError(f"{name}: metric {k!r}: matched {v!r}, which is not a number a statistic can "
+                                 f"have (NaN or infinite); check the metric's pattern")
         return SimLog(list(self.kernels), extras, name, self.dropped, self.count, dict(self.sums))
 
 

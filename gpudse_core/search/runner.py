@@ -212,15 +212,11 @@ def model_error(pool: Any, trials: list, seed: int = 0) -> float | None:
     y = np.array([t.value for t in ok], dtype=float)
     X = pool.features(np.array([pool.space.digits_of_point(t.design) for t in ok], dtype=np.int64))
     forest = Forest(TREES, seed=seed).fit(X, y)
-    per_tree = np.stack([t.predict(X) for t in forest.model.estimators_])
-    inbag = np.zeros(per_tree.shape, dtype=bool)
-    for k, rows in enumerate(forest.model.estimators_samples_):
-        inbag[k, rows] = True
-    use = (~inbag).any(axis=0)
+    z = forest.oob_predictions(X)
+    use = np.isfinite(z)
     if use.sum() < 5:
         return None
-    z = np.nanmean(np.where(inbag[:, use], np.nan, per_tree[:, use]), axis=0)
-    pred = np.exp(z) if forest.log else z
+    pred = np.exp(z[use]) if forest.log else z[use]
     scale = np.maximum(np.abs(y[use]), 1e-12)
     return float(np.mean(np.abs(pred - y[use]) / scale))
 

@@ -311,7 +311,7 @@ def run_search(pool: Any, evaluate: Evaluate, *, goal: str = "min", budget: int 
                 likely = p >= FEASIBLE
                 if likely.any() and not likely.all():  # designs expected to fail come after all others
                     score = np.where(likely, score, float(score[likely].min()) - 1.0 - (1.0 - p))
-            lead = np.zeros((0, cand.shape[1]), dtype=np.int64)
+            lead, lead_pred = np.zeros((0, cand.shape[1]), dtype=np.int64), np.zeros(0)
             if surrogate == "auto" and goal in ("min", "max") and len(ok) >= START:
                 if len(ok) >= chooser["next"]:  # the stepwise fits and their cross-validation count as fits
                     tf = time.perf_counter()
@@ -320,21 +320,8 @@ def run_search(pool: Any, evaluate: Evaluate, *, goal: str = "min", budget: int 
                                            seed + version, res))
                     fit_s += time.perf_counter() - tf
                 if chooser["winner"] == "stepwise":
-                    try:
-                        n_lead = min(stepwise_slots(batch), k)
-                        # (with failures: its best designs the feasibility classifier expects to simulate)
-                        lead = chooser["model"].best_unseen(pool, n_lead if feasible is None else 10 * n_lead + 10,
-                                                            goal == "max", cand)
-                        if feasible is not None and len(lead):
-                            lead = lead[feasible.probability(pool.features(lead)) >= FEASIBLE]
-                        # only designs it predicts better than the best so far: a model that expects
-                        # no improvement has nothing to propose, and the forest takes the slot
-                        incumbent = sign * min(sign * t.value for t in ok)
-                        with np.errstate(invalid="ignore"):
-                            better = sign * chooser["model"].predict(lead) < sign * incumbent if len(lead) else []
-                        lead = lead[np.asarray(better, dtype=bool)][:n_lead]
-                    except Exception:  # noqa: BLE001 - a prediction that fails leaves the batch to the forest
-                        lead = lead[:0]
+                    lead, lead_pred = _stepwise_lead(chooser["model"], pool, cand, min(stepwise_slots(batch), k),
+                                                     feasible, min(sign * t.value for t in ok), sign)
             if len(lead):
                 from .pool import row_keys
 
@@ -345,7 +332,7 @@ def run_search(pool: Any, evaluate: Evaluate, *, goal: str = "min", budget: int 
                 # the stepwise model's designs have no acquisition value: their predicted value is kept apart
                 digits = np.concatenate([lead, cand[pick]])
                 acq = np.concatenate([np.full(len(lead), np.nan), score[pick]])
-                predicted = np.concatenate([chooser["model"].predict(lead), np.full(len(pick), np.nan)])
+                predicted = np.concatenate([lead_pred, np.full(len(pick), np.nan)])
                 chose = ["stepwise"] * len(lead) + ["forest"] * len(pick)
             else:
                 pick = diverse_batch(score, unit_c, k)
@@ -369,6 +356,27 @@ def run_search(pool: Any, evaluate: Evaluate, *, goal: str = "min", budget: int 
         if on_round is not None:
             on_round(res)
     return res
+
+
+def _stepwise_lead(model: Any, pool: Any, cand: np.ndarray, n_lead: int, feasible: Any, best: float,
+                   sign: float) -> tuple[np.ndarray, np.ndarray]:
+    """The stepwise model's part of a batch and its predicted values: its best predicted designs not yet
+    simulated — with failures, only those the feasibility classifier expects to simulate — and only
+    those it predicts better than the best so far (*best*, times *sign*: a model that expects no
+    improvement has nothing to propose, and the forest takes the slots). Empty when a prediction fails."""
+    none = cand[:0], np.zeros(0)
+    try:
+        lead = model.best_unseen(pool, n_lead if feasible is None else 10 * n_lead + 10, sign < 0, cand)
+        if feasible is not None and len(lead):
+            lead = lead[feasible.probability(pool.features(lead)) >= FEASIBLE]
+        if not len(lead):
+            return none
+        pred = np.asarray(model.predict(lead), dtype=float)
+        with np.errstate(invalid="ignore"):
+            better = sign * pred < best
+        return lead[better][:n_lead], pred[better][:n_lead]
+    except Exception:  # noqa: BLE001 - a prediction that fails leaves the batch to the forest
+        return none
 
 
 def _choose(forest: Any, X: np.ndarray, y: np.ndarray, digits: np.ndarray, ok: list, space: Any,

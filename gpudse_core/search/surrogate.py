@@ -54,10 +54,7 @@ class Forest:
         from scipy.stats import spearmanr
 
         z = self.transform(y)
-        per_tree = np.stack([t.predict(X) for t in self.model.estimators_])
-        inbag = np.zeros(per_tree.shape, dtype=bool)
-        for k, rows in enumerate(self.model.estimators_samples_):
-            inbag[k, rows] = True
+        per_tree, inbag = self._per_tree_inbag(X)
         use = (~inbag).sum(axis=0) >= min_trees
         if use.sum() < 10:
             return float("nan")
@@ -69,14 +66,20 @@ class Forest:
     def oob_predictions(self, X: np.ndarray) -> np.ndarray:
         """Each training row's out-of-bag prediction (the mean of the trees that did not see it; NaN
         when every tree saw it), on the model's scale (Breiman 2001)."""
-        per_tree = np.stack([t.predict(X) for t in self.model.estimators_])
-        inbag = np.zeros(per_tree.shape, dtype=bool)
-        for k, rows in enumerate(self.model.estimators_samples_):
-            inbag[k, rows] = True
+        per_tree, inbag = self._per_tree_inbag(X)
         out = np.where(inbag, 0.0, per_tree).sum(axis=0)
         n = (~inbag).sum(axis=0)
         with np.errstate(invalid="ignore", divide="ignore"):
             return np.where(n > 0, out / np.maximum(n, 1), np.nan)
+
+    def _per_tree_inbag(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Each tree's predictions of the training rows *X* (trees × rows) and which rows each tree's
+        bootstrap sample held."""
+        per_tree = np.stack([t.predict(X) for t in self.model.estimators_])
+        inbag = np.zeros(per_tree.shape, dtype=bool)
+        for k, rows in enumerate(self.model.estimators_samples_):
+            inbag[k, rows] = True
+        return per_tree, inbag
 
     def transform(self, y: np.ndarray) -> np.ndarray:
         y = np.asarray(y, dtype=float)

@@ -56,6 +56,15 @@ def explain(row: dict, before: dict | None, settings: dict) -> str:
                 "nothing is dropped: the model predicts better with each accepted term than without it")
         return (f"A leave-one-out check of the selection path (beyond Algorithm 1): of its {n} prefixes, the one "
                 f"**{chosen}** predicts the left-out rows best (mean relative error {err}); {tail}.")
+    if kind == "robust":  # robust="huber" (StepwiseRegression._robust)
+        if not row["candidates"]:  # a round as it ran (live progress)
+            return f"**{chosen}**: the search is rerun on Huber pseudo-observations of the previous fit."
+        shown = ", ".join(f"{t} {ui.fmt_pct(v)}" for t, v in row["candidates"].items())
+        return ("Beyond Algorithm 1: the search was rerun on **Huber pseudo-observations** of the previous fit "
+                "(the fitted values plus each residual clipped at the residuals' typical size), so a few very slow "
+                f"designs do not decide which terms enter. By leave-one-out error ({shown}) **{chosen}** "
+                f"predicts best and is kept; the rows above are its search, and its R² ({ui.fmt_r2(row['r2'])}) is "
+                "that of its pseudo-observations.")
     if kind == "transform":  # response_transform="auto" (StepwiseRegression._auto)
         shown = ", ".join(f"{t} {ui.fmt_pct(v)}" for t, v in sorted(row["candidates"].items(), key=lambda kv: kv[1]))
         return (f"The search ran once per response scale; by leave-one-out error ({shown}) the **{chosen}** scale "

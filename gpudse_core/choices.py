@@ -21,6 +21,9 @@ FIT_TRANSFORMS = TRANSFORMS + ("auto",)  # stepwise fits: auto = chosen by leave
 CRITERIA = ("adjr2", "aic", "bic", "ftest")
 # adjusted-R² thresholds θ/φ: relative (a share of the model's R², Stargazer 1.0 and Fig. 5) or absolute (§5.2's text)
 THRESHOLD_RULES = ("relative", "absolute")
+# how the stepwise model treats outlying rows: huber (its search rerun on Huber pseudo-observations, the
+# default) or none (least squares throughout, Algorithm 1 as written)
+ROBUST_FITS = ("huber", "none")
 INTERACTION_FORMS = ("full", "restricted", "adaptive")  # adaptive: restricted + F-tested full parts
 KNOT_PLACEMENTS = ("even", "quantile", "distinct")  # distinct: quantiles of the distinct values
 SCALES = ("linear", "log2")  # the scale a numeric parameter is modelled on (a space file's `scale:` key)

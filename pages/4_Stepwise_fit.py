@@ -18,7 +18,7 @@ from dashboard import jobs as ui_jobs
 from dashboard import work as ui_work
 from dashboard import replay as ui_replay
 from gpudse_core import GpudseError
-from gpudse_core.choices import FIT_TRANSFORMS, THRESHOLD_RULES
+from gpudse_core.choices import FIT_TRANSFORMS, ROBUST_FITS, THRESHOLD_RULES
 from gpudse_core.model.inference import anova, coefficient_table
 from gpudse_core.model.registry import model_kind, model_to_dict
 from gpudse_core.model.splines import PLACEMENTS
@@ -126,6 +126,9 @@ if kind == "stepwise":
         max_order = c2.selectbox("Largest interaction", [2, 3], index=pick([2, 3], base["max_order"]),
                                  format_func=lambda v: {2: "pairs (Algorithm 1)", 3: "pairs and three-way"}[v],
                                  disabled=paper, help=fixed)
+        robust = c2.selectbox("Fit", ROBUST_FITS, index=pick(ROBUST_FITS, base.get("robust", "huber")),
+                              format_func=lambda v: {"huber": "robust (Huber)", "none": "least squares"}[v],
+                              disabled=paper, help=fixed or ui.help_for("robust fit"))
         params = st.multiselect("Parameters", params_all, default=params_all)
         app_col = res.app_column
         per_app = bool(app_col) and st.checkbox(f"Also fit one model per {ui.plain(app_col)} (a bar each in the contribution "
@@ -136,7 +139,7 @@ if kind == "stepwise":
         settings = {**base, "theta": theta, "phi": phi, "threshold_rule": rule, "response_transform": transform}
         if not paper:
             settings.update(criterion=criterion, compare=compare, knots=knots, knot_placement=placement,
-                            interactions=interactions, max_order=max_order)
+                            interactions=interactions, max_order=max_order, robust=robust)
         rows = []
 
         def show(step) -> None:

@@ -740,7 +740,7 @@ def test_replay_steps_through_the_trace_on_the_fit_page(app):
     assert any(m.startswith(f"**Row {n} of {n}**") for m in texts(app, "markdown")) and button(app, "Step").disabled
     for i, row in enumerate(ws(app).get("model").value.trace):  # every row of the example, the revisit pass too
         text = ui_replay_explain(row, ws(app).get("model").value, i)
-        if row["kind"] in ("prune", "transform"):  # the robust default's leave-one-out steps, with their errors
+        if row["kind"] in ("prune", "transform", "robust"):  # the robust default's leave-one-out steps, with their errors
             assert "leave-one-out" in text and f"**{row['chosen']}**" in text and "%" in text, text
         else:
             assert "θ = 0.001" in text or "φ = 0.001" in text or "φ₃ = 0.001" in text or row["kind"] == "initial", text

@@ -27,7 +27,7 @@ def model(data):
     # the R model: rcs(x1, k1) + rcs(x2, k2) + x3 + g + rcs(x1) %ia% x3 + rcs(x1) %ia% rcs(x2)
     return fit_stepwise(data, "y", forced=["x1", "x2", "x3", "g", "x1:x3", "x1:x2"], search=False,
                         knots={"x1": FIX["knots"]["x1"], "x2": FIX["knots"]["x2"], "x3": 0, "g": 0},
-                        interactions="restricted", scale="linear", categorical_levels=0)
+                        interactions="restricted", scale="linear", categorical_levels=0, robust="none")
 
 
 def test_coefficients_and_standard_errors_match_rms(model, data):
@@ -121,7 +121,7 @@ def test_full_interaction_anova_matches_rms(case):
         kw = dict(forced=["x1", "x2", "x3", "x1:x2", "x1:x3", "x2:x3", "x1:x2:x3"],
                   knots={"x1": kn["x1_3"], "x2": 0, "x3": 0})
     m = fit_stepwise(data, "y", search=False, interactions="full", scale="linear", categorical_levels=0,
-                     transform="none", **kw)
+                     transform="none", robust="none", **kw)
     r = FULL[case]
     table = coefficient_table(m, data).set_index("column")
     np.testing.assert_allclose(table.loc[r["coef_names"], "coef"], r["coef"], rtol=1e-7, atol=1e-9)

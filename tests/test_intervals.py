@@ -39,7 +39,8 @@ def coverage(kind: str, kernel: str) -> float:
 def test_stepwise_interval_is_the_ols_prediction_interval(kind):
     """Both stepwise searches (the robust one and the authors' reference) keep what the interval needs."""
     train, test, _ = split("matMul", 200, 50)
-    model = fit_model(kind, train, "cycles", PARAMS, transform="none", stepwise_kw={"bound_margin": None})
+    kw = {"bound_margin": None, **({"robust": "none"} if kind == "stepwise" else {})}
+    model = fit_model(kind, train, "cycles", PARAMS, transform="none", stepwise_kw=kw)
     A = design_matrix(model, train)
     ols = sm.OLS(train.cycles.to_numpy(), A).fit()
     want = ols.get_prediction(design_matrix(model, test)).summary_frame(alpha=0.05)
@@ -51,6 +52,30 @@ def test_stepwise_interval_is_the_ols_prediction_interval(kind):
     pd.testing.assert_frame_equal(predict_interval(again, test, 0.95), got)
     wider = predict_interval(model, test, 0.99)
     assert (wider.lower < got.lower).all() and (wider.upper > got.upper).all()
+
+
+def test_the_huber_fit_interval_is_centred_on_its_prediction_with_the_data_spread():
+    """The default (Huber) fit: the OLS interval formula about the model's own prediction, with the
+    residual spread of the data about the fit (not of its clipped pseudo-observations, which would
+    understate it)."""
+    from scipy import stats
+
+    train, test, _ = split("matMul", 200, 50)
+    slow = np.random.default_rng(7).random(len(train)) < 0.05  # a few pathological designs, 4× slower
+    train = train.assign(cycles=np.where(slow, 4 * train.cycles, train.cycles))
+    model = fit_model("stepwise", train, "cycles", PARAMS, transform="none", stepwise_kw={"bound_margin": None})
+    assert model.robust is not None  # a Huber round was kept
+    A, At = design_matrix(model, train), design_matrix(model, test)
+    coef = np.asarray(model.coefficients)
+    resid = train.cycles.to_numpy() - A @ coef
+    rank = np.linalg.matrix_rank(A)
+    sigma = np.sqrt(resid @ resid / (len(A) - rank))
+    h = np.einsum("ij,jk,ik->i", At, np.linalg.pinv(A.T @ A), At)
+    half = stats.t.ppf(0.975, len(A) - rank) * sigma * np.sqrt(1 + h)
+    got = predict_interval(model, test, 0.95)
+    np.testing.assert_allclose(got.predicted, At @ coef, rtol=1e-9)
+    np.testing.assert_allclose(got.upper - got.predicted, half, rtol=1e-6)
+    np.testing.assert_allclose(got.predicted - got.lower, half, rtol=1e-6)
 
 
 @pytest.mark.parametrize("kernel", sorted(KERNELS))

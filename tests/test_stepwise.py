@@ -110,7 +110,7 @@ def brute_force(df, response, theta, phi, compare="r2", knots=4, form="restricte
 
 
 def test_recovers_the_true_terms(stargazer_data):
-    m = fit_stepwise(stargazer_data, "cycles", theta=0.01, phi=0.01)
+    m = fit_stepwise(stargazer_data, "cycles", theta=0.01, phi=0.01, robust="none")
     assert set(m.terms) == {"simd", "blk", "intra", "blk:simd"} or set(m.terms) == {"simd", "blk", "intra", "simd:blk"}
     assert m.r2 > 0.98
     inert = {"cc", "tc", "smp", "ccp", "mshr", "dramq", "inter"}
@@ -162,7 +162,11 @@ def test_other_criteria_find_the_structure(stargazer_data, criterion):
 def test_forced_fixed_factor_model(stargazer_data):
     m = fit_stepwise(stargazer_data, "cycles", forced=["simd", "blk", "simd:blk"], search=False, transform="none")
     assert m.terms == ["simd", "blk", "simd:blk"]
-    assert [s["kind"] for s in m.trace] == ["forced"] * 3
+    # the fixed terms are fitted robustly (the default): the search of forced terms, then the Huber row
+    assert [s["kind"] for s in m.trace] == ["forced"] * 3 + ["robust"] and m.robust["rounds"] >= 1
+    ls = fit_stepwise(stargazer_data, "cycles", forced=["simd", "blk", "simd:blk"], search=False, transform="none",
+                      robust="none")
+    assert [s["kind"] for s in ls.trace] == ["forced"] * 3 and ls.terms == m.terms
     grown = fit_stepwise(stargazer_data, "cycles", forced=["simd", "blk", "simd:blk"])
     assert grown.terms[:3] == ["simd", "blk", "simd:blk"] and "intra" in grown.terms
     with pytest.raises(FitError, match="unknown parameter"):
@@ -222,9 +226,22 @@ def test_json_round_trip_and_prediction(stargazer_data, transform, tmp_path):
     # vectorised, tabulated prediction equals the fitted values of the least-squares design
     from gpudse_core.model.stepwise import transform_response
     z = transform_response(stargazer_data.cycles.to_numpy(), transform)
-    resid = z - m.linear_predictor(x)
+    # the default Huber fit: the coefficients are least squares on its own pseudo-observations, whose
+    # residuals have mean zero as a least-squares fit's with an intercept do, and R² is theirs
+    from gpudse_core.model.inference import _response
+
+    assert m.robust is not None and back.robust == m.robust
+    working = _response(m, stargazer_data)
+    resid = working - m.linear_predictor(x)
     assert abs(resid.mean()) < 1e-8 * max(1.0, abs(z).max())
-    assert 1 - np.sum(resid ** 2) / np.sum((z - z.mean()) ** 2) == pytest.approx(m.r2, abs=1e-9)
+    assert 1 - np.sum(resid ** 2) / np.sum((working - working.mean()) ** 2) == pytest.approx(m.r2, abs=1e-9)
+    # least squares (robust="none"): the same on the data themselves
+    ls = fit_stepwise(stargazer_data, "cycles", transform=transform, theta=0.0, phi=0.0, interactions="full",
+                      robust="none")
+    assert ls.robust is None and "robust" not in ls.to_dict()
+    resid = z - ls.linear_predictor(x)
+    assert abs(resid.mean()) < 1e-8 * max(1.0, abs(z).max())
+    assert 1 - np.sum(resid ** 2) / np.sum((z - z.mean()) ** 2) == pytest.approx(ls.r2, abs=1e-9)
 
 
 def test_model_files_are_validated(tmp_path, stargazer_data):
@@ -236,6 +253,8 @@ def test_model_files_are_validated(tmp_path, stargazer_data):
         "basis": ({**good, "bases": [{"name": "simd", "kind": "__import__('os')"}]}, "unknown kind"),
         "column": ({**good, "columns": [{"params": ["zz"], "index": [0]}] * len(good["columns"])}, "unknown parameters"),
         "list": ([1, 2], "not a gpudse model"),
+        "robust": ({**good, "robust": {"method": "huber", "k": -1, "scale": 0.1, "rounds": 3}}, "robust must be"),
+        "robust method": ({**good, "robust": {"method": "tukey", "k": 1, "scale": 0.1, "rounds": 3}}, "robust must be"),
     }
     for name, (doc, pattern) in cases.items():
         p = tmp_path / f"{name}.json"
@@ -286,7 +305,7 @@ def test_three_way_search_matches_brute_force(theta, phi, phi3):
     ref = brute_force(df, "cycles", theta, phi, make=robust_bases, phi3=phi3)
     est = StepwiseRegression(response="cycles", criterion="adjr2", theta=theta, phi=phi, phi3=phi3, knots=4,
                              max_order=3, revisit=False, interactions="restricted", lookahead=False, prune=False,
-                             response_transform="none")
+                             response_transform="none", robust="none")
     got = list(est.iter_fit(df))
     assert [(s.chosen, s.accepted) for s in got] == [(c, ok) for c, ok, _ in ref]
     assert any(s.kind == "interaction3" and s.accepted for s in got)

@@ -30,6 +30,7 @@ def step_progress(line: Progress):
     """A fit's steps as they come, on stderr's progress line (the table follows on stdout at the end)."""
     def echo(step) -> None:
         what = "nothing left to try" if step.chosen is None else (
+            f"{step.chosen}: search rerun on Huber pseudo-observations" if step.kind == "robust" else
             f"{step.chosen} {'added' if step.accepted else 'rejected'}")
         line(f"step {step.step} ({step.kind}): {what}; R² {step.r2:.4f}")
     return echo
@@ -37,7 +38,7 @@ def step_progress(line: Progress):
 
 # the robust search's settings that Stargazer 1.0 fixes (a flag for one of them is an error with the paper model)
 PAPER_FIXED = ("phi3", "criterion", "compare", "knots", "knot_placement", "interactions", "max_order",
-               "powers_of_two")
+               "powers_of_two", "robust")
 
 
 def fit_settings(args: argparse.Namespace) -> tuple[dict, list[str]]:
@@ -53,7 +54,7 @@ def fit_settings(args: argparse.Namespace) -> tuple[dict, list[str]]:
     flags = {"theta": args.theta, "phi": args.phi, "phi3": args.phi3, "criterion": args.criterion,
              "compare": args.compare, "knots": args.knots, "knot_placement": args.knot_placement,
              "interactions": args.interactions, "max_order": args.max_order, "max_terms": args.max_terms,
-             "threshold_rule": args.threshold_rule,
+             "threshold_rule": args.threshold_rule, "robust": args.robust,
              "powers_of_two": None if args.powers_of_two is None else args.powers_of_two == "on"}
     if paper:
         unused = [f"--{k.replace('_', '-')}" for k in PAPER_FIXED if flags.get(k) is not None
@@ -310,6 +311,9 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     fi.add_argument("--powers-of-two", choices=("on", "off"), default=None,
                     help="a pow2(x) column for whole-number parameters whose values mix powers of two with "
                          "others, e.g. block widths 16, 32, 48, … (default on; docs/models.md)")
+    fi.add_argument("--robust", choices=choices.ROBUST_FITS, default=None,
+                    help="huber (default): the search is rerun on Huber pseudo-observations, so a few very slow "
+                         "designs do not decide the terms; none: least squares throughout (docs/models.md)")
     fi.add_argument("--max-order", type=int, choices=choices.MAX_ORDERS, default=None,
                     help="highest interaction order: 2 (pairs, Algorithm 1) or 3 (default: also three-way terms)")
     fi.add_argument("--max-terms", type=count_arg, default=None)

@@ -46,7 +46,7 @@ READABLE_SCHEMAS = (MODEL_SCHEMA, "gpudse.model/1")  # /1: no support, no bound,
 DEFAULT_BOUND_MARGIN = 0.25
 UNSEEN = ("model", "lower-order")
 # trace steps that add a term (the others: "prune" drops a tail of the path, "transform" records
-# the response transform chosen by response_transform="auto")
+# the response transform chosen by response_transform="auto", "robust" the Huber reruns)
 TERM_STEPS = ("forced", "initial", "main", "lookahead", "interaction", "interaction3", "nonlinear", "revisit")  # how a term with a full tensor part predicts an unseen combination
 FILL_CELLS = 1 << 18  # largest term table (combinations of levels) the lower-order fill handles
 COEF_LIMIT = 1e300  # no sensible transformed-scale model has a coefficient near the float range
@@ -135,6 +135,9 @@ class StepwiseModel:
     # the residual spread for prediction intervals (model.intervals): {"sigma": residual standard
     # error, "df": residual degrees of freedom, "root": W (columns × rank) with (X'X)^+ = W W'}
     noise: dict | None = None
+    # a Huber fit (StepwiseRegression(robust="huber")): {"method": "huber", "k": ψ's clipping point in
+    # scales, "scale": the residuals' MAD scale, "rounds": searches rerun}; None: least squares
+    robust: dict | None = None
     _fill: list | None = field(default=None, init=False, repr=False, compare=False)  # cache
 
     kind = "stepwise"
@@ -295,7 +298,8 @@ class StepwiseModel:
 
     # -- summaries --
     def contributions(self) -> list[tuple[str, float]]:
-        """R² gained by each accepted term in selection order (the data of Stargazer Fig. 3)."""
+        """R² gained by each accepted term in selection order (the data of Stargazer Fig. 3). For a
+        Huber fit (``robust``) these are the gains of its last search, on its pseudo-observations."""
         out, last = [], 0.0
         for step in self.trace:
             if step.get("kind") == "prune":  # the terms after the kept prefix were dropped
@@ -356,6 +360,9 @@ class StepwiseModel:
         if self.noise is not None:
             d["noise"] = {"sigma": float(self.noise["sigma"]), "df": int(self.noise["df"]),
                           "root": [[float(v) for v in row] for row in self.noise["root"]]}
+        if self.robust is not None:
+            d["robust"] = {"method": "huber", "k": float(self.robust["k"]), "scale": float(self.robust["scale"]),
+                           "rounds": int(self.robust["rounds"])}
         return d
 
     def to_json(self) -> str:
@@ -464,13 +471,25 @@ class StepwiseModel:
                 raise FitError(f"{source}: noise must be {{'sigma': number >= 0, 'df': whole number >= 1, 'root': "
                                f"one row of numbers per coefficient}}; refit the model")
             noise = {"sigma": float(noise["sigma"]), "df": int(noise["df"]), "root": root}
+        robust = d.get("robust")
+        if robust is not None:
+            ok = (isinstance(robust, dict) and robust.get("method") == "huber"
+                  and _finite(robust.get("k")) and 0 < robust["k"] <= 1e6
+                  and _finite(robust.get("scale")) and 0 <= robust["scale"] <= 1e300
+                  and isinstance(robust.get("rounds"), int) and not isinstance(robust["rounds"], bool)
+                  and 0 <= robust["rounds"] <= 1000)
+            if not ok:
+                raise FitError(f"{source}: robust must be {{'method': 'huber', 'k': number > 0, 'scale': number >= 0, "
+                               f"'rounds': whole number}} or absent; refit the model")
+            robust = {"method": "huber", "k": float(robust["k"]), "scale": float(robust["scale"]),
+                      "rounds": int(robust["rounds"])}
         model = cls(response=str(d["response"]), transform=transform, interactions=interactions,
                     bases=bases, columns=columns, column_labels=[str(x) for x in labels], coefficients=coef,
                     terms=list(terms), n=n, r2=float(r2) if r2 is not None else float("nan"),
                     adj_r2=float(adj) if adj is not None else float("nan"), settings=dict(d.get("settings", {})),
                     trace=list(d.get("trace", [])), support=support, z_range=z_range,
                     bound_margin=None if margin is None else float(margin), notes=[str(x) for x in d.get("notes", [])],
-                    unseen=unseen, noise=noise)
+                    unseen=unseen, noise=noise, robust=robust)
         model._check_finite(source)
         return model
 
@@ -584,6 +603,31 @@ def _codes(col: pd.Series, name: str, numeric: bool) -> tuple[np.ndarray, np.nda
         bad = np.flatnonzero(c < 0)
         raise FitError(f"column {name!r}: rows {_rows(bad)} are empty")
     return c, np.asarray(u)
+
+
+MAD_NORMAL = 0.6744897501960817  # the median absolute deviation of a standard normal variable
+
+
+def mad_scale(e: np.ndarray) -> float:
+    """The residuals' scale as the median absolute deviation from their median, made consistent for
+    the normal distribution (Huber's MAD)."""
+    return float(np.median(np.abs(e - np.median(e)))) / MAD_NORMAL
+
+
+def working_response(A: np.ndarray, z: np.ndarray, coefficients: np.ndarray, k: float, scale: float) -> np.ndarray:
+    """The pseudo-observations of a Huber fit with columns *A* (Huber 1981, §7.8): the fitted values
+    f plus the residuals clipped at *k* × *scale* and divided by the share m of residuals inside the
+    clip (Huber's correction, so their spread gives the M-estimator's covariance), with their part
+    along the columns removed, so that least squares on them gives the model's *coefficients*
+    exactly. The coefficient table, the F-tests and the intervals of a robust model are those of
+    least squares on this response."""
+    fitted = A @ np.asarray(coefficients, dtype=float)
+    e = z - fitted
+    limit = k * scale
+    m = max(float(np.mean(np.abs(e) <= limit)), 1.0 / max(e.size, 1))
+    r = np.clip(e, -limit, limit) / m
+    r = r - A @ np.linalg.lstsq(A, r, rcond=None)[0]
+    return fitted + r
 
 
 def ols_noise(A: np.ndarray, rss: float) -> dict | None:

@@ -28,15 +28,21 @@ from scipy import stats
 from scipy.cluster.hierarchy import linkage
 
 from ..errors import GpudseError
-from .fitted import design_matrix  # noqa: F401  (re-exported: its users import it from here)
+from .fitted import design_matrix, working_response  # design_matrix re-exported: its users import it from here
 from .stepwise import StepwiseModel, transform_response
 
 
 def _response(model: StepwiseModel, data: pd.DataFrame) -> np.ndarray:
+    """The response the model's coefficients are least squares on: the transformed response, or for a
+    Huber fit its pseudo-observations (:func:`.fitted.working_response`)."""
     if model.response not in data.columns:
         raise GpudseError(f"the data lack the response column {model.response!r} the model was fitted on")
     y = pd.to_numeric(data[model.response], errors="coerce").to_numpy(float)
-    return transform_response(y, model.transform, model.response)
+    z = transform_response(y, model.transform, model.response)
+    robust = getattr(model, "robust", None)
+    if robust is None:
+        return z
+    return working_response(design_matrix(model, data), z, model.coefficients, robust["k"], robust["scale"])
 
 
 def ols_results(model: StepwiseModel, data: pd.DataFrame):

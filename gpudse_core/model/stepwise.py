@@ -30,6 +30,12 @@ The robust default adds (each measured in README "Regression choices", each off 
    rows estimate it well enough to predict better with it.
 8. ``response_transform="auto"``: steps 1–7 once per transform (log, sqrt, none), keeping the one
    with the lowest leave-one-out error on the response scale (:meth:`StepwiseRegression._auto`).
+9. ``robust="huber"``: steps 1–7 rerun on Huber pseudo-observations of the previous fit (Huber,
+   *Robust Statistics*, 1981, §7.8: z* = f + ψ(z − f), ψ clipping at ``ROBUST_K`` times the MAD
+   scale of the residuals), ``ROBUST_ROUNDS`` times at the chosen transform, keeping the model
+   (least squares' or a round's) with the lowest leave-one-out error
+   (:meth:`StepwiseRegression._robust`). A few very slow rows (a tuning space's pathological
+   cells) no longer decide which terms enter and what they are worth.
 
 The score is the adjusted R² of the augmented model (``criterion="adjr2"``, the paper's). With
 ``compare="adj_r2"`` the gain is measured against the adjusted R² of M instead of its R² (the other
@@ -73,7 +79,7 @@ import pandas as pd
 import scipy.linalg
 from sklearn.base import BaseEstimator, RegressorMixin
 
-from ..choices import CRITERIA, FIT_TRANSFORMS, INTERACTION_FORMS, MAX_ORDERS, THRESHOLD_RULES, TRANSFORMS
+from ..choices import CRITERIA, FIT_TRANSFORMS, INTERACTION_FORMS, MAX_ORDERS, ROBUST_FITS, THRESHOLD_RULES, TRANSFORMS
 from ..errors import GpudseError, suggest
 from . import encoding
 from .fitted import (
@@ -85,10 +91,13 @@ from .fitted import (
     note_constant_response,
     StepwiseModel,
     _rows,
+    design_matrix,
     inverse_transform,
+    mad_scale,
     ols_noise,
     term_name,
     transform_response,
+    working_response,
 )
 from .splines import PLACEMENTS, Basis, make_basis
 from .support import Support
@@ -129,7 +138,7 @@ CACHE_BYTES = 256 << 20  # residualised candidate blocks kept between steps of t
 PAPER_SETTINGS: dict[str, Any] = {
     "reference": True, "theta": 0.0, "phi": 0.0, "threshold_rule": "relative", "criterion": "adjr2", "compare": "r2",
     "interactions": "full", "max_order": 2, "revisit": False, "lookahead": False, "prune": False, "unseen": "model",
-    "response_transform": "none",
+    "response_transform": "none", "robust": "none",
 }
 ABSOLUTE_THRESHOLD = 0.01  # θ = φ of the paper text's absolute reading (§5.2)
 # Algorithm 1 as the paper's text reads on this module's incremental search (no exact-reference
@@ -140,8 +149,14 @@ ALGORITHM1_SETTINGS: dict[str, Any] = {
     "theta": ABSOLUTE_THRESHOLD, "phi": ABSOLUTE_THRESHOLD, "criterion": "adjr2", "compare": "r2",
     "threshold_rule": "absolute", "knots": 4, "knot_placement": "even", "interactions": "restricted",
     "scale": "linear", "categorical_levels": 0, "max_order": 2, "revisit": False, "lookahead": False, "prune": False,
-    "unseen": "model", "response_transform": "none", "powers_of_two": False,
+    "unseen": "model", "response_transform": "none", "powers_of_two": False, "robust": "none",
 }
+# robust="huber" (step 9 of the module docstring): Huber's ψ clips a residual at ROBUST_K times the MAD
+# scale, and the search is rerun ROBUST_ROUNDS times on the pseudo-observations (docs/models.md "Real
+# tuning spaces": k = 1.0 and 3 rounds against k = 1.345, 0.7 and 1, 4 or 5 rounds, 20 draws per GPU)
+ROBUST_K = 1.0
+ROBUST_ROUNDS = 3
+LEAST_SQUARES = "least squares"  # the robust fit's first candidate: the least-squares search's model
 
 
 # ---- terms ------------------------------------------------------------------------------------
@@ -349,8 +364,9 @@ class StepwiseRegression(RegressorMixin, BaseEstimator):
     lower-order fit, see :meth:`StepwiseModel.unseen_corrections`; ``model``: by the equation),
     ``threshold_rule`` (``absolute``: the adjusted-R² gain must exceed θ/φ; ``relative``: reach θ/φ
     times the model's R²; the adjr2 criterion only), ``powers_of_two`` (a ``pow2(x)`` column for
-    whole-number parameters that mix powers of two with other values, :mod:`.encoding`) and
-    ``reference`` (True: Stargazer 1.0 exactly,
+    whole-number parameters that mix powers of two with other values, :mod:`.encoding`), ``robust``
+    (``huber``: the search rerun on Huber pseudo-observations, step 9 of the module docstring;
+    ``none``: least squares) and ``reference`` (True: Stargazer 1.0 exactly,
     :mod:`.reference`; it uses θ, φ, ``threshold_rule``, ``params``, ``forced``, ``search``,
     ``max_terms``, ``response_transform`` other than auto, ``bound_margin`` and ``unseen``, and its
     own knots, basis and interactions).
@@ -370,7 +386,7 @@ class StepwiseRegression(RegressorMixin, BaseEstimator):
                  scale: str | Mapping[str, str] = "auto", categorical_levels: int = 3, max_order: int = 3,
                  revisit: bool = True, bound_margin: float | None = DEFAULT_BOUND_MARGIN, lookahead: bool = True,
                  prune: bool = True, unseen: str = "lower-order", threshold_rule: str = "absolute",
-                 reference: bool = False, powers_of_two: bool = True):
+                 reference: bool = False, powers_of_two: bool = True, robust: str = "huber"):
         self.response = response
         self.params = params
         self.theta = theta
@@ -398,6 +414,7 @@ class StepwiseRegression(RegressorMixin, BaseEstimator):
         self.threshold_rule = threshold_rule
         self.reference = reference
         self.powers_of_two = powers_of_two
+        self.robust = robust
 
     # -- scikit-learn protocol (get_params/set_params/score come from BaseEstimator/RegressorMixin) --
     def fit(self, X: Any, y: Any = None, callback: Callable[[TraceStep], None] | None = None) -> StepwiseRegression:
@@ -458,6 +475,8 @@ class StepwiseRegression(RegressorMixin, BaseEstimator):
             raise FitError(f"unknown threshold rule {self.threshold_rule!r}; choose {' or '.join(THRESHOLD_RULES)}")
         if not isinstance(self.reference, bool):
             raise FitError(f"reference must be True or False (got {self.reference!r})")
+        if self.robust not in ROBUST_FITS:
+            raise FitError(f"robust must be one of {', '.join(ROBUST_FITS)} (got {self.robust!r})")
         if not isinstance(self.powers_of_two, bool):
             raise FitError(f"powers_of_two must be True or False (got {self.powers_of_two!r})")
         if self.reference and self.response_transform == "auto":
@@ -556,6 +575,9 @@ class StepwiseRegression(RegressorMixin, BaseEstimator):
                           if k != "params"})
             yield from search.steps()
             self.model_ = search.model
+            return
+        if self.robust == "huber":
+            yield from self._robust(X, y)
             return
         if self.response_transform == "auto":
             yield from self._auto(X, y)
@@ -983,6 +1005,130 @@ class StepwiseRegression(RegressorMixin, BaseEstimator):
         self._loo_error_ = err
         self.model_ = model
         yield step
+
+    def _robust(self, X: Any, y: Any) -> Iterator[TraceStep]:
+        """``robust="huber"`` (step 9 of the module docstring): Huber's device for making a
+        least-squares procedure robust (pseudo-observations, Huber 1981 §7.8), applied to the search.
+
+        The least-squares search runs first (with ``response_transform="auto"`` it chooses the
+        transform). Then ``ROBUST_ROUNDS`` times: the residuals e of the current fit f, centred on
+        their median c, are clipped at ``ROBUST_K`` times their MAD scale s, and the search is rerun
+        at that transform on z* = f + c + ψ(e − c) / m (m: the share of residuals inside the clip,
+        Huber's correction, which keeps the F-tests from seeing a smaller spread than the data's).
+        Of the least-squares model and each round's, the one whose rows left out one at a time are
+        predicted best (:meth:`_robust_score`) is kept: a round started from a poor fit can lose a
+        term, and where there is nothing to discount least squares is as good.
+
+        A kept round's coefficients are least squares on its pseudo-observations; its coefficient
+        table, ANOVA, R² and adjusted R² are least squares on its own working response
+        (:func:`.fitted.working_response`); its prediction intervals take the spread of the data
+        about the fit. A fit whose residuals have no spread (noise-free data) stays least squares.
+
+        Why: a tuning space has a few pathological cells (on the A4000 a 2D convolution with block
+        height 8 and 4 × 4 tiles is 3–30× slower than its neighbours); in least squares those rows
+        choose terms and pull every coefficient. Measured, with what was tried and not kept (the
+        full M-estimate of the last columns, k = 1.345, one round, five rounds), in docs/models.md
+        ("Real tuning spaces")."""
+        from sklearn.base import clone
+
+        first = clone(self).set_params(robust="none")
+        yield from first.iter_fit(X, y)
+        self._loo_error_ = first._loo_error_
+        Xf, yraw, names, col = self._data(X, y)
+        t = first.model_.transform
+        z = transform_response(yraw, t, col)
+        tiny = 1e-9 * max(float(np.ptp(z)), float(np.max(np.abs(z))), 1e-300)
+        fits: list[tuple[str, StepwiseModel]] = [(LEAST_SQUARES, first.model_)]
+        model = first.model_
+        base = len(first.model_.trace)
+        for r in range(1, ROBUST_ROUNDS + 1):
+            A = design_matrix(model, Xf)
+            f = A @ np.asarray(model.coefficients, dtype=float)
+            e = z - f
+            s = mad_scale(e)
+            if not s > tiny:  # noise-free data (or a fit through every row): nothing to make robust
+                break
+            c = float(np.median(e))  # centred: a fit pulled up by slow rows first moves to the bulk of them
+            f, e = f + c, e - c
+            inside = max(float(np.mean(np.abs(e) <= ROBUST_K * s)), 1.0 / e.size)
+            zs = f + np.clip(e, -ROBUST_K * s, ROBUST_K * s) / inside
+            if t == "sqrt":
+                zs = np.maximum(zs, 0.0)
+            est = clone(self).set_params(robust="none", response_transform=t)
+            try:
+                steps = list(est.iter_fit(Xf, inverse_transform(zs, t)))
+            except FitError:  # the pseudo-observations cannot be fitted (e.g. all clipped to one value)
+                break
+            model = est.model_
+            fits.append((f"Huber round {r}", model))
+            last = steps[-1] if steps else None
+            yield TraceStep(base + r, "robust", "r2", {}, {}, f"Huber round {r}", True, None, list(model.terms),
+                            last.r2 if last else model.r2, last.adj_r2 if last else model.adj_r2)
+        if len(fits) == 1:
+            self.model_ = first.model_
+            return
+        scored = [(name, m, *self._robust_score(m, Xf, z, yraw, name != LEAST_SQUARES)) for name, m in fits]
+        name, model, score, s, working, A = min(scored, key=lambda c: c[2])  # ties: the earliest
+        coef = np.asarray(model.coefficients, dtype=float)
+        fitted = A @ coef
+        rounds = len(fits) - 1
+        transform_rows = [r for r in first.model_.trace if r.get("kind") == "transform"]
+        if name == LEAST_SQUARES:
+            note = (f"robust fit: the search was rerun {rounds} time{'s' if rounds != 1 else ''} on Huber "
+                    f"pseudo-observations; the least-squares model predicts its left-out rows best and is kept")
+            trace = [dict(r) for r in model.trace]
+        else:
+            down = int(np.count_nonzero(np.abs(z - fitted) > ROBUST_K * s))
+            # R² of the pseudo-observations (outlying rows counted at the clip), as its coefficient table
+            # reports it; the prediction intervals take the spread of the data about the fit itself
+            rss, tss = float(np.sum((working - fitted) ** 2)), float(np.sum((working - working.mean()) ** 2))
+            model.r2, model.adj_r2 = _r2(rss, tss), _adj_r2(rss, tss, z.size, A.shape[1])
+            model.noise = ols_noise(A, float(np.sum((z - fitted) ** 2)))
+            model.z_range = (float(z.min()), float(z.max()))
+            model.robust = {"method": "huber", "k": ROBUST_K, "scale": float(s), "rounds": int(name.rsplit(" ", 1)[1])}
+            scale_text = f"{s:.3g}" + ("" if t == "none" else f" on the {t} scale")
+            note = (f"robust fit: the search was rerun {rounds} time{'s' if rounds != 1 else ''} on Huber "
+                    f"pseudo-observations and {name.lower()} predicts its left-out rows best; {down} of {z.size} "
+                    f"rows lie beyond {ROBUST_K:g} × its residual scale {scale_text} and count as if they were "
+                    f"that far (R² is of these pseudo-observations)")
+            trace = [dict(r) for r in model.trace] + [dict(r) for r in transform_rows]
+        model.settings = {**first.model_.settings, "robust": "huber"}
+        model.notes = list(first.model_.notes) + [n for n in model.notes if n not in first.model_.notes] + [note]
+        step = TraceStep(len(trace) + 1, "robust", "loo_error", {n: sc for n, _, sc, *_ in scored}, {}, name, True,
+                         score, list(model.terms), model.r2, model.adj_r2)
+        model.trace = [{**r, "step": i + 1} for i, r in enumerate(trace)] + [step.to_dict()]
+        self._loo_error_ = score
+        self.model_ = model
+        yield step
+
+    def _robust_score(self, model: StepwiseModel, X: pd.DataFrame, z: np.ndarray, y: np.ndarray,
+                      pseudo: bool) -> tuple[float, float, np.ndarray, np.ndarray]:
+        """How well a candidate of the robust fit predicts its rows left out: the mean leave-one-out
+        error on the response scale, scored as :meth:`_loo` scores (the transform and the pruning
+        are chosen by the same figure), from the hat values of its design applied to its working
+        response (the data for the least-squares model, its pseudo-observations for a Huber round).
+        Returns (score, MAD scale of its residuals, working response, design)."""
+        A = design_matrix(model, X)
+        coef = np.asarray(model.coefficients, dtype=float)
+        s = mad_scale(z - A @ coef)
+        working = working_response(A, z, coef, ROBUST_K, s) if pseudo and s > 0 else z
+        return float(np.mean(self._loo_errors(A, working, y, model.transform, z))), s, working, A
+
+    def _loo_errors(self, A: np.ndarray, working: np.ndarray, y: np.ndarray, transform: str,
+                    z: np.ndarray) -> np.ndarray:
+        """Leave-one-out errors of least squares on *working* with the columns *A* (exact from the hat
+        values), bounded as predictions are and compared with *y* as :meth:`_loo` compares them."""
+        u, sv, _ = np.linalg.svd(A, full_matrices=False)
+        rank = int(np.sum(sv > sv[0] * max(A.shape) * np.finfo(float).eps)) if sv.size else 0
+        q = u[:, :rank]
+        h = np.einsum("ij,ij->i", q, q)
+        resid = working - q @ (q.T @ working)
+        lo_z, hi_z = float(z.min()), float(z.max())
+        w = (hi_z - lo_z) * (self.bound_margin if self.bound_margin is not None else 1e6)
+        lo, hi = _FINITE_Z[transform]
+        zl = np.clip(working - resid / np.maximum(1.0 - h, 1e-6), max(lo, lo_z - w), min(hi, hi_z + w))
+        err = np.abs(inverse_transform(zl, transform) - y)
+        return err / y if np.all(y > 0) else err
 
     def _loo(self, st: _OLSState, z: np.ndarray, y: np.ndarray, marks: list[tuple[int, int, int]],
              floor: int) -> list[tuple[tuple[int, int, int], float, float]]:

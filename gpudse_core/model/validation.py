@@ -85,9 +85,11 @@ def relative_distance(queries: pd.DataFrame, samples: pd.DataFrame, params: list
 
 def _regional(model: StepwiseModel, train: pd.DataFrame, test: pd.DataFrame, params: list[str],
               region: float) -> np.ndarray:
+    from .inference import _response
+
     A_train = design_matrix(model, train)
     A_test = design_matrix(model, test)
-    z = transform_response(train[model.response].to_numpy(float), model.transform, model.response)
+    z = _response(model, train)  # the data, or a Huber fit's pseudo-observations (its least-squares target)
     n, p = A_train.shape
     r = int(min(n, max(math.ceil(region * n), p + 10)))
     dist = relative_distance(test, train, params)

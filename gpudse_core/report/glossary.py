@@ -243,6 +243,15 @@ _TERMS = (
          f"{LEE_BROOKS} §2.6; {ZATEL} §III-G; {GPUDSE}'s guarded predictions",
          ("extrapolated", "support", "training support"),
          ("bounded",)),
+    Term("robust-fit", "robust fit (Huber)",
+         "The stepwise search rerun on Huber pseudo-observations, so a few very slow designs do not decide the terms.",
+         "Least squares lets a handful of pathological designs (a tuning space's 30× slower cells) choose terms and "
+         "pull every coefficient. The default fit clips each residual at the residuals' typical size (the MAD "
+         "scale), reruns the search on the fitted values plus the clipped residuals three times, and keeps the "
+         "last model; its coefficient table and ANOVA are least squares on those pseudo-observations, its R² "
+         "is on the data. 'least squares' (and the paper model) fit the data as they are.",
+         "Huber (1981), Robust Statistics §7.8; " + GPUDSE, ("robust fit", "huber", "robust", "--robust",
+                                                         "pseudo-observations"), ("stepwise", "bounded")),
     Term("bounded", "bounded prediction",
          "A prediction clipped to the training response range (widened by a documented margin), and counted.",
          "On a log scale a model can return absurd values (1e27 cycles) far from the data; gpudse bounds "

@@ -26,7 +26,8 @@ from . import fmt
 
 KIND_WORDS = {"initial": "first term", "main": "parameter", "interaction": "pair", "interaction3": "three-way",
               "revisit": "revisit", "lookahead": "look-ahead", "nonlinear": "non-linear part", "forced": "forced",
-              "prune": "pruning (LOO)", "transform": "response scale"}
+              "prune": "pruning (LOO)", "transform": "response scale",
+              "robust": "robust fit"}
 NONLINEAR = "non-linear part"
 STATISTIC = {"p_value": "p (F-test)", "adj_r2": "gain", "r2": "gain", "aic": "AIC drop", "bic": "BIC drop",
              "loo_error": "LOO error"}
@@ -210,6 +211,8 @@ def term_text(row: Row) -> str:
         return f"{row.chosen} scale chosen"
     if row.kind == "prune":
         return f"kept {row.chosen}" if row.accepted else "nothing dropped"
+    if row.kind == "robust":  # StepwiseRegression._robust: the search rerun on Huber pseudo-observations
+        return "search rerun on Huber pseudo-observations"
     return f"{row.chosen} {'added' if row.accepted else 'rejected'}"
 
 
@@ -289,9 +292,9 @@ def html(table: Table, *, current: int | None = None, follow: bool = False, mode
             tds.append(f"<td{cls}" + (f' title="{e(tip)}"' if tip else "") + f">{e(cell(r, c))}</td>")
         kind = KIND_WORDS.get(r.kind, r.kind)
         words = term_text(r)
-        if r.chosen is not None and r.kind not in ("prune", "transform"):  # narrow: '+ simd:blk', '✗ dramq'
+        if r.chosen is not None and r.kind not in ("prune", "transform", "robust"):  # narrow: '+ simd:blk', '✗ dramq'
             words = f"+ {r.chosen}" if r.accepted else f"✗ {r.chosen}"
-        decision = f"<b>{e(words)}</b>" if r.accepted and r.kind not in ("prune", "transform") else e(words)
+        decision = f"<b>{e(words)}</b>" if r.accepted and r.kind not in ("prune", "transform", "robust") else e(words)
         body.append(f"<tr data-row='{i}'{' class=now' if current == i else ''}>"
                     f"<td class='st'>{r.step}</td><td class='tm' title='{e(kind)}'>{decision}</td>"
                     f"<td class='lb'>{e(r.label)}</td>{''.join(tds)}<td>{e(statistic_text(r))}</td>"

@@ -441,7 +441,8 @@ def describe_fit(settings: dict, chosen: str | None = None) -> str:
     if paper:
         parts.append(f"{settings.get('threshold_rule', PAPER_SETTINGS['threshold_rule'])} thresholds")
     else:
-        parts += [f"{settings.get('criterion')}", f"k = {settings.get('knots')} ({settings.get('knot_placement')})"]
+        parts += [f"{settings.get('criterion')}", f"k = {settings.get('knots')} ({settings.get('knot_placement')})",
+                  "Huber fit" if settings.get("robust", "huber") == "huber" else "least squares"]
     tr = settings.get("response_transform")
     if tr == "auto":
         parts.append(f"{chosen + ' ' if chosen else ''}response scale chosen by leave-one-out error")

@@ -229,7 +229,12 @@ else:
 if interpolates:
     m[1].metric("Training rows", ui.fmt_count(model.n))
 else:
-    m[1].metric("R² (on the training rows)", ui.fmt_r2(model.r2), help=f"adjusted R² {ui.fmt_r2(model.adj_r2)}")
+    if getattr(model, "robust", None):  # a Huber fit: R² of its pseudo-observations (StepwiseRegression._robust)
+        m[1].metric("R² (Huber pseudo-observations)", ui.fmt_r2(model.r2),
+                    help=f"adjusted R² {ui.fmt_r2(model.adj_r2)}; the training rows with each residual clipped at "
+                         f"the residuals' typical size, as the coefficient table and the ANOVA use them")
+    else:
+        m[1].metric("R² (on the training rows)", ui.fmt_r2(model.r2), help=f"adjusted R² {ui.fmt_r2(model.adj_r2)}")
 m[2].metric("Terms", len(model.terms))
 m[3].metric("Coefficients", len(model.coefficients))
 if interpolates:

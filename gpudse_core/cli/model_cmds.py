@@ -100,7 +100,8 @@ def final_line(model, data) -> str:
     head = f"final model ({model.n:,} rows): {' + '.join(model.terms)}; "
     if h.interpolates:
         return head.rstrip("; ") + "\nnote: " + (h.note or "the fit interpolates")
-    return head + f"{h.text()}; R² {model.r2:.4f}, adj R² {model.adj_r2:.4f} (on the training rows)"
+    where = "of its Huber pseudo-observations" if getattr(model, "robust", None) else "on the training rows"
+    return head + f"{h.text()}; R² {model.r2:.4f}, adj R² {model.adj_r2:.4f} ({where})"
 
 
 def cmd_fit(args: argparse.Namespace) -> int:

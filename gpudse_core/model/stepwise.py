@@ -1088,7 +1088,7 @@ class StepwiseRegression(RegressorMixin, BaseEstimator):
             model.robust = {"method": "huber", "k": ROBUST_K, "scale": float(s), "rounds": int(name.rsplit(" ", 1)[1])}
             scale_text = f"{s:.3g}" + ("" if t == "none" else f" on the {t} scale")
             note = (f"robust fit: the search was rerun {rounds} time{'s' if rounds != 1 else ''} on Huber "
-                    f"pseudo-observations and {name.lower()} predicts its left-out rows best; {down} of {z.size} "
+                    f"pseudo-observations and {name} predicts its left-out rows best; {down} of {z.size} "
                     f"rows lie beyond {ROBUST_K:g} × its residual scale {scale_text} and count as if they were "
                     f"that far (R² is of these pseudo-observations)")
             trace = [dict(r) for r in model.trace] + [dict(r) for r in transform_rows]

@@ -284,7 +284,8 @@ def html_report(project: Project, figures: list[Any], tables: dict[str, pd.DataF
             if headline.interpolates:
                 lead += f"<p class='note'>{html.escape(headline.note or '')}</p>"
         r2 = ("" if headline is not None and headline.interpolates
-              else f"R² {fmt.fmt_r2(m.r2)}, adjusted R² {fmt.fmt_r2(m.adj_r2)} on the training rows, ")
+              else f"R² {fmt.fmt_r2(m.r2)}, adjusted R² {fmt.fmt_r2(m.adj_r2)} "
+                   f"{'of its Huber pseudo-observations' if getattr(m, 'robust', None) else 'on the training rows'}, ")
         parts.append(f"<h2>Model</h2>{lead}<p>Terms in selection order: {html.escape(' + '.join(m.terms))}; "
                      f"{r2}{html.escape(fmt.fmt_count(m.n, 'observations'))}.</p>")
         parts.append("<details><summary>The fitted equation</summary>"  # long: folded, as on the fit page

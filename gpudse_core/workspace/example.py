@@ -33,4 +33,5 @@ def fill_example(ws: Any) -> dict[str, Any]:
                 "results": ws.set_results(results, "cycles", f"built-in simulator, {KERNEL}, {NOISE:.0%} noise",
                                           inputs=("space", "samples")),
                 "model": ws.set_model(model, f"stepwise (Algorithm 1), robust defaults, {model.transform} "
-                                                  f"response chosen by leave-one-out error")}
+                                                  f"response chosen by leave-one-out error"
+                                                  + (", Huber fit" if model.robust else ""))}

@@ -60,11 +60,14 @@ def explain(row: dict, before: dict | None, settings: dict) -> str:
         if not row["candidates"]:  # a round as it ran (live progress)
             return f"**{chosen}**: the search is rerun on Huber pseudo-observations of the previous fit."
         shown = ", ".join(f"{t} {ui.fmt_pct(v)}" for t, v in row["candidates"].items())
-        return ("Beyond Algorithm 1: the search was rerun on **Huber pseudo-observations** of the previous fit "
-                "(the fitted values plus each residual clipped at the residuals' typical size), so a few very slow "
-                f"designs do not decide which terms enter. By leave-one-out error ({shown}) **{chosen}** "
-                f"predicts best and is kept; the rows above are its search, and its R² ({ui.fmt_r2(row['r2'])}) is "
-                "that of its pseudo-observations.")
+        lead = ("Beyond Algorithm 1: the search was rerun on **Huber pseudo-observations** of the previous fit "
+                "(the fitted values plus each residual clipped at the residuals' typical size), so that a few very "
+                f"slow designs would not decide which terms enter. The fits' leave-one-out errors: {shown}. ")
+        if chosen == "least squares":
+            return lead + ("No rerun predicts clearly better (by more than 2 %), so **least squares** is kept: the "
+                           "rows above are its search, on the data.")
+        return lead + (f"**{chosen}** predicts best and is kept: the rows above (after the response scale) are its "
+                       f"search, on its pseudo-observations, and its R² ({ui.fmt_r2(row['r2'])}) is theirs.")
     if kind == "transform":  # response_transform="auto" (StepwiseRegression._auto)
         shown = ", ".join(f"{t} {ui.fmt_pct(v)}" for t, v in sorted(row["candidates"].items(), key=lambda kv: kv[1]))
         return (f"The search ran once per response scale; by leave-one-out error ({shown}) the **{chosen}** scale "

@@ -1,6 +1,6 @@
 """The robust stepwise fit (StepwiseRegression(robust="huber"), the default; docs/models.md "Real
-tuning spaces"): the search rerun on Huber pseudo-observations, the best of least squares and the
-rounds kept by median leave-one-out error, inference on the kept fit's own working response."""
+tuning spaces"): the search rerun on Huber pseudo-observations, a round kept where it predicts the
+rows left out clearly better than least squares, inference on the kept fit's own working response."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import statsmodels.api as sm
 
 from gpudse_core.model.fitted import FitError, StepwiseModel, design_matrix, mad_scale, transform_response
 from gpudse_core.model.inference import _response, anova, coefficient_table
-from gpudse_core.model.stepwise import LEAST_SQUARES, ROBUST_K, ROBUST_ROUNDS, StepwiseRegression
+from gpudse_core.model.stepwise import LEAST_SQUARES, ROBUST_K, ROBUST_ROUNDS, ROBUST_TIE, StepwiseRegression
 
 INERT = {"inert1", "inert2"}
 
@@ -55,12 +55,20 @@ def test_the_kept_model_is_the_best_by_leave_one_out_error():
     row = m.trace[-1]
     names = [LEAST_SQUARES] + [f"Huber round {r}" for r in range(1, ROBUST_ROUNDS + 1)]
     assert row["kind"] == "robust" and row["metric"] == "loo_error" and list(row["candidates"]) == names
-    assert row["chosen"] == min(row["candidates"], key=row["candidates"].get) != LEAST_SQUARES
+    scores = row["candidates"]
+    best = min(names[1:], key=scores.get)
+    assert scores[LEAST_SQUARES] > scores[best] * (1 + ROBUST_TIE) and row["chosen"] == best
     assert m.robust["rounds"] == int(row["chosen"].rsplit(" ", 1)[1])
     assert m.settings["robust"] == "huber" and any(n.startswith("robust fit:") for n in m.notes)
-    # the kept round's own search precedes the transform and robust rows, numbered on
-    assert [r["kind"] for r in m.trace[-2:]] == ["transform", "robust"]
+    # the response scale (least squares' decision, no R² of its own), the kept round's search (each row
+    # marked with its fit), the robust row; numbered on
+    assert m.trace[0]["kind"] == "transform" and m.trace[0]["r2"] is None
+    assert all(r.get("fit") == best for r in m.trace[1:-1]) and m.trace[-2]["kind"] != "robust"
     assert [r["step"] for r in m.trace] == list(range(1, len(m.trace) + 1))
+    from gpudse_core.report import trace
+
+    text = trace.text(trace.build(m.trace, list(train.columns[:-1])))
+    assert f"kept {best} (LOO error of the others: least squares" in text
     # the score is the mean leave-one-out relative error of least squares on the kept fit's own
     # pseudo-observations, recomputed here by refitting without each row (bounded as predictions are)
     A = design_matrix(m, train)
@@ -74,6 +82,17 @@ def test_the_kept_model_is_the_best_by_leave_one_out_error():
     assert np.mean(errs) == pytest.approx(row["candidates"][row["chosen"]], rel=1e-6)
 
 
+def test_clean_data_keep_least_squares():
+    """Without slow rows the reruns only trade noise: least squares is kept, and says so."""
+    train, _ = slow_cells(300, 2, slow=False)
+    m = StepwiseRegression(response="y").fit(train).model_
+    ls = StepwiseRegression(response="y", robust="none").fit(train).model_
+    row = m.trace[-1]
+    assert row["kind"] == "robust" and row["chosen"] == LEAST_SQUARES and m.robust is None
+    assert m.coefficients == ls.coefficients and m.r2 == ls.r2 and m.settings["robust"] == "huber"
+    assert any("least squares, whose model is kept" in n for n in m.notes)
+
+
 def test_noise_free_data_stay_least_squares():
     rng = np.random.default_rng(1)
     d = pd.DataFrame({"a": rng.choice([1, 2, 4, 8], 120), "b": rng.choice([0.0, 1.0, 2.0], 120)})
@@ -82,6 +101,7 @@ def test_noise_free_data_stay_least_squares():
     ls = StepwiseRegression(response="y", response_transform="none", robust="none").fit(d).model_
     assert m.robust is None and m.coefficients == ls.coefficients and m.terms == ls.terms
     assert not any(r["kind"] == "robust" for r in m.trace)
+    assert m.settings["robust"] == "huber" and any("nothing to make robust" in n for n in m.notes)
 
 
 def test_inference_is_least_squares_on_the_kept_fits_pseudo_observations():
@@ -103,6 +123,7 @@ def test_inference_is_least_squares_on_the_kept_fits_pseudo_observations():
     e = z - fitted
     s = m.robust["scale"]
     assert s == pytest.approx(mad_scale(e), rel=1e-12)
+    e = e - np.median(e)  # centred, as the search's pseudo-observations
     inside = np.mean(np.abs(e) <= ROBUST_K * s)
     raw = np.clip(e, -ROBUST_K * s, ROBUST_K * s) / inside
     np.testing.assert_allclose(working - fitted, raw - A @ np.linalg.lstsq(A, raw, rcond=None)[0], atol=1e-10)

@@ -30,7 +30,8 @@ def step_progress(line: Progress):
     """A fit's steps as they come, on stderr's progress line (the table follows on stdout at the end)."""
     def echo(step) -> None:
         what = "nothing left to try" if step.chosen is None else (
-            f"{step.chosen}: search rerun on Huber pseudo-observations" if step.kind == "robust" else
+            (f"kept {step.chosen}" if step.candidates else f"{step.chosen}: search rerun on Huber pseudo-observations")
+            if step.kind == "robust" else
             f"{step.chosen} {'added' if step.accepted else 'rejected'}")
         line(f"step {step.step} ({step.kind}): {what}; R² {step.r2:.4f}")
     return echo
@@ -130,7 +131,10 @@ def cmd_fit(args: argparse.Namespace) -> int:
     model.save(out)
     line.end()
     if args.json:
+        # robust: the Huber fit kept (k, scale, round), or null for least squares; r2/adj_r2 are then
+        # of its pseudo-observations
         print(json.dumps({"terms": model.terms, "r2": model.r2, "adj_r2": model.adj_r2, "n": model.n,
+                          "robust": getattr(model, "robust", None),
                           "headline": headline_doc(model, data), "notes": model.notes, "settings": model.settings,
                           "trace": model.trace, "trace_table": trace_json(model, params)}, indent=1))
     else:

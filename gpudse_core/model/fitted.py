@@ -616,13 +616,14 @@ def mad_scale(e: np.ndarray) -> float:
 
 def working_response(A: np.ndarray, z: np.ndarray, coefficients: np.ndarray, k: float, scale: float) -> np.ndarray:
     """The pseudo-observations of a Huber fit with columns *A* (Huber 1981, §7.8): the fitted values
-    f plus the residuals clipped at *k* × *scale* and divided by the share m of residuals inside the
-    clip (Huber's correction, so their spread gives the M-estimator's covariance), with their part
+    f plus the residuals, centred on their median, clipped at *k* × *scale* and divided by the share m
+    of residuals inside the clip (Huber's correction, so their spread gives the M-estimator's covariance), with their part
     along the columns removed, so that least squares on them gives the model's *coefficients*
     exactly. The coefficient table, the F-tests and the intervals of a robust model are those of
     least squares on this response."""
     fitted = A @ np.asarray(coefficients, dtype=float)
     e = z - fitted
+    e = e - np.median(e) if e.size else e  # centred as the search's pseudo-observations (the intercept absorbs it)
     limit = k * scale
     m = max(float(np.mean(np.abs(e) <= limit)), 1.0 / max(e.size, 1))
     r = np.clip(e, -limit, limit) / m

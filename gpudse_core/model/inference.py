@@ -151,8 +151,13 @@ def anova(model: StepwiseModel, data: pd.DataFrame) -> pd.DataFrame:
 
 
 def residual_table(model: StepwiseModel, data: pd.DataFrame) -> pd.DataFrame:
-    """Fitted values and residuals (transformed scale) with every predictor, one row per observation."""
-    z = _response(model, data)
+    """Fitted values and residuals (transformed scale) with every predictor, one row per observation.
+    The residuals are the data's, also for a Huber fit (whose tables use its pseudo-observations):
+    the plots are where the rows it discounts show."""
+    if model.response not in data.columns:
+        raise GpudseError(f"the data lack the response column {model.response!r} the model was fitted on")
+    z = transform_response(pd.to_numeric(data[model.response], errors="coerce").to_numpy(float), model.transform,
+                           model.response)
     fitted = model.linear_predictor(data)
     out = data[[p for p in model.bases]].copy()
     out.insert(0, "residual", z - fitted)

@@ -156,7 +156,9 @@ ALGORITHM1_SETTINGS: dict[str, Any] = {
 # tuning spaces": k = 1.0 and 3 rounds against k = 1.345, 0.7 and 1, 4 or 5 rounds, 20 draws per GPU)
 ROBUST_K = 1.0
 ROBUST_ROUNDS = 3
-LEAST_SQUARES = "least squares"  # the robust fit's first candidate: the least-squares search's model
+LEAST_SQUARES = "least squares"
+ROBUST_TIE = 0.02  # a rerun replaces least squares only when its leave-one-out error is lower by more than this share
+OUTLYING = 3.0  # residuals beyond this many scales are called outlying in the fit's note  # the robust fit's first candidate: the least-squares search's model
 
 
 # ---- terms ------------------------------------------------------------------------------------
@@ -1064,34 +1066,52 @@ class StepwiseRegression(RegressorMixin, BaseEstimator):
             last = steps[-1] if steps else None
             yield TraceStep(base + r, "robust", "r2", {}, {}, f"Huber round {r}", True, None, list(model.terms),
                             last.r2 if last else model.r2, last.adj_r2 if last else model.adj_r2)
-        if len(fits) == 1:
+        if len(fits) == 1:  # nothing to make robust: least squares, said so
             self.model_ = first.model_
+            self.model_.settings = {**self.model_.settings, "robust": "huber"}
+            self.model_.notes.append("robust fit: the least-squares residuals have no spread (noise-free data), so "
+                                     "there is nothing to make robust: the model is least squares")
             return
         scored = [(name, m, *self._robust_score(m, Xf, z, yraw, name != LEAST_SQUARES)) for name, m in fits]
-        name, model, score, s, working, A = min(scored, key=lambda c: c[2])  # ties: the earliest
+        best = min(scored[1:], key=lambda c: c[2])  # ties: the earliest round
+        # least squares unless a round predicts clearly better: four noisy leave-one-out means, and on
+        # data with nothing to discount the rounds only trade noise (the tie band of --model auto)
+        kept = scored[0] if scored[0][2] <= best[2] * (1 + ROBUST_TIE) else best
+        name, model, score, s, working, A = kept
         coef = np.asarray(model.coefficients, dtype=float)
         fitted = A @ coef
         rounds = len(fits) - 1
-        transform_rows = [r for r in first.model_.trace if r.get("kind") == "transform"]
+        transform_rows = [{**r, "r2": None, "adj_r2": None}  # least squares' decision: no model state of its own
+                          for r in first.model_.trace if r.get("kind") == "transform"]
+        reruns = f"the search was rerun {rounds} time{'s' if rounds != 1 else ''} on Huber pseudo-observations"
         if name == LEAST_SQUARES:
-            note = (f"robust fit: the search was rerun {rounds} time{'s' if rounds != 1 else ''} on Huber "
-                    f"pseudo-observations; the least-squares model predicts its left-out rows best and is kept")
+            note = (f"robust fit: {reruns}; no rerun predicts its left-out rows more than "
+                    f"{ROBUST_TIE:.0%} better than least squares, whose model is kept")
             trace = [dict(r) for r in model.trace]
         else:
-            down = int(np.count_nonzero(np.abs(z - fitted) > ROBUST_K * s))
+            e = z - fitted
+            e = e - np.median(e)
+            clipped = int(np.count_nonzero(np.abs(e) > ROBUST_K * s))
+            outlying = int(np.count_nonzero(np.abs(e) > OUTLYING * s))
             # R² of the pseudo-observations (outlying rows counted at the clip), as its coefficient table
-            # reports it; the prediction intervals take the spread of the data about the fit itself
+            # reports it; the note gives the data's R² too. Prediction intervals take the data's spread
+            # about the fit: with the pseudo-observations' spread 95 % intervals covered 85 % of held-out
+            # simulations on AES (tests/test_intervals.py asks for 90 %)
             rss, tss = float(np.sum((working - fitted) ** 2)), float(np.sum((working - working.mean()) ** 2))
             model.r2, model.adj_r2 = _r2(rss, tss), _adj_r2(rss, tss, z.size, A.shape[1])
-            model.noise = ols_noise(A, float(np.sum((z - fitted) ** 2)))
+            data_rss = float(np.sum((z - fitted) ** 2))
+            data_r2 = _r2(data_rss, float(np.sum((z - z.mean()) ** 2)))
+            model.noise = ols_noise(A, data_rss)
             model.z_range = (float(z.min()), float(z.max()))
             model.robust = {"method": "huber", "k": ROBUST_K, "scale": float(s), "rounds": int(name.rsplit(" ", 1)[1])}
             scale_text = f"{s:.3g}" + ("" if t == "none" else f" on the {t} scale")
-            note = (f"robust fit: the search was rerun {rounds} time{'s' if rounds != 1 else ''} on Huber "
-                    f"pseudo-observations and {name} predicts its left-out rows best; {down} of {z.size} "
-                    f"rows lie beyond {ROBUST_K:g} × its residual scale {scale_text} and count as if they were "
-                    f"that far (R² is of these pseudo-observations)")
-            trace = [dict(r) for r in model.trace] + [dict(r) for r in transform_rows]
+            note = (f"robust fit: {reruns}, and {name} predicts its left-out rows best; its residual scale is "
+                    f"{scale_text}, {clipped} of {z.size} rows lie beyond {ROBUST_K:g} scale and are counted as "
+                    f"if they were that far (Huber's ψ), {outlying} lie beyond {OUTLYING:g} scales (outlying). "
+                    f"R² is {model.r2:.4f} on these pseudo-observations, {data_r2:.4f} on the data")
+            # the scale decision first (its R² blank: it was made on least squares' fits), then the kept
+            # round's own search on its pseudo-observations
+            trace = [dict(r) for r in transform_rows] + [{**r, "fit": name} for r in model.trace]
         model.settings = {**first.model_.settings, "robust": "huber"}
         model.notes = list(first.model_.notes) + [n for n in model.notes if n not in first.model_.notes] + [note]
         step = TraceStep(len(trace) + 1, "robust", "loo_error", {n: sc for n, _, sc, *_ in scored}, {}, name, True,

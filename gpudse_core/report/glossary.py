@@ -247,9 +247,10 @@ _TERMS = (
          "The stepwise search rerun on Huber pseudo-observations, so a few very slow designs do not decide the terms.",
          "Least squares lets a handful of pathological designs (a tuning space's 30× slower cells) choose terms and "
          "pull every coefficient. The default fit clips each residual at the residuals' typical size (the MAD "
-         "scale), reruns the search on the fitted values plus the clipped residuals three times, and keeps the "
-         "last model; its coefficient table and ANOVA are least squares on those pseudo-observations, its R² "
-         "is on the data. 'least squares' (and the paper model) fit the data as they are.",
+         "scale), reruns the search on the fitted values plus the clipped residuals three times, and keeps a "
+         "rerun's model only where it predicts the rows left out clearly better than least squares; then its "
+         "coefficient table, ANOVA, R² and intervals are least squares on those pseudo-observations, and its "
+         "residual plots show the data's residuals. 'least squares' (and the paper model) fit the data as they are.",
          "Huber (1981), Robust Statistics §7.8; " + GPUDSE, ("robust fit", "huber", "robust", "--robust",
                                                          "pseudo-observations"), ("stepwise", "bounded")),
     Term("bounded", "bounded prediction",

@@ -146,6 +146,8 @@ def build(trace: Iterable[Mapping[str, Any]], params: Sequence[str]) -> Table:
             label = f"{label} of {prefix}:"
         if not scores:
             label = "–"
+            if kind in ("robust", "transform"):  # a decision among fits, not candidates in columns: keep its scores
+                crit = {str(k): (float(v) if _finite(v) else None) for k, v in cands.items()}
         metric = str(r.get("metric", ""))
         stat_name = STATISTIC.get(metric, metric)
         cand_val = cands.get(chosen_key) if chosen_key is not None else None
@@ -156,7 +158,8 @@ def build(trace: Iterable[Mapping[str, Any]], params: Sequence[str]) -> Table:
         rows.append(Row(step=int(r.get("step", i + 1)), kind=kind, label=label, values=values, chosen=chosen,
                         column=column, accepted=bool(r.get("accepted")), statistic=stat_name,
                         statistic_value=float(stat) if _finite(stat) else None,
-                        r2=float(r.get("r2", math.nan)), adj_r2=float(r.get("adj_r2", math.nan)),
+                        r2=float(r["r2"]) if _finite(r.get("r2")) else math.nan,
+                        adj_r2=float(r["adj_r2"]) if _finite(r.get("adj_r2")) else math.nan,
                         terms=list(r.get("terms") or []), scores=crit, metric=str(r.get("metric", ""))))
     return Table(columns=columns, rows=rows)
 
@@ -212,7 +215,10 @@ def term_text(row: Row) -> str:
     if row.kind == "prune":
         return f"kept {row.chosen}" if row.accepted else "nothing dropped"
     if row.kind == "robust":  # StepwiseRegression._robust: the search rerun on Huber pseudo-observations
-        return "search rerun on Huber pseudo-observations"
+        if not row.scores:  # a round as it ran (live progress)
+            return f"{row.chosen}: search rerun on Huber pseudo-observations"
+        others = ", ".join(f"{k} {fmt.fmt_percent(v)}" for k, v in row.scores.items() if k != row.chosen and v is not None)
+        return f"kept {row.chosen}" + (f" (LOO error of the others: {others})" if others else "")
     return f"{row.chosen} {'added' if row.accepted else 'rejected'}"
 
 

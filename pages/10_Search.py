@@ -13,7 +13,7 @@ from dashboard import frame as ui
 from dashboard import jobs as ui_jobs
 from dashboard.work import POLL_S
 from gpudse_core.report import figures
-from gpudse_core.search.runner import same_study, search_settings, start_search, study_differences
+from gpudse_core.search.runner import describe_differences, same_study, search_settings, start_search
 from gpudse_core.search.study import SearchResult, Trial, default_initial
 from gpudse_core.sim.simulator import KERNELS
 
@@ -92,9 +92,10 @@ running = ui_jobs.job_panel(w, "search", "The search", rerun=begin)
 if not running:
     label = (f"Resume the search ({len(doc['trials']):,} of {int(budget):,} simulated)" if resumable
              else "Start the search")
-    differ = study_differences(stored, wanted) if doc and doc.get("trials") else []
-    if differ:
-        st.caption("Starting replaces the stored search (its " + ", ".join(differ) + " differ from the settings above).")
+    differ = describe_differences(stored, wanted) if doc and doc.get("trials") else ""
+    if differ:  # each differing setting with its stored and its given value, as the CLI's refusal says it
+        st.caption("Starting replaces the stored search, whose settings differ from those above: "
+                   + ui.plain(differ) + ".")
     if st.button(label, type="primary", disabled=not w.writable, key="se_start"):
         if int(initial) >= int(budget):
             st.error(f"Initial sample: {int(initial):,} leaves nothing for the search in {int(budget):,} simulations; "

@@ -481,6 +481,10 @@ def test_search_page_optimises_an_objective_and_shows_it_beside_the_response(app
     assert again.number_input(key="se_budget").value == 20 and again.number_input(key="se_batch").value == 5
     assert metrics(again)["Best objective"] == m["Best objective"]
     assert not any("Starting replaces" in c for c in texts(again, "caption"))  # the same settings
+    # another objective: the caption names the setting with its stored and its given value, as text
+    again.text_input(key="se_objective").set_value("cycles * simd").run()
+    said = [c for c in texts(again, "caption") if "Starting replaces" in c]
+    assert len(said) == 1 and "objective: stored 'cycles \\* (40 + simd + 4 \\* smp)', given 'cycles \\* simd'" in said[0], said
 
 
 @pytest.mark.parametrize("text,said", [

@@ -558,7 +558,8 @@ def test_search_page_resumes_a_search_with_a_larger_budget(app):
     assert len(trials) == 20 and trials[:14] == first  # nothing simulated again
     assert len({tuple(sorted(t["design"].items())) for t in trials}) == 20
     app.number_input(key="se_seed").set_value(1).run()  # another study: starting replaces it
-    assert button(app, "Start the search") and any("seed differ" in c for c in texts(app, "caption"))
+    assert button(app, "Start the search") and any("differ from those above: seed: stored 0, given 1" in c
+                                                   for c in texts(app, "caption"))
 
 
 def test_analytical_models_page(app):

@@ -457,10 +457,11 @@ def find_best(model: Any, space: DesignSpace, top: int = 20, maximize: bool = Fa
     plan = _plan(model, space, params, maximize, cost, where_expr, where or "", method, block, dtype)
     ev = plan.evaluator
     n_words = ev.n_words
+    rel = getattr(ev, "rel", 0.0)
     topk = TopK(top, ev.eps, plan.lo, plan.hi, n_words, limits.current().explore_candidates,
-                distinct=distinct) if top else None
+                distinct=distinct, rel=rel) if top else None
     front = Front(ev.eps, ev.eps_c, plan.lo, plan.hi, n_words, limits.current().explore_candidates,
-                  cost.label) if cost is not None else None
+                  cost.label, rel=rel) if cost is not None else None
     if plan.method == "exact":
         lb, lc, wmin = ev.bounds()
         order = np.lexsort((lc if lc is not None else lb, lb)) if ev.n_blocks > 1 else np.arange(1)

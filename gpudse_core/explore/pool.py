@@ -79,8 +79,9 @@ class _Pool:
     one group read the same values of every parameter the model (and cost) reads, so their
     predictions are equal and only the smallest indices among them can matter."""
 
-    def __init__(self, eps: float, lo: float, hi: float, n_words: int):
+    def __init__(self, eps: float, lo: float, hi: float, n_words: int, rel: float = 0.0):
         self.eps, self.lo, self.hi = float(eps), float(lo), float(hi)
+        self.rel = float(rel)  # a margin relative to the value as well (model.predict's last bits, see margin)
         self.cell = np.zeros(0, dtype=np.int64)
         self.f = np.zeros(0)
         self.w = np.zeros((0, n_words), dtype=np.int64)
@@ -93,8 +94,15 @@ class _Pool:
     def __getstate__(self) -> dict:
         return {k: v for k, v in self.__dict__.items() if k != "_mask"}
 
+    def margin(self, f):
+        """How far a scanned value may lie from ``model.predict``'s: ``eps``, plus ``rel`` times its size
+        (a scan through ``model.predict`` itself: the last bits of a matrix product depend on how many
+        rows it is given, so a block's value and the final batch's can differ by a few ulps)."""
+        return self.eps + self.rel * np.abs(f) if self.rel else self.eps
+
     def key_range(self, f: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        return np.clip(f - self.eps, self.lo, self.hi), np.clip(f + self.eps, self.lo, self.hi)
+        m = self.margin(f)
+        return np.clip(f - m, self.lo, self.hi), np.clip(f + m, self.lo, self.hi)
 
     def _take(self, keep: np.ndarray) -> None:
         for name in self._arrays:
@@ -105,8 +113,8 @@ class TopK(_Pool):
     _arrays = ("cell", "f", "w", "g")
 
     def __init__(self, k: int, eps: float, lo: float, hi: float, n_words: int, cap: int = 1 << 62,
-                 distinct: bool = False):
-        super().__init__(eps, lo, hi, n_words)
+                 distinct: bool = False, rel: float = 0.0):
+        super().__init__(eps, lo, hi, n_words, rel)
         self.k, self.cap = int(k), int(cap)
         self.per_group = 1 if distinct else self.k  # distinct: one cell (the first design) per tie group
         self._u = np.zeros(0)
@@ -129,13 +137,13 @@ class TopK(_Pool):
         # several of them may be one tie group of a distinct top-k)
         if f.shape[0] >= self.k and self.k > 0 and not np.isfinite(t) and self.per_group == self.k:
             kth = float(np.partition(f, self.k - 1)[self.k - 1])
-            t = min(t, float(np.clip(kth + self.eps, self.lo, self.hi)))
+            t = min(t, float(np.clip(kth + self.margin(kth), self.lo, self.hi)))
         if t >= self.hi or not np.isfinite(t):
             return np.arange(f.shape[0])
         mask = self.__dict__.get("_mask")
         if mask is None or mask.shape[0] != f.shape[0]:
             mask = self._mask = np.empty(f.shape[0], dtype=bool)
-        np.less_equal(f, at_most(t + self.eps, f.dtype), out=mask)
+        np.less_equal(f, at_most(t + self.eps + 2 * self.rel * abs(t), f.dtype), out=mask)
         return np.flatnonzero(mask)
 
     def add(self, cell: np.ndarray, f: np.ndarray, w: np.ndarray, g: np.ndarray) -> None:
@@ -153,7 +161,7 @@ class TopK(_Pool):
 
     def beyond(self, lower: float) -> bool:
         """True when no cell whose values are at least *lower* can enter the answer."""
-        return self.n >= self.k and float(np.clip(lower - self.eps, self.lo, self.hi)) > self.threshold
+        return self.n >= self.k and float(np.clip(lower - self.margin(lower), self.lo, self.hi)) > self.threshold
 
     def _trim(self) -> None:
         lo, up = self.key_range(self.f)
@@ -175,7 +183,7 @@ class TopK(_Pool):
         *lower* and whose first design indices are at least *wmin*."""
         if self.n < self.k:
             return False
-        lk = float(np.clip(lower - self.eps, self.lo, self.hi))
+        lk = float(np.clip(lower - self.margin(lower), self.lo, self.hi))
         if lk != self._t:  # below the k-th smallest upper key fewer than k cells precede for sure
             return lk > self._t
         before = int(np.count_nonzero(self._u < lk))
@@ -188,8 +196,9 @@ class TopK(_Pool):
 class Front(_Pool):
     _arrays = ("cell", "f", "c", "w", "g")
 
-    def __init__(self, eps: float, eps_c: float, lo: float, hi: float, n_words: int, cap: int, label: str = "cost"):
-        super().__init__(eps, lo, hi, n_words)
+    def __init__(self, eps: float, eps_c: float, lo: float, hi: float, n_words: int, cap: int, label: str = "cost",
+                 rel: float = 0.0):
+        super().__init__(eps, lo, hi, n_words, rel)
         self.eps_c = float(eps_c)
         self.c = np.zeros(0)
         self.cap, self.label = int(cap), label
@@ -212,7 +221,7 @@ class Front(_Pool):
         return (self._pm[na] <= lk) | (self._pm[nb] < lk)
 
     def select(self, f: np.ndarray, c: np.ndarray) -> np.ndarray:
-        lk = np.clip(f - self.eps, self.lo, self.hi)
+        lk = np.clip(f - self.margin(f), self.lo, self.hi)
         return np.flatnonzero(~self.dominated(c - self.eps_c, lk))
 
     def add(self, cell: np.ndarray, f: np.ndarray, c: np.ndarray, w: np.ndarray, g: np.ndarray) -> None:
@@ -241,7 +250,7 @@ class Front(_Pool):
         self.add(other.cell[new], other.f[new], other.c[new], other.w[new], other.g[new])
 
     def prunable(self, lower: float, lower_c: float, wmin: np.ndarray) -> bool:
-        lk = float(np.clip(lower - self.eps, self.lo, self.hi))
+        lk = float(np.clip(lower - self.margin(lower), self.lo, self.hi))
         lc = lower_c - self.eps_c
         if bool(self.dominated(np.array([lc]), np.array([lk]))[0]):
             return True

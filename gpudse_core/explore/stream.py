@@ -404,6 +404,9 @@ class PredictStream:
 
     eps = 0.0
     eps_c = 0.0
+    # model.predict of a block and of the final candidates can differ in the last bits (a matrix
+    # product's rounding depends on its number of rows): the pools keep near-ties by this relative margin
+    rel = 1e-12
     n_words = 1
 
     def __init__(self, model: Any, space: DesignSpace, sign: float, masks: Sequence[Expression] = (),

@@ -622,13 +622,18 @@ def working_response(A: np.ndarray, z: np.ndarray, coefficients: np.ndarray, k: 
     exactly. The coefficient table, the F-tests and the intervals of a robust model are those of
     least squares on this response."""
     fitted = A @ np.asarray(coefficients, dtype=float)
-    e = z - fitted
-    e = e - np.median(e) if e.size else e  # centred as the search's pseudo-observations (the intercept absorbs it)
+    r = huber_residuals(z - fitted, k, scale)  # (its centre is a constant the intercept absorbs)
+    return fitted + r - A @ np.linalg.lstsq(A, r, rcond=None)[0]
+
+
+def huber_residuals(e: np.ndarray, k: float, scale: float) -> np.ndarray:
+    """Residuals *e* as Huber's pseudo-observations take them: centred on their median, clipped at
+    *k* × *scale* and divided by the share m of them inside the clip (Huber's correction, so their
+    spread is the data's where nothing is clipped rather than less)."""
+    e = e - np.median(e) if e.size else e
     limit = k * scale
     m = max(float(np.mean(np.abs(e) <= limit)), 1.0 / max(e.size, 1))
-    r = np.clip(e, -limit, limit) / m
-    r = r - A @ np.linalg.lstsq(A, r, rcond=None)[0]
-    return fitted + r
+    return np.clip(e, -limit, limit) / m
 
 
 def ols_noise(A: np.ndarray, rss: float) -> dict | None:

@@ -92,6 +92,7 @@ from .fitted import (
     StepwiseModel,
     _rows,
     design_matrix,
+    huber_residuals,
     inverse_transform,
     mad_scale,
     ols_noise,
@@ -156,9 +157,9 @@ ALGORITHM1_SETTINGS: dict[str, Any] = {
 # tuning spaces": k = 1.0 and 3 rounds against k = 1.345, 0.7 and 1, 4 or 5 rounds, 20 draws per GPU)
 ROBUST_K = 1.0
 ROBUST_ROUNDS = 3
-LEAST_SQUARES = "least squares"
+LEAST_SQUARES = "least squares"  # the robust fit's first candidate: the least-squares search's model
 ROBUST_TIE = 0.02  # a rerun replaces least squares only when its leave-one-out error is lower by more than this share
-OUTLYING = 3.0  # residuals beyond this many scales are called outlying in the fit's note  # the robust fit's first candidate: the least-squares search's model
+OUTLYING = 3.0  # residuals beyond this many scales are called outlying in the fit's note
 
 
 # ---- terms ------------------------------------------------------------------------------------
@@ -1040,20 +1041,18 @@ class StepwiseRegression(RegressorMixin, BaseEstimator):
         t = first.model_.transform
         z = transform_response(yraw, t, col)
         tiny = 1e-9 * max(float(np.ptp(z)), float(np.max(np.abs(z))), 1e-300)
-        fits: list[tuple[str, StepwiseModel]] = [(LEAST_SQUARES, first.model_)]
-        model = first.model_
+        # (name, model, its design on the training rows)
+        fits: list[tuple[str, StepwiseModel, np.ndarray]] = [(LEAST_SQUARES, first.model_, design_matrix(first.model_, Xf))]
         base = len(first.model_.trace)
         for r in range(1, ROBUST_ROUNDS + 1):
-            A = design_matrix(model, Xf)
+            _, model, A = fits[-1]
             f = A @ np.asarray(model.coefficients, dtype=float)
             e = z - f
             s = mad_scale(e)
             if not s > tiny:  # noise-free data (or a fit through every row): nothing to make robust
                 break
-            c = float(np.median(e))  # centred: a fit pulled up by slow rows first moves to the bulk of them
-            f, e = f + c, e - c
-            inside = max(float(np.mean(np.abs(e) <= ROBUST_K * s)), 1.0 / e.size)
-            zs = f + np.clip(e, -ROBUST_K * s, ROBUST_K * s) / inside
+            # centred: a fit pulled up by slow rows first moves to the bulk of them
+            zs = f + float(np.median(e)) + huber_residuals(e, ROBUST_K, s)
             if t == "sqrt":
                 zs = np.maximum(zs, 0.0)
             est = clone(self).set_params(robust="none", response_transform=t)
@@ -1062,7 +1061,7 @@ class StepwiseRegression(RegressorMixin, BaseEstimator):
             except FitError:  # the pseudo-observations cannot be fitted (e.g. all clipped to one value)
                 break
             model = est.model_
-            fits.append((f"Huber round {r}", model))
+            fits.append((f"Huber round {r}", model, design_matrix(model, Xf)))
             last = steps[-1] if steps else None
             yield TraceStep(base + r, "robust", "r2", {}, {}, f"Huber round {r}", True, None, list(model.terms),
                             last.r2 if last else model.r2, last.adj_r2 if last else model.adj_r2)
@@ -1072,7 +1071,7 @@ class StepwiseRegression(RegressorMixin, BaseEstimator):
             self.model_.notes.append("robust fit: the least-squares residuals have no spread (noise-free data), so "
                                      "there is nothing to make robust: the model is least squares")
             return
-        scored = [(name, m, *self._robust_score(m, Xf, z, yraw, name != LEAST_SQUARES)) for name, m in fits]
+        scored = [(name, m, *self._robust_score(m, A, z, yraw, name != LEAST_SQUARES)) for name, m, A in fits]
         best = min(scored[1:], key=lambda c: c[2])  # ties: the earliest round
         # least squares unless a round predicts clearly better: four noisy leave-one-out means, and on
         # data with nothing to discount the rounds only trade noise (the tie band of --model auto)
@@ -1121,14 +1120,14 @@ class StepwiseRegression(RegressorMixin, BaseEstimator):
         self.model_ = model
         yield step
 
-    def _robust_score(self, model: StepwiseModel, X: pd.DataFrame, z: np.ndarray, y: np.ndarray,
+    def _robust_score(self, model: StepwiseModel, A: np.ndarray, z: np.ndarray, y: np.ndarray,
                       pseudo: bool) -> tuple[float, float, np.ndarray, np.ndarray]:
         """How well a candidate of the robust fit predicts its rows left out: the mean leave-one-out
         error on the response scale, scored as :meth:`_loo` scores (the transform and the pruning
         are chosen by the same figure), from the hat values of its design applied to its working
         response (the data for the least-squares model, its pseudo-observations for a Huber round).
-        Returns (score, MAD scale of its residuals, working response, design)."""
-        A = design_matrix(model, X)
+        *A* is its design on the training rows. Returns (score, MAD scale of its residuals, working
+        response, design)."""
         coef = np.asarray(model.coefficients, dtype=float)
         s = mad_scale(z - A @ coef)
         working = working_response(A, z, coef, ROBUST_K, s) if pseudo and s > 0 else z

@@ -300,6 +300,9 @@ def html(table: Table, *, current: int | None = None, follow: bool = False, mode
         words = term_text(r)
         if r.chosen is not None and r.kind not in ("prune", "transform", "robust"):  # narrow: '+ simd:blk', '✗ dramq'
             words = f"+ {r.chosen}" if r.accepted else f"✗ {r.chosen}"
+        elif r.kind == "robust" and r.scores:  # narrow too: the others' errors are in the cell's tooltip
+            words = f"kept {r.chosen}"
+            kind = term_text(r)
         decision = f"<b>{e(words)}</b>" if r.accepted and r.kind not in ("prune", "transform", "robust") else e(words)
         body.append(f"<tr data-row='{i}'{' class=now' if current == i else ''}>"
                     f"<td class='st'>{r.step}</td><td class='tm' title='{e(kind)}'>{decision}</td>"

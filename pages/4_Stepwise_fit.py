@@ -129,6 +129,8 @@ if kind == "stepwise":
         robust = c2.selectbox("Fit", ROBUST_FITS, index=pick(ROBUST_FITS, base.get("robust", "huber")),
                               format_func=lambda v: {"huber": "robust (Huber)", "none": "least squares"}[v],
                               disabled=paper, help=fixed or ui.help_for("robust fit"))
+        cells = c4.checkbox("Level cells", value=bool(base.get("cells", True)) and not paper, disabled=paper,
+                            help=fixed or ui.help_for("level cells"))
         params = st.multiselect("Parameters", params_all, default=params_all)
         app_col = res.app_column
         per_app = bool(app_col) and st.checkbox(f"Also fit one model per {ui.plain(app_col)} (a bar each in the contribution "
@@ -139,7 +141,7 @@ if kind == "stepwise":
         settings = {**base, "theta": theta, "phi": phi, "threshold_rule": rule, "response_transform": transform}
         if not paper:
             settings.update(criterion=criterion, compare=compare, knots=knots, knot_placement=placement,
-                            interactions=interactions, max_order=max_order, robust=robust)
+                            interactions=interactions, max_order=max_order, robust=robust, cells=cells)
         rows = []
 
         def show(step) -> None:

@@ -32,14 +32,15 @@ def step_progress(line: Progress):
         what = "nothing left to try" if step.chosen is None else (
             (f"kept {step.chosen}" if step.candidates else f"{step.chosen}: search rerun on Huber pseudo-observations")
             if step.kind == "robust" else
-            f"{step.chosen} {'added' if step.accepted else 'rejected'}")
+            (f"level cells {'added' if step.accepted else 'not added'} ({step.chosen})" if step.kind == "cells" else
+             f"{step.chosen} {'added' if step.accepted else 'rejected'}"))
         line(f"step {step.step} ({step.kind}): {what}; R² {step.r2:.4f}")
     return echo
 
 
 # the robust search's settings that Stargazer 1.0 fixes (a flag for one of them is an error with the paper model)
 PAPER_FIXED = ("phi3", "criterion", "compare", "knots", "knot_placement", "interactions", "max_order",
-               "powers_of_two", "robust")
+               "powers_of_two", "robust", "cells")
 
 
 def fit_settings(args: argparse.Namespace) -> tuple[dict, list[str]]:
@@ -56,6 +57,7 @@ def fit_settings(args: argparse.Namespace) -> tuple[dict, list[str]]:
              "compare": args.compare, "knots": args.knots, "knot_placement": args.knot_placement,
              "interactions": args.interactions, "max_order": args.max_order, "max_terms": args.max_terms,
              "threshold_rule": args.threshold_rule, "robust": args.robust,
+             "cells": None if args.cells is None else args.cells == "on",
              "powers_of_two": None if args.powers_of_two is None else args.powers_of_two == "on"}
     if paper:
         unused = [f"--{k.replace('_', '-')}" for k in PAPER_FIXED if flags.get(k) is not None
@@ -319,6 +321,10 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     fi.add_argument("--robust", choices=choices.ROBUST_FITS, default=None,
                     help="huber (default): the search is rerun on Huber pseudo-observations, so a few very slow "
                          "designs do not decide the terms; none: least squares throughout (docs/models.md)")
+    fi.add_argument("--cells", choices=("on", "off"), default=None,
+                    help="on (default): after the search, indicator columns for combinations of 2 or 3 parameter "
+                         "levels (tile_x=3 & shmem=1) that pass a Bonferroni F-test and predict the rows left "
+                         "out better (docs/models.md)")
     fi.add_argument("--max-order", type=int, choices=choices.MAX_ORDERS, default=None,
                     help="highest interaction order: 2 (pairs, Algorithm 1) or 3 (default: also three-way terms)")
     fi.add_argument("--max-terms", type=count_arg, default=None)

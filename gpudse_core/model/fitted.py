@@ -321,7 +321,7 @@ class StepwiseModel:
         parts = [f"{coef[0]:.{digits}g}"]
 
         def spline_text(b: Basis, col: int) -> str:
-            if col == b.pow2_column:
+            if col == b.pow2_column or b.is_cell_column(col):
                 return f"[{b.column_names[col]}]"
             if b.kind != "rcs" or col == 0:
                 return b.column_names[col] if b.kind != "categorical" else f"[{b.column_names[col]}]"

@@ -188,6 +188,7 @@ def _hmisc_knots(x: np.ndarray, nk: int, fractied: float) -> np.ndarray:
 
 
 # ---- R's splines::ns (Stargazer 1.0) ---------------------------------------------------------------
+MAX_CELL_LEVELS = 16  # level cells (model/cells.py) only on parameters with at most this many distinct values
 REFERENCE_MAX_INTERIOR = 3  # Stargazer 1.0: at most three interior knots per parameter
 REFERENCE_EVEN_TOL = 0.01  # midrange within 1 % of the distinct values' mean: even spacing
 
@@ -310,14 +311,25 @@ class Basis:
     hi: float | None = None
     scale: str = "linear"
     pow2: bool = False  # rcs/linear: one more column, 1 where the raw value is a power of two (see is_pow2)
+    # level cells (model/cells.py): one indicator column per listed value, 1 where the raw value is it;
+    # they come after every other column, and only products of them (cells) use them
+    cells: list[Any] = field(default_factory=list)
 
     @property
-    def width(self) -> int:
+    def own_width(self) -> int:
+        """Columns of the parameter's own curve (spline, linear or levels, and pow2), without cells."""
         if self.kind in ("rcs", "ns"):
             return len(self.knots) - 1 + self.pow2
         if self.kind == "categorical":
             return len(self.levels) - 1
         return 1 + self.pow2
+
+    @property
+    def width(self) -> int:
+        return self.own_width + len(self.cells)
+
+    def is_cell_column(self, col: int) -> bool:
+        return col >= self.own_width
 
     @property
     def numeric_levels(self) -> bool:
@@ -332,15 +344,18 @@ class Basis:
     @property
     def pow2_column(self) -> int | None:
         """Index of the power-of-two indicator column (the last one), or None."""
-        return self.width - 1 if self.pow2 else None
+        return self.own_width - 1 if self.pow2 else None
 
     @property
     def column_names(self) -> list[str]:
+        return self._own_names() + [f"{self.name}={format_level(v)}" for v in self.cells]
+
+    def _own_names(self) -> list[str]:
         step = [f"pow2({self.name})"] if self.pow2 else []
         if self.kind == "rcs":
-            return [self.label] + [self.label + "'" * (j + 1) for j in range(self.width - 1 - self.pow2)] + step
+            return [self.label] + [self.label + "'" * (j + 1) for j in range(self.own_width - 1 - self.pow2)] + step
         if self.kind == "ns":
-            return [f"ns({self.label}){j + 1}" for j in range(self.width)]
+            return [f"ns({self.label}){j + 1}" for j in range(self.own_width)]
         if self.kind == "categorical":
             return [f"{self.name}={format_level(lvl)}" for lvl in self.levels[1:]]
         return [self.label] + step
@@ -348,9 +363,10 @@ class Basis:
     @property
     def linear_columns(self) -> list[int]:
         """Columns counted as linear by ``rms``' restricted interactions (%ia%); none of ``ns``'s."""
+        cells = list(range(self.own_width, self.width))  # 0/1 indicators, linear like a level's column
         if self.kind == "ns":
-            return []
-        return list(range(self.width)) if self.kind == "categorical" else [0]
+            return cells
+        return (list(range(self.own_width)) if self.kind == "categorical" else [0]) + cells
 
     def encode(self, values: Any) -> np.ndarray:
         """Raw numeric values on the modelling scale (log2 for ``scale="log2"``)."""
@@ -371,14 +387,30 @@ class Basis:
 
         A text level not seen in training raises, or with ``unseen="average"`` gets the mean of the
         levels' rows (an equal-weight average over the training levels; the caller flags it).
-        A numeric categorical basis interpolates between levels (see the module docstring).
+        A numeric categorical basis interpolates between levels (see the module docstring). Cell
+        columns (:attr:`cells`) follow: 1 where the raw value equals the cell's level (by text for a
+        text parameter; an unseen text level gets the average, 1 / the number of levels).
         """
+        own = self._own_columns(values, unseen)
+        if not self.cells:
+            return own
+        if self.kind == "categorical" and not self.numeric_levels:
+            v = np.asarray(values, dtype=object).astype(str).ravel()
+            ind = np.column_stack([(v == str(c)).astype(float) for c in self.cells])
+            ind[~np.isin(v, [str(x) for x in self.levels])] = 1.0 / len(self.levels)
+        else:
+            x = np.asarray(values, dtype=float).ravel()
+            lv = np.asarray(self.cells, dtype=float)
+            ind = (np.abs(x[:, None] - lv[None, :]) <= 1e-9 * np.maximum(1.0, np.abs(lv[None, :]))).astype(float)
+        return np.column_stack([own, ind])
+
+    def _own_columns(self, values: Any, unseen: str) -> np.ndarray:
         if self.kind == "categorical":
             if self.numeric_levels:
                 return self._numeric_levels(values)
             v = np.asarray(values, dtype=object).astype(str).ravel()
             lv = [str(x) for x in self.levels]
-            out = np.column_stack([(v == x).astype(float) for x in lv[1:]]) if self.width else np.zeros((v.size, 0))
+            out = np.column_stack([(v == x).astype(float) for x in lv[1:]]) if self.own_width else np.zeros((v.size, 0))
             known = np.isin(v, lv)
             if not known.all():
                 if unseen != "average":
@@ -422,6 +454,9 @@ class Basis:
             d["scale"] = self.scale
         if self.pow2:
             d["pow2"] = True
+        if self.cells:
+            text = self.kind == "categorical" and not self.numeric_levels
+            d["cells"] = [str(v) for v in self.cells] if text else [float(v) for v in self.cells]
         return d
 
     @classmethod
@@ -474,8 +509,16 @@ class Basis:
         if not isinstance(pow2, bool) or (pow2 and kind not in ("rcs", "linear")):
             raise GpudseError(f"{ctx}: pow2 must be true or false, and true only for a spline or linear basis "
                               f"(got {pow2!r})")
+        cells = d.get("cells", [])
+        text = kind == "categorical" and not all(_is_number(v) for v in levels)
+        if not isinstance(cells, list) or len(cells) > MAX_CELL_LEVELS \
+                or not all(isinstance(v, str) if text else (_is_number(v) and np.isfinite(v)) for v in cells) \
+                or len({str(v) for v in cells}) != len(cells):
+            raise GpudseError(f"{ctx}: cells must be a list of at most {MAX_CELL_LEVELS} distinct "
+                              f"{'words' if text else 'finite numbers'} (the levels with an indicator column)")
         return cls(name=name, kind=kind, knots=knots, levels=list(levels), norm=norm,
-                   lo=float(rng[0]) if rng else None, hi=float(rng[1]) if rng else None, scale=scale, pow2=pow2)
+                   lo=float(rng[0]) if rng else None, hi=float(rng[1]) if rng else None, scale=scale, pow2=pow2,
+                   cells=[str(v) if text else float(v) for v in cells])
 
 
 def make_basis(name: str, values: Any, knots: int | Sequence[float] = 4, placement: str = "even",

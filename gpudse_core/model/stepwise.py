@@ -36,6 +36,10 @@ The robust default adds (each measured in README "Regression choices", each off 
    (least squares' or a round's) with the lowest leave-one-out error
    (:meth:`StepwiseRegression._robust`). A few very slow rows (a tuning space's pathological
    cells) no longer decide which terms enter and what they are worth.
+10. ``cells``: indicator columns for combinations of two or three parameter levels (a tuning
+   space's corners that no smooth curve follows), chosen by a Bonferroni F-test on the fit's working
+   response and kept when the rows left out are predicted better (:mod:`.cells`,
+   :meth:`StepwiseRegression._cells`).
 
 The score is the adjusted R² of the augmented model (``criterion="adjr2"``, the paper's). With
 ``compare="adj_r2"`` the gain is measured against the adjusted R² of M instead of its R² (the other
@@ -139,7 +143,7 @@ CACHE_BYTES = 256 << 20  # residualised candidate blocks kept between steps of t
 PAPER_SETTINGS: dict[str, Any] = {
     "reference": True, "theta": 0.0, "phi": 0.0, "threshold_rule": "relative", "criterion": "adjr2", "compare": "r2",
     "interactions": "full", "max_order": 2, "revisit": False, "lookahead": False, "prune": False, "unseen": "model",
-    "response_transform": "none", "robust": "none",
+    "response_transform": "none", "robust": "none", "cells": False,
 }
 ABSOLUTE_THRESHOLD = 0.01  # θ = φ of the paper text's absolute reading (§5.2)
 # Algorithm 1 as the paper's text reads on this module's incremental search (no exact-reference
@@ -150,7 +154,7 @@ ALGORITHM1_SETTINGS: dict[str, Any] = {
     "theta": ABSOLUTE_THRESHOLD, "phi": ABSOLUTE_THRESHOLD, "criterion": "adjr2", "compare": "r2",
     "threshold_rule": "absolute", "knots": 4, "knot_placement": "even", "interactions": "restricted",
     "scale": "linear", "categorical_levels": 0, "max_order": 2, "revisit": False, "lookahead": False, "prune": False,
-    "unseen": "model", "response_transform": "none", "powers_of_two": False, "robust": "none",
+    "unseen": "model", "response_transform": "none", "powers_of_two": False, "robust": "none", "cells": False,
 }
 # robust="huber" (step 9 of the module docstring): Huber's ψ clips a residual at ROBUST_K times the MAD
 # scale, and the search is rerun ROBUST_ROUNDS times on the pseudo-observations (docs/models.md "Real
@@ -389,7 +393,7 @@ class StepwiseRegression(RegressorMixin, BaseEstimator):
                  scale: str | Mapping[str, str] = "auto", categorical_levels: int = 3, max_order: int = 3,
                  revisit: bool = True, bound_margin: float | None = DEFAULT_BOUND_MARGIN, lookahead: bool = True,
                  prune: bool = True, unseen: str = "lower-order", threshold_rule: str = "absolute",
-                 reference: bool = False, powers_of_two: bool = True, robust: str = "huber"):
+                 reference: bool = False, powers_of_two: bool = True, robust: str = "huber", cells: bool = True):
         self.response = response
         self.params = params
         self.theta = theta
@@ -418,6 +422,7 @@ class StepwiseRegression(RegressorMixin, BaseEstimator):
         self.reference = reference
         self.powers_of_two = powers_of_two
         self.robust = robust
+        self.cells = cells
 
     # -- scikit-learn protocol (get_params/set_params/score come from BaseEstimator/RegressorMixin) --
     def fit(self, X: Any, y: Any = None, callback: Callable[[TraceStep], None] | None = None) -> StepwiseRegression:
@@ -482,6 +487,8 @@ class StepwiseRegression(RegressorMixin, BaseEstimator):
             raise FitError(f"robust must be one of {', '.join(ROBUST_FITS)} (got {self.robust!r})")
         if not isinstance(self.powers_of_two, bool):
             raise FitError(f"powers_of_two must be True or False (got {self.powers_of_two!r})")
+        if not isinstance(self.cells, bool):
+            raise FitError(f"cells must be True or False (got {self.cells!r})")
         if self.reference and self.response_transform == "auto":
             raise FitError("Stargazer 1.0 models the response as given: choose the transform none (its own), log "
                            "or sqrt, not auto")
@@ -578,6 +585,9 @@ class StepwiseRegression(RegressorMixin, BaseEstimator):
                           if k != "params"})
             yield from search.steps()
             self.model_ = search.model
+            return
+        if self.cells and self.search:
+            yield from self._cells(X, y)
             return
         if self.robust == "huber":
             yield from self._robust(X, y)
@@ -1119,6 +1129,120 @@ class StepwiseRegression(RegressorMixin, BaseEstimator):
         self._loo_error_ = score
         self.model_ = model
         yield step
+
+    def _cells(self, X: Any, y: Any) -> Iterator[TraceStep]:
+        """``cells=True`` (step 10 of the module docstring, :mod:`.cells`): the fit without cells (least
+        squares or robust, as set), then level cells chosen on its working response. For a robust
+        model this is repeated ``cells.ROUNDS`` times, each round choosing again on the Huber
+        pseudo-observations of the previous round's fit with its cells (a corner the cells fit is no
+        longer clipped as outlying). The round (or no cells) whose rows left out one at a time are
+        predicted best is kept, cells only when more than ``cells.TIE`` better."""
+        from sklearn.base import clone
+
+        from . import cells as lc
+        from .splines import format_level
+
+        inner = clone(self).set_params(cells=False)
+        yield from inner.iter_fit(X, y)
+        model = inner.model_
+        self._loo_error_ = inner._loo_error_
+        self.model_ = model
+        Xf, yraw, names, col = self._data(X, y)
+        t = model.transform
+        z = transform_response(yraw, t, col)
+        A = design_matrix(model, Xf)
+        coef = np.asarray(model.coefficients, dtype=float)
+        tiny = 1e-9 * max(float(np.ptp(z)), float(np.max(np.abs(z))), 1e-300)
+        if not mad_scale(z - A @ coef) > tiny:  # noise-free data: nothing a cell could find that is not noise
+            return
+        robust = model.robust
+        working = working_response(A, z, coef, robust["k"], robust["scale"]) if robust else z
+        # every parameter, also one the search left out: a cell can act where no curve does
+        text = {p: (b.kind == "categorical" and not b.numeric_levels) if (b := model.bases.get(p)) is not None
+                else Xf[p].to_numpy().dtype.kind in "OUSb" for p in names}
+        C, desc = lc.candidates({p: Xf[p].to_numpy() for p in names}, text)
+        base = float(np.mean(self._loo_errors(A, working, yraw, t, z)))
+        scores = {"without cells": base}
+        rounds: list[tuple[str, list[int], np.ndarray, np.ndarray]] = []  # (name, cells, design, response)
+        w = working
+        for r in range(1, (lc.ROUNDS if robust else 1) + 1):
+            chosen = lc.select(A, w, C) if C.shape[1] else []
+            if not chosen:
+                break
+            A2 = np.column_stack([A, C[:, chosen]])
+            name = f"{len(chosen)} cell{'s' if len(chosen) != 1 else ''}" + (f", round {r}" if robust else "")
+            scores[name] = float(np.mean(self._loo_errors(A2, w, yraw, t, z)))
+            rounds.append((name, chosen, A2, w))
+            if not robust:
+                break
+            f2 = A2 @ np.linalg.lstsq(A2, w, rcond=None)[0]
+            e = z - f2
+            s2 = mad_scale(e)
+            if not s2 > tiny:
+                break
+            w = f2 + float(np.median(e)) + huber_residuals(e, ROBUST_K, s2)
+            if t == "sqrt":
+                w = np.maximum(w, 0.0)
+        best = min(rounds, key=lambda c: scores[c[0]]) if rounds else None  # ties: the earliest round
+        kept = best is not None and scores[best[0]] < base * (1 - lc.TIE)
+        if kept:
+            name, chosen, A2, w = best
+            labels = [lc.label(desc[j], format_level) for j in chosen]
+            model = self._with_cells(model, A2, w, z, [desc[j] for j in chosen], text, Xf)
+            self._loo_error_ = scores[name]
+            note = (f"level cells: {len(chosen)} of {C.shape[1]} candidate cells pass the F-test at "
+                    f"{lc.ALPHA:g}/{C.shape[1]}{' (' + name.split(', ')[1] + ')' if robust else ''} and predict "
+                    f"the rows left out better: {'; '.join(labels)}")
+        elif rounds:
+            note = (f"level cells: cells pass the F-test but do not predict the rows left out {lc.TIE:.0%} better; "
+                    f"none is kept")
+        else:
+            note = (f"level cells: none of {C.shape[1]} candidate cells passes the F-test at {lc.ALPHA:g}/"
+                    f"{max(C.shape[1], 1)}" if C.shape[1] else "level cells: no parameter has few enough levels, "
+                    "or no level combination holds for enough rows")
+        model.notes = list(model.notes) + [note]
+        model.settings = {**model.settings, "cells": True}
+        step = TraceStep(len(model.trace) + 1, "cells", "loo_error", scores, {},
+                         best[0] if kept else "without cells", kept, self._loo_error_, list(model.terms),
+                         model.r2, model.adj_r2)
+        model.trace = list(model.trace) + [step.to_dict()]
+        self.model_ = model
+        yield step
+
+    def _with_cells(self, model: StepwiseModel, A: np.ndarray, working: np.ndarray, z: np.ndarray,
+                    chosen: list[tuple], text: Mapping[str, bool], X: pd.DataFrame) -> StepwiseModel:
+        """*model* with the chosen cells as more columns (:mod:`.cells`), refitted by least squares on its
+        working response *working*; *A* is its design with the cells' columns last. A parameter the
+        search left out enters with a basis whose own column no model column uses."""
+        import copy
+
+        m = copy.deepcopy(model)
+        for conds in chosen:
+            idx = []
+            for p, lvl in conds:
+                if p not in m.bases:
+                    m.bases[p] = make_basis(p, X[p].to_numpy(), 0, categorical=True if text[p] else False)
+                b = m.bases[p]
+                v = str(lvl) if text[p] else float(lvl)
+                if v not in b.cells:
+                    b.cells.append(v)
+                idx.append(b.own_width + b.cells.index(v))
+            params = [p for p, _ in conds]
+            m.columns.append((params, idx))
+            m.column_labels.append(" * ".join(f"[{m.bases[p].column_names[i]}]" for p, i in zip(params, idx)))
+            name = term_name(params)
+            if frozenset(params) not in {frozenset(u.split(":")) for u in m.terms}:
+                m.terms.append(name)
+        coef = np.linalg.lstsq(A, working, rcond=None)[0]
+        m.coefficients = coef.tolist()
+        fitted = A @ coef
+        if m.robust:  # R² of its own working response, as its coefficient table reports it
+            m.robust = {**m.robust, "scale": mad_scale(z - fitted)}
+            working = working_response(A, z, coef, m.robust["k"], m.robust["scale"])
+        rss, tss = float(np.sum((working - fitted) ** 2)), float(np.sum((working - working.mean()) ** 2))
+        m.r2, m.adj_r2 = _r2(rss, tss), _adj_r2(rss, tss, z.size, A.shape[1])
+        m.noise = ols_noise(A, float(np.sum((z - fitted) ** 2)))
+        return m
 
     def _robust_score(self, model: StepwiseModel, A: np.ndarray, z: np.ndarray, y: np.ndarray,
                       pseudo: bool) -> tuple[float, float, np.ndarray, np.ndarray]:

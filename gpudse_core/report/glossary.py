@@ -253,6 +253,17 @@ _TERMS = (
          "residual plots show the data's residuals. 'least squares' (and the paper model) fit the data as they are.",
          "Huber (1981), Robust Statistics §7.8; " + GPUDSE, ("robust fit", "huber", "robust", "--robust",
                                                          "pseudo-observations"), ("stepwise", "bounded")),
+    Term("level-cells", "level cells",
+         "Columns for combinations of two or three parameter levels, such as tile_size_x=3 & use_shmem=1.",
+         "After the search, each combination of two or three parameter levels is a candidate column. It is 1 for "
+         "the designs that have those levels and 0 for the rest, and it must hold for at least 8 training rows. "
+         "A cell is added when its F-test passes at 0.05 divided by the number of candidates (Bonferroni). The "
+         "cells are kept only if they predict the rows left out more than 2 % better. A cell joins the term of "
+         "its parameters (tile_size_x:use_shmem) and shows as [tile_size_x=3] * [use_shmem=1] in the "
+         "coefficient table and the equation. It catches a tuning space's corners that no smooth curve follows. "
+         "The paper model has none.",
+         "Friedman & Popescu (2008), Predictive learning via rule ensembles §2 (rules as 0/1 terms); gpudse's level cells",
+         ("level cells", "cells", "--cells", "cell"), ("stepwise", "robust-fit")),
     Term("bounded", "bounded prediction",
          "A prediction clipped to the training response range (widened by a documented margin), and counted.",
          "On a log scale a model can return absurd values (1e27 cycles) far from the data; gpudse bounds "

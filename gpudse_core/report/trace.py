@@ -27,7 +27,7 @@ from . import fmt
 KIND_WORDS = {"initial": "first term", "main": "parameter", "interaction": "pair", "interaction3": "three-way",
               "revisit": "revisit", "lookahead": "look-ahead", "nonlinear": "non-linear part", "forced": "forced",
               "prune": "pruning (LOO)", "transform": "response scale",
-              "robust": "robust fit"}
+              "robust": "robust fit", "cells": "level cells"}
 NONLINEAR = "non-linear part"
 STATISTIC = {"p_value": "p (F-test)", "adj_r2": "gain", "r2": "gain", "aic": "AIC drop", "bic": "BIC drop",
              "loo_error": "LOO error"}
@@ -146,7 +146,7 @@ def build(trace: Iterable[Mapping[str, Any]], params: Sequence[str]) -> Table:
             label = f"{label} of {prefix}:"
         if not scores:
             label = "–"
-            if kind in ("robust", "transform"):  # a decision among fits, not candidates in columns: keep its scores
+            if kind in ("robust", "transform", "cells"):  # a decision among fits, not candidates in columns: keep its scores
                 crit = {str(k): (float(v) if _finite(v) else None) for k, v in cands.items()}
         metric = str(r.get("metric", ""))
         stat_name = STATISTIC.get(metric, metric)
@@ -219,6 +219,8 @@ def term_text(row: Row) -> str:
             return f"{row.chosen}: search rerun on Huber pseudo-observations"
         others = ", ".join(f"{k} {fmt.fmt_percent(v)}" for k, v in row.scores.items() if k != row.chosen and v is not None)
         return f"kept {row.chosen}" + (f" (LOO error of the others: {others})" if others else "")
+    if row.kind == "cells":  # StepwiseRegression._cells: level-combination indicator columns
+        return f"level cells added ({row.chosen})" if row.accepted else "no level cells added"
     return f"{row.chosen} {'added' if row.accepted else 'rejected'}"
 
 
@@ -298,10 +300,13 @@ def html(table: Table, *, current: int | None = None, follow: bool = False, mode
             tds.append(f"<td{cls}" + (f' title="{e(tip)}"' if tip else "") + f">{e(cell(r, c))}</td>")
         kind = KIND_WORDS.get(r.kind, r.kind)
         words = term_text(r)
-        if r.chosen is not None and r.kind not in ("prune", "transform", "robust"):  # narrow: '+ simd:blk', '✗ dramq'
+        if r.chosen is not None and r.kind not in ("prune", "transform", "robust", "cells"):  # narrow: '+ simd:blk', '✗ dramq'
             words = f"+ {r.chosen}" if r.accepted else f"✗ {r.chosen}"
         elif r.kind == "robust" and r.scores:  # narrow too: the others' errors are in the cell's tooltip
             words = f"kept {r.chosen}"
+            kind = term_text(r)
+        elif r.kind == "cells":
+            words = f"+ {r.chosen}" if r.accepted else "no cells"
             kind = term_text(r)
         decision = f"<b>{e(words)}</b>" if r.accepted and r.kind not in ("prune", "transform", "robust") else e(words)
         body.append(f"<tr data-row='{i}'{' class=now' if current == i else ''}>"

@@ -1,0 +1,137 @@
+"""Level cells: indicator terms for combinations of parameter levels, after the stepwise search.
+
+A tuning space is a grid of a few levels per parameter, and its runtime has corners that no sum of
+smooth curves and their products follows: on the A100's 2D convolution (benchmark_hub) the designs
+with one tile width and one memory setting run slower than every term of the spline model says,
+and a random forest, which splits on levels, finds them. This step gives the stepwise model the
+same reach while keeping it a list of readable terms.
+
+The method (``StepwiseRegression(cells=True)``, the robust default; step 10 of :mod:`.stepwise`):
+
+1. **Candidates.** Every conjunction of two or three conditions ``p = v`` on the model's parameters
+   (each with at most :data:`.splines.MAX_CELL_LEVELS` distinct training values), that holds for at
+   least :data:`MIN_ROWS` training rows and fails for at least as many, is a candidate column
+   (1 where it holds, else 0); identical columns are kept once, and at most :data:`MAX_CANDIDATES`
+   are formed (pairs first), so the work is bounded before it starts.
+2. **Selection.** Forward selection by partial F-test against the model's columns: the candidate
+   that lowers the residual sum of squares most is accepted while its p-value is below
+   ``ALPHA / m`` (Bonferroni over the m candidates: the family of tests is the whole candidate set),
+   at most :data:`MAX_CELLS` of them. It runs on the fit's working response (the data for a
+   least-squares model, the Huber pseudo-observations for a robust one).
+3. **Rounds** (a robust model only). Huber's pseudo-observations clip the rows of a large corner
+   as outlying, so the corner looks smaller than it is. The selection is repeated :data:`ROUNDS`
+   times, each on the pseudo-observations of the previous round's fit with its cells: a corner the
+   cells fit is no longer clipped, and the next round sees it whole.
+4. **Keep or not.** Of the rounds, the one whose rows left out one at a time are predicted best is
+   taken. It replaces the model without cells only when it predicts them more than ``TIE`` better.
+   The figure is the leave-one-out error that chooses the transform, the pruning and the robust round.
+
+A cell is an interaction column: it joins the model's term for its parameters (``tile_size_x:use_shmem``
+gains one column, ``[tile_size_x=3] * [use_shmem=1]``), so the coefficient table, the ANOVA, the
+equation and the explore tables show it like any other column. It is the cell mean of an ANOVA
+interaction, or a rule of RuleFit (Friedman & Popescu, *Predictive learning via rule ensembles*,
+2008) restricted to equality conditions, fitted by least squares and tested like the other terms.
+Measured in docs/models.md ("Real tuning spaces").
+"""
+
+from __future__ import annotations
+
+from itertools import combinations, product
+from typing import Any, Mapping
+
+import numpy as np
+
+from .splines import MAX_CELL_LEVELS
+
+ALPHA = 0.05  # family-wise level of the selection (Bonferroni over the candidates)
+MIN_ROWS = 8  # a cell must hold for, and fail for, at least this many training rows
+MAX_CELLS = 20  # cells accepted at most
+MAX_CANDIDATES = 20_000  # candidate columns formed at most (pairs first, then triples while room is left)
+ORDERS = (2, 3)  # conditions per cell
+TIE = 0.02  # the cells are kept only when their leave-one-out error is lower by more than this share
+ROUNDS = 5  # a robust model: selection rounds, each on the pseudo-observations of the last fit with its cells
+
+
+def candidates(values: Mapping[str, np.ndarray], text: Mapping[str, bool]) -> tuple[np.ndarray, list[tuple]]:
+    """Candidate cell columns (n × m, 0/1) and their conditions ``((param, level), …)`` from the
+    training *values* of the model's parameters (``text[p]``: compare by text)."""
+    names = [p for p, v in values.items() if 1 < np.unique(_key(v, text[p])).size <= MAX_CELL_LEVELS]
+    if not names:
+        return np.zeros((0, 0)), []
+    n = len(next(iter(values.values())))
+    conds: dict[str, list[tuple[Any, np.ndarray]]] = {}
+    for p in names:
+        k = _key(values[p], text[p])
+        conds[p] = [(lvl, k == lvl) for lvl in np.unique(k)]
+    cols: list[np.ndarray] = []
+    desc: list[tuple] = []
+    seen: set[bytes] = set()
+    for order in ORDERS:
+        for combo in combinations(names, order):
+            for parts in product(*(conds[p] for p in combo)):
+                if len(cols) >= MAX_CANDIDATES:
+                    break
+                mask = parts[0][1].copy()
+                for _, m in parts[1:]:
+                    mask &= m
+                c = int(mask.sum())
+                if c < MIN_ROWS or c > n - MIN_ROWS:
+                    continue
+                h = np.packbits(mask).tobytes()
+                if h in seen:
+                    continue
+                seen.add(h)
+                cols.append(mask)
+                desc.append(tuple((p, lvl) for p, (lvl, _) in zip(combo, parts)))
+    if not cols:
+        return np.zeros((n, 0)), []
+    return np.column_stack(cols).astype(float), desc
+
+
+def _key(values: np.ndarray, text: bool) -> np.ndarray:
+    return np.asarray(values, dtype=object).astype(str) if text else np.asarray(values, dtype=float)
+
+
+def select(A: np.ndarray, z: np.ndarray, C: np.ndarray) -> list[int]:
+    """Forward selection of columns of *C* against the design *A* on the response *z* (step 2 of the
+    module docstring); returns the chosen column indices in order of acceptance."""
+    from scipy import stats
+
+    n, m = C.shape
+    if m == 0:
+        return []
+    u, sv, _ = np.linalg.svd(A, full_matrices=False)
+    rank = int(np.sum(sv > sv[0] * max(A.shape) * np.finfo(float).eps)) if sv.size else 0
+    q = u[:, :rank]
+    R = C - q @ (q.T @ C)
+    resid = z - q @ (q.T @ z)
+    norms0 = np.einsum("ij,ij->j", C, C)
+    rss = float(resid @ resid)
+    limit = ALPHA / m
+    chosen: list[int] = []
+    for _ in range(MAX_CELLS):
+        nn = np.einsum("ij,ij->j", R, R)
+        ok = nn > 1e-8 * norms0
+        if chosen:
+            ok[chosen] = False
+        if not ok.any():
+            break
+        gain = np.where(ok, (R.T @ resid) ** 2 / np.where(ok, nn, 1.0), 0.0)
+        j = int(np.argmax(gain))
+        dof = n - rank - len(chosen) - 1
+        if dof < 1 or rss <= 0:
+            break
+        f = gain[j] / max((rss - gain[j]) / dof, 1e-300)
+        if float(stats.f.sf(f, 1, dof)) >= limit:
+            break
+        chosen.append(j)
+        qj = R[:, j] / np.sqrt(nn[j])
+        resid = resid - qj * (qj @ resid)
+        R -= np.outer(qj, qj @ R)
+        rss = float(resid @ resid)
+    return chosen
+
+
+def label(conditions: tuple, fmt) -> str:
+    """``tile_size_x=3 & use_shmem=1``: a cell's conditions as text (*fmt* formats a level)."""
+    return " & ".join(f"{p}={fmt(v)}" for p, v in conditions)

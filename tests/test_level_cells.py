@@ -1,0 +1,199 @@
+"""Level cells (StepwiseRegression(cells=True), the default; gpudse_core/model/cells.py): indicator
+columns for combinations of two or three parameter levels, chosen after the search by a Bonferroni
+F-test and kept only when they predict the rows left out better."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+import statsmodels.api as sm
+
+from gpudse_core.model import cells as lc
+from gpudse_core.model.fitted import FitError, StepwiseModel, design_matrix
+from gpudse_core.model.inference import _response, anova, coefficient_table
+from gpudse_core.model.stepwise import ALGORITHM1_SETTINGS, PAPER_SETTINGS, StepwiseRegression
+
+
+def grid(n: int, seed: int, corner: float = 0.0, noise: float = 0.02) -> tuple[pd.DataFrame, np.ndarray]:
+    """Smooth effects of a (4 levels), tile, a flag and b, all of which the spline terms follow
+    exactly; with *corner*, designs with tile = 3 and flag = 1 are that much slower."""
+    rng = np.random.default_rng(seed)
+    d = pd.DataFrame({"a": rng.choice([16, 32, 64, 128], n), "tile": rng.choice([1, 2, 3, 4], n),
+                      "flag": rng.integers(0, 2, n), "b": rng.choice([1, 2, 4, 8], n)})
+    truth = (1.0 + 8.0 / d.a + 0.2 * d.tile + 0.3 * d.flag + 0.1 * np.log2(d.b)).to_numpy()
+    truth = truth * np.where((d.tile == 3) & (d.flag == 1), 1 + corner, 1.0)
+    return d.assign(y=truth * np.exp(rng.normal(0, noise, n))), truth
+
+
+def widths(n: int, seed: int, noise: float = 0.02) -> tuple[pd.DataFrame, np.ndarray]:
+    """A block width of 12 levels (16, 32, … 192, as a tuning space has), and one corner no spline
+    follows: width 80 with the flag set is 40 % slower."""
+    rng = np.random.default_rng(seed)
+    d = pd.DataFrame({"a": rng.choice(np.arange(16, 193, 16), n), "tile": rng.choice([1, 2, 3, 4], n),
+                      "flag": rng.integers(0, 2, n), "b": rng.choice([1, 2, 4, 8], n)})
+    truth = (1.0 + 8.0 / d.a + 0.2 * d.tile + 0.3 * d.flag + 0.1 * np.log2(d.b)).to_numpy()
+    truth = truth * np.where((d.a == 80) & (d.flag == 1), 1.4, 1.0)
+    return d.assign(y=truth * np.exp(rng.normal(0, noise, n))), truth
+
+
+def cells_of(m: StepwiseModel) -> list[set]:
+    """The model's cell columns as sets of (parameter, level)."""
+    out = []
+    for params, idx in m.columns:
+        if all(m.bases[p].is_cell_column(i) for p, i in zip(params, idx)):
+            out.append({(p, m.bases[p].cells[i - m.bases[p].own_width]) for p, i in zip(params, idx)})
+    return out
+
+
+def test_the_corner_is_found_and_predicted():
+    found = 0
+    for seed in range(4):
+        train, _ = widths(300, seed)
+        test, truth = widths(2000, 50 + seed, noise=0.0)
+        x = test.drop(columns="y")
+        with_cells = StepwiseRegression(response="y").fit(train).model_
+        without = StepwiseRegression(response="y", cells=False).fit(train).model_
+        row = with_cells.trace[-1]
+        assert row["kind"] == "cells" and row["accepted"] and row["metric"] == "loo_error"
+        # a robust model: the selection's rounds, each scored; the kept one is the best of them
+        rounds = [k for k in row["candidates"] if k != "without cells"]
+        assert rounds[0].endswith("round 1") and row["chosen"] in rounds
+        assert row["candidates"][row["chosen"]] == min(row["candidates"][k] for k in rounds)
+        found += {("a", 80.0), ("flag", 1.0)} in cells_of(with_cells)
+        err = {k: np.mean(np.abs(m.predict(x) - truth) / truth) for k, m in (("with", with_cells), ("without", without))}
+        assert err["with"] < 0.85 * err["without"], (seed, err)
+        # the kept model's leave-one-out error is the one the trace reports, below the one without
+        assert row["candidates"]["without cells"] > row["gain"] * (1 + lc.TIE)
+        cells = [lab for lab in with_cells.column_labels if lab.count("[") >= 2 and "=" in lab]
+        assert cells and all(lab.replace(" ", "") in with_cells.equation().replace(" ", "") for lab in cells)
+        assert any("level cells:" in n for n in with_cells.notes)
+    assert found >= 3  # the corner itself, in 3 of 4 draws at least (a neighbour's cell can stand in)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_no_corner_no_cells(seed):
+    """Smooth data: no cell is kept, and the model is the one without cells, coefficient for coefficient."""
+    train, _ = grid(300, seed)
+    m = StepwiseRegression(response="y").fit(train).model_
+    plain = StepwiseRegression(response="y", cells=False).fit(train).model_
+    assert m.trace[-1]["kind"] == "cells" and not m.trace[-1]["accepted"]
+    assert cells_of(m) == [] and m.coefficients == plain.coefficients and m.terms == plain.terms
+    assert m.settings["cells"] is True
+
+
+def test_linear_predictor_design_and_file_agree(tmp_path):
+    train, _ = widths(300, 7)
+    m = StepwiseRegression(response="y").fit(train).model_
+    assert cells_of(m)
+    x = widths(500, 8)[0].drop(columns="y")
+    np.testing.assert_allclose(m.linear_predictor(x), design_matrix(m, x) @ np.asarray(m.coefficients),
+                               rtol=1e-12, atol=1e-12)
+    path = tmp_path / "m.json"
+    m.save(path)
+    back = StepwiseModel.load(path)
+    np.testing.assert_array_equal(back.predict(x), m.predict(x))
+    assert back.columns == m.columns and back.terms == m.terms
+    d = json.loads(path.read_text())
+    k = next(i for i, b in enumerate(d["bases"]) if b.get("cells"))
+    for bad in ("3", [3.0, 3.0], [[3.0]], ["three"], list(range(1000))):
+        d2 = json.loads(path.read_text())
+        d2["bases"][k]["cells"] = bad
+        path.write_text(json.dumps(d2))
+        with pytest.raises(FitError, match="cells must be a list"):
+            StepwiseModel.load(path)
+
+
+def test_inference_reproduces_the_coefficients():
+    """A cell is one more column of the least-squares fit: the coefficient table (statsmodels on the
+    working response) gives the model's coefficients, and the ANOVA has a finite row for its term."""
+    train, _ = widths(300, 9)
+    m = StepwiseRegression(response="y").fit(train).model_
+    assert cells_of(m)
+    A = design_matrix(m, train)
+    table = coefficient_table(m, train)
+    np.testing.assert_allclose(table.coef, m.coefficients, rtol=1e-8, atol=1e-10)
+    ols = sm.OLS(_response(m, train), A).fit()
+    np.testing.assert_allclose(table.std_err, ols.bse, rtol=1e-9)
+    assert m.r2 == pytest.approx(ols.rsquared, rel=1e-9)
+    a = anova(m, train)
+    assert np.isfinite(a[a.factor != "ERROR"][["F", "P"]].to_numpy(dtype=float)).all()
+
+
+def test_text_and_numeric_cell_columns():
+    """A cell column is 1 where the raw value is the level: by text for a text parameter (an unseen
+    level gets the average, as its level columns do), by value for a number; the basis file keeps them."""
+    from gpudse_core.model.splines import Basis, make_basis
+
+    g = make_basis("g", np.array(["x", "y", "z", "y"]), categorical=True)
+    g.cells = ["y"]
+    assert g.width == g.own_width + 1 and g.is_cell_column(g.own_width) and g.column_names[-1] == "g=y"
+    np.testing.assert_array_equal(g.evaluate(np.array(["y", "x", "w"]), unseen="average")[:, -1], [1, 0, 1 / 3])
+    a = make_basis("a", np.arange(16.0, 193.0, 16.0), 4, pow2=True)
+    a.cells = [80.0]
+    assert a.pow2_column == a.own_width - 1  # the power-of-two column keeps its place before the cells
+    np.testing.assert_array_equal(a.evaluate(np.array([80.0, 96.0, 80.0]))[:, -1], [1, 0, 1])
+    for b in (g, a):
+        back = Basis.from_dict(json.loads(json.dumps(b.to_dict())))
+        assert back.cells == b.cells
+        x = np.array(["x", "y"]) if b is g else np.array([48.0, 80.0])
+        np.testing.assert_array_equal(back.evaluate(x), b.evaluate(x))
+    C, desc = lc.candidates({"g": np.array(["x", "y"] * 20), "h": np.array([0.0] * 20 + [1.0] * 20)},
+                            {"g": True, "h": False})
+    assert ("g", "y") in {c for d in desc for c in d} and C.shape == (40, len(desc))
+
+
+def test_noise_free_data_get_no_cells_step():
+    rng = np.random.default_rng(1)
+    d = pd.DataFrame({"a": rng.choice([1, 2, 4, 8], 120), "b": rng.choice([0.0, 1.0, 2.0], 120)})
+    d["y"] = 3 + 2 * d.a + 5 * d.b
+    m = StepwiseRegression(response="y", response_transform="none").fit(d).model_
+    assert all(r["kind"] != "cells" for r in m.trace) and cells_of(m) == []
+
+
+def test_candidates_are_bounded_and_deduplicated(monkeypatch):
+    rng = np.random.default_rng(0)
+    values = {f"p{i}": rng.choice(np.arange(6.0), 400) for i in range(8)}
+    text = dict.fromkeys(values, False)
+    C, desc = lc.candidates(values, text)
+    assert C.shape == (400, len(desc)) and set(np.unique(C)) <= {0.0, 1.0}
+    support = C.sum(axis=0)
+    assert support.min() >= lc.MIN_ROWS and support.max() <= 400 - lc.MIN_ROWS
+    assert len({C[:, j].tobytes() for j in range(C.shape[1])}) == C.shape[1]  # no column twice
+    monkeypatch.setattr(lc, "MAX_CANDIDATES", 100)
+    C2, desc2 = lc.candidates(values, text)
+    assert C2.shape[1] == len(desc2) <= 100 and all(len(dd) == 2 for dd in desc2)  # pairs come first
+    many = {"q": np.arange(400.0) % 40, "r": np.arange(400.0) % 2}  # 40 levels: more than MAX_CELL_LEVELS
+    assert lc.candidates(many, dict.fromkeys(many, False))[1] == []
+
+
+def test_selection_recovers_a_planted_column_and_nothing_else():
+    rng = np.random.default_rng(5)
+    n = 300
+    A = np.column_stack([np.ones(n), rng.normal(size=n)])
+    C = (rng.random((n, 400)) < 0.2).astype(float)
+    z = A @ [1.0, 0.5] + 0.4 * C[:, 123] + rng.normal(0, 0.1, n)
+    assert lc.select(A, z, C) == [123]
+    assert lc.select(A, A @ [1.0, 0.5] + rng.normal(0, 0.1, n), C) == []
+
+
+def test_settings_and_the_cli_flag(tmp_path, capsys):
+    from gpudse_core.cli import main
+
+    assert PAPER_SETTINGS["cells"] is False and ALGORITHM1_SETTINGS["cells"] is False
+    with pytest.raises(FitError, match="cells must be True or False"):
+        StepwiseRegression(response="y", cells="yes").fit(grid(60, 0)[0])
+    data = tmp_path / "d.csv"
+    widths(300, 2)[0].to_csv(data, index=False)
+    out = {}
+    for flag in ("on", "off"):
+        path = tmp_path / f"{flag}.json"
+        assert main(["fit", str(data), "--response", "y", "--cells", flag, "-o", str(path)]) == 0
+        out[flag] = StepwiseModel.load(path)
+    assert cells_of(out["on"]) and not cells_of(out["off"]) and out["off"].settings["cells"] is False
+    capsys.readouterr()
+    assert main(["fit", str(data), "--response", "y", "--model", "paper", "--cells", "on",
+                 "-o", str(tmp_path / "p.json")]) == 2
+    assert "--cells" in capsys.readouterr().err

@@ -443,6 +443,8 @@ def describe_fit(settings: dict, chosen: str | None = None) -> str:
     else:
         parts += [f"{settings.get('criterion')}", f"k = {settings.get('knots')} ({settings.get('knot_placement')})",
                   "Huber fit" if settings.get("robust", "huber") == "huber" else "least squares"]
+        if settings.get("cells"):
+            parts.append("level cells")
     tr = settings.get("response_transform")
     if tr == "auto":
         parts.append(f"{chosen + ' ' if chosen else ''}response scale chosen by leave-one-out error")

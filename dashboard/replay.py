@@ -68,6 +68,16 @@ def explain(row: dict, before: dict | None, settings: dict) -> str:
                            "rows above are its search, on the data.")
         return lead + (f"**{chosen}** predicts best and is kept: the rows above (after the response scale) are its "
                        f"search, on its pseudo-observations, and its R² ({ui.fmt_r2(row['r2'])}) is theirs.")
+    if kind == "cells":  # cells=True (StepwiseRegression._cells)
+        shown = ", ".join(f"{t} {ui.fmt_pct(v)}" for t, v in row["candidates"].items())
+        lead = ("Beyond Algorithm 1: each combination of two or three parameter levels (such as tile_x = 3 with "
+                "shared memory on) was offered as a **level cell**, a column that is 1 for those designs. Cells "
+                "entered while their F-test passed at 0.05 divided by the number of candidates. The leave-one-out "
+                f"errors: {shown}. ")
+        if not row["accepted"]:
+            return lead + "**No cells** are kept: they do not predict the left-out rows more than 2 % better."
+        return lead + (f"**{chosen}** predicts best and is kept: its cells are columns of the model's interaction "
+                       f"terms (R² {ui.fmt_r2(row['r2'])}).")
     if kind == "transform":  # response_transform="auto" (StepwiseRegression._auto)
         shown = ", ".join(f"{t} {ui.fmt_pct(v)}" for t, v in sorted(row["candidates"].items(), key=lambda kv: kv[1]))
         return (f"The search ran once per response scale; by leave-one-out error ({shown}) the **{chosen}** scale "

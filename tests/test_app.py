@@ -747,6 +747,9 @@ def test_replay_steps_through_the_trace_on_the_fit_page(app):
         text = ui_replay_explain(row, ws(app).get("model").value, i)
         if row["kind"] in ("prune", "transform", "robust"):  # the robust default's leave-one-out steps, with their errors
             assert "leave-one-out" in text and f"**{row['chosen']}**" in text and "%" in text, text
+        elif row["kind"] == "cells":  # the level cells' decision, kept or not, with both errors
+            assert "leave-one-out" in text and "level cell" in text and "without cells" in text, text
+            assert (f"**{row['chosen']}**" in text) if row["accepted"] else "**No cells**" in text, text
         else:
             assert "θ = 0.001" in text or "φ = 0.001" in text or "φ₃ = 0.001" in text or row["kind"] == "initial", text
     assert "prune" in {r["kind"] for r in ws(app).get("model").value.trace}

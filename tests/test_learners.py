@@ -314,19 +314,26 @@ def test_auto_picks_the_additive_model_for_additive_data():
 
 
 def test_auto_picks_a_tree_for_a_three_way_step():
-    """t jumps 8x only where three flags are all on: no additive or pairwise model has that shape."""
+    """t jumps 8x only where x ≥ 20 and two flags are on: no additive or pairwise model has that shape,
+    and x has too many levels (40) for a level cell."""
     rng = np.random.default_rng(6)
     n = 240
     d = pd.DataFrame({f"f{i}": rng.integers(0, 2, n) for i in range(4)})
-    d["t"] = np.exp(np.log(8) * (d.f0 & d.f1 & d.f2) + 0.3 * d.f3 + rng.normal(0, 0.01, n))
+    d["f0"] = rng.integers(0, 40, n)
+    d["t"] = np.exp(np.log(8) * ((d.f0 >= 20) & (d.f1 == 1) & (d.f2 == 1)) + 0.3 * d.f3 + rng.normal(0, 0.01, n))
     m = select_model(d, "t", folds=4, candidates=("paper", "stepwise+2way", "ebm", "forest", "boosting"))
     assert m.selection["chosen"] in ("forest", "boosting") and m.kind == m.selection["chosen"]
     table = pd.DataFrame(m.selection["table"])
     assert table[table["mean"] <= 1.02 * table["mean"].min()].iloc[0]["candidate"] == m.selection["chosen"]
     t = table.set_index("candidate")
     assert t.loc[m.selection["chosen"], "mean"] < 0.5 * t.loc["stepwise+2way", "mean"]
-    # Stargazer 1.0 leaves out parameters with fewer than 3 values: on flags it has nothing to model
-    assert not np.isfinite(t.loc["paper", "mean"]) and "3 or more distinct" in t.loc["paper", "note"]
+    # Stargazer 1.0 leaves out parameters with fewer than 3 values: it models x alone, and says so
+    assert t.loc["paper", "mean"] > 2 * t.loc[m.selection["chosen"], "mean"]
+    # on flags alone it has nothing to model: its row says why, and another candidate is picked
+    flags = d.assign(f0=rng.integers(0, 2, n))
+    t = pd.DataFrame(select_model(flags, "t", folds=4, candidates=("paper", "forest")).selection["table"])
+    paper = t.set_index("candidate").loc["paper"]
+    assert not np.isfinite(paper["mean"]) and "3 or more distinct" in paper["note"]
 
 
 def test_cross_validation_table_and_choice(smooth):

@@ -143,7 +143,8 @@ def reference(df: pd.DataFrame, response: str, limit: float = 0.001) -> list[tup
 def test_search_matches_a_plain_statsmodels_implementation():
     df = joint_data()
     ref = reference(df, "y")
-    est = StepwiseRegression(response="y", revisit=False, prune=False, response_transform="none", robust="none")
+    est = StepwiseRegression(response="y", revisit=False, prune=False, response_transform="none", robust="none",
+                             cells=False)
     got = list(est.iter_fit(df))
     assert [(s.chosen, bool(s.accepted)) for s in got] == [(c, ok) for c, ok, _ in ref]
     for s, (_, _, scores) in zip(got, ref):
@@ -158,8 +159,9 @@ def test_search_matches_a_plain_statsmodels_implementation():
 
 def test_look_ahead_finds_a_parameter_without_main_effect():
     df = joint_data()
-    plain = fit_stepwise(df, "y", transform="none", lookahead=False, revisit=False, prune=False)
-    ahead = fit_stepwise(df, "y", transform="none", revisit=False, prune=False)
+    # without level cells: a cell mshr = v & smp = w would bring mshr in without the look-ahead
+    plain = fit_stepwise(df, "y", transform="none", lookahead=False, revisit=False, prune=False, cells=False)
+    ahead = fit_stepwise(df, "y", transform="none", revisit=False, prune=False, cells=False)
     assert "mshr" not in plain.parameters
     assert {"mshr", "mshr:smp"} <= set(ahead.terms)
     grid = sample(load_preset("stargazer"), 2000, seed=5).points
@@ -171,8 +173,9 @@ def test_look_ahead_finds_a_parameter_without_main_effect():
 
 def test_adaptive_form_fits_a_step_in_two_parameters():
     df = joint_data()
-    restricted = fit_stepwise(df, "y", transform="none", interactions="restricted")
-    adaptive = fit_stepwise(df, "y", transform="none")
+    # without level cells: a cell at the step would narrow the gap between the two forms
+    restricted = fit_stepwise(df, "y", transform="none", interactions="restricted", cells=False)
+    adaptive = fit_stepwise(df, "y", transform="none", cells=False)
     assert not any(t.endswith("(full)") for t in restricted.terms)
     test = joint_data(2000, seed=5)
     rmse = {k: np.sqrt(np.mean((m.linear_predictor(test) - test.y) ** 2)) for k, m in (("r", restricted),
@@ -226,7 +229,7 @@ def test_pruning_scores_are_leave_one_out_refits():
     df = joint_data(200, seed=3)
     # a lax rule lets noise terms onto the path; restricted terms: no row alone in a cell (leverage < 1)
     kw = {"response": "y", "response_transform": "log", "interactions": "restricted", "theta": 0.1, "phi": 0.1,
-          "phi3": 0.1, "robust": "none"}
+          "phi3": 0.1, "robust": "none", "cells": False}
     full = StepwiseRegression(prune=False, **kw).fit(df.assign(y=np.exp(df.y))).model_
     pruned = StepwiseRegression(**kw).fit(df.assign(y=np.exp(df.y))).model_
     step = pruned.trace[-1]
@@ -266,22 +269,22 @@ def test_pruning_scores_are_leave_one_out_refits():
 def test_auto_transform_chooses_by_leave_one_out_error():
     df = joint_data(300, seed=6)
     times = df.assign(y=np.exp(3 * df.y))  # multiplicative: additive on the log scale, spanning ~100x
-    m = fit_stepwise(times, "y", robust="none")
+    m = fit_stepwise(times, "y", robust="none", cells=False)
     step = m.trace[-1]
     assert step["kind"] == "transform" and set(step["candidates"]) == {"log", "sqrt", "none"}
     assert m.transform == "log" == step["chosen"] and step["chosen"] == min(step["candidates"],
                                                                             key=step["candidates"].get)
     assert m.settings["response_transform"] == "auto" and any("log scale chosen" in n for n in m.notes)
     for t, score in step["candidates"].items():
-        single = StepwiseRegression(response="y", response_transform=t, robust="none").fit(times)
+        single = StepwiseRegression(response="y", response_transform=t, robust="none", cells=False).fit(times)
         assert single._loo_error_ == pytest.approx(score, rel=1e-12)
     sums = df.assign(y=10 + df.y)  # additive on the raw scale, spanning 1.2x: none or sqrt beats log
     assert fit_stepwise(sums, "y").transform in ("none", "sqrt")
     signed = df.assign(y=df.y - df.y.mean())  # zeros and negatives: only the untransformed fit
-    m = fit_stepwise(signed, "y", robust="none")
+    m = fit_stepwise(signed, "y", robust="none", cells=False)
     assert m.transform == "none" and set(m.trace[-1]["candidates"]) == {"none"}
     # the robust default chooses the transform by the least-squares searches, then reruns at it
-    robust = fit_stepwise(times, "y")
+    robust = fit_stepwise(times, "y", cells=False)
     kinds = [s["kind"] for s in robust.trace]
     assert kinds[-1] == "robust" and kinds.count("transform") == 1 and robust.transform == "log"
 

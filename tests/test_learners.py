@@ -423,6 +423,13 @@ def test_cli_fit_auto_and_predict_any_kind(smooth, tmp_path, capsys):
     capsys.readouterr()
     assert main(["fit", str(data), "--response", "nope", "--model", "ebm", "-o", str(tmp_path / "x.json")]) == 2
     assert "gpudse: error: response column 'nope'" in capsys.readouterr().err
+    # the stepwise search's flags with a model that does not run it: refused, named, nothing written
+    for kind in ("forest", "auto"):
+        assert main(["fit", str(data), "--response", "t", "--model", kind, "--knots", "4", "--robust", "none",
+                     "--cells", "off", "-o", str(tmp_path / "flags.json")]) == 2
+        err = capsys.readouterr().err
+        assert f"--knots, --robust, --cells: these tune the stepwise search, and --model {kind}" in err
+        assert not (tmp_path / "flags.json").exists()
 
 
 @pytest.mark.parametrize("kind", ["forest", "boosting", "hybrid", "ebm"])

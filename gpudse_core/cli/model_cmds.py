@@ -43,6 +43,16 @@ PAPER_FIXED = ("phi3", "criterion", "compare", "knots", "knot_placement", "inter
                "powers_of_two", "robust", "cells")
 
 
+STEPWISE_ONLY = ("theta", "phi", "phi3", "criterion", "compare", "knots", "knot_placement", "interactions",
+                 "max_order", "max_terms", "threshold_rule", "robust", "cells", "powers_of_two", "scale",
+                 "bound_margin", "force", "preset")
+
+
+def stepwise_flags(args: argparse.Namespace) -> list[str]:
+    """The stepwise search's flags given on the command line (``--knots 4`` …), as typed."""
+    return [f"--{k.replace('_', '-')}" for k in STEPWISE_ONLY if getattr(args, k, None) not in (None, [], ())]
+
+
 def fit_settings(args: argparse.Namespace) -> tuple[dict, list[str]]:
     """Estimator settings from ``gpudse fit`` flags: the preset's (``--preset stargazer``: the paper's
     exact reading, stepwise.PAPER_SETTINGS) or the robust defaults, overridden by every flag given.
@@ -123,6 +133,10 @@ def cmd_fit(args: argparse.Namespace) -> int:
     if args.model == "paper" or (args.preset == "stargazer" and args.model == "stepwise"):
         args.preset = "stargazer"  # one model: Stargazer 1.0 (stepwise.PAPER_SETTINGS), however it is asked for
     elif args.model != "stepwise":
+        tuned = stepwise_flags(args)
+        if tuned:
+            raise GpudseError(f"{', '.join(tuned)}: these tune the stepwise search, and --model {args.model} does not "
+                              f"run it; drop them, or use --model stepwise")
         code = _fit_model(args, data, params, out, echo)
         if param_note:  # after the work: an error is the first thing a failed command prints
             print(f"note: {param_note}", file=sys.stderr)

@@ -268,6 +268,9 @@ def test_cli_json_shape_and_history(table, tmp_path, capsys):
     (["--objective", "a * 2"], "does not use the response 'time_ms'"),
     (["--objective", "__import__('os').system('x') * time_ms"], "not allowed"),
     (["--goal", "accuracy", "--objective", "time_ms * a"], "--objective is for --goal min or max"),
+    (["--goal", "accuracy", "--acquisition", "lcb"], "--acquisition: for --goal min or max"),
+    (["--goal", "accuracy", "--surrogate", "forest", "--acquisition", "ei"],
+     "--acquisition, --surrogate: for --goal min or max"),
 ])
 def test_cli_bad_inputs_have_one_clear_message(table, capsys, extra, message):
     args = ["search", "--table", str(table), "--goal", "min", "--budget", "20", "--workers", "1"]

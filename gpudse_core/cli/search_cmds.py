@@ -28,6 +28,12 @@ def cmd_search(args: argparse.Namespace) -> int:
         raise GpudseError("--goal pareto needs --cost EXPR, a cost computed from the parameters (e.g. --cost 'simd * smp')")
     if args.cost and args.goal != "pareto":
         raise GpudseError("--cost is for --goal pareto")
+    given = [f"--{k}" for k in ("acquisition", "surrogate") if getattr(args, k) is not None]
+    if given and args.goal not in ("min", "max"):
+        raise GpudseError(f"{', '.join(given)}: for --goal min or max, which propose by a surrogate's acquisition; "
+                          f"--goal {args.goal} proposes by its own rule (docs/search.md)")
+    args.acquisition = args.acquisition or "ei"
+    args.surrogate = args.surrogate or "auto"
     if args.objective and args.goal not in ("min", "max"):
         raise GpudseError("--objective is for --goal min or max (e.g. --goal min --objective 'cycles * (40 + simd)')")
     out = writable(args.output, (".csv", ".parquet", ".json")) if args.output else None
@@ -238,9 +244,9 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     se.add_argument("--initial", type=count_arg, metavar="N0", help="space-filling simulations first (default 10)")
     se.add_argument("--batch", type=count_arg, metavar="B", help="proposals per round (default: the workers)")
     se.add_argument("--seed", type=nonnegative_int, default=0)
-    se.add_argument("--acquisition", choices=("ei", "lcb"), default="ei", help="min/max: expected improvement "
+    se.add_argument("--acquisition", choices=("ei", "lcb"), default=None, help="min/max: expected improvement "
                     "(default) or a lower confidence bound")
-    se.add_argument("--surrogate", choices=("auto", "forest"), default="auto", help="min/max: auto (default): the "
+    se.add_argument("--surrogate", choices=("auto", "forest"), default=None, help="min/max: auto (default): the "
                     "stepwise model proposes half of each batch while its cross-validated error is significantly "
                     "below the random forest's, which proposes the rest; forest: the forest alone (docs/search.md)")
     se.add_argument("--target", type=float, metavar="Y", help="stop once a design reaches this value")

@@ -93,6 +93,8 @@ class Limits:
     wfg_elements: int = 400  # nodes + arcs + dependences of one work flow graph (its reduction is cubic)
     # ---- models --------------------------------------------------------------------------------------
     model_columns: int = 100_000  # columns (coefficients) of a model file
+    cell_bytes: int = 64 * MiB  # level cells' candidate columns (rows × candidates × 8 bytes); fewer are formed
+    cell_work: int = 1 << 31  # rows × level combinations the level cells' candidate search tries; it stops there
     validation_fits: int = 10_000  # model fits one validation request runs (sizes × repeats × models)
     refit_rows: int = 200_000  # training rows of a forest/boosting/hybrid/EBM model (and of its file)
     model_bytes: int = 64 * MiB  # one model file (a 200-tree forest of 300 rows is ~3 MB; of 2,000 rows ~20 MB)

@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 import statsmodels.api as sm
 
+from gpudse_core.errors import GpudseError
 from gpudse_core.model import cells as lc
 from gpudse_core.model.fitted import FitError, StepwiseModel, design_matrix
 from gpudse_core.model.inference import _response, anova, coefficient_table
@@ -40,11 +41,19 @@ def widths(n: int, seed: int, noise: float = 0.02) -> tuple[pd.DataFrame, np.nda
 
 
 def cells_of(m: StepwiseModel) -> list[set]:
-    """The model's cell columns as sets of (parameter, level)."""
+    """The model's cell columns (the last ones, as many as its cells row kept) as sets of (parameter,
+    level): a cell column's level, or a categorical parameter's own level column."""
+    row = next((r for r in m.trace if r["kind"] == "cells"), None)
+    if row is None or not row["accepted"]:
+        return []
+    k = int(row["chosen"].split()[0])
     out = []
-    for params, idx in m.columns:
-        if all(m.bases[p].is_cell_column(i) for p, i in zip(params, idx)):
-            out.append({(p, m.bases[p].cells[i - m.bases[p].own_width]) for p, i in zip(params, idx)})
+    for params, idx in m.columns[-k:]:
+        cell = set()
+        for p, i in zip(params, idx):
+            b = m.bases[p]
+            cell.add((p, b.cells[i - b.own_width] if b.is_cell_column(i) else b.levels[i + 1]))
+        out.append(cell)
     return out
 
 
@@ -58,9 +67,9 @@ def test_the_corner_is_found_and_predicted():
         without = StepwiseRegression(response="y", cells=False).fit(train).model_
         row = with_cells.trace[-1]
         assert row["kind"] == "cells" and row["accepted"] and row["metric"] == "loo_error"
-        # a robust model: the selection's rounds, each scored; the kept one is the best of them
+        # a robust model: the selection's passes, each scored; the kept one is the best of them
         rounds = [k for k in row["candidates"] if k != "without cells"]
-        assert rounds[0].endswith("round 1") and row["chosen"] in rounds
+        assert rounds[0].endswith(f"pass 1 of {lc.ROUNDS}") and row["chosen"] in rounds
         assert row["candidates"][row["chosen"]] == min(row["candidates"][k] for k in rounds)
         found += {("a", 80.0), ("flag", 1.0)} in cells_of(with_cells)
         err = {k: np.mean(np.abs(m.predict(x) - truth) / truth) for k, m in (("with", with_cells), ("without", without))}
@@ -98,7 +107,7 @@ def test_linear_predictor_design_and_file_agree(tmp_path):
     assert back.columns == m.columns and back.terms == m.terms
     d = json.loads(path.read_text())
     k = next(i for i, b in enumerate(d["bases"]) if b.get("cells"))
-    for bad in ("3", [3.0, 3.0], [[3.0]], ["three"], list(range(1000))):
+    for bad in ("3", [3.0, 3.0], [3, 3.0], [[3.0]], ["three"], list(range(1000)), [10 ** 300 * 10 ** 10]):
         d2 = json.loads(path.read_text())
         d2["bases"][k]["cells"] = bad
         path.write_text(json.dumps(d2))
@@ -135,14 +144,17 @@ def test_text_and_numeric_cell_columns():
     a.cells = [80.0]
     assert a.pow2_column == a.own_width - 1  # the power-of-two column keeps its place before the cells
     np.testing.assert_array_equal(a.evaluate(np.array([80.0, 96.0, 80.0]))[:, -1], [1, 0, 1])
+    g2 = g.to_dict()
+    with pytest.raises(GpudseError, match="cells must be a list"):  # a text cell that is not a level
+        Basis.from_dict({**g2, "cells": ["zz"]})
     for b in (g, a):
         back = Basis.from_dict(json.loads(json.dumps(b.to_dict())))
         assert back.cells == b.cells
         x = np.array(["x", "y"]) if b is g else np.array([48.0, 80.0])
         np.testing.assert_array_equal(back.evaluate(x), b.evaluate(x))
-    C, desc = lc.candidates({"g": np.array(["x", "y"] * 20), "h": np.array([0.0] * 20 + [1.0] * 20)},
-                            {"g": True, "h": False})
-    assert ("g", "y") in {c for d in desc for c in d} and C.shape == (40, len(desc))
+    cand = lc.candidates({"g": np.array(["x", "y"] * 20), "h": np.array([0.0] * 20 + [1.0] * 20)},
+                         {"g": True, "h": False})
+    assert ("g", "y") in {c for d in cand.conditions for c in d} and cand.columns.shape == (40, len(cand.conditions))
 
 
 def test_noise_free_data_get_no_cells_step():
@@ -151,22 +163,80 @@ def test_noise_free_data_get_no_cells_step():
     d["y"] = 3 + 2 * d.a + 5 * d.b
     m = StepwiseRegression(response="y", response_transform="none").fit(d).model_
     assert all(r["kind"] != "cells" for r in m.trace) and cells_of(m) == []
+    assert m.settings["cells"] is True and any("no spread (noise-free data)" in n for n in m.notes)
+
+
+def corner3(n: int, seed: int) -> pd.DataFrame:
+    """A three-way corner (a = 2, b = 3, c = y: 80 % slower) and a parameter d with no effect of its own
+    that the corner's cells may bring in."""
+    rng = np.random.default_rng(seed)
+    d = pd.DataFrame({"a": rng.choice([1, 2, 3, 4], n), "b": rng.choice([1, 2, 3, 4], n),
+                      "c": rng.choice(["x", "y", "z"], n), "d": rng.choice([1, 2], n)})
+    t = 0.2 * d.a + 0.1 * d.b + 0.1 * (d.c == "x") + 0.6 * ((d.a == 2) & (d.b == 3) & (d.c == "y"))
+    return d.assign(t=np.exp(t + rng.normal(0, 0.02, n)))
+
+
+def test_cells_keep_max_order_and_max_terms():
+    """max_order=2: pairs only; max_terms: no cell makes a new term; a text level other than the first
+    is its own level column (no second column of the same name)."""
+    data = corner3(400, 2)
+    three = StepwiseRegression(response="t").fit(data).model_
+    assert any(len(c) == 3 for c in cells_of(three)) or any(t.count(":") == 2 for t in three.terms)
+    two = StepwiseRegression(response="t", max_order=2).fit(data).model_
+    assert all(len(params) <= 2 for params, _ in two.columns) and all(t.count(":") <= 1 for t in two.terms)
+    capped = StepwiseRegression(response="t", max_terms=3).fit(data).model_
+    assert len(capped.terms) == 3 and cells_of(capped) == []  # a, b, c: no interaction term a cell could join
+    assert any("only join one of the model's interaction terms" in n for n in capped.notes)
+    for m in (three, two, capped):
+        for b in m.bases.values():
+            assert len(set(b.column_names)) == len(b.column_names), b.column_names
+            if b.kind == "categorical":
+                assert all(c == b.levels[0] for c in b.cells)  # only the reference level needs a cell column
+
+
+def test_a_parameter_entering_only_through_cells_is_in_the_support():
+    """A spike at one of 16 levels that no spline follows: the search leaves h out, a cell brings it in,
+    and its training range joins the support, so a point beyond it is flagged, not silently predicted."""
+    rng = np.random.default_rng(1)
+    n = 500
+    d = pd.DataFrame({"a": rng.choice([1, 2, 3, 4], n), "b": rng.choice([1, 2, 4, 8], n),
+                      "h": rng.choice(np.arange(1, 17), n)})
+    d["t"] = np.exp(0.2 * d.a + 0.1 * np.log2(d.b) + 0.5 * ((d.a == 3) & (d.h == 7)) + rng.normal(0, 0.03, n))
+    assert "h" not in StepwiseRegression(response="t", cells=False).fit(d).model_.bases
+    m = StepwiseRegression(response="t").fit(d).model_
+    assert {("a", 3.0), ("h", 7.0)} in cells_of(m) and "h" in m.support.params
+    far = d.drop(columns="t").iloc[:2].assign(h=[7, 99])
+    reasons = m.predict_details(far).extrapolation.tolist()
+    assert reasons[0] == "" and "h=99 outside the training range" in reasons[1]
 
 
 def test_candidates_are_bounded_and_deduplicated(monkeypatch):
     rng = np.random.default_rng(0)
     values = {f"p{i}": rng.choice(np.arange(6.0), 400) for i in range(8)}
     text = dict.fromkeys(values, False)
-    C, desc = lc.candidates(values, text)
-    assert C.shape == (400, len(desc)) and set(np.unique(C)) <= {0.0, 1.0}
+    cand = lc.candidates(values, text)
+    C, desc = cand.columns, cand.conditions
+    assert C.shape == (400, len(desc)) and set(np.unique(C)) <= {0.0, 1.0} and not cand.truncated
     support = C.sum(axis=0)
     assert support.min() >= lc.MIN_ROWS and support.max() <= 400 - lc.MIN_ROWS
     assert len({C[:, j].tobytes() for j in range(C.shape[1])}) == C.shape[1]  # no column twice
     monkeypatch.setattr(lc, "MAX_CANDIDATES", 100)
-    C2, desc2 = lc.candidates(values, text)
-    assert C2.shape[1] == len(desc2) <= 100 and all(len(dd) == 2 for dd in desc2)  # pairs come first
+    small = lc.candidates(values, text)
+    assert small.columns.shape[1] == len(small.conditions) <= 100 and small.truncated
+    assert all(len(dd) == 2 for dd in small.conditions)  # pairs come first
+    monkeypatch.setattr(lc, "MAX_CANDIDATES", 20_000)
+    from gpudse_core import limits
+
+    with limits.override(cell_bytes=400 * 8 * 50):  # room for 50 columns of 400 rows
+        assert len(lc.candidates(values, text).conditions) == 50
+    with limits.override(cell_work=400 * 30):  # 30 conjunctions tried, then it stops
+        cut = lc.candidates(values, text)
+        assert cut.truncated and len(cut.conditions) <= 30 and all(len(dd) == 2 for dd in cut.conditions)
+    pairs_only = lc.candidates(values, text, orders=(2,))
+    assert all(len(dd) == 2 for dd in pairs_only.conditions)
     many = {"q": np.arange(400.0) % 40, "r": np.arange(400.0) % 2}  # 40 levels: more than MAX_CELL_LEVELS
-    assert lc.candidates(many, dict.fromkeys(many, False))[1] == []
+    wide = lc.candidates(many, dict.fromkeys(many, False))
+    assert wide.conditions == [] and wide.too_many_levels == ["q"]
 
 
 def test_selection_recovers_a_planted_column_and_nothing_else():
@@ -197,3 +267,6 @@ def test_settings_and_the_cli_flag(tmp_path, capsys):
     assert main(["fit", str(data), "--response", "y", "--model", "paper", "--cells", "on",
                  "-o", str(tmp_path / "p.json")]) == 2
     assert "--cells" in capsys.readouterr().err
+    # the paper model's own values may be stated
+    assert main(["fit", str(data), "--response", "y", "--model", "paper", "--cells", "off", "--robust", "none",
+                 "-o", str(tmp_path / "p.json")]) == 0

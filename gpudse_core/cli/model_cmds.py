@@ -70,8 +70,9 @@ def fit_settings(args: argparse.Namespace) -> tuple[dict, list[str]]:
              "cells": None if args.cells is None else args.cells == "on",
              "powers_of_two": None if args.powers_of_two is None else args.powers_of_two == "on"}
     if paper:
+        own = {"max_order": 2, "robust": "none", "cells": False}  # the paper model's own values may be stated
         unused = [f"--{k.replace('_', '-')}" for k in PAPER_FIXED if flags.get(k) is not None
-                  and not (k == "max_order" and flags[k] == 2)] + (["--scale"] if args.scale is not None else [])
+                  and not (k in own and flags[k] == own[k])] + (["--scale"] if args.scale is not None else [])
         if unused:
             raise GpudseError(f"{', '.join(unused)}: the paper model is Stargazer 1.0 as released, with its own "
                               f"knots, splines and pairwise search (θ, φ, --threshold-rule, --max-terms, --force and "
@@ -135,8 +136,10 @@ def cmd_fit(args: argparse.Namespace) -> int:
     elif args.model != "stepwise":
         tuned = stepwise_flags(args)
         if tuned:
-            raise GpudseError(f"{', '.join(tuned)}: these tune the stepwise search, and --model {args.model} does not "
-                              f"run it; drop them, or use --model stepwise")
+            what = ("--model auto compares the stepwise search at fixed settings with other learners"
+                    if args.model == "auto" else f"--model {args.model} does not run it")
+            raise GpudseError(f"{', '.join(tuned)}: {'these tune' if len(tuned) > 1 else 'this tunes'} the stepwise "
+                              f"search, and {what}; drop {'them' if len(tuned) > 1 else 'it'}, or use --model stepwise")
         code = _fit_model(args, data, params, out, echo)
         if param_note:  # after the work: an error is the first thing a failed command prints
             print(f"note: {param_note}", file=sys.stderr)

@@ -11,18 +11,21 @@ The method (``StepwiseRegression(cells=True)``, the robust default; step 10 of :
 1. **Candidates.** Every conjunction of two or three conditions ``p = v`` on the model's parameters
    (each with at most :data:`.splines.MAX_CELL_LEVELS` distinct training values), that holds for at
    least :data:`MIN_ROWS` training rows and fails for at least as many, is a candidate column
-   (1 where it holds, else 0); identical columns are kept once, and at most :data:`MAX_CANDIDATES`
-   are formed (pairs first), so the work is bounded before it starts.
+   (1 where it holds, else 0); identical columns are kept once. The work is bounded before it
+   starts: at most :data:`MAX_CANDIDATES` columns, and no more than the limits ``cell_bytes`` (the
+   columns' memory) and ``cell_work`` (rows × conjunctions tried) allow, pairs first; a triple is
+   only tried where its first two conditions hold for enough rows. With ``max_order=2`` only pairs
+   are candidates, and with ``max_terms`` only cells on parameter sets the model has a term for.
 2. **Selection.** Forward selection by partial F-test against the model's columns: the candidate
    that lowers the residual sum of squares most is accepted while its p-value is below
    ``ALPHA / m`` (Bonferroni over the m candidates: the family of tests is the whole candidate set),
    at most :data:`MAX_CELLS` of them. It runs on the fit's working response (the data for a
    least-squares model, the Huber pseudo-observations for a robust one).
-3. **Rounds** (a robust model only). Huber's pseudo-observations clip the rows of a large corner
-   as outlying, so the corner looks smaller than it is. The selection is repeated :data:`ROUNDS`
-   times, each on the pseudo-observations of the previous round's fit with its cells: a corner the
-   cells fit is no longer clipped, and the next round sees it whole.
-4. **Keep or not.** Of the rounds, the one whose rows left out one at a time are predicted best is
+3. **Passes** (a robust model only). Huber's pseudo-observations clip the rows of a large corner
+   as outlying, so the corner looks smaller than it is. The selection makes :data:`ROUNDS` passes,
+   each on the pseudo-observations of the previous pass's fit with its cells: a corner the cells
+   fit is no longer clipped, and the next pass sees it whole.
+4. **Keep or not.** Of the passes, the one whose rows left out one at a time are predicted best is
    taken. It replaces the model without cells only when it predicts them more than ``TIE`` better.
    The figure is the leave-one-out error that chooses the transform, the pruning and the robust round.
 
@@ -36,8 +39,9 @@ Measured in docs/models.md ("Real tuning spaces").
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from itertools import combinations, product
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 import numpy as np
 
@@ -49,16 +53,41 @@ MAX_CELLS = 20  # cells accepted at most
 MAX_CANDIDATES = 20_000  # candidate columns formed at most (pairs first, then triples while room is left)
 ORDERS = (2, 3)  # conditions per cell
 TIE = 0.02  # the cells are kept only when their leave-one-out error is lower by more than this share
-ROUNDS = 5  # a robust model: selection rounds, each on the pseudo-observations of the last fit with its cells
+ROUNDS = 5  # a robust model: selection passes, each on the pseudo-observations of the last fit with its cells
 
 
-def candidates(values: Mapping[str, np.ndarray], text: Mapping[str, bool]) -> tuple[np.ndarray, list[tuple]]:
-    """Candidate cell columns (n × m, 0/1) and their conditions ``((param, level), …)`` from the
-    training *values* of the model's parameters (``text[p]``: compare by text)."""
-    names = [p for p, v in values.items() if 1 < np.unique(_key(v, text[p])).size <= MAX_CELL_LEVELS]
-    if not names:
-        return np.zeros((0, 0)), []
-    n = len(next(iter(values.values())))
+@dataclass
+class Candidates:
+    """The candidate cell columns (n × m, 0/1), their conditions ``((param, level), …)``, the parameters
+    left out for having more than :data:`.splines.MAX_CELL_LEVELS` levels, and whether a budget
+    (:data:`MAX_CANDIDATES`, the limits ``cell_bytes`` and ``cell_work``) cut the list short."""
+
+    columns: np.ndarray
+    conditions: list[tuple]
+    too_many_levels: list[str]
+    truncated: bool
+
+
+def candidates(values: Mapping[str, np.ndarray], text: Mapping[str, bool], orders: tuple[int, ...] = ORDERS,
+               allowed: Callable[[tuple[str, ...]], bool] | None = None) -> Candidates:
+    """Candidate cell columns from the training *values* of the parameters (``text[p]``: compare by
+    text), for conjunctions of as many conditions as *orders* allows and, with *allowed*, only on
+    parameter sets it accepts. Bounded before the work: at most :data:`MAX_CANDIDATES` columns and
+    ``cell_bytes`` of them, and ``cell_work`` rows × conjunctions tried; a triple is only tried where
+    its first two conditions already hold for :data:`MIN_ROWS` rows."""
+    from .. import limits
+
+    lim = limits.current()
+    names, many = [], []
+    for p, v in values.items():
+        k = np.unique(_key(v, text[p])).size
+        if k > MAX_CELL_LEVELS:
+            many.append(p)
+        elif k > 1:
+            names.append(p)
+    n = len(next(iter(values.values()))) if values else 0
+    cap = int(min(MAX_CANDIDATES, lim.cell_bytes // (8 * max(n, 1))))
+    work_cap = lim.cell_work // max(n, 1)
     conds: dict[str, list[tuple[Any, np.ndarray]]] = {}
     for p in names:
         k = _key(values[p], text[p])
@@ -66,26 +95,54 @@ def candidates(values: Mapping[str, np.ndarray], text: Mapping[str, bool]) -> tu
     cols: list[np.ndarray] = []
     desc: list[tuple] = []
     seen: set[bytes] = set()
-    for order in ORDERS:
-        for combo in combinations(names, order):
-            for parts in product(*(conds[p] for p in combo)):
-                if len(cols) >= MAX_CANDIDATES:
+    tried = 0
+    truncated = False
+
+    def offer(mask: np.ndarray, parts: tuple) -> None:
+        nonlocal truncated
+        c = int(mask.sum())
+        if c < MIN_ROWS or c > n - MIN_ROWS:
+            return
+        h = np.packbits(mask).tobytes()
+        if h in seen:
+            return
+        if len(cols) >= cap:
+            truncated = True
+            return
+        seen.add(h)
+        cols.append(mask)
+        desc.append(parts)
+
+    pairs = [(a, b) for a, b in combinations(names, 2)]
+    if 2 in orders:
+        for a, b in pairs:
+            if allowed is not None and not allowed((a, b)):
+                continue
+            for (la, ma), (lb, mb) in product(conds[a], conds[b]):
+                if tried >= work_cap:
                     break
-                mask = parts[0][1].copy()
-                for _, m in parts[1:]:
-                    mask &= m
-                c = int(mask.sum())
-                if c < MIN_ROWS or c > n - MIN_ROWS:
+                tried += 1
+                offer(ma & mb, ((a, la), (b, lb)))
+    if 3 in orders:
+        for a, b, c in combinations(names, 3):
+            if truncated or tried >= work_cap:
+                break
+            if allowed is not None and not allowed((a, b, c)):
+                continue
+            for (la, ma), (lb, mb) in product(conds[a], conds[b]):
+                if tried >= work_cap:
+                    break
+                ab = ma & mb
+                tried += 1
+                if int(ab.sum()) < MIN_ROWS:  # no third condition can make it hold for enough rows
                     continue
-                h = np.packbits(mask).tobytes()
-                if h in seen:
-                    continue
-                seen.add(h)
-                cols.append(mask)
-                desc.append(tuple((p, lvl) for p, (lvl, _) in zip(combo, parts)))
-    if not cols:
-        return np.zeros((n, 0)), []
-    return np.column_stack(cols).astype(float), desc
+                for lc, mc in conds[c]:
+                    tried += 1
+                    offer(ab & mc, ((a, la), (b, lb), (c, lc)))
+    if tried >= work_cap:
+        truncated = True
+    C = np.column_stack(cols).astype(float) if cols else np.zeros((n, 0))
+    return Candidates(C, desc, many, truncated)
 
 
 def _key(values: np.ndarray, text: bool) -> np.ndarray:

@@ -511,14 +511,25 @@ class Basis:
                               f"(got {pow2!r})")
         cells = d.get("cells", [])
         text = kind == "categorical" and not all(_is_number(v) for v in levels)
-        if not isinstance(cells, list) or len(cells) > MAX_CELL_LEVELS \
-                or not all(isinstance(v, str) if text else (_is_number(v) and np.isfinite(v)) for v in cells) \
-                or len({str(v) for v in cells}) != len(cells):
-            raise GpudseError(f"{ctx}: cells must be a list of at most {MAX_CELL_LEVELS} distinct "
-                              f"{'words' if text else 'finite numbers'} (the levels with an indicator column)")
+        bad = (f"{ctx}: cells must be a list of at most {MAX_CELL_LEVELS} distinct "
+               f"{'levels of the basis' if text else 'finite numbers'} (the levels with an indicator column)")
+        if not isinstance(cells, list) or len(cells) > MAX_CELL_LEVELS:
+            raise GpudseError(bad)
+        if text:
+            if not all(isinstance(v, str) and v in levels for v in cells):
+                raise GpudseError(bad)
+        else:
+            try:
+                cells = [float(v) if _is_number(v) else None for v in cells]
+            except OverflowError:
+                raise GpudseError(bad) from None
+            if not all(v is not None and np.isfinite(v) for v in cells):
+                raise GpudseError(bad)
+        if len(set(cells)) != len(cells):
+            raise GpudseError(bad)
         return cls(name=name, kind=kind, knots=knots, levels=list(levels), norm=norm,
                    lo=float(rng[0]) if rng else None, hi=float(rng[1]) if rng else None, scale=scale, pow2=pow2,
-                   cells=[str(v) if text else float(v) for v in cells])
+                   cells=list(cells))
 
 
 def make_basis(name: str, values: Any, knots: int | Sequence[float] = 4, placement: str = "even",

@@ -1133,10 +1133,11 @@ class StepwiseRegression(RegressorMixin, BaseEstimator):
     def _cells(self, X: Any, y: Any) -> Iterator[TraceStep]:
         """``cells=True`` (step 10 of the module docstring, :mod:`.cells`): the fit without cells (least
         squares or robust, as set), then level cells chosen on its working response. For a robust
-        model this is repeated ``cells.ROUNDS`` times, each round choosing again on the Huber
-        pseudo-observations of the previous round's fit with its cells (a corner the cells fit is no
-        longer clipped as outlying). The round (or no cells) whose rows left out one at a time are
-        predicted best is kept, cells only when more than ``cells.TIE`` better."""
+        model the selection makes ``cells.ROUNDS`` passes, each on the Huber pseudo-observations of
+        the previous pass's fit with its cells (a corner the cells fit is no longer clipped as
+        outlying). The pass (or no cells) whose rows left out one at a time are predicted best is
+        kept, cells only when more than ``cells.TIE`` better. ``max_order=2`` allows pairs only;
+        with ``max_terms`` a cell must fall in a term the model has."""
         from sklearn.base import clone
 
         from . import cells as lc
@@ -1147,6 +1148,7 @@ class StepwiseRegression(RegressorMixin, BaseEstimator):
         model = inner.model_
         self._loo_error_ = inner._loo_error_
         self.model_ = model
+        model.settings = {**model.settings, "cells": True}
         Xf, yraw, names, col = self._data(X, y)
         t = model.transform
         z = transform_response(yraw, t, col)
@@ -1154,25 +1156,31 @@ class StepwiseRegression(RegressorMixin, BaseEstimator):
         coef = np.asarray(model.coefficients, dtype=float)
         tiny = 1e-9 * max(float(np.ptp(z)), float(np.max(np.abs(z))), 1e-300)
         if not mad_scale(z - A @ coef) > tiny:  # noise-free data: nothing a cell could find that is not noise
+            model.notes.append("level cells: the residuals have no spread (noise-free data), so none is looked for")
             return
         robust = model.robust
         working = working_response(A, z, coef, robust["k"], robust["scale"]) if robust else z
         # every parameter, also one the search left out: a cell can act where no curve does
         text = {p: (b.kind == "categorical" and not b.numeric_levels) if (b := model.bases.get(p)) is not None
                 else Xf[p].to_numpy().dtype.kind in "OUSb" for p in names}
-        C, desc = lc.candidates({p: Xf[p].to_numpy() for p in names}, text)
+        groups = {frozenset(tt) for tt, _ in model.columns}
+        allowed = (lambda ps: frozenset(ps) in groups) if self.max_terms is not None else None
+        cand = lc.candidates({p: Xf[p].to_numpy() for p in names}, text,
+                             orders=(2,) if self.max_order == 2 else (2, 3), allowed=allowed)
+        C, desc = cand.columns, cand.conditions
         base = float(np.mean(self._loo_errors(A, working, yraw, t, z)))
         scores = {"without cells": base}
-        rounds: list[tuple[str, list[int], np.ndarray, np.ndarray]] = []  # (name, cells, design, response)
+        passes: list[tuple[str, list[int], np.ndarray, np.ndarray]] = []  # (name, cells, design, response)
         w = working
-        for r in range(1, (lc.ROUNDS if robust else 1) + 1):
+        total = lc.ROUNDS if robust else 1
+        for r in range(1, total + 1):
             chosen = lc.select(A, w, C) if C.shape[1] else []
             if not chosen:
                 break
             A2 = np.column_stack([A, C[:, chosen]])
-            name = f"{len(chosen)} cell{'s' if len(chosen) != 1 else ''}" + (f", round {r}" if robust else "")
+            name = f"{len(chosen)} cell{'s' if len(chosen) != 1 else ''}" + (f", pass {r} of {total}" if robust else "")
             scores[name] = float(np.mean(self._loo_errors(A2, w, yraw, t, z)))
-            rounds.append((name, chosen, A2, w))
+            passes.append((name, chosen, A2, w))
             if not robust:
                 break
             f2 = A2 @ np.linalg.lstsq(A2, w, rcond=None)[0]
@@ -1183,23 +1191,37 @@ class StepwiseRegression(RegressorMixin, BaseEstimator):
             w = f2 + float(np.median(e)) + huber_residuals(e, ROBUST_K, s2)
             if t == "sqrt":
                 w = np.maximum(w, 0.0)
-        best = min(rounds, key=lambda c: scores[c[0]]) if rounds else None  # ties: the earliest round
+        best = min(passes, key=lambda c: scores[c[0]]) if passes else None  # ties: the earliest pass
         kept = best is not None and scores[best[0]] < base * (1 - lc.TIE)
+        m = C.shape[1]
+        passing = f"pass{'es' if m == 1 else ''} the F-test at {lc.ALPHA:g}/{max(m, 1)}"
         if kept:
             name, chosen, A2, w = best
             labels = [lc.label(desc[j], format_level) for j in chosen]
-            model = self._with_cells(model, A2, w, z, [desc[j] for j in chosen], text, Xf)
+            model, extra = self._with_cells(model, A2, w, z, [desc[j] for j in chosen], text, Xf)
             self._loo_error_ = scores[name]
-            note = (f"level cells: {len(chosen)} of {C.shape[1]} candidate cells pass the F-test at "
-                    f"{lc.ALPHA:g}/{C.shape[1]}{' (' + name.split(', ')[1] + ')' if robust else ''} and predict "
-                    f"the rows left out better: {'; '.join(labels)}")
-        elif rounds:
+            which = f" (selection pass {name.split(' pass ')[1]})" if robust else ""
+            note = (f"level cells: {len(chosen)} of {m} candidate cell{'s' if m != 1 else ''} "
+                    f"{'pass' if len(chosen) != 1 else 'passes'} the F-test at {lc.ALPHA:g}/{m}{which} and "
+                    f"{'predict' if len(chosen) != 1 else 'predicts'} the rows left out better: {'; '.join(labels)}. "
+                    f"{extra}")
+        elif passes:
             note = (f"level cells: cells pass the F-test but do not predict the rows left out {lc.TIE:.0%} better; "
                     f"none is kept")
+        elif m:
+            note = f"level cells: none of {m} candidate cell{'s' if m != 1 else ''} {passing}"
+        elif allowed is not None and not any(len(g) > 1 for g in groups):
+            note = ("level cells: none looked for: with max_terms a cell may only join one of the model's "
+                    "interaction terms, and it has none")
         else:
-            note = (f"level cells: none of {C.shape[1]} candidate cells passes the F-test at {lc.ALPHA:g}/"
-                    f"{max(C.shape[1], 1)}" if C.shape[1] else "level cells: no parameter has few enough levels, "
-                    "or no level combination holds for enough rows")
+            note = ("level cells: no combination of two or three levels holds for at least "
+                    f"{lc.MIN_ROWS} training rows and fails for as many")
+        if cand.too_many_levels:
+            note += (f"; left out for having more than {lc.MAX_CELL_LEVELS} levels: "
+                     f"{', '.join(cand.too_many_levels)}")
+        if cand.truncated:
+            note += ("; the candidates were cut short by the limits cell_bytes / cell_work or "
+                     f"{lc.MAX_CANDIDATES:,} columns (pairs first)")
         model.notes = list(model.notes) + [note]
         model.settings = {**model.settings, "cells": True}
         step = TraceStep(len(model.trace) + 1, "cells", "loo_error", scores, {},
@@ -1210,10 +1232,13 @@ class StepwiseRegression(RegressorMixin, BaseEstimator):
         yield step
 
     def _with_cells(self, model: StepwiseModel, A: np.ndarray, working: np.ndarray, z: np.ndarray,
-                    chosen: list[tuple], text: Mapping[str, bool], X: pd.DataFrame) -> StepwiseModel:
+                    chosen: list[tuple], text: Mapping[str, bool], X: pd.DataFrame) -> tuple[StepwiseModel, str]:
         """*model* with the chosen cells as more columns (:mod:`.cells`), refitted by least squares on its
-        working response *working*; *A* is its design with the cells' columns last. A parameter the
-        search left out enters with a basis whose own column no model column uses."""
+        working response *working*; *A* is its design with the cells' columns last. A categorical
+        parameter's level other than the first is its own level column; any other level gets a cell
+        column in the basis. A parameter the search left out enters with a basis whose own column no
+        model column uses, and with its training range in the support. Returns (model, a sentence
+        with the fit's figures after the cells)."""
         import copy
 
         m = copy.deepcopy(model)
@@ -1224,25 +1249,38 @@ class StepwiseRegression(RegressorMixin, BaseEstimator):
                     m.bases[p] = make_basis(p, X[p].to_numpy(), 0, categorical=True if text[p] else False)
                 b = m.bases[p]
                 v = str(lvl) if text[p] else float(lvl)
+                own = [str(x) if text[p] else float(x) for x in b.levels] if b.kind == "categorical" else []
+                if v in own[1:]:  # the level's own column is this indicator
+                    idx.append(own.index(v) - 1)
+                    continue
                 if v not in b.cells:
                     b.cells.append(v)
                 idx.append(b.own_width + b.cells.index(v))
             params = [p for p, _ in conds]
             m.columns.append((params, idx))
             m.column_labels.append(" * ".join(f"[{m.bases[p].column_names[i]}]" for p, i in zip(params, idx)))
-            name = term_name(params)
             if frozenset(params) not in {frozenset(u.split(":")) for u in m.terms}:
-                m.terms.append(name)
+                m.terms.append(term_name(params))
+        if m.support is not None and set(m.bases) - set(m.support.params):
+            m.support = Support.build(X, m.bases, list(m.support.seen))
         coef = np.linalg.lstsq(A, working, rcond=None)[0]
         m.coefficients = coef.tolist()
         fitted = A @ coef
+        data_rss = float(np.sum((z - fitted) ** 2))
+        data_r2 = _r2(data_rss, float(np.sum((z - z.mean()) ** 2)))
         if m.robust:  # R² of its own working response, as its coefficient table reports it
             m.robust = {**m.robust, "scale": mad_scale(z - fitted)}
             working = working_response(A, z, coef, m.robust["k"], m.robust["scale"])
         rss, tss = float(np.sum((working - fitted) ** 2)), float(np.sum((working - working.mean()) ** 2))
         m.r2, m.adj_r2 = _r2(rss, tss), _adj_r2(rss, tss, z.size, A.shape[1])
-        m.noise = ols_noise(A, float(np.sum((z - fitted) ** 2)))
-        return m
+        m.noise = ols_noise(A, data_rss)
+        if m.robust:
+            extra = (f"With them the residual scale is {m.robust['scale']:.3g} and R² is {m.r2:.4f} on the "
+                     f"pseudo-observations, {data_r2:.4f} on the data (the robust fit's figures above are "
+                     f"before the cells)")
+        else:
+            extra = f"With them R² is {m.r2:.4f}"
+        return m, extra
 
     def _robust_score(self, model: StepwiseModel, A: np.ndarray, z: np.ndarray, y: np.ndarray,
                       pseudo: bool) -> tuple[float, float, np.ndarray, np.ndarray]:

@@ -45,6 +45,7 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
+from .fitted import column_basis
 from .splines import MAX_CELL_LEVELS
 
 ALPHA = 0.05  # family-wise level of the selection (Bonferroni over the candidates)
@@ -113,9 +114,8 @@ def candidates(values: Mapping[str, np.ndarray], text: Mapping[str, bool], order
         cols.append(mask)
         desc.append(parts)
 
-    pairs = [(a, b) for a, b in combinations(names, 2)]
     if 2 in orders:
-        for a, b in pairs:
+        for a, b in combinations(names, 2):
             if allowed is not None and not allowed((a, b)):
                 continue
             for (la, ma), (lb, mb) in product(conds[a], conds[b]):
@@ -157,9 +157,8 @@ def select(A: np.ndarray, z: np.ndarray, C: np.ndarray) -> list[int]:
     n, m = C.shape
     if m == 0:
         return []
-    u, sv, _ = np.linalg.svd(A, full_matrices=False)
-    rank = int(np.sum(sv > sv[0] * max(A.shape) * np.finfo(float).eps)) if sv.size else 0
-    q = u[:, :rank]
+    q = column_basis(A)
+    rank = q.shape[1]
     R = C - q @ (q.T @ C)
     resid = z - q @ (q.T @ z)
     norms0 = np.einsum("ij,ij->j", C, C)

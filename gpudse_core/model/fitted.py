@@ -636,6 +636,14 @@ def huber_residuals(e: np.ndarray, k: float, scale: float) -> np.ndarray:
     return np.clip(e, -limit, limit) / m
 
 
+def column_basis(A: np.ndarray) -> np.ndarray:
+    """An orthonormal basis of the column space of the design *A* (n × rank, from its SVD with the
+    usual rank tolerance, so aliased columns count once): its hat values are the rows' squared norms."""
+    u, s, _ = np.linalg.svd(A, full_matrices=False)
+    rank = int(np.sum(s > s[0] * max(A.shape) * np.finfo(float).eps)) if s.size else 0
+    return u[:, :rank]
+
+
 def ols_noise(A: np.ndarray, rss: float) -> dict | None:
     """What an OLS prediction interval needs (:mod:`.intervals`): the residual standard error, its
     degrees of freedom and a root W of the pseudo-inverse (X'X)^+ = W W' (from the SVD of the design,

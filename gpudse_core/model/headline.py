@@ -63,7 +63,7 @@ class Headline:
 def loo_errors(model: Any, data: Any) -> np.ndarray:
     """Leave-one-out relative errors of a stepwise model on its training *data* (response scale);
     a row the fit reproduces whatever its value (leverage 1) gets +inf."""
-    from .fitted import inverse_transform
+    from .fitted import column_basis, inverse_transform
     from .inference import _response, design_matrix
 
     z = _response(model, data)
@@ -71,9 +71,7 @@ def loo_errors(model: Any, data: Any) -> np.ndarray:
     if not keep.all():
         data, z = data[keep], z[keep]
     A = design_matrix(model, data)
-    u, s, _ = np.linalg.svd(A, full_matrices=False)
-    rank = int(np.sum(s > s.max() * max(A.shape) * np.finfo(float).eps)) if s.size else 0
-    q = u[:, :rank]
+    q = column_basis(A)
     h = np.einsum("ij,ij->i", q, q)
     resid = z - q @ (q.T @ z)
     with np.errstate(divide="ignore", invalid="ignore"):

@@ -95,6 +95,7 @@ from .fitted import (
     note_constant_response,
     StepwiseModel,
     _rows,
+    column_basis,
     design_matrix,
     huber_residuals,
     inverse_transform,
@@ -1056,15 +1057,9 @@ class StepwiseRegression(RegressorMixin, BaseEstimator):
         base = len(first.model_.trace)
         for r in range(1, ROBUST_ROUNDS + 1):
             _, model, A = fits[-1]
-            f = A @ np.asarray(model.coefficients, dtype=float)
-            e = z - f
-            s = mad_scale(e)
-            if not s > tiny:  # noise-free data (or a fit through every row): nothing to make robust
+            zs = _pseudo_observations(A @ np.asarray(model.coefficients, dtype=float), z, t, tiny)
+            if zs is None:  # noise-free data (or a fit through every row): nothing to make robust
                 break
-            # centred: a fit pulled up by slow rows first moves to the bulk of them
-            zs = f + float(np.median(e)) + huber_residuals(e, ROBUST_K, s)
-            if t == "sqrt":
-                zs = np.maximum(zs, 0.0)
             est = clone(self).set_params(robust="none", response_transform=t)
             try:
                 steps = list(est.iter_fit(Xf, inverse_transform(zs, t)))
@@ -1183,14 +1178,9 @@ class StepwiseRegression(RegressorMixin, BaseEstimator):
             passes.append((name, chosen, A2, w))
             if not robust:
                 break
-            f2 = A2 @ np.linalg.lstsq(A2, w, rcond=None)[0]
-            e = z - f2
-            s2 = mad_scale(e)
-            if not s2 > tiny:
+            w = _pseudo_observations(A2 @ np.linalg.lstsq(A2, w, rcond=None)[0], z, t, tiny)
+            if w is None:
                 break
-            w = f2 + float(np.median(e)) + huber_residuals(e, ROBUST_K, s2)
-            if t == "sqrt":
-                w = np.maximum(w, 0.0)
         best = min(passes, key=lambda c: scores[c[0]]) if passes else None  # ties: the earliest pass
         kept = best is not None and scores[best[0]] < base * (1 - lc.TIE)
         m = C.shape[1]
@@ -1223,7 +1213,6 @@ class StepwiseRegression(RegressorMixin, BaseEstimator):
             note += ("; the candidates were cut short by the limits cell_bytes / cell_work or "
                      f"{lc.MAX_CANDIDATES:,} columns (pairs first)")
         model.notes = list(model.notes) + [note]
-        model.settings = {**model.settings, "cells": True}
         step = TraceStep(len(model.trace) + 1, "cells", "loo_error", scores, {},
                          best[0] if kept else "without cells", kept, self._loo_error_, list(model.terms),
                          model.r2, model.adj_r2)
@@ -1299,9 +1288,7 @@ class StepwiseRegression(RegressorMixin, BaseEstimator):
                     z: np.ndarray) -> np.ndarray:
         """Leave-one-out errors of least squares on *working* with the columns *A* (exact from the hat
         values), bounded as predictions are and compared with *y* as :meth:`_loo` compares them."""
-        u, sv, _ = np.linalg.svd(A, full_matrices=False)
-        rank = int(np.sum(sv > sv[0] * max(A.shape) * np.finfo(float).eps)) if sv.size else 0
-        q = u[:, :rank]
+        q = column_basis(A)
         h = np.einsum("ij,ij->i", q, q)
         resid = working - q @ (q.T @ working)
         lo_z, hi_z = float(z.min()), float(z.max())
@@ -1421,6 +1408,19 @@ class StepwiseRegression(RegressorMixin, BaseEstimator):
             notes=notes, unseen=self.unseen, noise=ols_noise(A, rss),
         )
 
+
+
+def _pseudo_observations(fitted: np.ndarray, z: np.ndarray, transform: str, tiny: float) -> np.ndarray | None:
+    """Huber's pseudo-observations of a fit (Huber 1981, §7.8): the fitted values plus the residuals,
+    centred on their median (a fit pulled up by slow rows first moves to the bulk of them), clipped at
+    ``ROBUST_K`` times their MAD scale, divided by the share inside (:func:`.fitted.huber_residuals`);
+    non-negative on the square-root scale. None when the residuals have no spread above *tiny*."""
+    e = z - fitted
+    s = mad_scale(e)
+    if not s > tiny:
+        return None
+    zs = fitted + float(np.median(e)) + huber_residuals(e, ROBUST_K, s)
+    return np.maximum(zs, 0.0) if transform == "sqrt" else zs
 
 
 SATURATION = 0.5  # coefficients per training row from which a fit is called near-saturated

@@ -1264,7 +1264,8 @@ class StepwiseRegression(RegressorMixin, BaseEstimator):
         m.r2, m.adj_r2 = _r2(rss, tss), _adj_r2(rss, tss, z.size, A.shape[1])
         m.noise = ols_noise(A, data_rss)
         if m.robust:
-            extra = (f"With them the residual scale is {m.robust['scale']:.3g} and R² is {m.r2:.4f} on the "
+            on = "" if m.transform == "none" else f" on the {m.transform} scale"
+            extra = (f"With them the residual scale is {m.robust['scale']:.3g}{on} and R² is {m.r2:.4f} on the "
                      f"pseudo-observations, {data_r2:.4f} on the data (the robust fit's figures above are "
                      f"before the cells)")
         else:

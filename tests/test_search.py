@@ -250,6 +250,13 @@ def test_cli_json_shape_and_history(table, tmp_path, capsys):
     assert doc["failed"] == sum(h["value"] is None for h in doc["history"])
     assert {h["round"] for h in doc["history"]} == set(range(max(h["round"] for h in doc["history"]) + 1))
     h = pd.read_csv(hist)
+    # the JSON history is the CSV's, row for row: a failed simulation says so and why (this run has some)
+    assert doc["failed"] >= 1
+    assert [x["trial"] for x in doc["history"]] == h.trial.tolist()
+    assert [x["status"] for x in doc["history"]] == h.status.tolist()
+    assert [x["model_version"] for x in doc["history"]] == h.model_version.tolist()
+    assert all(bool(x.get("error")) == (x["status"] == "failed") for x in doc["history"])
+    assert [x.get("error") for x in doc["history"] if x["status"] == "failed"] == h.error[h.status == "failed"].tolist()
     assert list(h.columns[:3]) == ["trial", "round", "model_version"]
     assert len(h) == 30 and set(h.status) <= {"ok", "failed"}
     assert not h.duplicated(["a", "b", "c"]).any()

@@ -125,9 +125,16 @@ class SearchResult:
         def point(t: Trial) -> dict:  # with an objective: the response and the objective side by side
             return {self.response: t.value} if t.measured is None else {self.response: t.measured, "objective": t.value}
 
-        def entry(t: Trial) -> dict:
-            e = {"round": t.round, "design": t.design, "value": t.value if t.measured is None else t.measured}
-            return e if t.measured is None else {**e, "objective": t.value}
+        def entry(t: Trial) -> dict:  # the CSV history's row (search -o), the design kept as one object
+            e = {"trial": t.number, "round": t.round, "model_version": t.model_version, "design": t.design,
+                 "value": t.value if t.measured is None else t.measured}
+            if t.measured is not None:
+                e["objective"] = t.value
+            e["status"] = t.status
+            if t.status != "ok":
+                e["error"] = t.error
+            e.update({"surrogate": t.surrogate or None, "acquisition": t.acquisition, "predicted": t.predicted})
+            return e if t.cost is None else {**e, "cost": t.cost}
 
         doc: dict[str, Any] = {"goal": self.goal, "evaluated": len(self.trials), "failed": self.failed,
                                "best": None if best is None else {**best.design, **point(best)},

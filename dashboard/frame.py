@@ -445,6 +445,8 @@ def describe_fit(settings: dict, chosen: str | None = None) -> str:
                   "Huber fit" if settings.get("robust", "huber") == "huber" else "least squares"]
         if settings.get("cells"):
             parts.append("level cells")
+        if settings.get("row_guard"):
+            parts.append("one-row guard")
     tr = settings.get("response_transform")
     if tr == "auto":
         parts.append(f"{chosen + ' ' if chosen else ''}response scale chosen by leave-one-out error")

@@ -131,6 +131,8 @@ if kind == "stepwise":
                               disabled=paper, help=fixed or ui.help_for("robust fit"))
         cells = c4.checkbox("Level cells", value=bool(base.get("cells", True)) and not paper, disabled=paper,
                             help=fixed or ui.help_for("level cells"))
+        row_guard = c4.checkbox("One-row guard", value=bool(base.get("row_guard", True)) and not paper,
+                                disabled=paper, help=fixed or ui.help_for("one-row guard"))
         params = st.multiselect("Parameters", params_all, default=params_all)
         app_col = res.app_column
         per_app = bool(app_col) and st.checkbox(f"Also fit one model per {ui.plain(app_col)} (a bar each in the contribution "
@@ -141,7 +143,8 @@ if kind == "stepwise":
         settings = {**base, "theta": theta, "phi": phi, "threshold_rule": rule, "response_transform": transform}
         if not paper:
             settings.update(criterion=criterion, compare=compare, knots=knots, knot_placement=placement,
-                            interactions=interactions, max_order=max_order, robust=robust, cells=cells)
+                            interactions=interactions, max_order=max_order, robust=robust, cells=cells,
+                            row_guard=row_guard)
         rows = []
 
         def show(step) -> None:

@@ -144,7 +144,7 @@ def test_search_matches_a_plain_statsmodels_implementation():
     df = joint_data()
     ref = reference(df, "y")
     est = StepwiseRegression(response="y", revisit=False, prune=False, response_transform="none", robust="none",
-                             cells=False)
+                             cells=False, row_guard=False)
     got = list(est.iter_fit(df))
     assert [(s.chosen, bool(s.accepted)) for s in got] == [(c, ok) for c, ok, _ in ref]
     for s, (_, _, scores) in zip(got, ref):

@@ -305,7 +305,7 @@ def test_three_way_search_matches_brute_force(theta, phi, phi3):
     ref = brute_force(df, "cycles", theta, phi, make=robust_bases, phi3=phi3)
     est = StepwiseRegression(response="cycles", criterion="adjr2", theta=theta, phi=phi, phi3=phi3, knots=4,
                              max_order=3, revisit=False, interactions="restricted", lookahead=False, prune=False,
-                             response_transform="none", robust="none", cells=False)
+                             response_transform="none", robust="none", cells=False, row_guard=False)
     got = list(est.iter_fit(df))
     assert [(s.chosen, s.accepted) for s in got] == [(c, ok) for c, ok, _ in ref]
     assert any(s.kind == "interaction3" and s.accepted for s in got)

@@ -40,11 +40,11 @@ def step_progress(line: Progress):
 
 # the robust search's settings that Stargazer 1.0 fixes (a flag for one of them is an error with the paper model)
 PAPER_FIXED = ("phi3", "criterion", "compare", "knots", "knot_placement", "interactions", "max_order",
-               "powers_of_two", "robust", "cells")
+               "powers_of_two", "robust", "cells", "row_guard")
 
 
 STEPWISE_ONLY = ("theta", "phi", "phi3", "criterion", "compare", "knots", "knot_placement", "interactions",
-                 "max_order", "max_terms", "threshold_rule", "robust", "cells", "powers_of_two", "scale",
+                 "max_order", "max_terms", "threshold_rule", "robust", "cells", "row_guard", "powers_of_two", "scale",
                  "bound_margin", "force", "preset")
 
 
@@ -68,9 +68,10 @@ def fit_settings(args: argparse.Namespace) -> tuple[dict, list[str]]:
              "interactions": args.interactions, "max_order": args.max_order, "max_terms": args.max_terms,
              "threshold_rule": args.threshold_rule, "robust": args.robust,
              "cells": None if args.cells is None else args.cells == "on",
+             "row_guard": None if args.row_guard is None else args.row_guard == "on",
              "powers_of_two": None if args.powers_of_two is None else args.powers_of_two == "on"}
     if paper:
-        own = {"max_order": 2, "robust": "none", "cells": False}  # the paper model's own values may be stated
+        own = {"max_order": 2, "robust": "none", "cells": False, "row_guard": False}  # the paper model's own values may be stated
         unused = [f"--{k.replace('_', '-')}" for k in PAPER_FIXED if flags.get(k) is not None
                   and not (k in own and flags[k] == own[k])] + (["--scale"] if args.scale is not None else [])
         if unused:
@@ -342,6 +343,10 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
                     help="on (default): after the search, indicator columns for combinations of 2 or 3 parameter "
                          "levels (tile_x=3 & shmem=1) that pass a Bonferroni F-test and predict the rows left "
                          "out better (docs/models.md)")
+    fi.add_argument("--row-guard", choices=("on", "off"), default=None,
+                    help="on (default): an interaction term must pass its test without the one training row that "
+                         "carries most of its fit, so a lone pathological design cannot bring in a term "
+                         "(docs/models.md)")
     fi.add_argument("--max-order", type=int, choices=choices.MAX_ORDERS, default=None,
                     help="highest interaction order: 2 (pairs, Algorithm 1) or 3 (default: also three-way terms)")
     fi.add_argument("--max-terms", type=count_arg, default=None)

@@ -644,6 +644,48 @@ def column_basis(A: np.ndarray) -> np.ndarray:
     return u[:, :rank]
 
 
+ALONE = 1e-6  # 1 − h below this: least squares fits the row whatever its value (leverage 1)
+
+
+def ordered_basis(A: np.ndarray, tol: float = 1e-9) -> np.ndarray:
+    """An orthonormal basis of the column space of *A* built in column order (Q of its QR factors,
+    a column whose part new to the columns before it is below *tol* of its norm dropped, as the
+    search drops an aliased column): its first k columns span the model's first independent ones."""
+    norms = np.linalg.norm(A, axis=0)
+    keep = np.flatnonzero(norms > 0)
+    while keep.size:
+        q, r = np.linalg.qr(A[:, keep])
+        bad = np.abs(np.diag(r)) <= tol * norms[keep]
+        if not bad.any():
+            return q
+        keep = keep[~bad]
+    return np.empty((A.shape[0], 0))
+
+
+def loo_predictions(q: np.ndarray, z: np.ndarray) -> np.ndarray:
+    """Leave-one-out predictions of least squares on the orthonormal columns *q* (in the model's
+    column order) for the response *z*: exact from the hat values, z − e/(1 − h). A row of leverage 1
+    (1 − h < ALONE) has none: without it the model's last column that reaches it is not identified,
+    so it is predicted by the model without that column (the lower-order fit R's ``lm`` would make
+    of the aliased column), not by its own value."""
+    c = q.T @ z
+    fitted = q @ c
+    h = np.einsum("ij,ij->i", q, q)
+    out = z - (z - fitted) / np.maximum(1.0 - h, ALONE)
+    alone = np.flatnonzero(1.0 - h < ALONE)
+    if alone.size:
+        qa = q[alone]
+        cum = np.cumsum(qa * qa, axis=1)
+        reached = cum >= 1.0 - ALONE
+        j = np.where(reached.any(axis=1), np.argmax(reached, axis=1), q.shape[1] - 1)
+        k = np.arange(alone.size)
+        qj = qa[k, j]
+        h2 = np.minimum(cum[k, j] - qj * qj, 1.0 - ALONE)
+        f2 = fitted[alone] - qj * c[j]
+        out[alone] = (f2 - h2 * z[alone]) / (1.0 - h2)
+    return out
+
+
 def ols_noise(A: np.ndarray, rss: float) -> dict | None:
     """What an OLS prediction interval needs (:mod:`.intervals`): the residual standard error, its
     degrees of freedom and a root W of the pseudo-inverse (X'X)^+ = W W' (from the SVD of the design,

@@ -265,6 +265,16 @@ _TERMS = (
          "The paper model has none.",
          "Friedman & Popescu (2008), Predictive learning via rule ensembles §2 (rules as 0/1 terms); gpudse's level cells",
          ("level cells", "cells", "--cells", "cell"), ("stepwise", "robust-fit")),
+    Term("one-row-guard", "one-row guard",
+         "An interaction term must pass its test without the one training row that carries most of its fit.",
+         "A term whose columns reach one design almost alone fits that design whatever its value: on the A4000 a "
+         "107 ms design alone in its combination of block height, tile height and cache, among 2–7 ms neighbours, "
+         "brought in a three-way term that then predicted every design of that combination 10–30× too slow. The "
+         "search therefore scores an interaction candidate once more without the drop in the residual sum of "
+         "squares of its most helped row (the F-test on the rest); a real effect is carried by several rows and "
+         "still passes. The fit's notes name each term held back and its row. The paper model has none.",
+         GPUDSE + "'s stepwise search (a deletion check in the spirit of Belsley, Kuh & Welsch 1980)",
+         ("one-row guard", "row guard", "--row-guard"), ("stepwise", "robust-fit")),
     Term("bounded", "bounded prediction",
          "A prediction clipped to the training response range (widened by a documented margin), and counted.",
          "On a log scale a model can return absurd values (1e27 cycles) far from the data; gpudse bounds "

@@ -10,8 +10,9 @@ import pandas as pd
 import pytest
 
 from gpudse_core.cli import main
-from gpudse_core.model.fitted import StepwiseModel, loo_predictions, ordered_basis
-from gpudse_core.model.stepwise import ALGORITHM1_SETTINGS, PAPER_SETTINGS, FitError, StepwiseRegression
+from gpudse_core.model.fitted import StepwiseModel, loo_predictions, ordered_basis, ordered_qr
+from gpudse_core.model.stepwise import (ALGORITHM1_SETTINGS, PAPER_SETTINGS, FitError, StepwiseRegression,
+                                       _OLSState)
 
 
 # ---- leave-one-out predictions ----------------------------------------------------------------------------
@@ -64,6 +65,81 @@ def test_ordered_basis_keeps_column_order_and_drops_aliased_columns():
         proj = q[:, :k] @ (q[:, :k].T @ A[:, cols])
         assert np.allclose(proj, A[:, cols])
     assert np.allclose(q @ (q.T @ A), A)
+
+
+
+def lm_deleted_fit(A: np.ndarray, z: np.ndarray, i: int) -> float:
+    """Row i's prediction by least squares refitted without it, R's lm way: the columns in order,
+    each one aliased with the columns kept before it (on the remaining rows) dropped."""
+    keep = np.ones(len(z), bool)
+    keep[i] = False
+    B, cols = A[keep], []
+    for k in range(A.shape[1]):
+        if np.linalg.matrix_rank(B[:, cols + [k]], tol=1e-8 * np.abs(B).max()) == len(cols) + 1:
+            cols.append(k)
+    beta = np.linalg.lstsq(B[:, cols], z[keep], rcond=None)[0]
+    return float(A[i, cols] @ beta)
+
+
+def isolating_design(seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Random columns between which sit a column of two rows (3, 4), columns of one row (3; 9 and a
+    multiple of it, aliased) and an aliased sum: rows 3, 4 and 9 have leverage 1, and columns follow
+    the ones that isolate them."""
+    rng = np.random.default_rng(seed)
+    n = 25
+    X = rng.normal(size=(n, 3))
+    pair, l3, l9 = np.zeros(n), np.zeros(n), np.zeros(n)
+    pair[[3, 4]], l3[3], l9[9] = 1.0, 1.0, 1.0
+    A = np.column_stack([np.ones(n), X[:, 0], pair, X[:, 1], l3, X[:, 0] + X[:, 1], l9, X[:, 2], 2 * l9])
+    return A, rng.normal(size=n)
+
+
+def test_a_row_of_leverage_one_keeps_the_columns_after_the_one_that_isolates_it():
+    """Without the lone column the row is predicted by all the other columns, also those the
+    search added after it (their values on the row count), as a refit without the row predicts it."""
+    rng = np.random.default_rng(1)
+    n = 30
+    x = rng.uniform(0, 1, n)
+    lone = np.zeros(n)
+    lone[7] = 1.0
+    A = np.column_stack([np.ones(n), lone, x])  # the lone column first, the slope after it
+    z = 2 + 3 * x + rng.normal(0, 0.1, n)
+    z[7] += 50
+    q, r, _ = ordered_qr(A)
+    got = loo_predictions(q, z, (q, r))
+    assert got[7] == pytest.approx(lm_deleted_fit(A, z, 7), rel=1e-9)
+    assert got[7] == pytest.approx(deleted_fit(A[:, [0, 2]], z, 7), rel=1e-9)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_loo_predictions_match_refits_on_designs_with_isolated_rows(seed):
+    A, z = isolating_design(seed)
+    q, r, kept = ordered_qr(A)
+    assert list(kept) == [0, 1, 2, 3, 4, 6, 7]
+    assert np.allclose(np.einsum("ij,ij->i", q, q)[[3, 4, 9]], 1.0)
+    want = [lm_deleted_fit(A, z, i) for i in range(len(z))]
+    assert np.allclose(loo_predictions(q, z, (q, r)), want, rtol=1e-9, atol=1e-9)
+    # the cells' and transform choice's scores (StepwiseRegression._loo_errors) are these predictions
+    y = np.exp(z)
+    err = StepwiseRegression(bound_margin=None)._loo_errors(A, z, y, "log", z)
+    assert np.allclose(err, np.abs(np.exp(want) - y) / y, rtol=1e-8)
+
+
+def test_the_selection_path_scores_prefixes_by_refits():
+    """StepwiseRegression._loo scores each prefix of the path (the search's own basis, built term by
+    term) as refits of that prefix's columns without the row would."""
+    A, z = isolating_design(0)
+    A = A[:, [0, 1, 2, 3, 4, 6, 7]]
+    st = _OLSState(z)
+    marks = []
+    for k in range(1, A.shape[1]):
+        b = A[:, [k]] - st.q @ (st.q.T @ A[:, [k]])
+        st.add(b / np.linalg.norm(b))
+        marks.append((k, k, st.rank))
+    path = StepwiseRegression(bound_margin=None, response_transform="none")._loo(st, z, np.ones_like(z), marks, -1, lambda: A)
+    for (mark, err, _), k in zip(path, range(1, A.shape[1])):
+        want = [lm_deleted_fit(A[:, :k + 1], z, i) for i in range(len(z))]
+        assert err == pytest.approx(np.mean(np.abs(np.array(want) - 1.0)), rel=1e-9), mark
 
 
 # ---- the guard on data with a known structure -------------------------------------------------------------

@@ -647,41 +647,59 @@ def column_basis(A: np.ndarray) -> np.ndarray:
 ALONE = 1e-6  # 1 − h below this: least squares fits the row whatever its value (leverage 1)
 
 
-def ordered_basis(A: np.ndarray, tol: float = 1e-9) -> np.ndarray:
-    """An orthonormal basis of the column space of *A* built in column order (Q of its QR factors,
-    a column whose part new to the columns before it is below *tol* of its norm dropped, as the
-    search drops an aliased column): its first k columns span the model's first independent ones."""
+def ordered_qr(A: np.ndarray, tol: float = 1e-9) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """QR factors of *A* built in column order, a column whose part new to the columns before it is
+    below *tol* of its norm dropped (as the search drops an aliased column): (Q, R, kept column
+    indices), A[:, kept] = Q R with R upper triangular, so Q's first k columns and R's leading k × k
+    block are the factors of the model's first k independent columns."""
     norms = np.linalg.norm(A, axis=0)
     keep = np.flatnonzero(norms > 0)
     while keep.size:
         q, r = np.linalg.qr(A[:, keep])
         bad = np.abs(np.diag(r)) <= tol * norms[keep]
         if not bad.any():
-            return q
+            return q, r, keep
         keep = keep[~bad]
-    return np.empty((A.shape[0], 0))
+    return np.empty((A.shape[0], 0)), np.empty((0, 0)), keep
 
 
-def loo_predictions(q: np.ndarray, z: np.ndarray) -> np.ndarray:
-    """Leave-one-out predictions of least squares on the orthonormal columns *q* (in the model's
-    column order) for the response *z*: exact from the hat values, z − e/(1 − h). A row of leverage 1
-    (1 − h < ALONE) has none: without it the model's last column that reaches it is not identified,
-    so it is predicted by the model without that column (the lower-order fit R's ``lm`` would make
-    of the aliased column), not by its own value."""
+def ordered_basis(A: np.ndarray, tol: float = 1e-9) -> np.ndarray:
+    """An orthonormal basis of the column space of *A* built in column order (Q of
+    :func:`ordered_qr`): its first k columns span the model's first independent ones."""
+    return ordered_qr(A, tol)[0]
+
+
+def loo_predictions(q: np.ndarray, z: np.ndarray,
+                    factors: tuple[np.ndarray, np.ndarray] | None = None) -> np.ndarray:
+    """Leave-one-out predictions of least squares on the orthonormal columns *q* for the response
+    *z*: exact from the hat values, z − e/(1 − h). A row of leverage 1 (1 − h < ALONE) has none:
+    without it the first model column that reaches it (with the columns before it, spans the row's
+    indicator) is not identified, so it is predicted by the model without that column, all other
+    columns kept (the fit R's ``lm`` makes when it drops the aliased column), not by its own value.
+    *factors* are :func:`ordered_qr`'s (Q, R) of the model's columns in order, spanning *q*'s space;
+    without them *q*'s own columns are taken as the model's columns."""
     c = q.T @ z
     fitted = q @ c
     h = np.einsum("ij,ij->i", q, q)
     out = z - (z - fitted) / np.maximum(1.0 - h, ALONE)
     alone = np.flatnonzero(1.0 - h < ALONE)
     if alone.size:
-        qa = q[alone]
+        import scipy.linalg
+
+        q2, r2 = factors if factors is not None else (q, np.eye(q.shape[1]))
+        qa = q2[alone]
         cum = np.cumsum(qa * qa, axis=1)
         reached = cum >= 1.0 - ALONE
-        j = np.where(reached.any(axis=1), np.argmax(reached, axis=1), q.shape[1] - 1)
-        k = np.arange(alone.size)
-        qj = qa[k, j]
-        h2 = np.minimum(cum[k, j] - qj * qj, 1.0 - ALONE)
-        f2 = fitted[alone] - qj * c[j]
+        j = np.where(reached.any(axis=1), np.argmax(reached, axis=1), q2.shape[1] - 1)
+        # the unit vector of the model's space orthogonal to all its columns but column j: Q R⁻ᵀ e_j
+        e = np.zeros((r2.shape[0], alone.size))
+        e[j, np.arange(alone.size)] = 1.0
+        v = scipy.linalg.solve_triangular(r2, e, trans="T", check_finite=False)
+        v /= np.linalg.norm(v, axis=0)
+        u = q2 @ v  # one column per alone row
+        ui = u[alone, np.arange(alone.size)]
+        h2 = np.minimum(h[alone] - ui * ui, 1.0 - ALONE)
+        f2 = fitted[alone] - ui * (u.T @ z)
         out[alone] = (f2 - h2 * z[alone]) / (1.0 - h2)
     return out
 

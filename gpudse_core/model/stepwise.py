@@ -92,6 +92,7 @@ from ..choices import CRITERIA, FIT_TRANSFORMS, INTERACTION_FORMS, MAX_ORDERS, R
 from ..errors import GpudseError, suggest
 from . import encoding
 from .fitted import (
+    ALONE,
     _FINITE_Z,
     DEFAULT_BOUND_MARGIN,
     MODEL_SCHEMA,
@@ -102,7 +103,7 @@ from .fitted import (
     _rows,
     design_matrix,
     loo_predictions,
-    ordered_basis,
+    ordered_qr,
     huber_residuals,
     inverse_transform,
     mad_scale,
@@ -205,6 +206,18 @@ def interaction_block(blocks: Sequence[np.ndarray], bases: Sequence[Basis], form
             col *= b[:, i]
         cols[:, c] = col
     return cols, idx
+
+
+def _design(cols: Mapping[str, np.ndarray], columns: list, n: int) -> np.ndarray:
+    """The selected columns (intercept first) from the cached basis blocks *cols*, in selection order."""
+    A = np.empty((n, len(columns) + 1))
+    A[:, 0] = 1.0
+    for c, (t, lab) in enumerate(columns):
+        v = cols[t[0]][:, lab[0]].copy()
+        for p, i in zip(t[1:], lab[1:]):
+            v *= cols[p][:, i]
+        A[:, c + 1] = v
+    return A
 
 
 # ---- trace ------------------------------------------------------------------------------------
@@ -1017,13 +1030,14 @@ class StepwiseRegression(RegressorMixin, BaseEstimator):
             if self.revisit:
                 yield from revisit()
             if self.prune:
-                step = self._prune(st, z, yraw, marks, terms, columns, n_forced, step_no + 1)
+                step = self._prune(st, z, yraw, marks, terms, columns, n_forced, step_no + 1,
+                                   lambda: _design(cols, columns, z.size))
                 if step is not None:
                     step_no += 1
                     yield emit(step)
         if self._loo_error_ is None:  # the final model's leave-one-out error (for transform="auto")
             last = [m for m in marks if m[0] == len(terms)][-1:] or [(0, 0, 1)]
-            self._loo_error_ = self._loo(st, z, yraw, last, -1)[0][1]
+            self._loo_error_ = self._loo(st, z, yraw, last, -1, lambda: _design(cols, columns, z.size))[0][1]
         self.model_ = self._finish(X, cols, z, bases, columns, terms, st, names, col, notes)
         self.model_.trace = trace
         if held:
@@ -1348,7 +1362,8 @@ class StepwiseRegression(RegressorMixin, BaseEstimator):
                     z: np.ndarray) -> np.ndarray:
         """Leave-one-out errors of least squares on *working* with the columns *A* (exact from the hat
         values), bounded as predictions are and compared with *y* as :meth:`_loo` compares them."""
-        zl = loo_predictions(ordered_basis(A), working)
+        q, r, _ = ordered_qr(A)
+        zl = loo_predictions(q, working, (q, r))
         lo_z, hi_z = float(z.min()), float(z.max())
         w = (hi_z - lo_z) * (self.bound_margin if self.bound_margin is not None else 1e6)
         lo, hi = _FINITE_Z[transform]
@@ -1357,15 +1372,20 @@ class StepwiseRegression(RegressorMixin, BaseEstimator):
         return err / y if np.all(y > 0) else err
 
     def _loo(self, st: _OLSState, z: np.ndarray, y: np.ndarray, marks: list[tuple[int, int, int]],
-             floor: int) -> list[tuple[tuple[int, int, int], float, float]]:
+             floor: int, design: Callable[[], np.ndarray]) -> list[tuple[tuple[int, int, int], float, float]]:
         """(mark, leave-one-out error, RSS) for every prefix of the selection path with more than
         *floor* terms. The leave-one-out predictions of a least-squares fit are exact from the
         hat values (z − e/(1 − h); a row of leverage 1 is predicted without the column that fits it
         alone, :func:`.fitted.loo_predictions`, not by its own value); they are bounded as predictions
         are, back-transformed, and scored by their mean relative error (mean absolute error when the
-        response has zeros or negative values), so scores of different response transforms compare."""
+        response has zeros or negative values), so scores of different response transforms compare.
+        *design* gives the model's columns in selection order (intercept first); it is built only when
+        the whole model has a row of leverage 1 (a prefix's leverages are at most the model's)."""
         q = st.q
         c = q.T @ z
+        kept = None
+        if np.any(1.0 - np.einsum("ij,ij->i", q, q) < ALONE):
+            q2, r2, kept = ordered_qr(design())
         lo_z, hi_z = float(z.min()), float(z.max())
         w = (hi_z - lo_z) * (self.bound_margin if self.bound_margin is not None else 1e6)
         lo, hi = _FINITE_Z[self.response_transform]
@@ -1377,13 +1397,16 @@ class StepwiseRegression(RegressorMixin, BaseEstimator):
             if mark[0] <= floor:
                 continue
             e = z - q[:, :r] @ c[:r]
-            zl = np.clip(loo_predictions(q[:, :r], z), lo, hi)
+            # the prefix's factors: its first k kept columns (k is the search's rank unless tolerances differ)
+            k = int(np.searchsorted(kept, mark[1] + 1)) if kept is not None else 0
+            zl = np.clip(loo_predictions(q[:, :r], z, (q2[:, :k], r2[:k, :k]) if k == r else None), lo, hi)
             err = np.abs(inverse_transform(zl, self.response_transform) - y)
             out.append((mark, float(np.mean(err / y if relative else err)), float(e @ e)))
         return out
 
     def _prune(self, st: _OLSState, z: np.ndarray, y: np.ndarray, marks: list[tuple[int, int, int]],
-               terms: list[str], columns: list, n_forced: int, step_no: int) -> TraceStep | None:
+               terms: list[str], columns: list, n_forced: int, step_no: int,
+               design: Callable[[], np.ndarray]) -> TraceStep | None:
         """Keep the prefix of the selection path with the lowest leave-one-out error (:meth:`_loo`).
 
         Every accepted term is a point on the path; every prefix with at least one searched term
@@ -1392,7 +1415,7 @@ class StepwiseRegression(RegressorMixin, BaseEstimator):
         whether the rows at hand estimate it well enough to predict better with it than without
         (BFS on the built-in simulator: 155 columns from 300 rows pass p < 0.001, and the
         prefix of 109 predicts better). Sets ``_loo_error_`` to the kept prefix's score."""
-        path = self._loo(st, z, y, marks, n_forced)
+        path = self._loo(st, z, y, marks, n_forced, design)
         if not path:
             return None
         self._loo_error_ = min(err for _, err, _ in path)
@@ -1427,15 +1450,8 @@ class StepwiseRegression(RegressorMixin, BaseEstimator):
 
     def _finish(self, X, cols, z, bases, columns, terms, st, names, response, notes) -> StepwiseModel:
         """Coefficients of the selected columns by least squares on the cached basis blocks."""
-        A = np.empty((z.size, len(columns) + 1))
-        A[:, 0] = 1.0
-        labels = ["Intercept"]
-        for c, (t, lab) in enumerate(columns):
-            v = cols[t[0]][:, lab[0]].copy()
-            for p, i in zip(t[1:], lab[1:]):
-                v *= cols[p][:, i]
-            A[:, c + 1] = v
-            labels.append(" * ".join(bases[p].column_names[i] for p, i in zip(t, lab)))
+        A = _design(cols, columns, z.size)
+        labels = ["Intercept"] + [" * ".join(bases[p].column_names[i] for p, i in zip(t, lab)) for t, lab in columns]
         coef, *_ = np.linalg.lstsq(A, z, rcond=None)
         fitted = A @ coef
         rss = float(np.sum((z - fitted) ** 2))

@@ -176,6 +176,11 @@ def test_a_lone_slow_design_does_not_bring_in_a_term(seed):
     ls = StepwiseRegression(response="y", robust="none").fit(train).model_
     note = [n for n in ls.notes if n.startswith("one-row guard")]
     assert len(note) == 1 and f"b:a:c (training row {row + 1} gives" in note[0]
+    # each term once, whatever path the search reached it by (b:a:c and a:c:b are one term)
+    named = [w.split(" (")[0] for w in note[0].split("): ", 1)[1].split("; ")]
+    sets = [frozenset(w.split(" ")[0].split(":")) for w in named]
+    assert len(set(sets)) == len(sets) and f"{len(sets)} interaction term" in note[0]
+    assert not set(named) & set(ls.terms)
 
 
 def test_smooth_data_without_a_lone_row_are_fitted_the_same():

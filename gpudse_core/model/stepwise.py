@@ -751,7 +751,9 @@ class StepwiseRegression(RegressorMixin, BaseEstimator):
                 return max(scores, key=lambda k: scores[k])
             return min(scores, key=lambda k: scores[k])
 
-        held: dict[str, tuple[int, float]] = {}  # terms the one-row guard held back: (row, its share of the gain)
+        # terms the one-row guard held back, by their set of parameters (the search's name for a term depends
+        # on the path to it: b:a:c and a:c:b are one term): (name, row, its share of the gain)
+        held: dict[frozenset, tuple[str, int, float]] = {}
 
         def lone_gain(name: str, prepared: dict) -> tuple[int, float]:
             """(row, drop) of the training row that carries most of candidate *name*'s drop in the residual
@@ -785,8 +787,9 @@ class StepwiseRegression(RegressorMixin, BaseEstimator):
                 _, _, _, rss, rank = prepared[name]
                 passed = gain_ok(name, scores, limit_of(name))[0]
                 scores[name] = self._score(rss + g, st, rank, n, rank - st.rank)
-                if passed and not gain_ok(name, scores, limit_of(name))[0] and name not in held:
-                    held[name] = (i, g / max(st.rss - rss, 1e-300))
+                key = frozenset(prepared[name][0])
+                if passed and not gain_ok(name, scores, limit_of(name))[0] and key not in held:
+                    held[key] = (name, i, g / max(st.rss - rss, 1e-300))
 
         def accept(name: str, prepared: dict) -> None:
             t, (res, f), labels, _, _ = prepared[name]
@@ -1040,10 +1043,11 @@ class StepwiseRegression(RegressorMixin, BaseEstimator):
             self._loo_error_ = self._loo(st, z, yraw, last, -1, lambda: _design(cols, columns, z.size))[0][1]
         self.model_ = self._finish(X, cols, z, bases, columns, terms, st, names, col, notes)
         self.model_.trace = trace
+        held = {key: v for key, v in held.items() if key not in term_sets}  # not taken at a later step
         if held:
             what = "; ".join(f"{k} (training row {_rows(np.array([i]))} gives "
                              f"{'more than all' if share >= 1 else f'{share:.0%}'} of its drop in RSS)"
-                             for k, (i, share) in held.items())
+                             for k, i, share in held.values())
             many = len(held) != 1
             self.model_.notes.append(
                 f"{GUARD_NOTE}: {len(held)} interaction term{'s' if many else ''} {'pass' if many else 'passes'} the "

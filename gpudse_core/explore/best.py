@@ -427,6 +427,19 @@ def find_best(model: Any, space: DesignSpace, top: int = 20, maximize: bool = Fa
     exactly what grouping every feasible design by those values, ranking the groups by prediction
     (ties: the smaller first design) and taking the first *top* would give.
     """
+    return scan(model, space, top, maximize, pareto, where, scheduler, progress, stop, workers=workers,
+                method=method, block=block, dtype=dtype, distinct=distinct)[0]
+
+
+def scan(model: Any, space: DesignSpace, top: int = 20, maximize: bool = False,
+         pareto: str | Mapping[str, Sequence[float]] | None = None, where: str | None = None,
+         scheduler: str | None = None, progress: Callable[[int, int], Any] | None = None,
+         stop: Callable[[], bool] | None = None, *, workers: int | None = None, method: str = "auto",
+         block: int = BLOCK_CELLS, dtype: Any = None, distinct: bool = False
+         ) -> tuple[ExploreResult, Structure | None]:
+    """:func:`find_best`, and the structure its best designs were enumerated on (None unless the
+    method is exact), for a caller that needs the same structure afterwards (:func:`.designs.best_designs`
+    counts each group's designs on it) and should not build it twice."""
     t0 = time.perf_counter()
     if isinstance(top, bool) or not isinstance(top, (int, np.integer)) or top < 0:
         raise GpudseError(f"--top must be a whole number of at least 0 (got {top!r})")
@@ -444,13 +457,13 @@ def find_best(model: Any, space: DesignSpace, top: int = 20, maximize: bool = Fa
         kw = dict(maximize=maximize, where=where, scheduler=scheduler, progress=progress, stop=stop,
                   workers=workers, method=method, block=block, dtype=dtype)
         front_res = find_best(model, space, 0, pareto=pareto, **kw)
-        top_res = find_best(model, space, top, distinct=True, **kw)
+        top_res, top_structure = scan(model, space, top, distinct=True, **kw)
         return dataclasses.replace(
             front_res, best=top_res.best, evaluated=front_res.evaluated + top_res.evaluated,
             elapsed=time.perf_counter() - t0, complete=front_res.complete and top_res.complete,
             notes=list(dict.fromkeys([*top_res.notes, *front_res.notes,
                                       f"two scans: the Pareto front over {front_res.evaluated:,} cells and the "
-                                      f"distinct best designs over {top_res.evaluated:,}"])))
+                                      f"distinct best designs over {top_res.evaluated:,}"]))), top_structure
     params = check_parameters(model, space)
     where_expr = compile_expression(where, expression_types(space), "--where") if where is not None else None
     cost = Cost(pareto, space) if pareto is not None else None
@@ -509,4 +522,5 @@ def find_best(model: Any, space: DesignSpace, top: int = 20, maximize: bool = Fa
     return ExploreResult(space_size=space.size, feasible=feasible, evaluated=int(evaluated), method=plan.method,
                          best=best.reset_index(drop=True), elapsed=time.perf_counter() - t0,
                          pareto=None if pareto_table is None else pareto_table.reset_index(drop=True),
-                         complete=complete, workers=workers_used, notes=plan.notes)
+                         complete=complete, workers=workers_used, notes=plan.notes), \
+        (plan.structure if plan.method == "exact" else None)

@@ -29,7 +29,7 @@ import pandas as pd
 from .. import limits
 from ..errors import GpudseError
 from ..space.design import DesignSpace
-from .best import ExploreResult, find_best
+from .best import ExploreResult, scan
 from .structure import Structure, build_structure, parameter_dims
 
 OK_STATUS = ("ok", "done", "")  # a results row with another status is a failed simulation
@@ -216,8 +216,8 @@ def best_designs(model: Any, space: DesignSpace, top: int = 20, *, maximize: boo
     if top and ask > limits.current().explore_top:
         raise GpudseError(f"{len(leave):,} groups of designs are simulated or failed and --top is {top:,}: more than "
                           f"{limits.current().explore_top:,} to scan for; ask for fewer or leave out fewer")
-    res = find_best(model, space, top=ask, maximize=maximize, pareto=pareto, where=where, scheduler=scheduler,
-                    workers=workers, progress=progress, stop=stop, distinct=True)
+    res, scanned = scan(model, space, top=ask, maximize=maximize, pareto=pareto, where=where, scheduler=scheduler,
+                        workers=workers, progress=progress, stop=stop, distinct=True)
     notes = list(res.notes)
     if failed and res.pareto is not None and len(res.pareto):
         # the front is a scan of designs, not groups: a design of a group that failed to simulate is no
@@ -238,14 +238,17 @@ def best_designs(model: Any, space: DesignSpace, top: int = 20, *, maximize: boo
     # counts and the values of the unused parameters, from the structure of the used dimensions
     dim_of = parameter_dims(space)
     structure = None
-    try:
-        from ..explore.terms import expression_types
-        from ..space.expr import compile_expression
+    if scanned is not None and set(scanned.dim_axis) == {dim_of[p] for p in used}:
+        structure = scanned  # the scan's own (the same used parameters and where): not built twice
+    else:
+        try:
+            from ..explore.terms import expression_types
+            from ..space.expr import compile_expression
 
-        expr = compile_expression(where, expression_types(space), "--where") if where is not None else None
-        structure = build_structure(space, {dim_of[p] for p in used}, expr, where or "")
-    except GpudseError:
-        structure = None
+            expr = compile_expression(where, expression_types(space), "--where") if where is not None else None
+            structure = build_structure(space, {dim_of[p] for p in used}, expr, where or "")
+        except GpudseError:
+            structure = None
     digits = _digits(space, best)
     cache: dict = {}
     counts: list[Any] = []

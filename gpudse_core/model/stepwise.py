@@ -92,7 +92,6 @@ from ..choices import CRITERIA, FIT_TRANSFORMS, INTERACTION_FORMS, MAX_ORDERS, R
 from ..errors import GpudseError, suggest
 from . import encoding
 from .fitted import (
-    ALONE,
     _FINITE_Z,
     DEFAULT_BOUND_MARGIN,
     MODEL_SCHEMA,
@@ -103,7 +102,7 @@ from .fitted import (
     _rows,
     design_matrix,
     loo_predictions,
-    ordered_qr,
+    ordered_basis,
     huber_residuals,
     inverse_transform,
     mad_scale,
@@ -1033,20 +1032,20 @@ class StepwiseRegression(RegressorMixin, BaseEstimator):
             if self.revisit:
                 yield from revisit()
             if self.prune:
-                step = self._prune(st, z, yraw, marks, terms, columns, n_forced, step_no + 1,
-                                   lambda: _design(cols, columns, z.size))
+                step = self._prune(st, z, yraw, marks, terms, columns, n_forced, step_no + 1)
                 if step is not None:
                     step_no += 1
                     yield emit(step)
         if self._loo_error_ is None:  # the final model's leave-one-out error (for transform="auto")
             last = [m for m in marks if m[0] == len(terms)][-1:] or [(0, 0, 1)]
-            self._loo_error_ = self._loo(st, z, yraw, last, -1, lambda: _design(cols, columns, z.size))[0][1]
+            self._loo_error_ = self._loo(st, z, yraw, last, -1)[0][1]
         self.model_ = self._finish(X, cols, z, bases, columns, terms, st, names, col, notes)
         self.model_.trace = trace
         held = {key: v for key, v in held.items() if key not in term_sets}  # not taken at a later step
         if held:
             what = "; ".join(f"{k} (training row {_rows(np.array([i]))} gives "
-                             f"{'more than all' if share >= 1 else f'{share:.0%}'} of its drop in RSS)"
+                             f"{'more than all (the other rows fit worse with it)' if share > 1 else f'{share:.0%}'} "
+                             f"of its drop in RSS)"
                              for k, i, share in held.values())
             many = len(held) != 1
             self.model_.notes.append(
@@ -1366,8 +1365,7 @@ class StepwiseRegression(RegressorMixin, BaseEstimator):
                     z: np.ndarray) -> np.ndarray:
         """Leave-one-out errors of least squares on *working* with the columns *A* (exact from the hat
         values), bounded as predictions are and compared with *y* as :meth:`_loo` compares them."""
-        q, r, _ = ordered_qr(A)
-        zl = loo_predictions(q, working, (q, r))
+        zl = loo_predictions(ordered_basis(A), working)
         lo_z, hi_z = float(z.min()), float(z.max())
         w = (hi_z - lo_z) * (self.bound_margin if self.bound_margin is not None else 1e6)
         lo, hi = _FINITE_Z[transform]
@@ -1376,20 +1374,15 @@ class StepwiseRegression(RegressorMixin, BaseEstimator):
         return err / y if np.all(y > 0) else err
 
     def _loo(self, st: _OLSState, z: np.ndarray, y: np.ndarray, marks: list[tuple[int, int, int]],
-             floor: int, design: Callable[[], np.ndarray]) -> list[tuple[tuple[int, int, int], float, float]]:
+             floor: int) -> list[tuple[tuple[int, int, int], float, float]]:
         """(mark, leave-one-out error, RSS) for every prefix of the selection path with more than
         *floor* terms. The leave-one-out predictions of a least-squares fit are exact from the
-        hat values (z − e/(1 − h); a row of leverage 1 is predicted without the column that fits it
-        alone, :func:`.fitted.loo_predictions`, not by its own value); they are bounded as predictions
+        hat values (z − e/(1 − h); a row of leverage 1 is predicted by the prefix before the column that
+        reaches it alone, :func:`.fitted.loo_predictions`, not by its own value); they are bounded as predictions
         are, back-transformed, and scored by their mean relative error (mean absolute error when the
-        response has zeros or negative values), so scores of different response transforms compare.
-        *design* gives the model's columns in selection order (intercept first); it is built only when
-        the whole model has a row of leverage 1 (a prefix's leverages are at most the model's)."""
+        response has zeros or negative values), so scores of different response transforms compare."""
         q = st.q
         c = q.T @ z
-        kept = None
-        if np.any(1.0 - np.einsum("ij,ij->i", q, q) < ALONE):
-            q2, r2, kept = ordered_qr(design())
         lo_z, hi_z = float(z.min()), float(z.max())
         w = (hi_z - lo_z) * (self.bound_margin if self.bound_margin is not None else 1e6)
         lo, hi = _FINITE_Z[self.response_transform]
@@ -1401,16 +1394,13 @@ class StepwiseRegression(RegressorMixin, BaseEstimator):
             if mark[0] <= floor:
                 continue
             e = z - q[:, :r] @ c[:r]
-            # the prefix's factors: its first k kept columns (k is the search's rank unless tolerances differ)
-            k = int(np.searchsorted(kept, mark[1] + 1)) if kept is not None else 0
-            zl = np.clip(loo_predictions(q[:, :r], z, (q2[:, :k], r2[:k, :k]) if k == r else None), lo, hi)
+            zl = np.clip(loo_predictions(q[:, :r], z), lo, hi)
             err = np.abs(inverse_transform(zl, self.response_transform) - y)
             out.append((mark, float(np.mean(err / y if relative else err)), float(e @ e)))
         return out
 
     def _prune(self, st: _OLSState, z: np.ndarray, y: np.ndarray, marks: list[tuple[int, int, int]],
-               terms: list[str], columns: list, n_forced: int, step_no: int,
-               design: Callable[[], np.ndarray]) -> TraceStep | None:
+               terms: list[str], columns: list, n_forced: int, step_no: int) -> TraceStep | None:
         """Keep the prefix of the selection path with the lowest leave-one-out error (:meth:`_loo`).
 
         Every accepted term is a point on the path; every prefix with at least one searched term
@@ -1419,7 +1409,7 @@ class StepwiseRegression(RegressorMixin, BaseEstimator):
         whether the rows at hand estimate it well enough to predict better with it than without
         (BFS on the built-in simulator: 155 columns from 300 rows pass p < 0.001, and the
         prefix of 109 predicts better). Sets ``_loo_error_`` to the kept prefix's score."""
-        path = self._loo(st, z, y, marks, n_forced, design)
+        path = self._loo(st, z, y, marks, n_forced)
         if not path:
             return None
         self._loo_error_ = min(err for _, err, _ in path)

@@ -91,6 +91,9 @@ def test_counts_are_exact_and_huge_counts_scientific():
 def test_statistics():
     assert fmt_r2(0.96341) == "0.9634"
     assert fmt_r2(-0.0) == "0.0000"
+    # four decimals would show a fit of noise-free results as 1.0000: it gets the decimals that show the gap
+    assert fmt_r2(0.9999974) == "0.9999974" and fmt_r2(0.99995) == "0.999950" and fmt_r2(0.99994) == "0.9999"
+    assert fmt_r2(1.0) == "1.0000" and fmt_r2(1 - 1e-14) == "1.0000"  # (an interpolating fit: not shown)
     assert fmt_pvalue(0.0001) == "< 0.001"
     assert fmt_pvalue(0.04234) == "0.042"
     assert fmt_pvalue(1.5) == "–" and fmt_pvalue(-0.1) == "–"

@@ -28,13 +28,15 @@ def trace_json(model, params) -> dict:
 
 def step_progress(line: Progress):
     """A fit's steps as they come, on stderr's progress line (the table follows on stdout at the end)."""
+    from ..report.fmt import fmt_r2
+
     def echo(step) -> None:
         what = "nothing left to try" if step.chosen is None else (
             (f"kept {step.chosen}" if step.candidates else f"{step.chosen}: search rerun on Huber pseudo-observations")
             if step.kind == "robust" else
             (f"level cells {'added' if step.accepted else 'not added'} ({step.chosen})" if step.kind == "cells" else
              f"{step.chosen} {'added' if step.accepted else 'rejected'}"))
-        line(f"step {step.step} ({step.kind}): {what}; R² {step.r2:.4f}")
+        line(f"step {step.step} ({step.kind}): {what}; R² {fmt_r2(step.r2)}")
     return echo
 
 
@@ -110,13 +112,14 @@ def headline_doc(model, data) -> dict:
 def final_line(model, data) -> str:
     """The fit's last line: its terms, led by the out-of-sample error; R² only when it means something."""
     from ..model.headline import fit_headline
+    from ..report.fmt import fmt_r2
 
     h = fit_headline(model, data)
     head = f"final model ({model.n:,} rows): {' + '.join(model.terms)}; "
     if h.interpolates:
         return head.rstrip("; ") + "\nnote: " + (h.note or "the fit interpolates")
     where = "of its Huber pseudo-observations" if getattr(model, "robust", None) else "on the training rows"
-    return head + f"{h.text()}; R² {model.r2:.4f}, adj R² {model.adj_r2:.4f} ({where})"
+    return head + f"{h.text()}; R² {fmt_r2(model.r2)}, adj R² {fmt_r2(model.adj_r2)} ({where})"
 
 
 def cmd_fit(args: argparse.Namespace) -> int:

@@ -90,6 +90,7 @@ from sklearn.base import BaseEstimator, RegressorMixin
 
 from ..choices import CRITERIA, FIT_TRANSFORMS, INTERACTION_FORMS, MAX_ORDERS, ROBUST_FITS, THRESHOLD_RULES, TRANSFORMS
 from ..errors import GpudseError, suggest
+from ..report.fmt import fmt_r2
 from . import encoding
 from .fitted import (
     _FINITE_Z,
@@ -1187,7 +1188,7 @@ class StepwiseRegression(RegressorMixin, BaseEstimator):
             note = (f"robust fit: {reruns}, and {name} predicts its left-out rows best; its residual scale is "
                     f"{scale_text}, {clipped} of {z.size} rows lie beyond {ROBUST_K:g} scale and are counted as "
                     f"if they were that far (Huber's ψ), {outlying} lie beyond {OUTLYING:g} scales (outlying). "
-                    f"R² is {model.r2:.4f} on these pseudo-observations, {data_r2:.4f} on the data")
+                    f"R² is {fmt_r2(model.r2)} on these pseudo-observations, {fmt_r2(data_r2)} on the data")
             # the scale decision first (its R² blank: it was made on least squares' fits), then the kept
             # round's own search on its pseudo-observations
             trace = [dict(r) for r in transform_rows] + [{**r, "fit": name} for r in model.trace]
@@ -1341,11 +1342,11 @@ class StepwiseRegression(RegressorMixin, BaseEstimator):
         m.noise = ols_noise(A, data_rss)
         if m.robust:
             on = "" if m.transform == "none" else f" on the {m.transform} scale"
-            extra = (f"With them the residual scale is {m.robust['scale']:.3g}{on} and R² is {m.r2:.4f} on the "
-                     f"pseudo-observations, {data_r2:.4f} on the data (the robust fit's figures above are "
+            extra = (f"With them the residual scale is {m.robust['scale']:.3g}{on} and R² is {fmt_r2(m.r2)} on the "
+                     f"pseudo-observations, {fmt_r2(data_r2)} on the data (the robust fit's figures above are "
                      f"before the cells)")
         else:
-            extra = f"With them R² is {m.r2:.4f}"
+            extra = f"With them R² is {fmt_r2(m.r2)}"
         return m, extra
 
     def _robust_score(self, model: StepwiseModel, A: np.ndarray, z: np.ndarray, y: np.ndarray,
@@ -1492,7 +1493,7 @@ def saturation_warning(n_coef: int, n_rows: int, r2: float | None = None) -> str
     own data (R² near 1) whatever it does between them, so only held-out points judge it."""
     if n_rows <= 0 or n_coef < SATURATION * n_rows:
         return None
-    fit = f" (R² {r2:.4f} on them)" if r2 is not None and np.isfinite(r2) else ""
+    fit = f" (R² {fmt_r2(r2)} on them)" if r2 is not None and np.isfinite(r2) else ""
     return (f"{n_coef} coefficients on {n_rows} training rows{fit}: the model is close to interpolating its data, "
             f"so its R² says little. Judge it on held-out points (Accuracy page, gpudse validate), draw more "
             f"samples, or raise the search's thresholds (θ, φ).")

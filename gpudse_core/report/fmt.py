@@ -231,7 +231,12 @@ def fmt_fixed(x: Any, decimals: int, unit: str | None = None, *, reason: str | N
 
 
 def fmt_r2(x: Any, *, reason: str | None = None) -> str:
-    """R², adjusted R² or ρ²: four decimals (``0.9634``), as Stargazer's Table 1 reports them."""
+    """R², adjusted R² or ρ²: four decimals (``0.9634``), as Stargazer's Table 1 reports them. A value
+    that four decimals would show as ``1.0000`` but is below 1 gets the decimals that show how far
+    (``0.9999974``): a fit of noise-free results is close to 1, not at it."""
+    v = _as_float(x)
+    if v is not None and 0.99995 <= v < 1 and (d := math.floor(-math.log10(1 - v)) + 2) <= 12:
+        return fmt_fixed(v, max(4, d), reason=reason)  # (closer still: an interpolating fit, not shown)
     return fmt_fixed(x, 4, reason=reason)
 
 

@@ -145,6 +145,25 @@ def test_predict_scan_keeps_ties_whose_last_bits_differ_between_blocks():
     check_best(model, space, 3, False, None)
 
 
+@pytest.mark.parametrize("transform, values", [("log", (-1.401298464324817e-45, 0.0)),  # exp: both 1.0
+                                               ("sqrt", (1e-200, 3e-200))])  # squared: both 0.0
+def test_values_the_back_transform_merges_are_ties_the_design_index_decides(transform, values):
+    """Found by the property test above: a table value of −1.4e-45 (a float32 denormal) and 0 are two
+    values on the log scale but one prediction (exp gives 1.0 for both), so design 0 ties design 1
+    and comes first; the pool, comparing on the log scale, had kept only design 1. Its margin now
+    covers what the back-transform merges."""
+    from gpudse_core.space.design import Group
+
+    space = DesignSpace(dimensions=(Group(name="g0", members=(Parameter(name="p0", values=("v0", "v1"), kind="categorical"),
+                                                              Parameter(name="p1", values=("v0", "v1"), kind="categorical"))),
+                                    Parameter(name="p2", values=("v0", "v1"), kind="categorical")), name="h")
+    model = TableModel(space, 0.0, [(("p0",), np.array(values))], transform)
+    for maximize in (True, False):
+        expected, _ = brute_force(model, space, 1, maximize, None)
+        assert expected.design_index.tolist() == [0]  # every prediction is equal: the first design
+        check_best(model, space, 1, maximize, None)
+
+
 @settings(max_examples=40, suppress_health_check=[HealthCheck.too_slow])
 @given(st.data(), st.integers(0, 1000))
 def test_non_additive_model_goes_through_predict_with_ties_by_index(data, seed):

@@ -409,6 +409,19 @@ def _front(model: Any, space: DesignSpace, plan: _Plan, pool: Front, cost: Cost)
 
 
 # ---- the entry point ----------------------------------------------------------------------------------
+def _collapse(transform: str, eps: float, rel: float) -> tuple[float, float]:
+    """The pools' margins (``eps``, ``rel``) widened by what the back-transform can merge: two values
+    on the transformed scale closer than this may become one prediction, a tie the smaller design
+    index decides (exp(−1.4e-45) = exp(0) = 1.0 exactly), so both must stay candidates. exp maps
+    values within a few ulps of 1 of each other's difference (2⁻⁵⁰ absolute) to one double; the
+    square, values within 2⁻⁵¹ of each other relatively, and everything below 1e-154 to 0."""
+    if transform == "log":
+        return eps + 2.0 ** -50, rel
+    if transform == "sqrt":
+        return eps + 1e-154, max(rel, 2.0 ** -51)
+    return eps, rel
+
+
 def find_best(model: Any, space: DesignSpace, top: int = 20, maximize: bool = False,
               pareto: str | Mapping[str, Sequence[float]] | None = None, where: str | None = None,
               scheduler: str | None = None, progress: Callable[[int, int], Any] | None = None,
@@ -470,10 +483,10 @@ def scan(model: Any, space: DesignSpace, top: int = 20, maximize: bool = False,
     plan = _plan(model, space, params, maximize, cost, where_expr, where or "", method, block, dtype)
     ev = plan.evaluator
     n_words = ev.n_words
-    rel = getattr(ev, "rel", 0.0)
-    topk = TopK(top, ev.eps, plan.lo, plan.hi, n_words, limits.current().explore_candidates,
+    eps, rel = _collapse(getattr(model, "transform", "none"), ev.eps, getattr(ev, "rel", 0.0))
+    topk = TopK(top, eps, plan.lo, plan.hi, n_words, limits.current().explore_candidates,
                 distinct=distinct, rel=rel) if top else None
-    front = Front(ev.eps, ev.eps_c, plan.lo, plan.hi, n_words, limits.current().explore_candidates,
+    front = Front(eps, ev.eps_c, plan.lo, plan.hi, n_words, limits.current().explore_candidates,
                   cost.label, rel=rel) if cost is not None else None
     if plan.method == "exact":
         lb, lc, wmin = ev.bounds()

@@ -4,8 +4,10 @@ Cells are compared by their *key*, the model's prediction (lower is better once 
 ``maximize`` is applied), then by the index of their first design. A scan computes an approximate
 value ``f`` on the transformed scale, within ``eps`` of the value ``model.predict`` computes; the
 bound (a clip to ``[lo, hi]``) and the back-transform are monotone, so a cell's key lies between
-``clip(f - eps)`` and ``clip(f + eps)`` after them. The pools keep every cell that might belong to
-the answer given those intervals, and nothing that certainly does not:
+``clip(f - eps)`` and ``clip(f + eps)`` after them. Monotone is not strict: the back-transform can
+merge two close values into one prediction (a tie the design index decides), so ``eps`` includes what
+it merges (:func:`.best._collapse`). The pools keep every cell that might belong to the answer given
+those intervals, and nothing that certainly does not:
 
 * :class:`TopK` keeps cells whose lower end is at most the k-th smallest upper end; of cells tied
   exactly at that value (both ends equal, e.g. clipped by the bound) it keeps the k with the

@@ -662,7 +662,7 @@ def ordered_basis(A: np.ndarray, tol: float = 1e-9) -> np.ndarray:
     return np.empty((A.shape[0], 0))
 
 
-def loo_predictions(q: np.ndarray, z: np.ndarray) -> np.ndarray:
+def loo_predictions(q: np.ndarray, z: np.ndarray, c: np.ndarray | None = None) -> np.ndarray:
     """Leave-one-out predictions of least squares on the orthonormal columns *q* for the response
     *z*: exact from the hat values, z − e/(1 − h). *q*'s columns are in the model's order (the
     search's basis, or :func:`ordered_basis` of the design).
@@ -673,8 +673,8 @@ def loo_predictions(q: np.ndarray, z: np.ndarray) -> np.ndarray:
     the columns before that one, the lower-order model (as a prediction at an unseen level
     combination takes a term's lower-order fit), not its own value. (R's ``lm`` refit would drop only
     that column and keep the later ones; measured in docs/models.md "One-row guard", it let RAY's
-    worst error reach 5.9× the forest's on one draw.)"""
-    c = q.T @ z
+    worst error reach 5.9× the forest's on one draw.) *c* is ``q.T @ z`` when the caller has it."""
+    c = q.T @ z if c is None else c
     fitted = q @ c
     h = np.einsum("ij,ij->i", q, q)
     out = z - (z - fitted) / np.maximum(1.0 - h, ALONE)

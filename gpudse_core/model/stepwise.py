@@ -1395,7 +1395,7 @@ class StepwiseRegression(RegressorMixin, BaseEstimator):
             if mark[0] <= floor:
                 continue
             e = z - q[:, :r] @ c[:r]
-            zl = np.clip(loo_predictions(q[:, :r], z), lo, hi)
+            zl = np.clip(loo_predictions(q[:, :r], z, c[:r]), lo, hi)
             err = np.abs(inverse_transform(zl, self.response_transform) - y)
             out.append((mark, float(np.mean(err / y if relative else err)), float(e @ e)))
         return out

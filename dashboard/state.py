@@ -229,12 +229,14 @@ def _code_digest() -> str:
     """The example depends on the code that computes it: a template built by other code is rebuilt."""
     h = hashlib.sha256()
     core = ROOT / "gpudse_core"
-    for rel in ("workspace/example.py", "model/stepwise.py", "model/splines.py", "model/validation.py",
+    for rel in ("workspace/example.py", "model/stepwise", "model/splines.py", "model/validation.py",
                 "sim/simulator.py", "explore/scan.py", "space/sampling.py", "space/presets.py",
                 "../dashboard/work.py", "_data/presets/stargazer.yaml", "../data/presets/stargazer.yaml"):
         p = (core / rel).resolve()
-        if p.is_file():
-            h.update(rel.encode() + b"\0" + p.read_bytes())
+        for key, f in ([(f"{rel}/{f.name}", f) for f in sorted(p.glob("*.py"))] if p.is_dir()  # a package's modules
+                       else [(rel, p)]):
+            if f.is_file():
+                h.update(key.encode() + b"\0" + f.read_bytes())
     return h.hexdigest()[:20]
 
 

@@ -16,7 +16,18 @@ from .transform import Data
 
 
 def check_response(data: pd.DataFrame, response: str) -> None:
-    """The response column is there and is not a True/False column (which would be fitted as 1/0)."""
+    """The response column is there and is not a True/False column (which would be fitted as 1/0).
+
+    Parameters
+    ----------
+    data : DataFrame
+    response : str
+
+    Raises
+    ------
+    FitError
+        Naming the column (and the nearest name when it is missing).
+    """
     from ...dataio import is_boolean_column
 
     if response not in data.columns:
@@ -32,7 +43,26 @@ def training_data(est: Any, X: Any, y: Any, constant_ok: bool = False) -> Data:
     """The parameter frame (string column names, response left out), response values, parameter names and
     response name of ``est.fit(X, y)``; sets the scikit-learn attributes ``n_features_in_`` and
     ``feature_names_in_`` of *est*. A constant parameter is an error unless *constant_ok* (Stargazer 1.0 leaves
-    it out with a note)."""
+    it out with a note).
+
+    Parameters
+    ----------
+    est : StepwiseRegression
+    X : array-like or DataFrame
+    y : array-like or None
+        None: the response is ``est.response``'s column of the frame *X*.
+    constant_ok : bool, default False
+
+    Returns
+    -------
+    Data
+        ``(X, y, names, response)``.
+
+    Raises
+    ------
+    FitError
+        Naming the column, the rows and what to do.
+    """
     X, yv, raw = _frame(est, X, y)
     col = est.response or "response"
     if len(yv) != len(X):

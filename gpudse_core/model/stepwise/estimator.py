@@ -209,6 +209,11 @@ class StepwiseRegression(RegressorMixin, BaseEstimator):
     def iter_fit(self, X: Any, y: Any = None) -> Iterator[TraceStep]:
         """Fit, yielding one :class:`.TraceStep` per Table 1 row; sets ``model_`` at the end.
 
+        Parameters
+        ----------
+        X : array-like or DataFrame
+        y : array-like, optional
+
         Yields
         ------
         TraceStep
@@ -274,6 +279,10 @@ def fit_stepwise(data: pd.DataFrame, response: str, callback: Callable[[TraceSte
     -------
     StepwiseModel
         The model; its ``trace`` holds every step.
+
+    References
+    ----------
+    Stargazer §5.2, Algorithm 1 and Table 1.
     """
     check_response(data, response)
     if transform is not None:

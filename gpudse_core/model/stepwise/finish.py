@@ -82,7 +82,22 @@ def build_model(settings: Mapping[str, Any], X: pd.DataFrame, cols: Mapping[str,
 
 def saturation_warning(n_coef: int, n_rows: int, r2: float | None = None) -> str | None:
     """A warning when a model has at least SATURATION coefficients per training row: it can follow its
-    own data (R² near 1) whatever it does between them, so only held-out points judge it."""
+    own data (R² near 1) whatever it does between them, so only held-out points judge it.
+
+    Parameters
+    ----------
+    n_coef : int
+        The model's coefficients (intercept included).
+    n_rows : int
+        Its training rows.
+    r2 : float, optional
+        Its R², quoted in the warning.
+
+    Returns
+    -------
+    str or None
+        The warning, or None for a model with fewer coefficients.
+    """
     if n_rows <= 0 or n_coef < SATURATION * n_rows:
         return None
     fit = f" (R² {fmt_r2(r2)} on them)" if r2 is not None and np.isfinite(r2) else ""

@@ -42,7 +42,24 @@ def without_cells(settings: Mapping[str, Any], data: Data) -> Steps:
 
 def with_cells(settings: Mapping[str, Any], data: Data) -> Steps:
     """The fit without cells, then the level cells chosen on its working response; yields the fit's steps and
-    a ``cells`` row with every pass's leave-one-out score."""
+    a ``cells`` row with every pass's leave-one-out score.
+
+    Parameters
+    ----------
+    settings : mapping
+        The estimator's parameters (``max_terms``, ``max_order`` and ``bound_margin`` shape the cells).
+    data : Data
+
+    Returns
+    -------
+    Fit
+        (the generator's return value) the model, with the cells when they predict better, and its
+        leave-one-out error.
+
+    References
+    ----------
+    Lee & Brooks (regional models: a part of the space with its own behaviour); Stargazer §5.2, Algorithm 1.
+    """
     inner = yield from without_cells({**settings, "cells": False}, data)
     model = inner.model
     model.settings = {**model.settings, "cells": True}

@@ -24,7 +24,22 @@ REORTH = 0.1  # Gram–Schmidt: a second pass for columns reduced below this sha
 
 class OLSState:
     """Orthonormal basis Q of the current model's columns (preallocated, grown by doubling),
-    the residual and the RSS."""
+    the residual and the RSS.
+
+    Parameters
+    ----------
+    z : ndarray of shape (n,)
+        The response; the model starts as the intercept.
+
+    Attributes
+    ----------
+    rank : int
+        Columns of Q.
+    tss, rss : float
+        Total and residual sums of squares.
+    resid : ndarray of shape (n,)
+        The current residuals.
+    """
 
     def __init__(self, z: np.ndarray):
         n = z.size
@@ -38,6 +53,7 @@ class OLSState:
 
     @property
     def q(self) -> np.ndarray:
+        """Q's columns (intercept first, in the order the terms entered)."""
         return self._q[:, :self.rank]
 
     def project_out(self, block: np.ndarray, start: int = 0) -> np.ndarray:
@@ -87,6 +103,7 @@ class OLSState:
         return f.qb if f.qb is not None else np.linalg.qr(res[:, f.cols])[0]
 
     def add(self, qb: np.ndarray) -> None:
+        """Orthonormal columns *qb* (orthogonal to Q) join the model."""
         c = qb.T @ self.resid
         self.resid = self.resid - qb @ c
         self.rss = max(float(self.resid @ self.resid), 0.0)
@@ -106,6 +123,8 @@ def _geqp3(a: np.ndarray):
 
 @dataclass
 class Factor:
+    """A candidate block's pivoted QR: its independent columns and its gain in fit."""
+
     keep: np.ndarray  # independent block columns, in block order
     cols: np.ndarray  # the same in pivot order
     gain: float  # drop in the residual sum of squares
@@ -130,6 +149,7 @@ class Candidates:
         self.done = 0
 
     def drop(self, term: tuple[str, ...]) -> None:
+        """*term* is no longer a candidate (its columns are compacted away once few are left)."""
         self.terms.remove(term)
         live = sum(self.widths[t] for t in self.terms)
         if live < 0.6 * self.res.shape[1]:  # compact: stop projecting blocks nobody will use
@@ -140,11 +160,13 @@ class Candidates:
             self.norms = np.concatenate(nparts) if nparts else np.zeros(0)
 
     def refresh(self) -> None:
+        """Project out of every block the model columns added since the last refresh."""
         if self.done < self.st.rank:
             self.st.project_out(self.res, self.done)
             self.done = self.st.rank
 
     def block(self, term: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray]:
+        """*term*'s residualised columns and their norms before residualising."""
         o, w = self.offsets[term], self.widths[term]
         return self.res[:, o:o + w], self.norms[o:o + w]
 
@@ -160,10 +182,12 @@ def stack(blocks: list[np.ndarray], n: int) -> np.ndarray:
 
 
 def r2(rss: float, tss: float) -> float:
+    """R² (0 when the response has no spread)."""
     return 1.0 - rss / tss if tss > 0 else 0.0
 
 
 def adj_r2(rss: float, tss: float, n: int, rank: int) -> float:
+    """Adjusted R² of a fit with *rank* columns on *n* rows (NaN without residual degrees of freedom)."""
     dof = n - rank
     if dof <= 0 or tss <= 0:
         return float("nan")
@@ -171,4 +195,5 @@ def adj_r2(rss: float, tss: float, n: int, rank: int) -> float:
 
 
 def llf(rss: float, n: int) -> float:
+    """The Gaussian log-likelihood of a least-squares fit (for AIC and BIC)."""
     return -n / 2.0 * (math.log(2 * math.pi) + math.log(max(rss, 1e-300) / n) + 1.0)

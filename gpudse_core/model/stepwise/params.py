@@ -131,7 +131,17 @@ def message(name: str, value: Any) -> str:
 
 def validate(est: Any) -> None:
     """Check every parameter of *est* against :data:`PARAMETER_CONSTRAINTS` (``est._validate_params()``) and the
-    rules between parameters; a bad one is a :class:`.FitError` naming it."""
+    rules between parameters; a bad one is a :class:`.FitError` naming it.
+
+    Parameters
+    ----------
+    est : StepwiseRegression
+
+    Raises
+    ------
+    FitError
+        ``unknown criterion 'r2'; choose adjr2, aic, bic, ftest``, ``theta must be a finite number (got nan)``, …
+    """
     try:
         est._validate_params()
     except InvalidParameterError:

@@ -62,7 +62,26 @@ def pseudo_observations(fitted: np.ndarray, z: np.ndarray, transform: str, tiny:
     """Huber's pseudo-observations of a fit (Huber 1981, §7.8): the fitted values plus the residuals, centred on
     their median (a fit pulled up by slow rows first moves to the bulk of them), clipped at ``ROBUST_K`` times
     their MAD scale, divided by the share inside (:func:`.fitted.huber_residuals`); non-negative on the
-    square-root scale. None when the residuals have no spread above *tiny*."""
+    square-root scale. None when the residuals have no spread above *tiny*.
+
+    Parameters
+    ----------
+    fitted : ndarray
+        The fit's values on the training rows (response scale of the search).
+    z : ndarray
+        The data on that scale.
+    transform : str
+    tiny : float
+        The spread below which the residuals are called noise-free (:func:`spread_floor`).
+
+    Returns
+    -------
+    ndarray or None
+
+    References
+    ----------
+    Huber, *Robust Statistics*, 1981, §7.8.
+    """
     e = z - fitted
     s = mad_scale(e)
     if not s > tiny:
@@ -103,7 +122,23 @@ def robust_score(model: StepwiseModel, A: np.ndarray, z: np.ndarray, y: np.ndarr
 def huber(settings: Mapping[str, Any], data: Data) -> Steps:
     """The robust fit: least squares, ``ROBUST_ROUNDS`` reruns of the search on Huber pseudo-observations, and
     the candidate that predicts its left-out rows best (least squares unless a round is more than
-    ``ROBUST_TIE`` better). Yields least squares' steps and one ``robust`` row per round and for the choice."""
+    ``ROBUST_TIE`` better). Yields least squares' steps and one ``robust`` row per round and for the choice.
+
+    Parameters
+    ----------
+    settings : mapping
+        The estimator's parameters.
+    data : Data
+
+    Returns
+    -------
+    Fit
+        (the generator's return value) the kept model and its leave-one-out error.
+
+    References
+    ----------
+    Huber, *Robust Statistics*, 1981, §7.8; Stargazer §5.2, Algorithm 1 (the search rerun).
+    """
     first = yield from least_squares({**settings, "robust": "none"}, data)
     t = first.model.transform
     z = transform_response(data.y, t, data.response)

@@ -23,14 +23,44 @@ __all__ = ["criterion_score", "information", "loo_errors", "loo_path", "prune"]
 
 
 def information(criterion: str, rss: float, n: int, rank: int) -> float:
-    """AIC (``criterion="aic"``) or BIC of a least-squares fit with *rank* columns and residual sum *rss*."""
+    """AIC (``criterion="aic"``) or BIC of a least-squares fit with *rank* columns and residual sum *rss*.
+
+    Returns
+    -------
+    float
+        −2 log L + penalty × rank (penalty 2 for AIC, log n for BIC).
+    """
     pen = 2.0 if criterion == "aic" else math.log(n)
     return -2.0 * llf(rss, n) + pen * rank
 
 
 def criterion_score(criterion: str, rss: float, st: OLSState, rank: int, n: int, added: int) -> float:
     """A candidate model's score: its adjusted R², AIC or BIC, or the p-value of the partial F-test of its
-    *added* columns against the current model *st* (``ftest``)."""
+    *added* columns against the current model *st* (``ftest``).
+
+    Parameters
+    ----------
+    criterion : {"adjr2", "aic", "bic", "ftest"}
+    rss : float
+        The candidate model's residual sum of squares.
+    st : OLSState
+        The current model.
+    rank : int
+        The candidate model's columns (intercept included).
+    n : int
+        Rows.
+    added : int
+        The columns the candidate adds.
+
+    Returns
+    -------
+    float
+        Higher is better for adjusted R², lower for the others.
+
+    References
+    ----------
+    Stargazer §5.2 (adjusted R²); Lee & Brooks eq. 10 (the partial F-test).
+    """
     if criterion == "adjr2":
         return adj_r2(rss, st.tss, n, rank)
     if criterion in ("aic", "bic"):
@@ -90,6 +120,22 @@ def loo_path(st: OLSState, z: np.ndarray, y: np.ndarray, marks: list[Mark], floo
 
     A mark is (terms, columns, rank of Q) after an accepted term; the prefix's fit is the first ``rank``
     columns of the search's orthonormal basis, so no prefix is refitted.
+
+    Parameters
+    ----------
+    st : OLSState
+        The search's state after its last accepted term.
+    z, y : ndarray
+        The response on the search's scale and on its own.
+    marks : list of Mark
+    floor : int
+        Prefixes with at most this many terms are not scored (the forced terms).
+    transform : str
+    bound_margin : float or None
+
+    Returns
+    -------
+    list of (Mark, float, float)
     """
     q = st.q
     c = q.T @ z

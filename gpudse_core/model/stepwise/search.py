@@ -370,6 +370,7 @@ class Search:
         return int(np.prod([self.bases[p].width for p in plain(key)]))
 
     def candidates(self, keys: list[tuple[str, ...]]) -> Candidates:
+        """The residualised blocks of candidates *keys*, in one array."""
         built = [self.block(t) for t in keys]
         return Candidates(self.st, keys, [b for b, _ in built], [lab for _, lab in built])
 
@@ -544,9 +545,11 @@ class _Pool:
 
     @property
     def live(self) -> bool:
+        """Are candidates left?"""
         return bool(self.pool)
 
     def offer(self) -> None:
+        """Add the candidates the model's current terms make possible (and not yet offered)."""
         s, sets = self.s, self.s.term_sets
         new = [t for t in combinations(s.chosen, 2) if frozenset(t) not in sets]
         for order in range(3, s.cfg.max_order + 1):
@@ -562,6 +565,7 @@ class _Pool:
             self.chunks.extend(s.chunked(fresh))
 
     def evaluate(self) -> tuple[dict, dict, Prepared]:
+        """Every live candidate's score (:meth:`Search.evaluate`), chunk by chunk."""
         scores, skipped, prepared = {}, {}, {}
         for cset in (self.chunks if self.cache else self.s.chunked(list(self.pool.values()))):
             live = [t for t in cset.terms if frozenset(t) in self.pool]
@@ -571,5 +575,6 @@ class _Pool:
         return scores, skipped, prepared
 
     def taken(self, t: tuple[str, ...]) -> None:
+        """Candidate *t* entered the model: no longer offered; what it makes possible is."""
         del self.pool[frozenset(t)]
         self.offer()

@@ -40,7 +40,27 @@ def interaction_block(blocks: Sequence[np.ndarray], bases: Sequence[Basis], form
     ``"doubly"`` is what full adds to restricted: the products with two or more non-linear factors.
     A power-of-two column (``pow2(x)``, :mod:`.encoding`) enters restricted products only, with the
     other factors' linear columns: in full and doubly parts its products fit single level
-    combinations, and an unseen one was predicted 400× off on a held-out real data set (kmeans)."""
+    combinations, and an unseen one was predicted 400× off on a held-out real data set (kmeans).
+
+    Parameters
+    ----------
+    blocks : sequence of ndarray
+        Each factor's basis columns on the rows.
+    bases : sequence of Basis
+        The factors' bases (which columns are linear, which is a power-of-two column).
+    form : {"full", "restricted", "doubly"}
+
+    Returns
+    -------
+    columns : ndarray of shape (n, m)
+    index : list of tuple of int
+        For each column, the basis-column index of every factor.
+
+    References
+    ----------
+    Lee & Brooks §3 (restricted cubic splines and their interactions); Harrell, *Regression Modeling
+    Strategies*, §2.7.2 (restricted interactions, rms' ``%ia%``); Stargazer §5.2 (P_i:P_k).
+    """
     widths = [b.shape[1] for b in blocks]
     linear = [set(b.linear_columns) for b in bases]
 

@@ -64,6 +64,21 @@ def auto_transform(settings: Mapping[str, Any], data: Data) -> Steps:
     Why: time adds up (rounds of blocks, memory + compute cycles), and where the runtime spans a few × an
     untransformed or square-root response is the more additive one (BFS, LPS, AES on the built-in simulator);
     across 100× (real tuning spaces) the log is, and the errors choose it (README "Regression choices").
+
+    Parameters
+    ----------
+    settings : mapping
+        The estimator's parameters.
+    data : Data
+
+    Returns
+    -------
+    Fit
+        (the generator's return value) the kept transform's model and its leave-one-out error.
+
+    References
+    ----------
+    Lee & Brooks §3 (the response modelled on a transformed scale); Stargazer §5.2, Algorithm 1.
     """
     y, col = data.y, data.response
     options = [t for t in AUTO_TRANSFORMS if (t != "log" or np.all(y > 0)) and (t != "sqrt" or np.all(y >= 0))]

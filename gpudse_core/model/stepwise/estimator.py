@@ -105,8 +105,8 @@ class StepwiseRegression(RegressorMixin, BaseEstimator):
     References
     ----------
     Jia, Shaw, Martonosi, "Stargazer: Automated regression-based GPU design space exploration", ISPASS 2012.
-    Lee, Brooks, "Accurate and efficient regression modeling for microarchitectural performance and power
-    prediction", ASPLOS 2006. Huber, *Robust Statistics*, 1981, §7.8.
+    Lee, Brooks, "Regression modeling strategies for microarchitectural performance and power prediction",
+    Harvard TR-08-06, 2006. Huber, *Robust Statistics*, 1981, §7.8.
     """
 
     _parameter_constraints: dict = PARAMETER_CONSTRAINTS

@@ -68,7 +68,7 @@ class Search:
     ----------
     Jia, Shaw, Martonosi, "Stargazer: Automated regression-based GPU design space exploration", ISPASS 2012,
     §5.2 and Algorithm 1. Lee & Brooks, "Regression modeling strategies for microarchitectural performance and
-    power prediction" (restricted cubic splines, F-tests).
+    power prediction", Harvard TR-08-06, 2006 (restricted cubic splines, F-tests eq. 10).
     """
 
     def __init__(self, settings: Mapping[str, Any], X: pd.DataFrame, y: np.ndarray, names: list[str],

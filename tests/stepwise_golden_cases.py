@@ -5,7 +5,7 @@ Huber rounds, level cells and the automatic response transform) fitted on the da
 the R reference cases (tests/fixtures/stargazer_reference.json), the authors' matrix-multiply training half,
 the built-in kernels drawn as benchmarks/bench_accuracy.py draws them, the three benchmark_hub convolution
 tables (300 random ``ok`` rows each) and a noise-free kernel. :func:`summary` is what the fixture stores of a
-fit: its terms, coefficients, settings, trace rows (Table 1) and notes.
+fit: its terms, coefficients, settings, trace rows (Table 1) and notes, and the steps the fit showed as it ran.
 
 Regenerate deliberately (a change to the model's results): ``PYTHONPATH=$PWD python tests/fixtures/make_stepwise_golden.py``.
 """
@@ -142,18 +142,24 @@ def _floats(v: Any) -> Any:
     return v
 
 
-def summary(model: Any) -> dict:
-    """What the fixture keeps of a fitted model."""
+def summary(model: Any, shown: list | None = None) -> dict:
+    """What the fixture keeps of a fitted model (and of the steps the fit showed as it ran, *shown*)."""
     return _floats({"terms": list(model.terms), "coefficients": [float(c) for c in model.coefficients],
                     "r2": model.r2, "adj_r2": model.adj_r2, "transform": model.transform,
-                    "settings": model.settings, "trace": model.trace, "notes": list(model.notes)})
+                    "settings": model.settings, "trace": model.trace, "notes": list(model.notes),
+                    "shown": shown or []})
 
 
 def fit(data: pd.DataFrame, response: str, settings: dict) -> dict:
     """The fit's :func:`summary`, or ``{"error": message}`` when the fit refuses the data."""
     from gpudse_core.model.stepwise import FitError, fit_stepwise
 
+    shown: list = []  # every step the fit yields (the dashboard's live trace), in order
+
+    def show(s: Any) -> None:
+        shown.append([s.step, s.kind, s.chosen, s.accepted, len(s.terms), s.r2, s.adj_r2])
+
     try:
-        return summary(fit_stepwise(data, response, **settings))
+        return summary(fit_stepwise(data, response, callback=show, **settings), shown)
     except FitError as e:
         return {"error": str(e)}

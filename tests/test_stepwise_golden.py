@@ -3,8 +3,8 @@
 Every case of tests/stepwise_golden_cases.py (Stargazer Algorithm 1 and the robust default's layers on the R
 reference cases, the authors' matrix-multiply data, the built-in kernels, the benchmark_hub tables and planted
 structures) is refitted and compared with what the fixture recorded: the terms, the trace rows (Table 1: kinds,
-candidates, decisions) and the notes exactly, every number (coefficients, scores, R²) to a relative 1e-9.
-A change of the model's results is made deliberately: regenerate the fixture
+candidates, decisions), the steps shown as the fit ran and the notes exactly, every number (coefficients, scores,
+R²) to a relative 1e-9. A change of the model's results is made deliberately: regenerate the fixture
 (tests/fixtures/make_stepwise_golden.py) and say why in the commit.
 """
 
@@ -57,4 +57,5 @@ def test_refit_equals_the_golden_fit(case, request):
     assert got["terms"] == want["terms"]
     assert [r["kind"] for r in got["trace"]] == [r["kind"] for r in want["trace"]]
     assert got["notes"] == want["notes"]
+    assert [r[:5] for r in got["shown"]] == [r[:5] for r in want["shown"]]
     same(got, want, name)

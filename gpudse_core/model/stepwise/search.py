@@ -12,7 +12,7 @@ one-row guard) and :meth:`~Search.look_ahead` as helpers. Each step is a generat
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Generator, Iterator, Mapping
 from itertools import combinations
 from types import SimpleNamespace
 from typing import Any
@@ -209,7 +209,7 @@ class Search:
             yield from self.pairs(pi, partners)
 
     def _next_main(self, mains: Candidates, remaining: list[str],
-                   first: bool) -> Iterator[TraceStep]:
+                   first: bool) -> Generator[TraceStep, None, tuple[str, str | None] | None]:
         """One step of the outer loop; returns (the parameter that entered, its look-ahead partner or None), or
         None when the search stops."""
         cfg = self.cfg

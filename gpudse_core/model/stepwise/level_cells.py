@@ -73,13 +73,7 @@ def with_cells(settings: Mapping[str, Any], data: Data) -> Steps:
         return inner
     robust = model.robust
     working = working_response(A, z, coef, robust["k"], robust["scale"]) if robust else z
-    # every parameter, also one the search left out: a cell can act where no curve does
-    text = {p: (b.kind == "categorical" and not b.numeric_levels) if (b := model.bases.get(p)) is not None
-            else data.X[p].to_numpy().dtype.kind in "OUSb" for p in data.names}
-    groups = {frozenset(tt) for tt, _ in model.columns}
-    allowed = (lambda ps: frozenset(ps) in groups) if settings["max_terms"] is not None else None
-    cand = lc.candidates({p: data.X[p].to_numpy() for p in data.names}, text,
-                         orders=(2,) if settings["max_order"] == 2 else (2, 3), allowed=allowed)
+    cand, text, groups = _candidates(model, data, settings)
     bound = settings["bound_margin"]
     scores = {"without cells": float(np.mean(loo_errors(A, working, data.y, t, z, bound)))}
     passes = _passes(A, working, cand.columns, data.y, z, t, bool(robust), bound, scores)
@@ -92,13 +86,26 @@ def with_cells(settings: Mapping[str, Any], data: Data) -> Steps:
         loo_error = scores[name]
         note = _kept_note(chosen, cand, name, bool(robust), extra)
     else:
-        note = _none_note(bool(passes), cand.columns.shape[1], allowed is not None, groups)
+        note = _none_note(bool(passes), cand.columns.shape[1], settings["max_terms"] is not None, groups)
     model.notes = list(model.notes) + [note + _limits_note(cand)]
     step = TraceStep(len(model.trace) + 1, "cells", "loo_error", scores, {},
                      best[0] if kept else "without cells", kept, loo_error, list(model.terms), model.r2, model.adj_r2)
     model.trace = list(model.trace) + [step.to_dict()]
     yield step
     return Fit(model, loo_error)
+
+
+def _candidates(model: StepwiseModel, data: Data, settings: Mapping[str, Any]) -> tuple[Any, dict, set]:
+    """The candidate cells of every parameter, also one the search left out (a cell can act where no curve
+    does): pairs, and triples unless ``max_order=2``; with ``max_terms`` only within the model's terms.
+    Returns (the candidates, which parameters have text levels, the model's terms as parameter sets)."""
+    text = {p: (b.kind == "categorical" and not b.numeric_levels) if (b := model.bases.get(p)) is not None
+            else data.X[p].to_numpy().dtype.kind in "OUSb" for p in data.names}
+    groups = {frozenset(tt) for tt, _ in model.columns}
+    allowed = (lambda ps: frozenset(ps) in groups) if settings["max_terms"] is not None else None
+    cand = lc.candidates({p: data.X[p].to_numpy() for p in data.names}, text,
+                         orders=(2,) if settings["max_order"] == 2 else (2, 3), allowed=allowed)
+    return cand, text, groups
 
 
 def _passes(A: np.ndarray, working: np.ndarray, C: np.ndarray, y: np.ndarray, z: np.ndarray, t: str, robust: bool,

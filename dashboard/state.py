@@ -228,7 +228,7 @@ def _template_lock() -> threading.Lock:
 def _code_digest() -> str:
     """The example depends on the code that computes it: a template built by other code is rebuilt."""
     h = hashlib.sha256()
-    core = ROOT / "gpudse_core"
+    core = ROOT.parent / "gpudse_core"
     for rel in ("workspace/example.py", "model/stepwise", "model/splines.py", "model/validation.py",
                 "sim/simulator.py", "explore/scan.py", "space/sampling.py", "space/presets.py",
                 "../dashboard/work.py", "_data/presets/stargazer.yaml", "../data/presets/stargazer.yaml"):

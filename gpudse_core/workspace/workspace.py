@@ -292,8 +292,10 @@ class Workspace:
         if key in self._cache:
             self._cache.move_to_end(key)
             return self._cache[key]
+        what = f"workspace {self.id[:6]}…: {noun(stage)} v{version}"
         try:
-            value = codec.decode(fmt, blob, what=f"workspace {self.id[:6]}…: {noun(stage)} v{version}")
+            value = codec.decode(fmt, blob, what=what)
+            _check_stored(stage, value, what)
         except GpudseError as e:  # remembered so the page can name the stage and offer to drop it
             self._unreadable[stage] = (version, str(e))
             raise
@@ -631,6 +633,25 @@ def _check_value(stage: str, value: Any) -> None:
             raise StageError(f"results: the response column {value.response!r} is not numeric")
         if value.app_column is not None and value.app_column not in t.columns:
             raise StageError(f"results: the application column {value.app_column!r} is not in the table")
+
+
+def _check_stored(stage: str, value: Any, what: str) -> None:
+    """A decoded base-stage value is what that stage holds, with consistent parts (a forged or damaged
+    stored value that decodes to something else is refused here, once, instead of failing with an
+    AttributeError wherever it is used: export, report, a page)."""
+    try:
+        _check_value(stage, value)
+        if stage == "samples":
+            n = len(value.indices)
+            if getattr(value.indices, "ndim", 0) != 1 or value.indices.dtype.kind not in "iu":
+                raise StageError("its design indices are not one column of whole numbers")
+            if not isinstance(value.columns, dict) or any(getattr(v, "shape", None) != (n,)
+                                                          for v in value.columns.values()):
+                raise StageError(f"its columns are not {n:,} values each, one per design index")
+        elif stage == "results" and (not isinstance(value.response, str) or not hasattr(value.table, "columns")):
+            raise StageError("it is not a table with a named response")
+    except (StageError, AttributeError, TypeError, ValueError) as e:
+        raise codec.CodecError(f"{what}: the stored value is damaged ({e}); drop it and compute it again") from None
 
 
 def _check_name(name: Any) -> str:

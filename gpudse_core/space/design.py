@@ -1071,8 +1071,9 @@ class DesignSpace:
     def save(self, path: str | Path) -> Path:
         path = Path(path)
         text = self.to_json() if path.suffix.lower() == ".json" else self.to_yaml()
-        path.write_text(text, encoding="utf-8")
-        return path
+        from ..atomicfile import write_text
+
+        return write_text(path, text)  # whole or not at all
 
     def summary(self) -> dict:
         """The ``space show --json`` document: size, feasible size and every parameter's values."""

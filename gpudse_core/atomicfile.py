@@ -10,7 +10,8 @@ write to the same target removes those whose process is gone.
 
 ``GPUDSE_TEST_PAUSE_WRITE`` (tests only): when set to a path, a write stops half-way — after the
 first half of the bytes is on disk — creates that path and waits for up to a minute, so a test can
-kill the process *mid-write* and look at what is left.
+kill the process *mid-write* and look at what is left. With ``GPUDSE_TEST_PAUSE_AT`` another named
+:func:`pause_at` point pauses instead (a fork's copy, a template build).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from pathlib import Path
 
 SUFFIX = ".gpudse-tmp"
 PAUSE_ENV = "GPUDSE_TEST_PAUSE_WRITE"
+PAUSE_AT_ENV = "GPUDSE_TEST_PAUSE_AT"  # which pause point: "write" (the default), "fork-copy", "template-build"
 
 
 def write_bytes(path: str | Path, data: bytes) -> Path:
@@ -115,10 +117,18 @@ def _commit(tmp: Path, target: Path) -> None:
 
 
 def _pause(fh) -> None:
+    if os.environ.get(PAUSE_ENV) and os.environ.get(PAUSE_AT_ENV, "write") == "write":
+        _sync(fh)
+        pause_at("write")
+
+
+def pause_at(where: str) -> None:
+    """Tests only: stop here for up to a minute when ``GPUDSE_TEST_PAUSE_AT`` names *where* (default
+    ``write``) and ``GPUDSE_TEST_PAUSE_WRITE`` names the file to create first, so that a test can
+    SIGKILL the process at that point."""
     marker = os.environ.get(PAUSE_ENV)
-    if not marker:
+    if not marker or os.environ.get(PAUSE_AT_ENV, "write") != where:
         return
-    _sync(fh)
     Path(marker).write_text(str(os.getpid()))
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:

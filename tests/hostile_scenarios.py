@@ -372,10 +372,13 @@ def op_fork(ctx: Ctx, s: dict) -> None:
 
 
 def op_mark_template(ctx: Ctx, s: dict) -> None:
-    """Note workspace *ws* as a template being built (as the dashboard does before filling it)."""
+    """Note workspace *ws* as a template being built (as the dashboard does before filling it); *built*:
+    and finished."""
     from gpudse_core.workspace import upkeep
 
     upkeep.mark_template(ctx.id(s["ws"]))
+    if s.get("built"):  # its build finished (the dashboard's template in use)
+        upkeep.template_built(ctx.id(s["ws"]))
     if "age_s" in s:
         p = ctx.home / upkeep.TEMPLATES / ctx.id(s["ws"])
         t = time.time() - float(s["age_s"])

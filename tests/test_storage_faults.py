@@ -182,6 +182,7 @@ def test_leftovers_of_interrupted_forks_and_template_builds_are_removed_on_the_n
     for w in (keep, orphan, mine):
         w.close()
     upkeep.mark_template(keep.id)
+    upkeep.template_built(keep.id)  # the template in use finished its build; the orphan never did
     upkeep.mark_template(orphan.id)
     wsdir = home / "workspaces"
     old_tmp = wsdir / ("Y" * 32 + ".tmp")

@@ -254,6 +254,8 @@ DAMAGE = {  # named damages: fixed SQL, never text from the case
     "stage-inputs-wrong-type": "UPDATE ws_stage SET inputs = '{\"space\": 5}' WHERE stage = ?",
     "head-version-text": "UPDATE ws_head SET version = 'x' WHERE stage = ?",
     "stage-value-garbage": "UPDATE ws_stage SET value = X'00112233' WHERE stage = ?",
+    # valid JSON that decodes, but to a mapping rather than what the stage holds (a hand-edited file)
+    "stage-value-forged": "UPDATE ws_stage SET value = CAST('{\"a\": 1}' AS BLOB), format = 'json' WHERE stage = ?",
 }
 
 

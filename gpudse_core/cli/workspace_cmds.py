@@ -50,7 +50,10 @@ def cmd_ws_show(args: argparse.Namespace) -> int:
         info = ws.info()
         stages = {}
         for name, status in ws.overview().items():
-            sv = ws.get(name)
+            try:
+                sv = ws.get(name)
+            except GpudseError:  # a damaged stored value: listed below with the damaged records
+                continue
             stages[name] = {"state": status.state, "version": sv.version, "origin": sv.origin,
                             "partial": sv.partial, "note": sv.note, "reason": status.reason, "action": status.action,
                             "inputs": {k: r.version for k, r in sv.inputs.items()}}

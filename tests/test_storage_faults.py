@@ -136,6 +136,20 @@ def test_a_forged_value_is_damaged_by_name_in_export_and_the_rest_exported(home,
     assert "Traceback" not in r.stderr and not (home / "s.csv").exists()
 
 
+def test_samples_of_a_space_beyond_int64_are_not_taken_for_damage(home):
+    """The check of stored samples accepts design indices beyond 2^63 (an object column of Python ints)."""
+    from gpudse_core.space.design import DesignSpace, Parameter
+
+    space = DesignSpace(tuple(Parameter(f"p{i}", tuple(range(1000))) for i in range(8)), name="huge")
+    ws, key = create_workspace("huge")
+    ws.set_space(space, "8 × 1,000 values")
+    ws.set_samples(sample(space, n=5, seed=1), "5 points")
+    ws.close()
+    with open_workspace(ws.id, key) as w:
+        sv = w.get("samples")
+        assert sv.value.indices.dtype == object and max(sv.value.indices) > 2 ** 63 and w.damaged() == {}
+
+
 @pytest.mark.parametrize("name", ["a-dict", "garbage-zip"])
 def test_the_sampling_page_shows_a_damaged_value_with_its_drop_button(home, name):
     ws, key = two_stages()

@@ -659,7 +659,9 @@ def _check_stored(stage: str, value: Any, what: str) -> None:
         _check_value(stage, value)
         if stage == "samples":
             n = len(value.indices)
-            if getattr(value.indices, "ndim", 0) != 1 or value.indices.dtype.kind not in "iu":
+            idx = value.indices
+            if getattr(idx, "ndim", 0) != 1 or not (idx.dtype.kind in "iu" or (  # beyond 2^63: Python ints
+                    idx.dtype.kind == "O" and all(type(i) is int for i in idx.tolist()))):
                 raise StageError("its design indices are not one column of whole numbers")
             if not isinstance(value.columns, dict) or any(getattr(v, "shape", None) != (n,)
                                                           for v in value.columns.values()):

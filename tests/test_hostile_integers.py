@@ -90,3 +90,20 @@ def test_space_infer_and_import_refuse_a_47_digit_number(tmp_path, capsys):
     err = capsys.readouterr().err
     assert re.search(r"t\.csv: row 1, column 'a': .*beyond the 64-bit integer range", err), err
     assert not (tmp_path / "s.yaml").exists()
+
+
+def test_parquet_uint64_beyond_int64_is_refused_and_int64_edges_kept():
+    import io
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    def parquet(values, typ) -> bytes:
+        buf = io.BytesIO()
+        pq.write_table(pa.table({"k": pa.array(range(len(values))), "v": pa.array(values, type=typ)}), buf)
+        return buf.getvalue()
+
+    with pytest.raises(TableError, match=r"t\.parquet: row 2, column 'v': 18446744073709551615 is a whole number"):
+        read_table_bytes(parquet([1, 2 ** 64 - 1], pa.uint64()), "t.parquet")
+    df = read_table_bytes(parquet([INT64_MAX, INT64_MIN, 0], pa.int64()), "t.parquet")
+    assert df["v"].tolist() == [INT64_MAX, INT64_MIN, 0]

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-from explore_models import TableModel, brute_force_distinct, small_spaces
+from explore_models import TableModel, brute_force_by_prediction, small_spaces
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_explore_best import table_models, where_of
@@ -29,35 +29,37 @@ def feasible_frame(space, where=None) -> pd.DataFrame:
 
 @settings(max_examples=100, suppress_health_check=[HealthCheck.too_slow])
 @given(st.data())
-def test_rows_count_their_designs_and_list_the_other_values_exactly(data):
+def test_rows_are_the_distinct_predictions_their_designs_and_values_exactly(data):
+    """One row per prediction, against every feasible design grouped by its prediction: the count, the
+    values each parameter takes ('any': all of them) and the design shown by the stated rule."""
     space = data.draw(small_spaces())
     model = data.draw(table_models(space))
     where = where_of(data.draw, space)
     k = data.draw(st.integers(1, 8))
-    expected = brute_force_distinct(model, space, k, where=where)
-    if not len(expected):
+    expected = brute_force_by_prediction(model, space, k, where=where)
+    if not expected:
         return
     got = best_designs(model, space, top=k, where=where, level=None)
-    assert got.rows.design_index.tolist() == expected.design_index.tolist()
-    assert got.rows.designs.tolist() == expected.designs.tolist()
-    every = feasible_frame(space, where)
-    used = list(model.parameters)
-    used_dims = {d for d, dim in enumerate(space.dimensions) for q in dim.parameters if q.name in used}
-    for i, row in got.rows.iterrows():
-        same = every
-        for p in used:
-            same = same[same[p].astype(str) == str(row[p])]
-        assert len(same) == row.designs
+    assert got.rows.predicted.tolist() == [e["predicted"] for e in expected]
+    assert got.rows.design_index.tolist() == [e["shown"] for e in expected]
+    assert got.rows.designs.tolist() == [len(e["designs"]) for e in expected]
+    for i, e in enumerate(expected):
+        same = e["designs"]
         for p in space.parameter_names:
-            label = got.label(i, p)
-            if any(q.name == p for d in used_dims for q in space.dimensions[d].parameters):
-                assert p not in got.free[i] and same[p].astype(str).nunique() == 1  # fixed by a group member
-                continue
             values = set(same[p].astype(str))
+            label = got.label(i, p)
             if len(values) == space.parameter(p).size > 1:
                 assert label == ANY
+            elif len(values) == 1:
+                assert label == _fmt(got.rows[p].iloc[i]) and {str(got.rows[p].iloc[i])} == values
             else:
-                assert got.free[i][p] is not None and {str(v) for v in got.free[i][p]} == values
+                assert {str(v) for v in got.free[i][p]} == values
+
+
+def _fmt(v):
+    from gpudse_core.report.fmt import fmt_value
+
+    return fmt_value(v)
 
 
 def test_simulated_designs_are_marked_or_left_out_and_failures_never_recommended():
@@ -170,7 +172,10 @@ def test_the_report_and_the_explore_scan_show_grouped_rows_with_intervals(tmp_pa
     best, shown = sv.value["best"], sv.value["shown"]
     used = sv.value["used"]
     assert len(best) == 5 and not best[used].duplicated().any() and (best.lower < best.upper).all()
-    assert list(shown.columns[:3]) == ["predicted cycles", "95 % interval (cycles)", "designs"]
+    assert list(shown.columns[:4]) == ["predicted cycles", "95 % interval (cycles)", "distinguishable from best",
+                                       "designs"]
+    assert best.predicted.is_unique and shown["distinguishable from best"].iloc[0] == "(best)"
+    assert set(shown["distinguishable from best"].iloc[1:]) <= {"yes", "no"}
     html = workspace_report(ws)
     table = html[html.index("<h3>Best designs"):]
     table = table[:table.index("</table>")]

@@ -80,9 +80,9 @@ class Ranks:
         return out
 
 
-def choose(space: DesignSpace, used_dims: Sequence[int], members: np.ndarray, feasible: Callable[[np.ndarray], np.ndarray],
-           enumerate_member: Callable[[int], tuple[np.ndarray, bool]], simulated: np.ndarray | None = None,
-           ranks: Ranks | None = None) -> tuple[np.ndarray, bool]:
+def choose(space: DesignSpace, used_dims: Sequence[int], members: np.ndarray,
+           feasible: Callable[[np.ndarray], np.ndarray], enumerate_member: Callable[[int], tuple[np.ndarray, bool]],
+           simulated: np.ndarray | None = None, ranks: Ranks | None = None) -> tuple[np.ndarray, bool]:
     """The digits of the design a row shows (see the module docstring) and whether a member had to be
     enumerated only in part. *members*: one design (digits) per member; *feasible(digits)*: which rows
     are feasible designs (constraints and ``--where``); *enumerate_member(i)*: member *i*'s feasible

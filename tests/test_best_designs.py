@@ -282,3 +282,75 @@ def test_a_design_the_command_simulator_failed_on_is_recorded_and_never_recommen
     plain = ui_work.scan_work(ws.get("model").value, space, dict(ui_work.EXAMPLE_SCAN, k=3),
                               results=ws.get("results").value.table)
     assert plain["best"].blk.tolist()[0] == 16
+
+
+def test_a_level_cell_no_longer_repeats_one_design_over_six_rows():
+    """A level cell (blk = 1 & tc = 4) makes tc matter only at blk = 1. At blk = 16 the six values of tc
+    give one prediction: the groups of equal read parameters were six rows with one prediction and
+    interval (one design simulated five times); rows of one prediction are now one row, tc 'any'."""
+    from gpudse_core.explore.best import find_best
+
+    space = load_preset("stargazer")
+    cell = np.zeros((5, 6))
+    cell[0, 2] = 0.5  # blk = 1 & tc = 4 (positions of 1 and 4)
+    model = TableModel(space, 0.0, [(("blk",), np.array([5.0, 3, 2, 1.5, 1.2])), (("blk", "tc"), cell)])
+    model.response = "cycles"
+    groups = find_best(model, space, top=8, distinct=True).best  # what the rows were
+    assert groups.blk.tolist()[:6] == [16] * 6 and groups.predicted.iloc[:6].nunique() == 1
+    got = best_designs(model, space, top=3, level=None)
+    assert got.rows.predicted.is_unique and got.rows.blk.tolist() == [16, 8, 4]
+    assert got.label(0, "tc") == ANY and got.label(0, "blk") == "16"
+    assert got.rows.designs.iloc[0] == space.size // 5  # every design with blk = 16
+    # the shown design: every other parameter at the middle of its sorted values (ties: the lower)
+    middle = {"cc": 4, "tc": 4, "smp": 2, "ccp": 2, "simd": 16, "mshr": 2, "dramq": 32, "intra": 2, "inter": 4}
+    assert {p: got.rows[p].iloc[0] for p in middle} == middle
+
+
+def _cus_space(values):
+    from gpudse_core.space.design import DesignSpace, Parameter
+
+    return DesignSpace((Parameter("cus", tuple(values)), Parameter("freq", (500, 1000, 1500))), name="mgpu")
+
+
+@pytest.mark.parametrize("order", ["listed", "reversed", "shuffled"])
+def test_a_20_way_tie_is_one_row_whose_design_does_not_follow_the_value_order(order):
+    """A model that reads cus only where it makes no difference ties the 20 GPU sizes: one row, cus
+    'any', and the design shown is the middle size (40 of 4 … 80), however the space lists the sizes;
+    the first in index order (what was shown before) would be whichever size the file lists first."""
+    sizes = list(range(4, 84, 4))
+    if order == "reversed":
+        sizes = sizes[::-1]
+    elif order == "shuffled":
+        sizes = [sizes[i] for i in np.random.default_rng(0).permutation(20)]
+    space = _cus_space(sizes)
+    model = TableModel(space, 0.0, [(("cus",), np.zeros(20)), (("freq",), np.array([3.0, 2.0, 1.0]))])
+    model.response = "cycles"
+    got = best_designs(model, space, top=2, level=None)
+    assert got.rows.predicted.tolist() == [1.0, 2.0] and got.rows.designs.tolist() == [20, 20]
+    assert got.label(0, "cus") == ANY and got.rows.freq.iloc[0] == 1500
+    assert got.rows.cus.tolist() == [40, 40]
+    assert got.rows.design_index.iloc[0] == space.index({"cus": 40, "freq": 1500})
+    # a simulated design comes first: the one differing from it in the fewest parameters
+    results = pd.DataFrame([{"cus": 64, "freq": 500, "cycles": 3.0}])
+    near = best_designs(model, space, top=2, level=None, results=results)
+    assert near.rows.cus.tolist() == [64, 64] and near.rows.freq.tolist() == [1500, 1000]
+
+
+def test_an_interval_overlapping_the_best_rows_is_not_distinguishable():
+    from gpudse_core.model.stepwise import fit_stepwise
+
+    space = load_preset("stargazer")
+    rng = np.random.default_rng(3)
+    pts = space.frame(space.decode(rng.choice(space.size, 200, replace=False)))
+    blk = pts.blk.map({1: 5.0, 2: 3.0, 4: 2.0, 8: 1.5, 16: 1.2}).to_numpy()
+    data = pts.assign(cycles=np.exp(blk + rng.normal(0, 0.05, len(pts))))
+    model = fit_stepwise(data, "cycles", transform="log")
+    got = best_designs(model, space, top=5)
+    r = got.rows
+    assert r.distinguishable.iloc[0] == False  # noqa: E712  (the best row itself)
+    for i in range(1, len(r)):
+        apart = r.lower.iloc[i] > r.upper.iloc[0] or r.upper.iloc[i] < r.lower.iloc[0]
+        assert bool(r.distinguishable.iloc[i]) == apart
+    assert r.distinguishable.iloc[1:].any() and not r.distinguishable.iloc[1:].all()  # (both kinds here)
+    shown = got.display(space, "cycles")["distinguishable from best"].tolist()
+    assert shown[0] == "(best)" and shown[1:] == ["yes" if v else "no" for v in r.distinguishable.iloc[1:]]

@@ -1,18 +1,22 @@
-"""Decision-grade best designs: one row per set of designs the model cannot tell apart.
+"""Decision-grade best designs: one row per prediction, so no two rows repeat one.
 
 A fitted model reads only some parameters (Lee & Brooks' stepwise selection keeps the ones that
-matter), so every design agreeing on those *used* parameters gets the same prediction. Listing the
-k best *designs* would show one prediction k times, differing in parameters the model ignores.
-:func:`best_designs` lists the k best **groups** instead (:func:`.best.find_best` with
-``distinct``, still exact: equal to grouping every feasible design and ranking the groups):
+matter), so every design agreeing on those *used* parameters gets the same prediction; and a level cell
+or a conditional term (``blk = 1 & tc = 4``) leaves a parameter without effect at other values. Listing
+the k best *designs* would show one prediction k times. :func:`best_designs` lists the k best
+**predictions** instead: the distinct scan (:func:`.best.scan`, still exact) gives the groups of equal
+used values, asked for more until the last prediction's groups are all in, and groups of one
+prediction are one row:
 
-* the used parameters' values; for each unused parameter the values its designs take in the group
-  (``any`` when all of them), and the exact number of feasible designs the row stands for (the
-  structure of :mod:`.structure` counts each cell's feasible completions);
-* a representative design to simulate: the group's first design in index order;
-* a prediction interval (:mod:`gpudse_core.model.intervals`);
-* given a results table: how many designs of the group were simulated and their mean measured
-  response; with ``exclude_simulated`` such groups are left out; a group holding a *failed*
+* for each parameter the values its designs take (``any`` when all of them: a parameter the model does
+  not read, or one entering only through a term constant at the row's other values), and the exact
+  number of feasible designs the row stands for (the structure of :mod:`.structure` counts them);
+* the design it shows, the one to simulate, by the rule of :mod:`.representative` (nearest a
+  simulated design, then the middle of the space; never the enumeration order);
+* a prediction interval (:mod:`gpudse_core.model.intervals`) of the shown design and whether it lies
+  apart from the best row's (``distinguishable``);
+* given a results table: how many designs of the row were simulated and their mean measured
+  response; with ``exclude_simulated`` groups holding one are left out; a group holding a *failed*
   simulation (a missing response, or a ``status`` column other than ok/done) is never recommended.
 """
 

@@ -270,7 +270,7 @@ def _scan_ties(model: Any, space: DesignSpace, ask: int, top: int, leave: set, u
         preds = {p for k, p in zip(map(tuple, keys.tolist()), res.best.predicted.tolist()) if k not in leave}
         if len(preds) > top:
             break
-        ask = min(2 * ask, cap)
+        ask = min(max(2 * ask, math.ceil(1.25 * ask * (top + 1) / max(len(preds), 1))), cap)  # by the ties seen
         more, scanned = scan(model, space, top=ask, distinct=True, **{**kw, "pareto": None})
         res = dataclasses.replace(res, best=more.best, evaluated=res.evaluated + more.evaluated,
                                   complete=more.complete)

@@ -354,3 +354,19 @@ def test_an_interval_overlapping_the_best_rows_is_not_distinguishable():
     assert r.distinguishable.iloc[1:].any() and not r.distinguishable.iloc[1:].all()  # (both kinds here)
     shown = got.display(space, "cycles")["distinguishable from best"].tolist()
     assert shown[0] == "(best)" and shown[1:] == ["yes" if v else "no" for v in r.distinguishable.iloc[1:]]
+
+
+def test_rows_beyond_two_to_the_63_designs_are_counted_exactly():
+    """4**40 designs; the model reads x3, x20 and x37 (through a zero term): the best row (x3 = 1, x20 = 1)
+    stands for 4**38 designs, and the tie 1 + 0 = 2 - 1 makes the second row two groups in one."""
+    from gpudse_core.space.design import DesignSpace, Parameter
+
+    space = DesignSpace(tuple(Parameter(f"x{i}", (0, 1, 2, 3)) for i in range(40)), name="huge")
+    model = TableModel(space, 0.0, [(("x3",), np.array([3.0, 1, 2, 5])), (("x3", "x37"), np.zeros((4, 4))),
+                                    (("x20",), np.array([0.0, -1, 0, 0]))])
+    model.response = "cycles"
+    got = best_designs(model, space, top=2, level=None)
+    assert got.rows.predicted.tolist() == [0.0, 1.0]
+    assert got.rows.designs.tolist() == [4 ** 38, 4 * 4 ** 38]  # x3 = 1 & x20 ≠ 1, and x3 = 2 & x20 = 1
+    assert got.label(0, "x37") == ANY and got.label(1, "x3") == "1, 2" and got.label(1, "x20") == ANY
+    assert got.rows.x0.tolist() == [1, 1]  # the middle of 0 … 3 (ranks 1 and 2 tie: the lower)

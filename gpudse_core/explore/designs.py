@@ -382,7 +382,8 @@ def _merge(space: DesignSpace, used: list[str], best: pd.DataFrame, members: lis
     arr = np.asarray(shown, dtype=np.int64).reshape(-1, len(space.radices))
     out = space.frame(arr)
     out["predicted"] = [best.predicted.iloc[g[0]] for g in members]
-    out["designs"] = pd.array(counts, dtype="Int64")
+    big = any(c is not pd.NA and c >= 2 ** 63 for c in counts)  # (a space beyond 2**63 designs)
+    out["designs"] = pd.array(counts, dtype=object if big else "Int64")
     sims = [[sim.get(keys[i], (0, np.nan)) for i in g] for g in members]
     out["simulated"] = [sum(n for n, _ in s) for s in sims]
     out["measured"] = [sum(n * m for n, m in s if n) / max(sum(n for n, _ in s), 1) if any(n for n, _ in s)

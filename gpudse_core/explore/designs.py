@@ -419,8 +419,9 @@ def _intervals(model: Any, space: DesignSpace, rows: pd.DataFrame, level: float 
     iv = predict_interval(model, rows[list(space.parameter_names)], level)
     lo, hi = iv["lower"].to_numpy(float), iv["upper"].to_numpy(float)
     rows["lower"], rows["upper"] = lo, hi
-    apart = (lo > hi[0]) | (hi < lo[0])  # intervals that do not overlap the best row's
-    rows["distinguishable"] = pd.array(apart, dtype="boolean")
+    apart = pd.array((lo > hi[0]) | (hi < lo[0]), dtype="boolean")  # intervals that do not overlap the best row's
+    apart[~(np.isfinite(lo) & np.isfinite(hi)) | ~(np.isfinite(lo[0]) & np.isfinite(hi[0]))] = pd.NA
+    rows["distinguishable"] = apart
     return float(level)
 
 

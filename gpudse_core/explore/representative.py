@@ -91,7 +91,7 @@ def choose(space: DesignSpace, used_dims: Sequence[int], members: np.ndarray,
     ranks = ranks or Ranks.of(space)
     used = sorted(set(used_dims))
     members = np.asarray(members, dtype=np.int64).reshape(-1, len(space.radices))
-    if simulated is not None and len(simulated) and used:
+    if simulated is not None and len(simulated):
         sim = np.asarray(simulated, dtype=np.int64)
         moved = np.repeat(sim[None, :, :], members.shape[0], axis=0)  # (member, simulated, dimension)
         moved[:, :, used] = members[:, None, used]

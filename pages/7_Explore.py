@@ -145,7 +145,7 @@ def simulate_these(value: dict) -> None:
         rows = st.multiselect("Rows", list(range(len(best))), default=list(range(min(5, len(best)))),
                               format_func=lambda i: names[i], key="sim_rows")  # the whole width: every tag in view
         c1, c2 = st.columns([3, 1], vertical_alignment="bottom")
-        how = c1.radio("Designs", ["one per row (its first design)", "every design of each row, up to"],
+        how = c1.radio("Designs", ["one per row (its shown design)", "every design of each row, up to"],
                        key="sim_how", horizontal=True)
         per_row = c2.number_input("designs per row", 1, ui_work.simulate_limit(), 5, key="sim_per_row",
                                   disabled=how.startswith("one"), label_visibility="collapsed")
@@ -190,7 +190,9 @@ elif ui.analysis_banner(sv, lambda: compute(dict(sv.value.get("request", request
     shown = value.get("shown")
     if shown is not None:  # one row per group of designs the model cannot tell apart
         st.caption(f"The model reads {ui.plain(', '.join(value.get('used', [])))}: each row stands for every design with "
-                   f"those values (**designs**); **any** marks a parameter the model does not read."
+                   f"its prediction (**designs**; **any**: every value of the parameter gives it) and shows the design "
+                   f"nearest a simulated one, then nearest the middle of the space (docs/cli.md). **distinguishable "
+                   f"from best**: the interval lies apart from the best row's."
                    + (" The interval is where a simulation is expected to land (95 %)."
                       if value.get("level") is not None else ""))
         ui.table(shown)

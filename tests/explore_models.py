@@ -188,3 +188,39 @@ def brute_force_distinct(model: Any, space: DesignSpace, k: int, maximize: bool 
     chosen = firsts[order]
     return frame.iloc[chosen].assign(predicted=pred[chosen], design_index=chosen,
                                      designs=count.to_numpy()[order]).reset_index(drop=True)
+
+
+def middle_key(space: DesignSpace, frame: pd.DataFrame) -> list[tuple]:
+    """Per design of *frame*, the shown-design rule's key (explore/representative.py, steps 2 and 3),
+    written out afresh: the distance to the middle of the space over the parameters' sorted values,
+    then the ranks parameter by parameter."""
+    ranks = {}
+    for par in space.parameters:
+        vals = sorted(par.values, key=lambda v: str(v) if par.kind == "categorical" else float(v))
+        ranks[par.name] = {str(v): r for r, v in enumerate(vals)}
+    out = []
+    for rec in frame[list(space.parameter_names)].itertuples(index=False, name=None):
+        rs = [ranks[p][str(v)] for p, v in zip(space.parameter_names, rec)]
+        n = [space.parameter(p).size for p in space.parameter_names]
+        dist = sum(abs(r / (m - 1) - 0.5) for r, m in zip(rs, n) if m > 1)
+        out.append((round(dist, 9), *rs))
+    return out
+
+
+def brute_force_by_prediction(model: Any, space: DesignSpace, k: int, where: str | None = None) -> list[dict]:
+    """Every feasible design predicted with model.predict and grouped by its prediction: the k lowest,
+    each with its designs (a frame), their count, and the design the rule shows (the smallest
+    :func:`middle_key`)."""
+    idx = np.arange(space.size)
+    digits = space.decode(idx)
+    ok = space.feasible_mask(digits)
+    if where:
+        ok &= compile_expression(where, expression_types(space)).mask(space.columns(digits), len(idx))
+    frame = space.frame(digits[ok]).assign(design_index=idx[ok])
+    frame["predicted"] = np.asarray(model.predict(frame[list(space.parameter_names)]), dtype=float)
+    out = []
+    for pred, group in sorted(frame.groupby("predicted"), key=lambda t: t[0])[:k]:
+        keys = middle_key(space, group)
+        shown = group.iloc[min(range(len(keys)), key=keys.__getitem__)]
+        out.append({"predicted": pred, "designs": group, "shown": int(shown.design_index)})
+    return out

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-from explore_models import TableModel, brute_force_distinct, small_spaces
+from explore_models import TableModel, brute_force_by_prediction, small_spaces
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_explore_best import table_models, where_of
@@ -29,35 +29,37 @@ def feasible_frame(space, where=None) -> pd.DataFrame:
 
 @settings(max_examples=100, suppress_health_check=[HealthCheck.too_slow])
 @given(st.data())
-def test_rows_count_their_designs_and_list_the_other_values_exactly(data):
+def test_rows_are_the_distinct_predictions_their_designs_and_values_exactly(data):
+    """One row per prediction, against every feasible design grouped by its prediction: the count, the
+    values each parameter takes ('any': all of them) and the design shown by the stated rule."""
     space = data.draw(small_spaces())
     model = data.draw(table_models(space))
     where = where_of(data.draw, space)
     k = data.draw(st.integers(1, 8))
-    expected = brute_force_distinct(model, space, k, where=where)
-    if not len(expected):
+    expected = brute_force_by_prediction(model, space, k, where=where)
+    if not expected:
         return
     got = best_designs(model, space, top=k, where=where, level=None)
-    assert got.rows.design_index.tolist() == expected.design_index.tolist()
-    assert got.rows.designs.tolist() == expected.designs.tolist()
-    every = feasible_frame(space, where)
-    used = list(model.parameters)
-    used_dims = {d for d, dim in enumerate(space.dimensions) for q in dim.parameters if q.name in used}
-    for i, row in got.rows.iterrows():
-        same = every
-        for p in used:
-            same = same[same[p].astype(str) == str(row[p])]
-        assert len(same) == row.designs
+    assert got.rows.predicted.tolist() == [e["predicted"] for e in expected]
+    assert got.rows.design_index.tolist() == [e["shown"] for e in expected]
+    assert got.rows.designs.tolist() == [len(e["designs"]) for e in expected]
+    for i, e in enumerate(expected):
+        same = e["designs"]
         for p in space.parameter_names:
-            label = got.label(i, p)
-            if any(q.name == p for d in used_dims for q in space.dimensions[d].parameters):
-                assert p not in got.free[i] and same[p].astype(str).nunique() == 1  # fixed by a group member
-                continue
             values = set(same[p].astype(str))
+            label = got.label(i, p)
             if len(values) == space.parameter(p).size > 1:
                 assert label == ANY
+            elif len(values) == 1:
+                assert label == _fmt(got.rows[p].iloc[i]) and {str(got.rows[p].iloc[i])} == values
             else:
-                assert got.free[i][p] is not None and {str(v) for v in got.free[i][p]} == values
+                assert {str(v) for v in got.free[i][p]} == values
+
+
+def _fmt(v):
+    from gpudse_core.report.fmt import fmt_value
+
+    return fmt_value(v)
 
 
 def test_simulated_designs_are_marked_or_left_out_and_failures_never_recommended():
@@ -170,7 +172,10 @@ def test_the_report_and_the_explore_scan_show_grouped_rows_with_intervals(tmp_pa
     best, shown = sv.value["best"], sv.value["shown"]
     used = sv.value["used"]
     assert len(best) == 5 and not best[used].duplicated().any() and (best.lower < best.upper).all()
-    assert list(shown.columns[:3]) == ["predicted cycles", "95 % interval (cycles)", "designs"]
+    assert list(shown.columns[:4]) == ["predicted cycles", "95 % interval (cycles)", "distinguishable from best",
+                                       "designs"]
+    assert best.predicted.is_unique and shown["distinguishable from best"].iloc[0] == "(best)"
+    assert set(shown["distinguishable from best"].iloc[1:]) <= {"yes", "no"}
     html = workspace_report(ws)
     table = html[html.index("<h3>Best designs"):]
     table = table[:table.index("</table>")]
@@ -277,3 +282,91 @@ def test_a_design_the_command_simulator_failed_on_is_recorded_and_never_recommen
     plain = ui_work.scan_work(ws.get("model").value, space, dict(ui_work.EXAMPLE_SCAN, k=3),
                               results=ws.get("results").value.table)
     assert plain["best"].blk.tolist()[0] == 16
+
+
+def test_a_level_cell_no_longer_repeats_one_design_over_six_rows():
+    """A level cell (blk = 1 & tc = 4) makes tc matter only at blk = 1. At blk = 16 the six values of tc
+    give one prediction: the groups of equal read parameters were six rows with one prediction and
+    interval (one design simulated five times); rows of one prediction are now one row, tc 'any'."""
+    from gpudse_core.explore.best import find_best
+
+    space = load_preset("stargazer")
+    cell = np.zeros((5, 6))
+    cell[0, 2] = 0.5  # blk = 1 & tc = 4 (positions of 1 and 4)
+    model = TableModel(space, 0.0, [(("blk",), np.array([5.0, 3, 2, 1.5, 1.2])), (("blk", "tc"), cell)])
+    model.response = "cycles"
+    groups = find_best(model, space, top=8, distinct=True).best  # what the rows were
+    assert groups.blk.tolist()[:6] == [16] * 6 and groups.predicted.iloc[:6].nunique() == 1
+    got = best_designs(model, space, top=3, level=None)
+    assert got.rows.predicted.is_unique and got.rows.blk.tolist() == [16, 8, 4]
+    assert got.label(0, "tc") == ANY and got.label(0, "blk") == "16"
+    assert got.rows.designs.iloc[0] == space.size // 5  # every design with blk = 16
+    # the shown design: every other parameter at the middle of its sorted values (ties: the lower)
+    middle = {"cc": 4, "tc": 4, "smp": 2, "ccp": 2, "simd": 16, "mshr": 2, "dramq": 32, "intra": 2, "inter": 4}
+    assert {p: got.rows[p].iloc[0] for p in middle} == middle
+
+
+def _cus_space(values):
+    from gpudse_core.space.design import DesignSpace, Parameter
+
+    return DesignSpace((Parameter("cus", tuple(values)), Parameter("freq", (500, 1000, 1500))), name="mgpu")
+
+
+@pytest.mark.parametrize("order", ["listed", "reversed", "shuffled"])
+def test_a_20_way_tie_is_one_row_whose_design_does_not_follow_the_value_order(order):
+    """A model that reads cus only where it makes no difference ties the 20 GPU sizes: one row, cus
+    'any', and the design shown is the middle size (40 of 4 … 80), however the space lists the sizes;
+    the first in index order (what was shown before) would be whichever size the file lists first."""
+    sizes = list(range(4, 84, 4))
+    if order == "reversed":
+        sizes = sizes[::-1]
+    elif order == "shuffled":
+        sizes = [sizes[i] for i in np.random.default_rng(0).permutation(20)]
+    space = _cus_space(sizes)
+    model = TableModel(space, 0.0, [(("cus",), np.zeros(20)), (("freq",), np.array([3.0, 2.0, 1.0]))])
+    model.response = "cycles"
+    got = best_designs(model, space, top=2, level=None)
+    assert got.rows.predicted.tolist() == [1.0, 2.0] and got.rows.designs.tolist() == [20, 20]
+    assert got.label(0, "cus") == ANY and got.rows.freq.iloc[0] == 1500
+    assert got.rows.cus.tolist() == [40, 40]
+    assert got.rows.design_index.iloc[0] == space.index({"cus": 40, "freq": 1500})
+    # a simulated design comes first: the one differing from it in the fewest parameters
+    results = pd.DataFrame([{"cus": 64, "freq": 500, "cycles": 3.0}])
+    near = best_designs(model, space, top=2, level=None, results=results)
+    assert near.rows.cus.tolist() == [64, 64] and near.rows.freq.tolist() == [1500, 1000]
+
+
+def test_an_interval_overlapping_the_best_rows_is_not_distinguishable():
+    from gpudse_core.model.stepwise import fit_stepwise
+
+    space = load_preset("stargazer")
+    rng = np.random.default_rng(3)
+    pts = space.frame(space.decode(rng.choice(space.size, 200, replace=False)))
+    blk = pts.blk.map({1: 5.0, 2: 3.0, 4: 2.0, 8: 1.5, 16: 1.2}).to_numpy()
+    data = pts.assign(cycles=np.exp(blk + rng.normal(0, 0.05, len(pts))))
+    model = fit_stepwise(data, "cycles", transform="log")
+    got = best_designs(model, space, top=5)
+    r = got.rows
+    assert r.distinguishable.iloc[0] == False  # noqa: E712  (the best row itself)
+    for i in range(1, len(r)):
+        apart = r.lower.iloc[i] > r.upper.iloc[0] or r.upper.iloc[i] < r.lower.iloc[0]
+        assert bool(r.distinguishable.iloc[i]) == apart
+    assert r.distinguishable.iloc[1:].any() and not r.distinguishable.iloc[1:].all()  # (both kinds here)
+    shown = got.display(space, "cycles")["distinguishable from best"].tolist()
+    assert shown[0] == "(best)" and shown[1:] == ["yes" if v else "no" for v in r.distinguishable.iloc[1:]]
+
+
+def test_rows_beyond_two_to_the_63_designs_are_counted_exactly():
+    """4**40 designs; the model reads x3, x20 and x37 (through a zero term): the best row (x3 = 1, x20 = 1)
+    stands for 4**38 designs, and the tie 1 + 0 = 2 - 1 makes the second row two groups in one."""
+    from gpudse_core.space.design import DesignSpace, Parameter
+
+    space = DesignSpace(tuple(Parameter(f"x{i}", (0, 1, 2, 3)) for i in range(40)), name="huge")
+    model = TableModel(space, 0.0, [(("x3",), np.array([3.0, 1, 2, 5])), (("x3", "x37"), np.zeros((4, 4))),
+                                    (("x20",), np.array([0.0, -1, 0, 0]))])
+    model.response = "cycles"
+    got = best_designs(model, space, top=2, level=None)
+    assert got.rows.predicted.tolist() == [0.0, 1.0]
+    assert got.rows.designs.tolist() == [4 ** 38, 4 * 4 ** 38]  # x3 = 1 & x20 ≠ 1, and x3 = 2 & x20 = 1
+    assert got.label(0, "x37") == ANY and got.label(1, "x3") == "1, 2" and got.label(1, "x20") == ANY
+    assert got.rows.x0.tolist() == [1, 1]  # the middle of 0 … 3 (ranks 1 and 2 tie: the lower)

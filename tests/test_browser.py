@@ -254,7 +254,7 @@ def test_simulate_these_checks_the_best_designs_with_the_builtin_simulator(serve
     w = workspace(home, ws_id)
     n_results = len(w.get("results").value.table)
     a.open("Explore")
-    a.text("each row stands for every design with those values", timeout=60_000)
+    a.text("each row stands for every design with its prediction", timeout=60_000)
     end = time.monotonic() + 30
     while not a.has("95 % interval (cycles)") and time.monotonic() < end:  # the grid's headers (a canvas)
         a.page.wait_for_timeout(200)

@@ -66,8 +66,10 @@ def cmd_explore(args: argparse.Namespace) -> int:
         goal = "highest" if args.maximize else "lowest"
         if args.top:  # --top 0 --pareto: the front alone
             print(f"the {len(found.rows)} {goal} distinct predictions of {model.response}; the model reads "
-                  f"{', '.join(found.used)}, so each row stands for every design with those values "
-                  f"('designs'; 'any': every value of a parameter the model does not read):")
+                  f"{', '.join(found.used)}; each row stands for every design with its prediction ('designs'; "
+                  f"'any': every value of the parameter gives it) and shows the design nearest a simulated one, "
+                  f"then nearest the middle of the space; 'distinguishable from best': its interval lies apart "
+                  f"from the best row's:")
             print(found.display(space, model.response, unit).to_string(index=False))
             if found.left_out:
                 what = "simulated or failed" if args.exclude_simulated else "failed"
@@ -79,7 +81,7 @@ def cmd_explore(args: argparse.Namespace) -> int:
         for note in notes:
             print(f"note: {note}", file=sys.stderr)
     if out is not None and args.top:
-        print(f"wrote {len(found.rows)} rows (one per group, its first design) to {out}", file=sys.stderr)
+        print(f"wrote {len(found.rows)} rows (one per prediction, its shown design) to {out}", file=sys.stderr)
     return 0
 
 
@@ -124,6 +126,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     ex.add_argument("--no-interval", action="store_true", help="no prediction intervals (a learner's interval "
                                                                "refits it 5 times)")
     ex.add_argument("--json", action="store_true", help='print {"space_size", "evaluated", "method", "best": [...]}; '
-                                                        'each best row: parameters (its first design), predicted, '
-                                                        'lower, upper, designs, simulated, measured, any, values')
+                                                        'each best row: parameters (its shown design), predicted, '
+                                                        'lower, upper, distinguishable, designs, simulated, '
+                                                        'measured, any, values')
     ex.set_defaults(func=cmd_explore)

@@ -1,18 +1,22 @@
-"""Decision-grade best designs: one row per set of designs the model cannot tell apart.
+"""Decision-grade best designs: one row per prediction, so no two rows repeat one.
 
 A fitted model reads only some parameters (Lee & Brooks' stepwise selection keeps the ones that
-matter), so every design agreeing on those *used* parameters gets the same prediction. Listing the
-k best *designs* would show one prediction k times, differing in parameters the model ignores.
-:func:`best_designs` lists the k best **groups** instead (:func:`.best.find_best` with
-``distinct``, still exact: equal to grouping every feasible design and ranking the groups):
+matter), so every design agreeing on those *used* parameters gets the same prediction; and a level cell
+or a conditional term (``blk = 1 & tc = 4``) leaves a parameter without effect at other values. Listing
+the k best *designs* would show one prediction k times. :func:`best_designs` lists the k best
+**predictions** instead: the distinct scan (:func:`.best.scan`, still exact) gives the groups of equal
+used values, asked for more until the last prediction's groups are all in, and groups of one
+prediction are one row:
 
-* the used parameters' values; for each unused parameter the values its designs take in the group
-  (``any`` when all of them), and the exact number of feasible designs the row stands for (the
-  structure of :mod:`.structure` counts each cell's feasible completions);
-* a representative design to simulate: the group's first design in index order;
-* a prediction interval (:mod:`gpudse_core.model.intervals`);
-* given a results table: how many designs of the group were simulated and their mean measured
-  response; with ``exclude_simulated`` such groups are left out; a group holding a *failed*
+* for each parameter the values its designs take (``any`` when all of them: a parameter the model does
+  not read, or one entering only through a term constant at the row's other values), and the exact
+  number of feasible designs the row stands for (the structure of :mod:`.structure` counts them);
+* the design it shows, the one to simulate, by the rule of :mod:`.representative` (nearest a
+  simulated design, then the middle of the space; never the enumeration order);
+* a prediction interval (:mod:`gpudse_core.model.intervals`) of the shown design and whether it lies
+  apart from the best row's (``distinguishable``);
+* given a results table: how many designs of the row were simulated and their mean measured
+  response; with ``exclude_simulated`` groups holding one are left out; a group holding a *failed*
   simulation (a missing response, or a ``status`` column other than ok/done) is never recommended.
 """
 
@@ -30,6 +34,7 @@ from .. import limits
 from ..errors import GpudseError
 from ..space.design import DesignSpace
 from .best import ExploreResult, scan
+from .representative import ENUMERATED
 from .structure import Structure, build_structure, parameter_dims
 
 OK_STATUS = ("ok", "done", "")  # a results row with another status is a failed simulation
@@ -39,31 +44,32 @@ SHOWN_VALUES = 6  # values listed for an unused parameter before "… (n values)
 
 @dataclass
 class BestDesigns:
-    """What :func:`best_designs` found. ``rows`` has one row per group, best first: every parameter
-    (the representative design's values), ``predicted``, ``lower``/``upper`` (NaN without an
-    interval), ``designs`` (feasible designs in the group; NA when not countable), ``simulated``
-    (designs of the group in the results) and ``measured`` (their mean response), ``design_index``."""
+    """What :func:`best_designs` found. ``rows`` has one row per prediction, best first: every parameter
+    (the shown design's values, :mod:`.representative`), ``predicted``, ``lower``/``upper`` (NaN without
+    an interval), ``distinguishable`` (the interval lies apart from the best row's; NA without
+    intervals), ``designs`` (feasible designs with this prediction; NA when not countable),
+    ``simulated`` (those in the results) and ``measured`` (their mean response), ``design_index``."""
 
     rows: pd.DataFrame
     used: list[str]  # parameters the model reads
-    free: list[dict[str, list | None]]  # per row: unused parameter -> its values in the group (None: any;
-    #                                     absent: fixed by a used member of its group, or "?" when not countable)
+    free: list[dict[str, list | None]]  # per row: parameter -> the values its designs take (None: any);
+    #                                     absent: one value (the shown design's), or "?" when not countable
     level: float | None  # the interval's level (None: no interval)
     result: ExploreResult
     left_out: int = 0  # groups left out because they were simulated or failed
     notes: list[str] = field(default_factory=list)
 
     def label(self, i: int, p: str) -> str:
-        """What row *i* shows for parameter *p*: its value, ``any``, or the values the group takes."""
-        if p in self.used:
-            return _fmt_value(self.rows[p].iloc[i])
-        if p not in self.free[i]:  # fixed by a used member of its group, or not countable
-            return "?" if pd.isna(self.rows["designs"].iloc[i]) else _fmt_value(self.rows[p].iloc[i])
-        vals = self.free[i][p]
-        if vals is None:
-            return ANY
-        shown = ", ".join(_fmt_value(v) for v in vals[:SHOWN_VALUES])
-        return shown if len(vals) <= SHOWN_VALUES else f"{shown}, … ({len(vals)} values)"
+        """What row *i* shows for parameter *p*: its value, ``any``, or the values the row's designs take."""
+        if p in self.free[i]:
+            vals = self.free[i][p]
+            if vals is None:
+                return ANY
+            shown = ", ".join(_fmt_value(v) for v in vals[:SHOWN_VALUES])
+            return shown if len(vals) <= SHOWN_VALUES else f"{shown}, … ({len(vals)} values)"
+        if p not in self.used and pd.isna(self.rows["designs"].iloc[i]):  # not countable
+            return "?"
+        return _fmt_value(self.rows[p].iloc[i])
 
     def display(self, space: DesignSpace, response: str, unit: str | None = None) -> pd.DataFrame:
         """The rows as display strings through the one formatter: the prediction, its interval, the
@@ -81,6 +87,8 @@ class BestDesigns:
             lo = format_table(r[["lower"]].set_axis(["v"], axis=1), u).iloc[:, 0].tolist()
             hi = format_table(r[["upper"]].set_axis(["v"], axis=1), u).iloc[:, 0].tolist()
             out[header(f"{pct} interval", unit)] = [f"{a} – {b}" for a, b in zip(lo, hi)]
+            out["distinguishable from best"] = ["(best)" if i == 0 else "?" if pd.isna(v) else "yes" if v else "no"
+                                                for i, v in enumerate(r.distinguishable)]
         out["designs"] = [fmt_count(v) for v in r.designs]
         if "simulated" in r.columns and (r.simulated > 0).any():
             out["simulated"] = [fmt_count(v) if v else "" for v in r.simulated]
@@ -103,6 +111,7 @@ class BestDesigns:
                 v = _plain(rec.get(k))
                 d[k] = None if v is None or (isinstance(v, float) and not math.isfinite(v)) else v
             d["designs"] = None if pd.isna(rec["designs"]) else int(rec["designs"])
+            d["distinguishable"] = None if i == 0 or pd.isna(rec["distinguishable"]) else bool(rec["distinguishable"])
             d["simulated"] = int(rec.get("simulated", 0))
             d["any"] = [p for p, v in self.free[i].items() if v is None]
             d["values"] = {p: [_plain(x) for x in v] for p, v in self.free[i].items() if v is not None}
@@ -216,9 +225,10 @@ def best_designs(model: Any, space: DesignSpace, top: int = 20, *, maximize: boo
     if top and ask > limits.current().explore_top:
         raise GpudseError(f"{len(leave):,} groups of designs are simulated or failed and --top is {top:,}: more than "
                           f"{limits.current().explore_top:,} to scan for; ask for fewer or leave out fewer")
-    res, scanned = scan(model, space, top=ask, maximize=maximize, pareto=pareto, where=where, scheduler=scheduler,
-                        workers=workers, progress=progress, stop=stop, distinct=True)
-    notes = list(res.notes)
+    ask = min(ask + 1, limits.current().explore_top) if top else 0  # one more: is the last prediction shared?
+    res, scanned, more = _scan_ties(model, space, ask, int(top), leave, used, maximize=maximize, pareto=pareto,
+                                    where=where, scheduler=scheduler, workers=workers, progress=progress, stop=stop)
+    notes = list(res.notes) + more
     if failed and res.pareto is not None and len(res.pareto):
         # the front is a scan of designs, not groups: a design of a group that failed to simulate is no
         # recommendation either (the designs it alone dominated are not brought back: a new scan would)
@@ -230,75 +240,189 @@ def best_designs(model: Any, space: DesignSpace, top: int = 20, *, maximize: boo
             res = dataclasses.replace(res, pareto=res.pareto.loc[~bad].reset_index(drop=True))
     best = res.best.drop(columns=[c for c in ("bounded",) if c in res.best.columns])
     keys, _ = _positions(space, best, used) if len(best) else (np.zeros((0, len(used)), dtype=np.int64), None)
-    key_list = all_keys = list(map(tuple, keys.tolist()))
-    keep = [i for i, k in enumerate(key_list) if k not in leave][:int(top)]
-    best = best.iloc[keep].reset_index(drop=True)
-    key_list = [key_list[i] for i in keep]
-
-    # counts and the values of the unused parameters, from the structure of the used dimensions
-    dim_of = parameter_dims(space)
-    structure = None
-    if scanned is not None and set(scanned.dim_axis) == {dim_of[p] for p in used}:
-        structure = scanned  # the scan's own (the same used parameters and where): not built twice
-    else:
-        try:
-            from ..explore.terms import expression_types
-            from ..space.expr import compile_expression
-
-            expr = compile_expression(where, expression_types(space), "--where") if where is not None else None
-            structure = build_structure(space, {dim_of[p] for p in used}, expr, where or "")
-        except GpudseError:
-            structure = None
-    digits = _digits(space, best)
-    cache: dict = {}
-    counts: list[Any] = []
-    free: list[dict[str, list | None]] = []
-    for i in range(len(best)):
-        entry: dict[str, list | None] = {}
-        if structure is None:  # not countable: the other parameters' values are unknown ("?")
-            counts.append(pd.NA)
-            free.append(entry)
-            continue
-        n, values = _group_of(structure, digits[i], cache)
-        counts.append(n)
-        for d, vals in values.items():
-            dim = space.dimensions[d]
-            for par in dim.parameters:
-                if par.name in used:
-                    continue
-                every = vals.size == space.radices[d] > 1  # (a parameter of one value shows it)
-                entry[par.name] = None if every else [par.values[int(v)] for v in vals]
-        free.append(entry)
-    if structure is None and len(best):
-        notes.append("a constraint couples too many parameters to count the designs each row stands for")
-    best["designs"] = pd.array(counts, dtype="Int64")
-    best["simulated"] = [sim.get(k, (0, np.nan))[0] for k in key_list]
-    best["measured"] = [sim.get(k, (0, np.nan))[1] for k in key_list]
-    level_used = None
-    best["lower"], best["upper"] = np.nan, np.nan
-    if level is not None and len(best):
-        from ..model.intervals import available, predict_interval
-
-        interpolates = None
-        if getattr(model, "coefficients", None) is not None and getattr(model, "r2", None) is not None:
-            from ..model.headline import interpolation_note
-
-            interpolates = interpolation_note(model.r2, getattr(model, "n", 0), len(model.coefficients))
-        if interpolates is not None:  # its residual spread is numerical noise: an interval of zero width
-            notes.append("no prediction interval: the fit reproduces its rows (noise-free results), so its "
-                         "residual spread says nothing about a new design; simulate these to check them")
-        elif available(model):
-            iv = predict_interval(model, best[list(space.parameter_names)], level)
-            best["lower"], best["upper"] = iv["lower"].to_numpy(), iv["upper"].to_numpy()
-            level_used = float(level)
-        else:
-            notes.append("this model has no prediction interval (refit it with this version of gpudse)")
-    order = [*space.parameter_names, "predicted", "lower", "upper", "designs", "simulated", "measured", "design_index"]
-    best = best[[c for c in order if c in best.columns]]
-    # groups left out that would otherwise have been shown (ranked above the last row shown)
-    last = keep[-1] if keep else len(res.best) - 1
+    all_keys = list(map(tuple, keys.tolist()))
+    kept = [i for i, k in enumerate(all_keys) if k not in leave]
+    groups = _prediction_groups(best.predicted.to_numpy(float)[kept], int(top))
+    members = [[kept[j] for j in g] for g in groups]
+    last = members[-1][-1] if members else len(res.best) - 1
     n_left = sum(1 for i in range(last + 1) if all_keys[i] in leave)
-    return BestDesigns(best, list(used), free, level_used, res, n_left, notes)
+    structure = _count_structure(space, used, where, scanned)
+    if structure is None and len(members):
+        notes.append("a constraint couples too many parameters to count the designs each row stands for")
+    sim_digits = _simulated_digits(space, results, model.response) if results is not None and sim else None
+    rows, free = _merge(space, used, best, members, all_keys, sim, structure, where, sim_digits, notes)
+    level_used = _intervals(model, space, rows, level, notes)
+    order = [*space.parameter_names, "predicted", "lower", "upper", "distinguishable", "designs", "simulated",
+             "measured", "design_index"]
+    rows = rows[[c for c in order if c in rows.columns]]
+    return BestDesigns(rows, list(used), free, level_used, res, n_left, notes)
+
+
+def _scan_ties(model: Any, space: DesignSpace, ask: int, top: int, leave: set, used: list[str], **kw: Any
+               ) -> tuple[ExploreResult, Structure | None, list[str]]:
+    """The distinct scan, asked for more groups until the rows not left out hold more than *top*
+    predictions (so every group of the *top*-th prediction is in) or the space has no more: rows of one
+    prediction are one row of the answer."""
+    res, scanned = scan(model, space, top=ask, distinct=True, **kw)
+    cap = limits.current().explore_top
+    while top and res.complete and len(res.best) == ask and ask < cap:
+        keys, _ = _positions(space, res.best, used)
+        preds = {p for k, p in zip(map(tuple, keys.tolist()), res.best.predicted.tolist()) if k not in leave}
+        if len(preds) > top:
+            break
+        ask = min(max(2 * ask, math.ceil(1.25 * ask * (top + 1) / max(len(preds), 1))), cap)  # by the ties seen
+        more, scanned = scan(model, space, top=ask, distinct=True, **{**kw, "pareto": None})
+        res = dataclasses.replace(res, best=more.best, evaluated=res.evaluated + more.evaluated,
+                                  complete=more.complete)
+    notes = []
+    if top and len(res.best) == ask == cap:
+        notes.append(f"the scan kept the {cap:,} best groups of designs the model can tell apart; the last row's "
+                     f"prediction may be shared by more designs than it counts")
+    return res, scanned, notes
+
+
+def _prediction_groups(pred: np.ndarray, top: int) -> list[list[int]]:
+    """Positions of equal predictions (best first: equal ones are adjacent), the first *top* groups."""
+    groups: list[list[int]] = []
+    for i, p in enumerate(pred.tolist()):
+        if groups and (p == pred[groups[-1][0]] or (math.isnan(p) and math.isnan(pred[groups[-1][0]]))):
+            groups[-1].append(i)
+        elif len(groups) < top:
+            groups.append([i])
+        else:
+            break
+    return groups
+
+
+def _count_structure(space: DesignSpace, used: list[str], where: str | None, scanned: Structure | None
+                     ) -> Structure | None:
+    dim_of = parameter_dims(space)
+    if scanned is not None and set(scanned.dim_axis) == {dim_of[p] for p in used}:
+        return scanned  # the scan's own (the same used parameters and where): not built twice
+    try:
+        from ..explore.terms import expression_types
+        from ..space.expr import compile_expression
+
+        expr = compile_expression(where, expression_types(space), "--where") if where is not None else None
+        return build_structure(space, {dim_of[p] for p in used}, expr, where or "")
+    except GpudseError:
+        return None
+
+
+def _simulated_digits(space: DesignSpace, results: pd.DataFrame, response: str) -> np.ndarray | None:
+    """Digits of the simulated designs of *results* (ok rows giving every parameter a value of the space)."""
+    names = list(space.parameter_names)
+    if not set(names) <= set(results.columns) or response not in results.columns:
+        return None
+    ok = np.isfinite(pd.to_numeric(results[response], errors="coerce").to_numpy(float))
+    if "status" in results.columns:
+        ok &= results["status"].fillna("").astype(str).str.strip().str.lower().isin(OK_STATUS).to_numpy()
+    keys, inside = _positions(space, results, names)
+    dim_of = parameter_dims(space)
+    out = np.zeros((int((ok & inside).sum()), len(space.radices)), dtype=np.int64)
+    for j, p in enumerate(names):
+        out[:, dim_of[p]] = keys[ok & inside, j]
+    return out
+
+
+def _merge(space: DesignSpace, used: list[str], best: pd.DataFrame, members: list[list[int]], keys: list[tuple],
+           sim: dict, structure: Structure | None, where: str | None, sim_digits: np.ndarray | None,
+           notes: list[str]) -> tuple[pd.DataFrame, list[dict[str, list | None]]]:
+    """One row per group of equal predictions: its shown design (:mod:`.representative`), the designs
+    it stands for, the values each parameter takes in it (``None``: every value), simulated ones."""
+    from ..explore.terms import expression_types
+    from ..space.expr import compile_expression
+    from .representative import Ranks, choose
+
+    dim_of = parameter_dims(space)
+    used_dims = sorted({dim_of[p] for p in used})
+    expr = compile_expression(where, expression_types(space), "--where") if where is not None else None
+
+    def feasible(d: np.ndarray) -> np.ndarray:
+        ok = space.feasible_mask(d)
+        return ok & expr.mask(space.columns(d), d.shape[0]) if expr is not None else ok
+
+    digits = _digits(space, best)
+    ranks = Ranks.of(space)
+    cache: dict = {}
+    shown, counts, free, partial = [], [], [], False
+    for group in members:
+        values: dict[str, set] = {p: set() for p in space.parameter_names}
+        total: Any = 0
+        for i in group:
+            n, dim_values = _group_of(structure, digits[i], cache) if structure is not None else (pd.NA, {})
+            total = pd.NA if n is pd.NA or total is pd.NA else total + n
+            for p in space.parameter_names:
+                d = dim_of[p]
+                if d in dim_values and p not in used:
+                    values[p].update(int(v) for v in dim_values[d])
+                elif structure is not None or p in used:
+                    values[p].add(int(digits[i, d]))
+        rows = best.iloc[group]
+
+        def enumerate_member(j: int, rows: pd.DataFrame = rows) -> tuple[np.ndarray, bool]:
+            got = group_designs(space, used, rows.iloc[[j]], ENUMERATED + 1, where)
+            return _digits(space, got.drop(columns="group")), len(got) > ENUMERATED
+
+        pick, more = choose(space, used_dims, digits[group], feasible, enumerate_member, sim_digits, ranks)
+        partial |= more
+        shown.append(pick)
+        counts.append(total)
+        entry: dict[str, list | None] = {}
+        for p, vals in values.items():
+            par = space.parameter(p)
+            if len(vals) == par.size > 1:
+                entry[p] = None
+            elif len(vals) > 1:
+                entry[p] = [par.values[v] for v in sorted(vals)]
+        free.append(entry)
+    if partial:
+        notes.append(f"a row's shown design was chosen among the first {ENUMERATED:,} feasible designs (in index "
+                     f"order) of a set of designs a constraint couples")
+    arr = np.asarray(shown, dtype=np.int64).reshape(-1, len(space.radices))
+    out = space.frame(arr)
+    out["predicted"] = [best.predicted.iloc[g[0]] for g in members]
+    big = any(c is not pd.NA and c >= 2 ** 63 for c in counts)  # (a space beyond 2**63 designs)
+    out["designs"] = pd.array(counts, dtype=object if big else "Int64")
+    sims = [[sim.get(keys[i], (0, np.nan)) for i in g] for g in members]
+    out["simulated"] = [sum(n for n, _ in s) for s in sims]
+    out["measured"] = [sum(n * m for n, m in s if n) / max(sum(n for n, _ in s), 1) if any(n for n, _ in s)
+                       else np.nan for s in sims]
+    index = space.encode(arr) if space.fits_int64 and len(arr) else [space.index(r) for r in
+                                                                     out[list(space.parameter_names)].to_dict("records")]
+    out["design_index"] = np.asarray(index, dtype=np.int64) if space.fits_int64 else list(index)
+    return out, free
+
+
+def _intervals(model: Any, space: DesignSpace, rows: pd.DataFrame, level: float | None, notes: list[str]
+               ) -> float | None:
+    """Prediction intervals of the shown designs (``lower``, ``upper``) and ``distinguishable``: whether
+    a row's interval lies apart from the best row's (NA without intervals; the best row: False)."""
+    rows["lower"], rows["upper"] = np.nan, np.nan
+    rows["distinguishable"] = pd.array([pd.NA] * len(rows), dtype="boolean")
+    if level is None or not len(rows):
+        return None
+    from ..model.intervals import available, predict_interval
+
+    interpolates = None
+    if getattr(model, "coefficients", None) is not None and getattr(model, "r2", None) is not None:
+        from ..model.headline import interpolation_note
+
+        interpolates = interpolation_note(model.r2, getattr(model, "n", 0), len(model.coefficients))
+    if interpolates is not None:  # its residual spread is numerical noise: an interval of zero width
+        notes.append("no prediction interval: the fit reproduces its rows (noise-free results), so its "
+                     "residual spread says nothing about a new design; simulate these to check them")
+        return None
+    if not available(model):
+        notes.append("this model has no prediction interval (refit it with this version of gpudse)")
+        return None
+    iv = predict_interval(model, rows[list(space.parameter_names)], level)
+    lo, hi = iv["lower"].to_numpy(float), iv["upper"].to_numpy(float)
+    rows["lower"], rows["upper"] = lo, hi
+    apart = pd.array((lo > hi[0]) | (hi < lo[0]), dtype="boolean")  # intervals that do not overlap the best row's
+    apart[~(np.isfinite(lo) & np.isfinite(hi)) | ~(np.isfinite(lo[0]) & np.isfinite(hi[0]))] = pd.NA
+    rows["distinguishable"] = apart
+    return float(level)
 
 
 def _digits(space: DesignSpace, frame: pd.DataFrame) -> np.ndarray:

@@ -2,7 +2,8 @@
 contributions (Fig. 3), the equation, Lee & Brooks' ANOVA (Table 5) and the model as JSON.
 
 The model is the workspace's model stage: a fit stores a new version computed from the current
-results; when the results change, the page says so and offers the refit instead of showing the old
+results, or, when its settings and data equal a kept version's, makes that version current again
+(gpudse_core.workspace.fits); when the results change, the page says so and offers the refit instead of showing the old
 model as current."""
 
 from __future__ import annotations
@@ -152,11 +153,14 @@ if kind == "stepwise":
             ui.trace_table(rows, params, trace_box, current=len(rows), follow=True)
 
         try:
-            new = ui.fit_model(settings, params, callback=show, response=response)
+            outcome = ui.fit_model(settings, params, callback=show, response=response)
         except GpudseError as e:
             st.error(f"{ui.plain(e)}. The previous model is kept.")
         else:
-            if per_app:
+            new = outcome.stored
+            if outcome.reused:  # the same data and settings as a kept version: it and its analyses are current
+                ui.flash("info", f"{outcome.message()}.")
+            elif per_app:
                 notes: list[str] = []
                 by_app = {}
                 for app, part in results.groupby(app_col):

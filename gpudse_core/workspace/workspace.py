@@ -401,6 +401,8 @@ class Workspace:
                  blob, len(blob or b""), int(partial), str(note)[:1000]))
             self._db.execute("INSERT INTO ws_head (stage, version) VALUES (?, ?) ON CONFLICT(stage) DO UPDATE SET "
                              "version = excluded.version", (stage, version))
+            # a version number freed by a dropped record is used again: no fingerprint of the old fit survives
+            self._db.execute("DELETE FROM ws_fit WHERE stage = ? AND version = ?", (stage, version))
             self._db.execute("UPDATE ws_meta SET revision = ?, updated = ?", (revision, now))
             self._prune(stage)
             status = status_of(stage, self.heads())
@@ -416,6 +418,7 @@ class Workspace:
         old = [v for (v,) in self._db.execute("SELECT version FROM ws_stage WHERE stage = ? ORDER BY version DESC "
                                               "LIMIT -1 OFFSET ?", (stage, keep)).fetchall() if v not in needed]
         self._db.executemany("DELETE FROM ws_stage WHERE stage = ? AND version = ?", ((stage, v) for v in old))
+        self._db.executemany("DELETE FROM ws_fit WHERE stage = ? AND version = ?", ((stage, v) for v in old))
 
     def set_space(self, space: Any, origin: str = "", *, expect: int | None = None) -> StageValue:
         """A new design space: samples, results, model and analyses made from another become stale."""

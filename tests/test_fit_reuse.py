@@ -85,3 +85,35 @@ def test_the_examples_own_settings_reuse_the_examples_model(home):
     again = fit_stepwise_into(ws, ws.get("results"), model.settings, response=model.response)
     assert again.reused and again.stored.version == made["model"].version == 1
     assert ws.status("validation").ok
+
+
+def test_the_command_lines_workspace_fit_goes_through_the_same_reuse(home):
+    """``gpudse fit --workspace ID``: the robust defaults on the example's results are the example's own fit."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from conftest import ROOT
+
+    from gpudse_core.workspace import open_workspace
+
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+
+    def gpudse(*argv, code=0):
+        r = subprocess.run([sys.executable, "-m", "gpudse_core", *argv], cwd=ROOT, env=env, capture_output=True,
+                           text=True, timeout=300)
+        assert r.returncode == code, r.stderr
+        return r
+
+    made = json.loads(gpudse("workspace", "new", "--example", "--json").stdout)
+    same = gpudse("fit", "--workspace", made["id"])
+    assert "Same settings and data as model v1: reused" in same.stdout and "statistic" in same.stdout
+    other = json.loads(gpudse("fit", "--workspace", made["id"], "--preset", "stargazer", "--theta", "0.003",
+                              "--phi", "0", "--json").stdout)
+    assert (other["version"], other["reused"]) == (2, False) and other["trace_table"]["rows"]
+    assert open_workspace(made["id"]).get("model").version == 2
+    bad = gpudse("fit", "results.csv", "--workspace", made["id"], code=2)
+    assert "drop DATA" in bad.stderr and "Traceback" not in bad.stderr
+    none = gpudse("fit", "--response", "cycles", code=2)
+    assert "give DATA, -o" in none.stderr

@@ -474,7 +474,10 @@ class Workspace:
                     (stage, fingerprint)).fetchone()
             except sqlite3.OperationalError:  # a file written before fits were fingerprinted, opened read-only
                 return None
-        return None if row is None or row[0] is None else int(row[0])
+        try:
+            return None if row is None or row[0] is None else int(row[0])
+        except (TypeError, ValueError):  # a damaged record: fit again rather than fail
+            return None
 
     def reuse(self, stage: str, version: int) -> StageValue:
         """Make a kept *version* current again as itself (no new version): what was computed from it —

@@ -440,19 +440,16 @@ def refit() -> None:
 
 def fit_model(settings: dict, params: Sequence[str] | None = None, origin: str = "", callback=None,
               response: str | None = None, origin_suffix: str = ""):
-    """Fit Algorithm 1 on the current results with *settings* (estimator parameters) and store it."""
-    from gpudse_core.model.stepwise import StepwiseRegression
+    """Fit Algorithm 1 on the current results with *settings* (estimator parameters) and store it —
+    or, when a kept model version was fitted from the same results and settings, make that one current
+    (gpudse_core.workspace.fits); the outcome's ``stored`` is the model's StageValue."""
+    from gpudse_core.workspace.fits import fit_stepwise_into
 
     w = ws()
     space, results = w.require("space", "results")
-    res = results.value
-    response = response or res.response
-    params = [p for p in (params or space.value.parameter_names) if p in res.table.columns]
-    known = StepwiseRegression().get_params()
-    kw = {k: v for k, v in settings.items() if k in known and k not in ("response", "params")}
-    est = StepwiseRegression(response=response, params=params, **kw)
-    est.fit(res.table[params + [response]], callback=callback)
-    return w.set_model(est.model_, (origin or describe_fit(kw, est.model_.transform)) + origin_suffix, inputs=[results])
+    params = list(params or space.value.parameter_names)
+    return fit_stepwise_into(w, results, settings, params, response=response, callback=callback,
+                             origin=lambda m: (origin or describe_fit(settings, m.transform)) + origin_suffix)
 
 
 def describe_fit(settings: dict, chosen: str | None = None) -> str:

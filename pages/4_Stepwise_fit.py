@@ -2,7 +2,8 @@
 contributions (Fig. 3), the equation, Lee & Brooks' ANOVA (Table 5) and the model as JSON.
 
 The model is the workspace's model stage: a fit stores a new version computed from the current
-results; when the results change, the page says so and offers the refit instead of showing the old
+results, or, when its settings and data equal a kept version's, makes that version current again
+(gpudse_core.workspace.fits); when the results change, the page says so and offers the refit instead of showing the old
 model as current."""
 
 from __future__ import annotations
@@ -100,8 +101,7 @@ if kind == "stepwise":
         fixed = "Stargazer 1.0 fixes this" if paper else None  # the paper model's own knots, splines, search
         tf_options = [t for t in FIT_TRANSFORMS if t != "auto"] if paper else FIT_TRANSFORMS
         transform = c1.selectbox("Transform", tf_options,
-                                 index=pick(tf_options, base["response_transform"] if paper
-                                            else defaults.get("response_transform")), help=ui.help_for("transform"))
+                                 index=pick(tf_options, base["response_transform"]), help=ui.help_for("transform"))
         if criterion == "adjr2":  # only the adjusted-R² rule measures a gain against the current model
             compare = c2.selectbox("Gain measured against", ["r2", "adj_r2"],
                                    index=pick(["r2", "adj_r2"], base["compare"]),
@@ -152,11 +152,14 @@ if kind == "stepwise":
             ui.trace_table(rows, params, trace_box, current=len(rows), follow=True)
 
         try:
-            new = ui.fit_model(settings, params, callback=show, response=response)
+            outcome = ui.fit_model(settings, params, callback=show, response=response)
         except GpudseError as e:
             st.error(f"{ui.plain(e)}. The previous model is kept.")
         else:
-            if per_app:
+            new = outcome.stored
+            if outcome.reused:  # the same data and settings as a kept version: it and its analyses are current
+                ui.flash("info", f"{outcome.message()}.")
+            elif per_app:
                 notes: list[str] = []
                 by_app = {}
                 for app, part in results.groupby(app_col):
@@ -213,9 +216,10 @@ if not hasattr(model, "trace"):  # a learner (forest, boosting, hybrid, EBM), po
 
 if not go_fit:
     ui.trace_table(model.trace, [p for p in params_all if p in results.columns], trace_box)
-    st.caption("Stargazer Table 1: a row per step, a column per candidate with its R² (first row) or adjusted R² "
-               "(later rows) with it added; **bold on green**: the term that entered (+), red: the best candidate, "
-               "rejected (✗). The statistic is the one the criterion decided by; R²: the model after the step.")
+    st.caption("Stargazer Table 1: a row per step; beside the term, the statistic the criterion decided by and the "
+               "model's R² and adjusted R² after the step; then a column per candidate with its R² (first row) or "
+               "adjusted R² (later rows) with it added — **bold on green**: the term that entered (+), red: the best "
+               "candidate, rejected (✗).")
 with st.expander("Replay the fit row by row (Stargazer Table 1)", expanded=False, icon=":material/slideshow:"):
     if not ui.presenting():
         st.caption("Each row of the trace in turn, with the rule that accepted or rejected its term, for watching "

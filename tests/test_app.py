@@ -574,6 +574,19 @@ def test_analytical_models_page(app):
     assert metrics(app)["Optimum N_PE"] == "184"  # Fig. 18(f)
 
 
+def test_fit_with_the_examples_settings_reuses_its_model_and_analyses(app):
+    """The lecture's second fit: the robust defaults on the example's results are the example's own fit,
+    so the page reuses model v1 (gpudse_core.workspace.fits) and Accuracy keeps its validation."""
+    w = ws(app)
+    goto(app, "Stepwise fit")
+    button(app, "Fit").click().run()
+    ok(app, "fit again")
+    assert any("Same settings and data as model v1: reused" in t for t in texts(app, "info")), texts(app, "info")
+    assert [v.version for v in w.history("model")] == [1] and w.status("validation").ok
+    goto(app, "Accuracy")
+    assert not any("changed" in b for b in banners(app)), banners(app)
+
+
 def test_stepwise_page_fits_with_live_trace_and_per_application_models(app):
     import numpy as np
 

@@ -1,5 +1,7 @@
 """A lecture in a real browser: presentation mode at 1280×800 (a projector), the stepwise replay played
-and followed, an input changed mid-session and the page reloaded (Stargazer Table 1 on screen).
+and followed, an input changed mid-session and the page reloaded (Stargazer Table 1 on screen); and
+docs/lecture.md followed step by step, failing on a stale banner, a blank chart, an exception or a trace
+whose statistic column is out of view.
 
 Uses the session's served dashboard and headless Chromium (tests/browser_support.py: a fresh
 GPUDSE_HOME, ``streamlit run app.py`` on a free port, ``/usr/bin/chromium``; skips where they are
@@ -108,7 +110,7 @@ def test_a_lecture_replays_the_r2_table_in_presentation_mode(browser, server):
     assert "present=1" in page.url and page.evaluate(PRESENTING)["font"] == "19px"
     a.text("Model version 2")
     labels = page.locator(".gtrace td.lb").all_inner_texts()
-    stats = page.locator(".gtrace tbody tr td:nth-last-child(3)").all_inner_texts()
+    stats = page.locator(".gtrace tbody tr td:nth-child(3)").all_inner_texts()  # the statistic, beside the term
     assert labels[0] == "R²" and labels[1].startswith("adj. R²"), labels
     assert any(s.startswith("gain +") for s in stats), stats  # adjusted R² against θ: the gain is shown
     assert page.locator(".gtrace td.add").count() >= 3  # the accepted terms, bold
@@ -181,4 +183,119 @@ def test_the_smaller_lecture_items_in_presentation_mode(browser, server):
     assert page.evaluate(METRICS_CUT) == []
     a.check("analytical models")
     _shot(a, "13_work_flow_graph")
+    a.close()
+
+
+STALE = ("changed after", "out of date", "stale")
+CHARTS = """() => [...document.querySelectorAll('[data-testid=stPlotlyChart]')].filter(c => c.offsetParent !== null)
+  .map(c => { const g = c.querySelector('.js-plotly-plot'); return g ? {traces: (g._fullData || []).length,
+    points: (g._fullData || []).reduce((n, t) => n + ((t.x || t.y || t.z || t.values || []).length || 0), 0),
+    w: g.clientWidth} : {traces: 0, points: 0, w: 0}; })"""
+SCROLL_CHARTS = """async () => { for (const c of document.querySelectorAll('[data-testid=stPlotlyChart]')) {
+  c.scrollIntoView({block: 'center'}); await new Promise(r => setTimeout(r, 400)); }
+  document.querySelector('h1').scrollIntoView({block: 'start'}); }"""
+STATISTIC_IN_VIEW = """() => {
+  const box = [...document.querySelectorAll('.gtrace:not(.follow)')][0];
+  const th = box && [...box.querySelectorAll('thead th')].find(t => t.innerText === 'statistic');
+  const td = box && box.querySelector('tbody tr:nth-child(2) td.sm');
+  if (!th || !td) return null;
+  const b = box.getBoundingClientRect(), h = th.getBoundingClientRect(), c = td.getBoundingClientRect();
+  return {right: Math.max(h.right, c.right), box: b.right, window: window.innerWidth, p: td.innerText,
+          rows: box.querySelectorAll('tbody tr').length, columns: box.querySelectorAll('thead th').length};
+}"""
+
+
+def _no_stale_blank_or_exception(a: Tab, where: str, charts: int = 1) -> None:
+    """The doc announces no banner here: nothing out of date, no empty chart, no exception."""
+    stale = [t for t in a.alerts() if any(s in t for s in STALE)]
+    assert not stale, (where, stale)
+    for _ in range(20):  # a chart is drawn once it has been scrolled into view
+        a.page.evaluate(SCROLL_CHARTS)
+        drawn = a.page.evaluate(CHARTS)
+        if len(drawn) >= charts and all(c["w"] for c in drawn):
+            break
+        a.page.wait_for_timeout(500)
+    assert len(drawn) >= charts and all(c["traces"] and c["points"] and c["w"] > 100 for c in drawn), (where, drawn)
+    a.check(where)
+
+
+def test_the_lecture_runs_as_written(browser, server):
+    """docs/lecture.md step by step at 1280×800 in presentation mode: one live fit (Stargazer as written,
+    θ = 0.003, φ = 0), then the robust defaults again — the example's own settings on its own data, so
+    model v1 and its validation, scan and true error are reused and Accuracy and Explore stay current."""
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    a = Tab(browser, server, "lecture_walk")
+    page = a.page
+    page.goto(server, wait_until="domcontentloaded")
+    a.text("Where you are", timeout=180_000)
+    a.settle()
+    ws_id = a.ws_id
+    a.key_cookie(ws_id)
+    _present(a, ws_id, "", "gpudse — GPU design space exploration")  # 0–2 min
+    a.text("Where you are")
+    a.check("home")
+    _present(a, ws_id, "Design_space", "Design space")  # 2–4 min: Stargazer Table 2
+    assert a.has("933,120")
+    a.check("design space")
+    _present(a, ws_id, "Sampling", "Sample design points")  # 4–6 min
+    a.text("Points per value")
+    _no_stale_blank_or_exception(a, "sampling")
+    _present(a, ws_id, "Simulations", "Simulations")  # 6–8 min
+    a.check("simulations")
+
+    # 8–14 min, step 1: Stargazer as written with Table 1's θ and φ, the one fit computed live
+    _present(a, ws_id, "Stepwise_fit", "Fit a model")
+    page.get_by_text("Stargazer as written").first.click()
+    a.settle()
+    page.get_by_role("spinbutton", name="θ (add a parameter)").fill("0.003")
+    page.get_by_role("spinbutton", name="φ (add an interaction)").fill("0")
+    a.button("Fit").click()
+    a.text("Model version 2", timeout=120_000)
+    a.settle()
+    labels = page.locator(".gtrace:not(.follow) td.lb").all_inner_texts()
+    assert labels[0] == "R²" and labels[1].startswith("adj. R²"), labels  # Stargazer Table 1
+    _no_stale_blank_or_exception(a, "stepwise fit, Stargazer as written")
+    _shot(a, "20_walk_paper_fit")
+    # step 2: the replay, played for a few rows
+    a.text("Replay the fit row by row").click()
+    a.settle()
+    page.evaluate(SCROLL_TO_REPLAY)
+    a.button("Play").click()
+    a.text("Row 3 of", timeout=60_000)
+    a.button("Pause").click()
+    a.settle()
+    a.check("replay")
+
+    # step 4: the robust defaults again — the example's settings on its data: model v1 reused, not refitted
+    page.get_by_text("Robust defaults").first.click()
+    a.settle()
+    assert page.get_by_role("combobox", name="Criterion").first.input_value() == "ftest"
+    assert not a.has("Gain measured against")
+    a.button("Fit").click()
+    a.alert("Same settings and data as model v1: reused", timeout=120_000)
+    a.settle()
+    a.text("Model version 1")
+    page.locator(".gtrace:not(.follow)").first.scroll_into_view_if_needed()
+    page.wait_for_timeout(300)
+    state = page.evaluate(STATISTIC_IN_VIEW)
+    _shot(a, "21_walk_robust_reused")
+    assert state is not None and state["rows"] >= 10, state
+    assert state["right"] <= min(state["box"], state["window"]) + 1, state  # the p-value without scrolling
+    assert state["p"].startswith("p "), state  # the F-test's p-value in the statistic column
+    _no_stale_blank_or_exception(a, "stepwise fit, robust defaults")
+
+    # 14–16 min: response curves along blk
+    _present(a, ws_id, "Response_curves", "Response curves")
+    a.choose("Curve along", "blk")
+    _no_stale_blank_or_exception(a, "response curves")
+    _shot(a, "22_walk_curves")
+    # 16–19 min: Fig. 5 and the error CDF from the example's validation, current again (nothing recomputed)
+    _present(a, ws_id, "Accuracy", "Accuracy")
+    _no_stale_blank_or_exception(a, "accuracy", charts=2)
+    _shot(a, "23_walk_accuracy")
+    # 19–20 min: the best designs over the whole space
+    _present(a, ws_id, "Explore", "Explore the design space")
+    _no_stale_blank_or_exception(a, "explore")
+    assert page.locator("[data-testid=stDataFrame]").count() >= 1  # the example's best designs, not recomputed
+    _shot(a, "24_walk_explore")
     a.close()

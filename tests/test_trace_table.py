@@ -85,3 +85,24 @@ def test_two_non_linear_parts_in_one_row_keep_both_values_and_mark_the_chosen():
     assert r.values == {trace.NONLINEAR: 0.9812, "c:a (full)": 0.9801} and r.column == trace.NONLINEAR
     assert "<td class='add' title=\"p = 1.0e-05\">0.9812</td>" in trace.html(table)  # its p on the cell
     assert r.scores == {trace.NONLINEAR: 1e-5, "c:a (full)": 0.2}
+
+
+def test_the_statistic_and_r2_come_before_the_candidates_in_the_html_table(matmul):
+    """On a projector (~1,200 px) the robust fit's 20-odd candidate columns pushed the statistic to
+    x ≈ 2,190 px: the HTML table puts the step's outcome right after the frozen term column."""
+    import re
+
+    params, data = matmul
+    model = fit_stepwise(data, "cycles", transform="log", criterion="ftest")
+    table = trace.build(model.trace, params)
+    page = trace.html(table)
+    head = re.findall(r"<th[^>]*>([^<]*)</th>", page.split("</thead>")[0])
+    assert head[:6] == ["step", "term", "statistic", "R²", "adj. R²", "values"], head
+    assert head[6:6 + len(params)] == params and len(head) == 6 + len(trace.used_columns(table)) + 1
+    rows = re.findall(r"<tr data-row='\d+'[^>]*>(.*?)</tr>", page)
+    assert len(rows) == len(table.rows)
+    for r, tr in zip(table.rows, rows):
+        cells = re.findall(r"<td class='sm'>([^<]*)</td>", tr)
+        assert cells == [trace.statistic_text(r), trace.fmt.fmt_r2(r.r2), trace.fmt.fmt_r2(r.adj_r2)], tr
+    inter = next(r for r in table.rows if r.kind == "interaction" and r.accepted)
+    assert f"+ {inter.chosen.replace(':', ':<wbr>')}" in page  # a long term wraps at its colons

@@ -126,6 +126,11 @@ def cmd_fit(args: argparse.Namespace) -> int:
     from ..dataio import read_table
     from ..model.stepwise import fit_stepwise
 
+    if args.workspace:
+        return _fit_workspace(args)
+    missing = [w for w, v in (("DATA", args.data), ("--response", args.response), ("-o", args.output)) if v is None]
+    if missing:
+        raise GpudseError(f"give {', '.join(missing)} (or --workspace ID to fit the workspace's current results)")
     data = read_table(args.data)
     out = writable(args.output, (".json",))
     params = [p.strip() for p in args.params.split(",") if p.strip()] if args.params else None
@@ -171,6 +176,53 @@ def cmd_fit(args: argparse.Namespace) -> int:
     if param_note:
         print(f"note: {param_note}", file=sys.stderr)
     print(f"wrote {out}", file=sys.stderr)
+    return 0
+
+
+def _fit_workspace(args: argparse.Namespace) -> int:
+    """``fit --workspace ID``: Algorithm 1 on the workspace's current results, stored as its model stage
+    through gpudse_core.workspace.fits — the dashboard's Fit button does the same — so settings and data
+    equal to a kept version's bring that version (and its analyses) back instead of a new one."""
+    from ..workspace.fits import fit_stepwise_into
+    from ..workspace.workspace import open_workspace
+
+    if args.data is not None:
+        raise GpudseError(f"{args.data}: --workspace fits the workspace's own results; drop DATA, or drop "
+                          f"--workspace to fit a file")
+    if args.model not in ("stepwise", "paper"):
+        raise GpudseError(f"--workspace fits the stepwise model (or --model paper), not --model {args.model}; "
+                          f"fit learners on the dashboard's Fit page")
+    if args.model == "paper":
+        args.preset = "stargazer"
+    kw, _ = fit_settings(args)
+    if args.transform is not None:
+        kw["response_transform"] = args.transform
+    if args.force:
+        kw["forced"] = list(args.force)
+    ws = open_workspace(args.workspace, trusted=True)  # the command line owns the files
+    try:
+        space, results = ws.require("space", "results")
+        res = results.value
+        params = ([p.strip() for p in args.params.split(",") if p.strip()] if args.params else
+                  [p for p in space.value.parameter_names if p in res.table.columns])
+        line = Progress()
+        outcome = fit_stepwise_into(ws, results, kw, params, response=args.response,
+                                    callback=(lambda s: None) if args.json else step_progress(line),
+                                    origin="gpudse fit (command line)")
+        line.end()
+        model, data = outcome.stored.value, res.table
+        if args.output:
+            model.save(writable(args.output, (".json",)))
+        if args.json:
+            print(json.dumps({"workspace": ws.id, "version": outcome.stored.version, "reused": outcome.reused,
+                              "terms": model.terms, "r2": model.r2, "adj_r2": model.adj_r2, "n": model.n,
+                              "trace_table": trace_json(model, params)}, indent=1))
+        else:
+            print(trace_table(model, params))
+            print(final_line(model, data))
+            print(f"{outcome.message()} (workspace {ws.id[:6]}…)")
+    finally:
+        ws.close()
     return 0
 
 
@@ -304,8 +356,12 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:
     fi = sub.add_parser("fit", help="Stargazer stepwise spline regression (Algorithm 1), printing the trace")
-    fi.add_argument("data", metavar="DATA", help="results table: .csv, .parquet or .json")
-    fi.add_argument("--response", required=True, metavar="COL", help="the column to model (e.g. cycles)")
+    fi.add_argument("data", metavar="DATA", nargs="?", help="results table: .csv, .parquet or .json (not with "
+                    "--workspace)")
+    fi.add_argument("--workspace", metavar="ID", help="fit the workspace's current results and store the model "
+                    "there (-o optional); settings and data equal to a kept model version's reuse that version")
+    fi.add_argument("--response", metavar="COL", help="the column to model (e.g. cycles; with --workspace: the "
+                    "results' response unless given)")
     fi.add_argument("--params", metavar="a,b,...", help="parameter columns (default: the --space's parameters, else "
                     "every other column but simulator outputs such as cycles_trimmed, ipc)")
     fi.add_argument("--transform", choices=choices.FIT_TRANSFORMS, default=None,
@@ -357,7 +413,8 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
                     help="bound predictions to the training range widened by M times its width on the "
                          "transformed scale (default 0.25; negative: no bound)")
     fi.add_argument("--force", action="append", metavar="TERM", help="start with this term (repeatable), e.g. simd:blk")
-    fi.add_argument("-o", "--output", required=True, metavar="model.json")
+    fi.add_argument("-o", "--output", metavar="model.json", help="where to write the model (required without "
+                    "--workspace)")
     fi.add_argument("--json", action="store_true", help="print terms, R², adjusted R² and the trace as JSON")
     fi.add_argument("--model", choices=choices.MODEL_KINDS, default="stepwise",
                     help="stepwise (robust default), paper (Stargazer as written), auto (chosen by cross-validation), "

@@ -266,7 +266,9 @@ TABLE_CSS = """
 .gtrace .st,.gtrace .tm{position:sticky;z-index:1;text-align:left;background:#fafbfc}
 .gtrace th.st,.gtrace th.tm{z-index:3;background:#eef0f3}
 .gtrace .st{left:0;min-width:3.4em;max-width:3.4em;width:3.4em;box-sizing:border-box}
-.gtrace .tm{left:3.4em;border-right:2px solid #d0d4da}
+.gtrace .tm{left:3.4em;border-right:2px solid #d0d4da;white-space:normal;min-width:6em;max-width:10em}
+.gtrace .sm{background:#f7f9fb}
+.gtrace th.sm{background:#f4f5f7}
 .gtrace .lb{text-align:left;color:#555}
 .gtrace .model{text-align:left;white-space:normal;min-width:18em;color:#444}
 .gtrace td.add{font-weight:700;background:#c8e6c9}
@@ -278,17 +280,23 @@ TABLE_CSS = """
 """
 
 
+SUMMARY = ("statistic", "R²", "adj. R²")  # the HTML table's columns right after the term: the step's outcome
+
+
 def html(table: Table, *, current: int | None = None, follow: bool = False, model_column: bool = True) -> str:
     """The table as HTML (all text escaped): step and decision columns frozen at the left, the header
-    frozen at the top, the accepted term's value bold on green, the best rejected one on red.
+    frozen at the top; the criterion's statistic, R² and adjusted R² next (:data:`SUMMARY`, in view at
+    1280 px however many candidates there are), then the candidates' values — the accepted term's
+    bold on green, the best rejected one on red — and the model after the step.
     *current* (a 1-based row) is highlighted; *follow* keeps the scroll at the last row (the replay:
     the newest row stays in view without script). Include :data:`TABLE_CSS` once on the page."""
     e = _html.escape
     cols = used_columns(table)
-    head = ("<tr><th class='st'>step</th><th class='tm'>term</th><th class='lb'>values</th>"
-            + "".join(f"<th>{e(c)}</th>" for c in cols)
-            + "<th>statistic</th><th>R²</th>" + ("<th class='model'>model after the step</th>" if model_column else "")
-            + "</tr>")
+    # what decided the step first (a projector shows ~1,200 px: 20-odd candidate columns would push the
+    # statistic out of view), then the paper's candidate values, whose box scrolls sideways
+    head = ("<tr><th class='st'>step</th><th class='tm'>term</th>" + "".join(f"<th class='sm'>{h}</th>" for h in SUMMARY)
+            + "<th class='lb'>values</th>" + "".join(f"<th>{e(c)}</th>" for c in cols)
+            + ("<th class='model'>model after the step</th>" if model_column else "") + "</tr>")
     body = []
     for i, r in enumerate(table.rows, start=1):
         tds = []
@@ -308,11 +316,13 @@ def html(table: Table, *, current: int | None = None, follow: bool = False, mode
         elif r.kind == "cells":
             words = f"+ {r.chosen}" if r.accepted else "no cells"
             kind = term_text(r)
-        decision = f"<b>{e(words)}</b>" if r.accepted and r.kind not in ("prune", "transform", "robust") else e(words)
+        words = e(words).replace(":", ":<wbr>")  # a long interaction wraps at its colons, not off the screen
+        decision = f"<b>{words}</b>" if r.accepted and r.kind not in ("prune", "transform", "robust") else words
+        summary = (statistic_text(r), fmt.fmt_r2(r.r2), fmt.fmt_r2(r.adj_r2))
         body.append(f"<tr data-row='{i}'{' class=now' if current == i else ''}>"
                     f"<td class='st'>{r.step}</td><td class='tm' title='{e(kind)}'>{decision}</td>"
-                    f"<td class='lb'>{e(r.label)}</td>{''.join(tds)}<td>{e(statistic_text(r))}</td>"
-                    f"<td>{e(fmt.fmt_r2(r.r2))}</td>"
+                    + "".join(f"<td class='sm'>{e(v)}</td>" for v in summary)
+                    + f"<td class='lb'>{e(r.label)}</td>{''.join(tds)}"
                     + (f"<td class='model'>{e(' + '.join(r.terms))}</td>" if model_column else "") + "</tr>")
     return (f"<div class='gtrace{' follow' if follow else ''}'><table><thead>{head}</thead>"
             f"<tbody>{''.join(body)}</tbody></table></div>")

@@ -2,8 +2,9 @@
 
 ``$GPUDSE_HOME`` (default ``~/.gpudse``) holds ``workspaces/<id>.db``. A workspace's file holds its
 metadata (``ws_meta``), every stored stage version (``ws_stage``: one row per version, the value as
-JSON or a zip of JSON + Parquet/.npy parts), the current version of each stage (``ws_head``), jobs
-(``ws_job``) and the campaigns recorded in it (``ws_campaign``, with the campaign store's own tables
+JSON or a zip of JSON + Parquet/.npy parts), the current version of each stage (``ws_head``), the
+fingerprint of the data and settings each fitted version came from (``ws_fit``: an identical fit is
+reused), jobs (``ws_job``) and the campaigns recorded in it (``ws_campaign``, with the campaign store's own tables
 beside them in the same file).
 
 Ids are ``secrets.token_urlsafe(24)``: 192 random bits, so holding the id is what grants access.
@@ -81,6 +82,12 @@ CREATE TABLE IF NOT EXISTS ws_job (
     result_version INTEGER,
     partial INTEGER NOT NULL DEFAULT 0,
     campaign TEXT
+);
+CREATE TABLE IF NOT EXISTS ws_fit (
+    stage TEXT NOT NULL,
+    version INTEGER NOT NULL,
+    fingerprint TEXT NOT NULL,
+    PRIMARY KEY (stage, version)
 );
 CREATE TABLE IF NOT EXISTS ws_campaign (
     name TEXT PRIMARY KEY,

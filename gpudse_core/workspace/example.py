@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from .fits import canonical_settings, fit_into
+
 PRESET = "stargazer"
 SAMPLES = 300  # Stargazer §6.2 uses 300 samples per application
 SEED = 1
@@ -15,7 +17,7 @@ NOISE = 0.01
 
 def fill_example(ws: Any) -> dict[str, Any]:
     """Write the example's four stages into *ws* in one transaction; returns their StageValues."""
-    from ..model.stepwise import fit_stepwise
+    from ..model.stepwise import StepwiseRegression, fit_stepwise
     from ..sim.simulator import simulate
     from ..space.presets import load_preset
     from ..space.sampling import sample
@@ -26,12 +28,17 @@ def fill_example(ws: Any) -> dict[str, Any]:
     results = points.join(simulate(points, KERNEL, noise=NOISE, seed=SEED))
     # the robust defaults (response scale chosen by leave-one-out error): later fits on the fit page
     # start from the example's settings, so the example carries the product's measured default
-    model = fit_stepwise(results[list(space.parameter_names) + ["cycles"]], "cycles")
+    # fingerprinted like a fit from the Fit page (fits.fit_into), so pressing Fit with these settings reuses it
+    params = list(space.parameter_names)
+    est = StepwiseRegression(response="cycles", params=params)
+    model = fit_stepwise(results[params + ["cycles"]], "cycles", params=params)
     with ws.batch():
-        return {"space": ws.set_space(space, "built-in example: Stargazer Table 2"),
-                "samples": ws.set_samples(samples, f"{SAMPLES} uniform samples, seed {SEED}"),
-                "results": ws.set_results(results, "cycles", f"built-in simulator, {KERNEL}, {NOISE:.0%} noise",
-                                          inputs=("space", "samples")),
-                "model": ws.set_model(model, f"stepwise (Algorithm 1), robust defaults, {model.transform} "
-                                                  f"response chosen by leave-one-out error"
-                                                  + (", Huber fit" if model.robust else ""))}
+        out = {"space": ws.set_space(space, "built-in example: Stargazer Table 2"),
+               "samples": ws.set_samples(samples, f"{SAMPLES} uniform samples, seed {SEED}"),
+               "results": ws.set_results(results, "cycles", f"built-in simulator, {KERNEL}, {NOISE:.0%} noise",
+                                         inputs=("space", "samples"))}
+        origin = (f"stepwise (Algorithm 1), robust defaults, {model.transform} response chosen by leave-one-out "
+                  f"error" + (", Huber fit" if model.robust else ""))
+        out["model"] = fit_into(ws, out["results"], "stepwise", canonical_settings(est.get_params(), "cycles", params),
+                                lambda: model, origin).stored
+        return out

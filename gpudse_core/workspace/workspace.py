@@ -404,6 +404,8 @@ class Workspace:
                  blob, len(blob or b""), int(partial), str(note)[:1000]))
             self._db.execute("INSERT INTO ws_head (stage, version) VALUES (?, ?) ON CONFLICT(stage) DO UPDATE SET "
                              "version = excluded.version", (stage, version))
+            # a version number freed by a dropped record is used again: no fingerprint of the old fit survives
+            self._db.execute("DELETE FROM ws_fit WHERE stage = ? AND version = ?", (stage, version))
             self._db.execute("UPDATE ws_meta SET revision = ?, updated = ?", (revision, now))
             self._prune(stage)
             status = status_of(stage, self.heads())
@@ -419,6 +421,7 @@ class Workspace:
         old = [v for (v,) in self._db.execute("SELECT version FROM ws_stage WHERE stage = ? ORDER BY version DESC "
                                               "LIMIT -1 OFFSET ?", (stage, keep)).fetchall() if v not in needed]
         self._db.executemany("DELETE FROM ws_stage WHERE stage = ? AND version = ?", ((stage, v) for v in old))
+        self._db.executemany("DELETE FROM ws_fit WHERE stage = ? AND version = ?", ((stage, v) for v in old))
 
     def set_space(self, space: Any, origin: str = "", *, expect: int | None = None) -> StageValue:
         """A new design space: samples, results, model and analyses made from another become stale."""
@@ -453,6 +456,45 @@ class Workspace:
         if name in BASE_STAGES:
             raise StageError(f"{name!r} is a pipeline stage, not an analysis name")
         return self.put(name, value, inputs=inputs, origin=origin, partial=partial, note=note, expect=expect)
+
+    def put_fit(self, stage: str, value: Any, fingerprint: str, *, inputs: Sequence[Any], origin: str = "",
+                expect: int | None = None) -> StageValue:
+        """Store a fitted *value* (the model) with the *fingerprint* of the data and settings it was
+        fitted from, so that :meth:`fitted_version` finds it when the same fit is asked for again."""
+        with self._write(f"store the {noun(stage)}"):
+            sv = self.put(stage, value, inputs=inputs, origin=origin, expect=expect)
+            self._db.execute("INSERT INTO ws_fit (stage, version, fingerprint) VALUES (?, ?, ?) ON CONFLICT(stage, "
+                             "version) DO UPDATE SET fingerprint = excluded.fingerprint", (stage, sv.version, fingerprint))
+        return sv
+
+    def fitted_version(self, stage: str, fingerprint: str) -> int | None:
+        """The newest kept version of *stage* fitted with *fingerprint* (None: no such fit is stored)."""
+        with self._lock:
+            try:
+                row = self._db.execute(
+                    "SELECT MAX(f.version) FROM ws_fit f JOIN ws_stage s ON s.stage = f.stage AND s.version = f.version "
+                    "WHERE f.stage = ? AND f.fingerprint = ? AND s.digest IS NOT NULL AND s.partial = 0",
+                    (stage, fingerprint)).fetchone()
+            except sqlite3.OperationalError:  # a file written before fits were fingerprinted, opened read-only
+                return None
+        try:
+            return None if row is None or row[0] is None else int(row[0])
+        except (TypeError, ValueError):  # a damaged record: fit again rather than fail
+            return None
+
+    def reuse(self, stage: str, version: int) -> StageValue:
+        """Make a kept *version* current again as itself (no new version): what was computed from it —
+        analyses, per-application models — is current again. Returns that version."""
+        check_stage(stage)
+        with self._write(f"reuse the {noun(stage)}"):
+            row = self._db.execute("SELECT digest FROM ws_stage WHERE stage = ? AND version = ?",
+                                   (stage, version)).fetchone()
+            if row is None or row[0] is None:
+                raise WorkspaceError(f"{noun(stage)} version {version} is not kept (or was a removal)")
+            self._db.execute("INSERT INTO ws_head (stage, version) VALUES (?, ?) ON CONFLICT(stage) DO UPDATE SET "
+                             "version = excluded.version", (stage, version))
+            self._db.execute("UPDATE ws_meta SET revision = revision + 1, updated = ?", (time.time(),))
+        return self.get(stage, version)
 
     def remove(self, stage: str, *, expect: int | None = None) -> StageValue:
         """Mark *stage* removed (a new, empty version): what was computed from it becomes stale."""

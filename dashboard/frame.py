@@ -17,7 +17,7 @@ from typing import Any
 import streamlit as st
 
 from gpudse_core import DesignSpace, GpudseError, load_preset
-from gpudse_core.report import fmt as _fmt
+from gpudse_core import fmt as _fmt
 from gpudse_core.report import glossary as _glossary
 from gpudse_core.report import plaintext as _plaintext
 from gpudse_core.report import trace as _trace

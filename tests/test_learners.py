@@ -519,7 +519,7 @@ def test_a_project_keeps_a_learner_larger_than_a_document(tmp_path):
     """A project's model.json holds a learner's fitted trees: it is bounded by model_bytes, not by
     the (smaller) limit of a space or settings document."""
     from gpudse_core import load_preset, sample
-    from gpudse_core.report.project import Project, load_project, save_project
+    from gpudse_core.workspace.project import Project, load_project, save_project
 
     space = load_preset("stargazer")
     pts = sample(space, 120, seed=4).points

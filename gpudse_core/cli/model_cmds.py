@@ -28,7 +28,7 @@ def trace_json(model, params) -> dict:
 
 def step_progress(line: Progress):
     """A fit's steps as they come, on stderr's progress line (the table follows on stdout at the end)."""
-    from ..report.fmt import fmt_r2
+    from ..fmt import fmt_r2
 
     def echo(step) -> None:
         what = "nothing left to try" if step.chosen is None else (
@@ -111,8 +111,8 @@ def headline_doc(model, data) -> dict:
 
 def final_line(model, data) -> str:
     """The fit's last line: its terms, led by the out-of-sample error; R² only when it means something."""
+    from ..fmt import fmt_r2
     from ..model.headline import fit_headline
-    from ..report.fmt import fmt_r2
 
     h = fit_headline(model, data)
     head = f"final model ({model.n:,} rows): {' + '.join(model.terms)}; "

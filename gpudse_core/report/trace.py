@@ -22,7 +22,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Sequence
 
-from . import fmt
+from .. import fmt
 
 KIND_WORDS = {"initial": "first term", "main": "parameter", "interaction": "pair", "interaction3": "three-way",
               "revisit": "revisit", "lookahead": "look-ahead", "nonlinear": "non-linear part", "forced": "forced",

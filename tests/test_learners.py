@@ -53,7 +53,7 @@ def test_learner_accuracy_bounds_and_persistence(kind, smooth, tmp_path):
     lo, hi = m.bounds_
     assert np.isfinite(fd.predicted).all() and (np.log(fd.predicted) <= hi + 1e-12).all()
     assert (np.log(fd.predicted) >= lo - 1e-12).all()
-    assert "blk=1024 outside the training range 1..16" in fd.extrapolation.iloc[1]
+    assert "blk=1024 outside the training range [1, 16]" in fd.extrapolation.iloc[1]
     assert fd.extrapolation.iloc[0] == ""
     # JSON only (read back through the bounded reader): the fitted model itself, loaded without a refit
     path = tmp_path / f"{kind}.json"
@@ -81,7 +81,8 @@ def _library_prediction(m, X: pd.DataFrame) -> np.ndarray:
         return m.estimator_.predict(P)
     raw = m.estimator_.predict(P if m.categorical else P.to_numpy(float))
     if m.kind == "hybrid":
-        fill = {p: P[p].where(P[p].isin(m.support_.levels[p]), m.train_[p].mode().iloc[0]) for p in m.categorical}
+        fill = {p: P[p].where(P[p].isin(m.support_.params[p].levels), m.train_[p].mode().iloc[0])
+                for p in m.categorical}
         raw = m.stepwise_.linear_predictor(P.assign(**fill)) + raw
     return raw
 

@@ -40,7 +40,8 @@ from .. import limits
 from ..choices import TRANSFORMS
 from ..errors import GpudseError
 from .fitted import DEFAULT_BOUND_MARGIN as BOUND_MARGIN
-from .fitted import FitError, StepwiseModel, constant_response_note, inverse_transform, transform_response
+from .fitted import FitError, StepwiseModel, _rows, constant_response_note, inverse_transform, transform_response
+from .support import Support
 
 LEARNER_SCHEMA = "gpudse.learner/2"
 REFIT_SCHEMA = "gpudse.learner/1"  # settings and training rows only: refitted on load
@@ -97,50 +98,12 @@ def is_categorical(col: pd.Series) -> bool:
     return col.dtype.kind in "OUSb" or isinstance(col.dtype, pd.CategoricalDtype)
 
 
-class Support:
-    """Per-parameter training support: numeric ranges and categorical levels.
-
-    (Helper H1's model/support.py adds interaction level combinations for the stepwise model; the
-    lead may replace this class by it at merge.)"""
-
-    def __init__(self, ranges: Mapping[str, tuple[float, float]], levels: Mapping[str, Sequence[str]]):
-        self.ranges = {p: (float(a), float(b)) for p, (a, b) in ranges.items()}
-        self.levels = {p: [str(v) for v in lv] for p, lv in levels.items()}
-
-    @classmethod
-    def of(cls, X: pd.DataFrame, categorical: Sequence[str]) -> "Support":
-        ranges = {p: (X[p].min(), X[p].max()) for p in X.columns if p not in categorical}
-        levels = {p: sorted(set(X[p].astype(str))) for p in categorical}
-        return cls(ranges, levels)
-
-    def reasons(self, X: pd.DataFrame) -> np.ndarray:
-        """Per row: why it lies outside the support ('' when inside)."""
-        reasons: dict[int, list[str]] = {}
-        for p, (lo, hi) in self.ranges.items():
-            x = X[p].to_numpy(float)
-            for i in np.flatnonzero((x < lo) | (x > hi)):
-                reasons.setdefault(int(i), []).append(f"{p}={x[i]:g} outside the training range {lo:g}..{hi:g}")
-        for p, lv in self.levels.items():
-            v = X[p].astype(str).to_numpy()
-            for i in np.flatnonzero(~np.isin(v, lv)):
-                reasons.setdefault(int(i), []).append(f"{p}={v[i]} not seen in training")
-        out = np.full(len(X), "", dtype=object)
-        for i, r in reasons.items():
-            out[i] = "; ".join(r)
-        return out
-
-
 def _one_thread():
     """Native thread pools (OpenMP in histogram boosting) single-threaded: on a shared 2-core machine
     their spin-waiting made one 300-row boosting fit take 7.5 s instead of 0.4 s (see model/threads.py)."""
     from .threads import one_thread
 
     return one_thread()
-
-
-def _rows(idx: np.ndarray, limit: int = 8) -> str:
-    shown = ", ".join(str(int(i) + 1) for i in idx[:limit])
-    return shown + (f" … ({idx.size} in all)" if idx.size > limit else "")
 
 
 def check_settings(kind: str, settings: Mapping[str, Any] | None, source: str = "settings") -> dict[str, Any]:
@@ -558,7 +521,7 @@ class HybridLearner(Learner):
         # level there (the point is flagged as extrapolation); the boosting part sees all-zero dummies
         S = X.copy()
         for p in self.categorical:
-            known = self.support_.levels[p]
+            known = self.support_.params[p].levels
             unseen = ~S[p].isin(known)
             if unseen.any():
                 S.loc[unseen, p] = self.train_[p].mode().iloc[0]

@@ -52,9 +52,10 @@ from .. import limits
 from ..errors import GpudseError
 from .cancel import Interrupted
 from .inference import design_matrix
+from .learners import details, guard, is_categorical, response_bounds, stepwise_fit
 from .metrics import STATS, Cancelled, _quantiles, ecdf, relative_errors, summarize  # noqa: F401 (re-exported)
-from .learners import Support, details, guard, is_categorical, response_bounds, stepwise_fit
 from .stepwise import StepwiseModel, inverse_transform, transform_response
+from .support import Support
 
 MODELS = ("stepwise", "paper", "fixed", "regional", "application", "forest", "boosting", "hybrid", "ebm", "auto")
 DEFAULT_SIZES = tuple(range(30, 301, 30))

@@ -415,21 +415,33 @@ def refit() -> None:
     fit_model(settings, response=response, origin_suffix=" (refitted on new results)")
 
 
+def fit_request(settings: dict) -> tuple[str, str | None, dict]:
+    """The core fit's arguments for the fit page's *settings* (estimator parameters; ``reference``: the
+    paper model): (model kind, response transform, stepwise settings) for ``registry.fit_model``."""
+    from gpudse_core.model.learners import PAPER_TUNABLE
+    from gpudse_core.model.stepwise import StepwiseRegression
+
+    known = StepwiseRegression().get_params()
+    kw = {k: v for k, v in settings.items() if k in known and k not in ("response", "params")}
+    if kw.get("reference"):  # the paper model: its fixed settings are the core's (stepwise.PAPER_SETTINGS)
+        return "paper", None, {k: v for k, v in kw.items() if k in PAPER_TUNABLE}
+    return "stepwise", kw.pop("response_transform", None), kw
+
+
 def fit_model(settings: dict, params: Sequence[str] | None = None, origin: str = "", callback=None,
               response: str | None = None, origin_suffix: str = ""):
-    """Fit Algorithm 1 on the current results with *settings* (estimator parameters) and store it."""
-    from gpudse_core.model.stepwise import StepwiseRegression
+    """Fit Algorithm 1 on the current results with *settings* (:func:`fit_request`) through the core's
+    one fit entry point, and store it."""
+    from gpudse_core.model.registry import fit_model as fit
 
     w = ws()
     space, results = w.require("space", "results")
     res = results.value
     response = response or res.response
     params = [p for p in (params or space.value.parameter_names) if p in res.table.columns]
-    known = StepwiseRegression().get_params()
-    kw = {k: v for k, v in settings.items() if k in known and k not in ("response", "params")}
-    est = StepwiseRegression(response=response, params=params, **kw)
-    est.fit(res.table[params + [response]], callback=callback)
-    return w.set_model(est.model_, (origin or describe_fit(kw, est.model_.transform)) + origin_suffix, inputs=[results])
+    kind, transform, kw = fit_request(settings)
+    model = fit(kind, res.table, response, params, transform=transform, stepwise_kw=kw, callback=callback)
+    return w.set_model(model, (origin or describe_fit(settings, model.transform)) + origin_suffix, inputs=[results])
 
 
 def describe_fit(settings: dict, chosen: str | None = None) -> str:

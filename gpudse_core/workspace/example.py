@@ -15,7 +15,7 @@ NOISE = 0.01
 
 def fill_example(ws: Any) -> dict[str, Any]:
     """Write the example's four stages into *ws* in one transaction; returns their StageValues."""
-    from ..model.stepwise import fit_stepwise
+    from ..model.registry import fit_model
     from ..sim.simulator import simulate
     from ..space.presets import load_preset
     from ..space.sampling import sample
@@ -26,7 +26,7 @@ def fill_example(ws: Any) -> dict[str, Any]:
     results = points.join(simulate(points, KERNEL, noise=NOISE, seed=SEED))
     # the robust defaults (response scale chosen by leave-one-out error): later fits on the fit page
     # start from the example's settings, so the example carries the product's measured default
-    model = fit_stepwise(results[list(space.parameter_names) + ["cycles"]], "cycles")
+    model = fit_model("stepwise", results, "cycles", list(space.parameter_names), transform=None)
     with ws.batch():
         return {"space": ws.set_space(space, "built-in example: Stargazer Table 2"),
                 "samples": ws.set_samples(samples, f"{SAMPLES} uniform samples, seed {SEED}"),

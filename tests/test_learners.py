@@ -12,8 +12,7 @@ from gpudse_core import limits
 from gpudse_core.cli import main
 from gpudse_core.errors import GpudseError
 from gpudse_core.model.auto import choose, cross_validate, select_model
-from gpudse_core.model.learners import (BOUND_MARGIN, KINDS, curve, fit_learner, guard, response_bounds,
-                                        stepwise_settings)
+from gpudse_core.model.learners import BOUND_MARGIN, KINDS, curve, fit_learner, guard, response_bounds
 from gpudse_core.model.registry import fit_model, load_model, model_to_dict, save_model, split_name
 from gpudse_core.model.stepwise import StepwiseModel, fit_stepwise
 from gpudse_core.safeload import load_json

@@ -17,7 +17,7 @@ from typing import Any
 import streamlit as st
 
 from gpudse_core import DesignSpace, GpudseError, load_preset
-from gpudse_core.report import fmt as _fmt
+from gpudse_core import fmt as _fmt
 from gpudse_core.report import glossary as _glossary
 from gpudse_core.report import plaintext as _plaintext
 from gpudse_core.report import trace as _trace
@@ -436,6 +436,13 @@ def refit() -> None:
     response = prev.response if results is not None and prev.response in results.table.columns else None
     settings = prev.settings or {}
     fit_model(settings, response=response, origin_suffix=" (refitted on new results)")
+
+
+def fit_request(settings: dict) -> tuple[str, str | None, dict]:
+    """The core fit's arguments for the fit page's *settings*: see ``registry.stepwise_request``."""
+    from gpudse_core.model.registry import stepwise_request
+
+    return stepwise_request(settings)
 
 
 def fit_model(settings: dict, params: Sequence[str] | None = None, origin: str = "", callback=None,

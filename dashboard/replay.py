@@ -18,6 +18,7 @@ from typing import Any
 import plotly.graph_objects as go
 import streamlit as st
 
+from gpudse_core.jsonutil import finite_number
 from gpudse_core.report import style
 
 from . import frame as ui
@@ -138,20 +139,16 @@ def chosen_key(row: dict) -> str | None:
     chosen, cands = row.get("chosen"), row.get("candidates") or {}
     if chosen is None or chosen in cands:
         return chosen
-    blocks = [(k, v) for k, v in cands.items() if k.startswith(f"{chosen} + ") and _finite(v)]
+    blocks = [(k, v) for k, v in cands.items() if k.startswith(f"{chosen} + ") and finite_number(v)]
     if not blocks:
         return chosen
     pick = min if row.get("metric") in LOWER_BETTER else max
     return pick(blocks, key=lambda kv: kv[1])[0]
 
 
-def _finite(v: Any) -> bool:
-    return isinstance(v, (int, float)) and math.isfinite(v)
-
-
 def _p(p: float | None) -> str:
     """A p-value with two significant digits (scientific below 1e-4, so it can be compared with θ)."""
-    if not _finite(p):
+    if not finite_number(p):
         return "–"
     if p <= 0.0:  # below the smallest double: the F-test underflowed
         return "< 1e-300"
@@ -160,7 +157,7 @@ def _p(p: float | None) -> str:
 
 def _score(row: dict, value: float | None) -> str:
     metric = row["metric"]
-    if not _finite(value):
+    if not finite_number(value):
         return "not scored"
     if metric == "p_value":
         return f"p = {_p(value)}"
@@ -174,7 +171,7 @@ def candidates_chart(row: dict, before: dict | None, settings: dict) -> go.Figur
     (accepted) or red (rejected), the others grey; the threshold it had to pass, dashed (named in the
     axis title, where no label can be clipped). p-values are drawn as −log₁₀ p (≥ 0: higher is stronger
     evidence) on an axis from 0; R² values on an axis zoomed to where they differ."""
-    items = [(k, float(v)) for k, v in row["candidates"].items() if _finite(v)]  # unscored candidates: no bar
+    items = [(k, float(v)) for k, v in row["candidates"].items() if finite_number(v)]  # unscored candidates: no bar
     chosen = chosen_key(row)
     metric = row["metric"]
     if metric == "p_value":  # smaller is better: draw −log10 p, higher is better

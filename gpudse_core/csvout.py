@@ -81,7 +81,7 @@ def write_columns(fh: Any, columns: Mapping[str, Any], precision: int | str | No
     shortest round-trip floats, empty cells for NaN, ``\\n`` line ends), streamed a block of rows at a
     time, text cells and column names neutralised. *precision* (float columns only): ``"exact"`` as
     just said; None, the data's own precision, or a number of significant digits
-    (:func:`gpudse_core.report.fmt.csv_floats`, the one number formatter)."""
+    (:func:`gpudse_core.fmt.csv_floats`, the one number formatter)."""
     import numpy as np
 
     w = csv.writer(fh, lineterminator="\n", quoting=csv.QUOTE_MINIMAL)
@@ -89,7 +89,7 @@ def write_columns(fh: Any, columns: Mapping[str, Any], precision: int | str | No
     w.writerow([cell(str(n)) for n in names])
     arrays = [np.asarray(columns[c]) for c in names]
     if precision != "exact":
-        from .report.fmt import csv_floats
+        from .fmt import csv_floats
 
         arrays = [np.array(csv_floats(a.tolist(), precision), dtype=object) if a.dtype.kind == "f" else a
                   for a in arrays]

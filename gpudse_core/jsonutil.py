@@ -1,4 +1,5 @@
-"""JSON encoding of NumPy scalars and arrays (the one ``default=`` hook every writer uses)."""
+"""JSON values: encoding NumPy scalars and arrays (the one ``default=`` hook every writer uses), and the
+one check that a value read from a document is a finite number (:func:`finite_number`)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,12 @@ def json_default(o: Any) -> Any:
     if isinstance(o, np.bool_):
         return bool(o)
     raise TypeError(f"{type(o).__name__} is not JSON serialisable")
+
+
+
+def finite_number(v: Any) -> bool:
+    """A finite int or float, not a bool (``true`` is no number in a model file or a trace)."""
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
 
 
 def plain_json(o: Any) -> Any:

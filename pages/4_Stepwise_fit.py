@@ -21,7 +21,7 @@ from dashboard import replay as ui_replay
 from gpudse_core import GpudseError
 from gpudse_core.choices import FIT_TRANSFORMS, ROBUST_FITS, THRESHOLD_RULES
 from gpudse_core.model.inference import anova, coefficient_table
-from gpudse_core.model.registry import model_kind, model_to_dict
+from gpudse_core.model.registry import fit_model, model_kind, model_to_dict
 from gpudse_core.model.splines import PLACEMENTS
 from gpudse_core.model.stepwise import (
     CRITERIA,
@@ -162,13 +162,11 @@ if kind == "stepwise":
             elif per_app:
                 notes: list[str] = []
                 by_app = {}
+                kind, transform, kw = ui.fit_request(settings)
                 for app, part in results.groupby(app_col):
-                    try:
-                        est = StepwiseRegression(**{**{k: v for k, v in settings.items()
-                                                       if k in StepwiseRegression().get_params()},
-                                                    "response": response,
-                                                    "params": [p for p in params if part[p].nunique() > 1]})
-                        by_app[str(app)] = est.fit(part[est.params + [response]]).model_
+                    try:  # a parameter constant within one application is left out of its model
+                        by_app[str(app)] = fit_model(kind, part, response, params, transform=transform,
+                                                     stepwise_kw=kw)
                     except GpudseError as e:
                         notes.append(f"{app_col} {app}: {e}")
                 for n in notes:

@@ -15,8 +15,8 @@ from dashboard import jobs as ui_jobs
 from dashboard import work as ui_work
 from gpudse_core import GpudseError
 from gpudse_core.explore.scan import sensitivity
+from gpudse_core.fmt import fmt_value
 from gpudse_core.report import figures
-from gpudse_core.report.fmt import fmt_value
 
 w = ui.page("Explore")
 st.title("Explore the design space")

@@ -78,7 +78,7 @@ def zip_bomb(total: int = 700 * 2**20) -> bytes:
 def good_project_parts() -> dict[str, bytes]:
     """The parts of a valid project zip (a small space) to spoil one at a time."""
     space = "name: t\nparameters:\n  - {name: a, values: [1, 2, 4]}\n  - {name: b, values: [1, 2]}\n"
-    from gpudse_core.report.project import SCHEMA
+    from gpudse_core.workspace.project import SCHEMA
 
     return {"manifest.json": json.dumps({"schema": SCHEMA, "response": "y"}).encode(), "space.yaml": space.encode()}
 

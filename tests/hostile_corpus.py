@@ -48,8 +48,8 @@ SURFACES = {  # surface: (dashboard uploader, CLI command; PATH is the case writ
     "results": ("Simulations page: upload results (sim.upload.read_upload + validate_results against "
                 "case.space)", "gpudse import PATH --space SPACE -o OUT.csv"),
     "table": ("(CLI only: a points table)", "gpudse simulate PATH -o OUT.csv (the table is read before any run)"),
-    "project": ("Home page: load project (ui.load_project_zip -> report.project.load_project)",
-                "(no CLI command: report.project.load_project in a subprocess)"),
+    "project": ("Home page: load project (ui.load_project_zip -> workspace.project.load_project)",
+                "(no CLI command: workspace.project.load_project in a subprocess)"),
     "wfg": ("Analytical models page: upload a work flow graph (ui.parse_upload + sim.wfg.graph_view)",
             "gpudse wfg PATH"),
     "scenario": ("visits, workspaces, jobs and the storage under them (app.py through AppTest, dashboard.state, "
@@ -808,7 +808,7 @@ def _child(case: Case, argv: list[str] | None, path: Path, work: Path, out: Path
                 code = e.code if isinstance(e.code, int) else 2
         else:  # projects: the library call the dashboard makes, reported the way the CLI reports
             from gpudse_core.errors import GpudseError
-            from gpudse_core.report.project import load_project
+            from gpudse_core.workspace.project import load_project
 
             try:
                 proj = load_project(path.read_bytes(), case.filename)
@@ -837,7 +837,7 @@ def run_corpus(names: set[str] | None = None, timeout: float = 30.0, mem_mb: int
     import time
 
     import gpudse_core.cli  # noqa: F401 - imported once here, inherited by every child
-    import gpudse_core.report.project  # noqa: F401
+    import gpudse_core.workspace.project  # noqa: F401
     import numpy  # noqa: F401
     import pandas  # noqa: F401
     import pyarrow.parquet  # noqa: F401

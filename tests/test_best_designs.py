@@ -57,7 +57,7 @@ def test_rows_are_the_distinct_predictions_their_designs_and_values_exactly(data
 
 
 def _fmt(v):
-    from gpudse_core.report.fmt import fmt_value
+    from gpudse_core.fmt import fmt_value
 
     return fmt_value(v)
 

@@ -12,9 +12,9 @@ import pandas as pd
 import pytest
 from hypothesis import given, strategies as st
 
-from gpudse_core.report import fmt
-from gpudse_core.report.fmt import (column_formats, fmt_count, fmt_duration, fmt_fixed, fmt_number, fmt_percent,
-                                    fmt_pvalue, fmt_r2, fmt_value, format_table)
+from gpudse_core import fmt
+from gpudse_core.fmt import (column_formats, fmt_count, fmt_duration, fmt_fixed, fmt_number, fmt_percent, fmt_pvalue,
+                             fmt_r2, fmt_value, format_table)
 
 SUPER = str.maketrans("⁻⁰¹²³⁴⁵⁶⁷⁸⁹", "-0123456789")
 SI = {"k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15, "E": 1e18}
@@ -183,7 +183,7 @@ def test_formatter_imports_nothing_heavy():
     import subprocess
     import sys
 
-    code = "import sys, gpudse_core.report.fmt as f; f.fmt_number(1.5e7, 'cycles'); print(sorted(m for m in " \
+    code = "import sys, gpudse_core.fmt as f; f.fmt_number(1.5e7, 'cycles'); print(sorted(m for m in " \
            "('numpy', 'pandas', 'plotly') if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=fmt.__file__.rsplit(
         "/gpudse_core", 1)[0])
@@ -193,7 +193,7 @@ def test_formatter_imports_nothing_heavy():
 def test_round_for_display_keeps_four_significant_digits_of_each_column():
     import pandas as pd
 
-    from gpudse_core.report.fmt import round_for_display
+    from gpudse_core.fmt import round_for_display
 
     df = pd.DataFrame({"cycles": [222897.8333, 150000.25], "ipc": [360.8593, 12.04], "r": [0.97123, 0.5],
                        "n": [1, 2], "zero": [0.0, 0.0]})
@@ -218,7 +218,7 @@ def test_relative_errors_below_the_floor_read_as_nil():
     errors above the floor, and shares (kind 'fraction'), keep their digits."""
     import pandas as pd
 
-    from gpudse_core.report import fmt
+    from gpudse_core import fmt
 
     assert fmt.fmt_error(4.5e-15) == "< 0.0001 %" and fmt.fmt_error(0.0) == "0 %"
     assert fmt.fmt_error(0.0123) == fmt.fmt_percent(0.0123) == "1.2 %"

@@ -107,7 +107,7 @@ def uploader(case: hc.Case):
 
         return validate_results(read_upload(case.data, case.filename), load_preset(case.space))
     if case.surface == "project":
-        from gpudse_core.report.project import load_project
+        from gpudse_core.workspace.project import load_project
 
         return load_project(case.data, case.filename)
     if case.surface == "wfg":

@@ -20,7 +20,7 @@ import hostile_corpus as hc
 from gpudse_core import limits
 from gpudse_core.dataio import TableError, read_table, read_table_bytes
 from gpudse_core.errors import GpudseError
-from gpudse_core.report.project import Project, load_project, save_project
+from gpudse_core.workspace.project import Project, load_project, save_project
 from gpudse_core.sim.upload import read_upload, validate_results
 from gpudse_core.sim.wfg import WFGError, analyze, parse_wfg
 from gpudse_core.space.design import DesignSpace, Parameter

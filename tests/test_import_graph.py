@@ -186,3 +186,67 @@ def test_no_merge_conflict_markers_are_left_in_the_checkout():
         if marker.search(text):
             found.append(f)
     assert not found, f"merge conflict markers left in: {found}"
+
+
+# ---- the core's layers (docs/architecture.md, "Layers") ------------------------------------------------
+def documented_layers() -> list[str]:
+    """The layer list of docs/architecture.md: the backticked names of the paragraph of arrows after the
+    "## Layers" heading, bottom first."""
+    import re
+
+    text = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    section = text.split("## Layers", 1)[1]
+    paragraph = next(p for p in section.split("\n\n") if "→" in p)
+    return re.findall(r"`([\w.]+)`", re.sub(r"\([^)]*\)", "", paragraph))
+
+
+def package_of(module: str) -> str | None:
+    """The layer a core module belongs to: ``gpudse_core.model.fitted`` → ``model``; the package's own
+    ``__init__`` → ``gpudse_core``; None outside the core."""
+    parts = module.split(".")
+    if parts[0] != "gpudse_core":
+        return None
+    return parts[1] if len(parts) > 1 else "gpudse_core"
+
+
+def layer_violations(graph: dict[str, set[str]], layers: list[str]) -> list[str]:
+    """Each import of a core module by one of a layer that is not below it (same layer is fine)."""
+    rank = {name: k for k, name in enumerate(layers)}
+    out = []
+    for mod, deps in sorted(graph.items()):
+        a = package_of(mod)
+        if a is None:
+            continue
+        for dep in sorted(deps):
+            b = package_of(dep)
+            if b is None:
+                out.append(f"{mod} imports {dep}, outside the core")
+            elif a != b and (a not in rank or b not in rank):
+                out.append(f"{mod} imports {dep}: {a if a not in rank else b} is not in the documented layers")
+            elif a != b and not rank[b] < rank[a]:
+                out.append(f"{mod} ({a}) imports {dep} ({b}), a layer not below it")
+    return out
+
+
+def test_the_layer_check_sees_an_upward_import_and_one_out_of_the_core():
+    graph = {"gpudse_core.space.design": {"gpudse_core.fmt"}, "gpudse_core.fmt": {"gpudse_core.space.values"},
+             "gpudse_core.space.values": set(), "gpudse_core.model.x": {"dashboard.frame", "gpudse_core.model.y"},
+             "gpudse_core.model.y": set(), "dashboard.frame": {"gpudse_core.model.x"}}
+    found = layer_violations(graph, ["fmt", "space", "model"])
+    assert found == ["gpudse_core.fmt (fmt) imports gpudse_core.space.values (space), a layer not below it",
+                     "gpudse_core.model.x imports dashboard.frame, outside the core"]
+    assert layer_violations({"gpudse_core.space.design": {"gpudse_core.fmt"}}, ["fmt", "space"]) == []
+
+
+def test_the_documented_layers_name_every_core_package_once():
+    layers = documented_layers()
+    assert len(layers) == len(set(layers)), layers
+    present = {package_of(m) for m in import_graph()} - {None}
+    assert set(layers) == present, (f"missing from docs/architecture.md's layers: {sorted(present - set(layers))}; "
+                                    f"listed but absent: {sorted(set(layers) - present)}")
+
+
+def test_the_core_packages_import_only_the_layers_below_them():
+    """The package graph, imports inside functions included, is a DAG in the documented order."""
+    found = layer_violations(import_graph(), documented_layers())
+    assert not found, "imports against docs/architecture.md's layer order:\n" + "\n".join(found)

@@ -119,3 +119,80 @@ def test_requirements_install_the_package_itself_editable():
     build = tomllib.loads((ROOT / "pyproject.toml").read_text())["build-system"]["requires"]
     assert any(r.startswith("setuptools>=") and tuple(map(int, r.split(">=")[1].split("."))) >= (70, 1)
                for r in build)  # bdist_wheel is part of setuptools from 70.1: no separate `wheel` needed
+
+
+# Libraries the core may import without declaring them in `dependencies`: the optional Dask runner
+# (the [dask] extra), whose importers must catch the ImportError and say what to install.
+OPTIONAL = {"dask": "dask", "distributed": "dask"}
+
+
+def _core_imports() -> dict[str, list[tuple[Path, bool]]]:
+    """Every top-level library the core imports (module level or inside functions): name → [(file,
+    guarded)], *guarded* when the import sits in a ``try`` whose handlers catch ImportError."""
+    import ast
+
+    found: dict[str, list[tuple[Path, bool]]] = {}
+    for path in sorted((ROOT / "gpudse_core").rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        guarded: set[int] = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Try) and any(
+                    h.type is not None and "ImportError" in ast.unparse(h.type) for h in node.handlers):
+                guarded |= {id(n) for stmt in node.body for n in ast.walk(stmt)}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                names = [node.module]
+            else:
+                continue
+            for name in names:
+                top = name.split(".")[0]
+                if top not in sys.stdlib_module_names and top != "gpudse_core":
+                    found.setdefault(top, []).append((path, id(node) in guarded))
+    return found
+
+
+def _dist(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", re.split(r"[<>=!~\[ ;]", name.strip())[0]).lower()
+
+
+def test_every_library_the_core_imports_is_installed_by_pip_install_dot():
+    """After `pip install .` (README: just the package and the CLI) no command dies on a missing module:
+    each library the core imports is a dependency, or optional with a message saying what to install."""
+    from importlib.metadata import packages_distributions
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    declared = {_dist(d) for d in project["dependencies"]}
+    dists = packages_distributions()
+    missing, unguarded = [], []
+    for top, where in sorted(_core_imports().items()):
+        if top in OPTIONAL:
+            assert OPTIONAL[top] in project["optional-dependencies"], top
+            for path in {p for p, ok in where if not ok}:  # an unguarded import: its module says what to install
+                text = path.read_text(encoding="utf-8")
+                if not ("except ImportError" in text and "pip install" in text):
+                    unguarded.append(f"{path.relative_to(ROOT)} imports {top} without saying what to install")
+            continue
+        names = {_dist(d) for d in dists.get(top, [top])}
+        if not names & declared:
+            missing.append(f"{top} ({', '.join(sorted(names))}; e.g. {where[0][0].relative_to(ROOT)})")
+    assert not missing, "imported by the core but not in pyproject's dependencies: " + "; ".join(missing)
+    assert not unguarded, "\n".join(unguarded)
+
+
+def test_requirements_hold_every_dependency_of_the_package():
+    """requirements.txt is the full set: the package's dependencies and every extra."""
+    reqs = {_dist(line) for line in (ROOT / "requirements.txt").read_text().splitlines()
+            if line.strip() and line.strip()[0] not in "#-"}
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    wanted = {_dist(d) for d in project["dependencies"]}
+    wanted |= {_dist(d) for extra in project["optional-dependencies"].values() for d in extra}
+    assert wanted <= reqs, sorted(wanted - reqs)
+
+
+def test_every_subpackage_of_the_core_is_packaged():
+    """pyproject lists packages by hand: a new sub-package left out is missing after `pip install .`."""
+    listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    present = {".".join(p.parent.relative_to(ROOT).parts) for p in (ROOT / "gpudse_core").rglob("__init__.py")}
+    assert present <= listed, sorted(present - listed)

@@ -10,10 +10,11 @@ import numpy as np
 import pytest
 
 from gpudse_core import GpudseError, load_preset, sample
-from gpudse_core.report import figures
-from gpudse_core.report.project import Project, html_report, load_project, save_project
-from gpudse_core.sim.simulator import simulate
 from gpudse_core.model.stepwise import fit_stepwise
+from gpudse_core.report import figures
+from gpudse_core.report.html import html_report
+from gpudse_core.sim.simulator import simulate
+from gpudse_core.workspace.project import Project, load_project, save_project
 
 
 @pytest.fixture(scope="module")

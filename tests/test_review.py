@@ -110,7 +110,7 @@ def test_the_simulator_adds_one_per_cent_noise_by_default_and_fit_says_when_it_i
     assert noise_free.returncode == 0
     ratio = np.log(pd.read_csv(r).cycles / pd.read_csv(r0).cycles)
     assert 0.006 < ratio.std() < 0.014  # σ = 0.01 of log-normal noise
-    from gpudse_core.report.fmt import _repr_digits
+    from gpudse_core.fmt import _repr_digits
 
     cells = [line.split(",")[PARAMS.__len__()] for line in r.read_text().splitlines()[1:]]
     assert max(_repr_digits(c) for c in cells) == 7  # computed cycles: 7 significant digits, not 17
@@ -320,7 +320,7 @@ def test_a_given_precision_reads_back_within_its_digits(values, digits):
 @settings(max_examples=100)
 @given(hst.lists(anyfloat.filter(lambda v: v != 0), min_size=1, max_size=20))
 def test_auto_precision_writes_computed_values_to_seven_digits(values):
-    from gpudse_core.report.fmt import CSV_COMPUTED_DIGITS, CSV_EXACT_DIGITS, _repr_digits
+    from gpudse_core.fmt import CSV_COMPUTED_DIGITS, CSV_EXACT_DIGITS, _repr_digits
 
     computed = [v * (1 + 1 / 3) for v in values]  # a computation's decimals
     back, text = written({"y": computed}, None)

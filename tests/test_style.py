@@ -20,8 +20,9 @@ from gpudse_core.model.inference import anova, qq_points, residual_table, variab
 from gpudse_core.model.stepwise import fit_stepwise
 from gpudse_core.model.validation import ValidationResult
 from gpudse_core.report import figures, style
-from gpudse_core.report.project import Project, html_report
+from gpudse_core.report.html import html_report
 from gpudse_core.sim.simulator import simulate
+from gpudse_core.workspace.project import Project
 
 
 def lab(hexcolour: str) -> np.ndarray:

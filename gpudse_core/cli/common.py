@@ -30,7 +30,7 @@ def write_table(table: Any, out: Path, precision: int | None = None) -> None:
 
 def precision_arg(text: str) -> int | None:
     """``--precision auto`` (None: the data's own precision) or significant digits (1-17)."""
-    from ..report.fmt import csv_precision
+    from ..fmt import csv_precision
 
     try:
         return csv_precision(text)

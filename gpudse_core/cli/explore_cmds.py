@@ -58,7 +58,7 @@ def cmd_explore(args: argparse.Namespace) -> int:
         doc.update(used=found.used, level=found.level, left_out=found.left_out, notes=notes)
         print(json.dumps(doc, indent=1, default=str))
     else:
-        from ..report.fmt import fmt_count, fmt_duration, text_table
+        from ..fmt import fmt_count, fmt_duration, text_table
 
         feasible = fmt_count(res.feasible) if res.feasible is not None else "?"
         print(f"{space.name}: {fmt_count(res.space_size)} points, {feasible} feasible; method {res.method}: "

@@ -28,7 +28,7 @@ def trace_json(model, params) -> dict:
 
 def step_progress(line: Progress):
     """A fit's steps as they come, on stderr's progress line (the table follows on stdout at the end)."""
-    from ..report.fmt import fmt_r2
+    from ..fmt import fmt_r2
 
     def echo(step) -> None:
         what = "nothing left to try" if step.chosen is None else (
@@ -38,11 +38,6 @@ def step_progress(line: Progress):
              f"{step.chosen} {'added' if step.accepted else 'rejected'}"))
         line(f"step {step.step} ({step.kind}): {what}; R² {fmt_r2(step.r2)}")
     return echo
-
-
-# the robust search's settings that Stargazer 1.0 fixes (a flag for one of them is an error with the paper model)
-PAPER_FIXED = ("phi3", "criterion", "compare", "knots", "knot_placement", "interactions", "max_order",
-               "powers_of_two", "robust", "cells", "row_guard")
 
 
 STEPWISE_ONLY = ("theta", "phi", "phi3", "criterion", "compare", "knots", "knot_placement", "interactions",
@@ -56,14 +51,13 @@ def stepwise_flags(args: argparse.Namespace) -> list[str]:
 
 
 def fit_settings(args: argparse.Namespace) -> tuple[dict, list[str]]:
-    """Estimator settings from ``gpudse fit`` flags: the preset's (``--preset stargazer``: the paper's
-    exact reading, stepwise.PAPER_SETTINGS) or the robust defaults, overridden by every flag given.
-    With ``--space``, parameters' scales come from the space file. Returns (settings, notes)."""
+    """The stepwise search's settings given by ``gpudse fit`` flags (the model's own for the rest,
+    model.learners.stepwise_settings; the paper model's are stepwise.PAPER_SETTINGS). With ``--space``,
+    parameters' scales come from the space file. Returns (settings, notes)."""
     from ..model.encoding import scales_from_space
-    from ..model.stepwise import ABSOLUTE_THRESHOLD, PAPER_SETTINGS
+    from ..model.learners import paper_conflicts
 
     paper = args.preset == "stargazer"
-    kw: dict = dict(PAPER_SETTINGS) if paper else {}
     notes: list[str] = []
     flags = {"theta": args.theta, "phi": args.phi, "phi3": args.phi3, "criterion": args.criterion,
              "compare": args.compare, "knots": args.knots, "knot_placement": args.knot_placement,
@@ -72,21 +66,20 @@ def fit_settings(args: argparse.Namespace) -> tuple[dict, list[str]]:
              "cells": None if args.cells is None else args.cells == "on",
              "row_guard": None if args.row_guard is None else args.row_guard == "on",
              "powers_of_two": None if args.powers_of_two is None else args.powers_of_two == "on"}
-    if paper:
-        own = {"max_order": 2, "robust": "none", "cells": False, "row_guard": False}  # the paper model's own values may be stated
-        unused = [f"--{k.replace('_', '-')}" for k in PAPER_FIXED if flags.get(k) is not None
-                  and not (k in own and flags[k] == own[k])] + (["--scale"] if args.scale is not None else [])
-        if unused:
-            raise GpudseError(f"{', '.join(unused)}: the paper model is Stargazer 1.0 as released, with its own "
-                              f"knots, splines and pairwise search (θ, φ, --threshold-rule, --max-terms, --force and "
-                              f"--transform apply); use --model stepwise to tune those")
-        if args.threshold_rule == "absolute":  # the paper text's reading: θ = φ = 0.01 unless given
-            kw.update(theta=ABSOLUTE_THRESHOLD, phi=ABSOLUTE_THRESHOLD)
-    kw.update({k: v for k, v in flags.items() if v is not None})
+    kw = {k: v for k, v in flags.items() if v is not None}
+    if args.force:
+        kw["forced"] = list(args.force)
     if args.bound_margin is not None:
         kw["bound_margin"] = None if args.bound_margin < 0 else args.bound_margin
     scale = args.scale
     if paper:
+        if args.transform is not None:
+            kw["response_transform"] = args.transform
+        unused = [f"--{k.replace('_', '-')}" for k in paper_conflicts(kw)] + (["--scale"] if scale is not None else [])
+        if unused:
+            raise GpudseError(f"{', '.join(unused)}: the paper model is Stargazer 1.0 as released, with its own "
+                              f"knots, splines and pairwise search (θ, φ, --threshold-rule, --max-terms, --force and "
+                              f"--transform apply); use --model stepwise to tune those")
         return kw, notes
     if args.space:
         from ..space.presets import load_space
@@ -111,8 +104,8 @@ def headline_doc(model, data) -> dict:
 
 def final_line(model, data) -> str:
     """The fit's last line: its terms, led by the out-of-sample error; R² only when it means something."""
+    from ..fmt import fmt_r2
     from ..model.headline import fit_headline
-    from ..report.fmt import fmt_r2
 
     h = fit_headline(model, data)
     head = f"final model ({model.n:,} rows): {' + '.join(model.terms)}; "
@@ -124,7 +117,7 @@ def final_line(model, data) -> str:
 
 def cmd_fit(args: argparse.Namespace) -> int:
     from ..dataio import read_table
-    from ..model.stepwise import fit_stepwise
+    from ..model.registry import fit_model
 
     if args.workspace:
         return _fit_workspace(args)
@@ -154,8 +147,8 @@ def cmd_fit(args: argparse.Namespace) -> int:
             print(f"note: {param_note}", file=sys.stderr)
         return code
     kw, space_notes = fit_settings(args)
-    model = fit_stepwise(data, args.response, callback=echo, params=params, transform=args.transform,
-                         forced=args.force or (), **kw)
+    model = fit_model("paper" if args.preset == "stargazer" else "stepwise", data, args.response, params,
+                      transform=args.transform, stepwise_kw=kw, callback=echo)
     model.save(out)
     line.end()
     if args.json:
@@ -279,7 +272,7 @@ def _cv_table(rows: list[dict]) -> str:
 
 def cmd_predict(args: argparse.Namespace) -> int:
     from ..dataio import read_table
-    from ..model.learners import BOUND_MARGIN, details
+    from ..model.learners import BOUND_MARGIN
     from ..model.registry import load_model
 
     model = load_model(args.model)
@@ -291,7 +284,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
         raise GpudseError(f"{args.points}: the points already have column(s) {', '.join(map(repr, clash))}, which "
                           f"predict adds; drop or rename them")
     out = writable(args.output, (".csv", ".parquet", ".json"))
-    det = details(model, points)
+    det = model.predict_details(points)
     result = with_predictions(points, det)
     write_table(result, out, args.precision)
     n_bounded = int(det.bounded.sum())

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from .. import choices
 from ..errors import GpudseError
-from ..report.fmt import fmt_number, response_unit
+from ..fmt import fmt_number, response_unit
 from .common import count_arg, nonnegative_int, writable
 
 GOALS = ("min", "max", "accuracy", "pareto")

@@ -85,7 +85,7 @@ def cmd_sample(args: argparse.Namespace) -> int:
     share = len(result) / (result.feasible_size or space.size)
     extra = f"; {result.replaced} LHS rows re-drawn" if result.replaced else ""
     seed = f"seed {args.seed}" if args.seed is not None else "no seed: pass --seed N to draw the same points again"
-    from ..report.fmt import fmt_percent
+    from ..fmt import fmt_percent
 
     print(f"wrote {len(result):,} design points ({fmt_percent(share)} of the space, method {args.method}, "
           f"{seed}) to {out}{extra}", file=sys.stderr)

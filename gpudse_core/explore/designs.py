@@ -74,7 +74,7 @@ class BestDesigns:
     def display(self, space: DesignSpace, response: str, unit: str | None = None) -> pd.DataFrame:
         """The rows as display strings through the one formatter: the prediction, its interval, the
         designs each row stands for, simulated ones, then the used and the other parameters."""
-        from ..report.fmt import fmt_count, format_table, header, space_units
+        from ..fmt import fmt_count, format_table, header, space_units
 
         units = space_units(space)
         r = self.rows
@@ -126,7 +126,7 @@ def _plain(v: Any) -> Any:
 
 
 def _fmt_value(v: Any) -> str:
-    from ..report.fmt import fmt_value
+    from ..fmt import fmt_value
 
     return fmt_value(v)
 

@@ -16,12 +16,12 @@ fitted on some fold is shown with the reason and not chosen.
 No test data are used: only the rows given (in ``gpudse validate``, only the training draw).
 
 Speed, without changing the choice: the candidates are cross-validated cheapest first (the stepwise
-variants, then forest, hybrid, boosting, EBM; the table keeps the list's order), and a learner is
+models, then forest, hybrid, boosting, EBM; the table keeps the list's order), and a learner is
 stopped after any fold where it can no longer matter. Relative errors are non-negative, so the
 errors of the folds done, summed and divided by all n rows, are a lower bound of its final mean;
 once that bound exceeds both the lowest finished mean × (1 + ``TIE``) and the second-lowest
 finished mean, the learner can be neither chosen, nor the lowest (which sets the tie band), nor the
-runner-up the reason names. Its row says where it stopped and why. The stepwise variants always run
+runner-up the reason names. Its row says where it stopped and why. The stepwise models always run
 to the end (the reason names the best of them). Measured on the built-in matMul kernel (300 rows,
 10 parameters), where the EBM trails: it stops after 2 of 5 folds.
 """
@@ -37,7 +37,7 @@ import numpy as np
 import pandas as pd
 
 from ..choices import AUTO_CANDIDATES
-from .learners import details, stepwise_settings
+from .learners import stepwise_settings
 from ..jsonutil import plain_json
 from .kinds import fit_kind, split_name
 from .stepwise import FitError
@@ -101,7 +101,7 @@ def cross_validate(data: pd.DataFrame, response: str, params: Sequence[str], *, 
         errs, bounded, note = [], 0, ""
         prunable = stop_early and base not in ("stepwise", "paper")
         if base in ("stepwise", "paper") and stepwise_settings(base, order) is None:
-            note = "three-way interactions are not available in this version"
+            note = "Stargazer 1.0 tries pairs only"
             done += folds
         else:
             for k, (tr, te) in enumerate(splits):
@@ -109,7 +109,7 @@ def cross_validate(data: pd.DataFrame, response: str, params: Sequence[str], *, 
                 try:
                     model = fit_kind(name, train, response, params, transform=transform, seed=seed,
                                       stepwise_kw=stepwise_kw if base == "stepwise" else None)
-                    det = details(model, test)  # guarded by the model's own bounds (on its own scale)
+                    det = model.predict_details(test)  # guarded by the model's own bounds (on its own scale)
                 except (FitError, ValueError, np.linalg.LinAlgError) as e:
                     note = f"fold {k + 1}: {e}"
                     done += folds - k

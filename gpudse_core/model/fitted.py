@@ -37,7 +37,7 @@ import pandas as pd
 
 from ..choices import INTERACTION_FORMS, TRANSFORMS
 from ..errors import GpudseError
-from ..jsonutil import json_default
+from ..jsonutil import finite_number, json_default
 from .splines import Basis
 from .support import Support
 
@@ -439,12 +439,12 @@ class StepwiseModel:
             raise FitError(f"{source}: terms must be a list of names")
         z_range = d.get("z_range")
         if z_range is not None:
-            if not (isinstance(z_range, list) and len(z_range) == 2 and all(_finite(v) for v in z_range)
+            if not (isinstance(z_range, list) and len(z_range) == 2 and all(finite_number(v) for v in z_range)
                     and z_range[0] <= z_range[1]):
                 raise FitError(f"{source}: z_range must be [low, high], two finite numbers (got {z_range!r})")
             z_range = (float(z_range[0]), float(z_range[1]))
         margin = d.get("bound_margin", DEFAULT_BOUND_MARGIN if z_range is not None else None)
-        if margin is not None and not (_finite(margin) and 0 <= margin <= 1e6):
+        if margin is not None and not (finite_number(margin) and 0 <= margin <= 1e6):
             raise FitError(f"{source}: bound_margin must be a non-negative number or null (got {margin!r})")
         support = Support.from_dict(d["support"], bases) if d.get("support") is not None else None
         unseen = d.get("unseen", "model")
@@ -464,8 +464,8 @@ class StepwiseModel:
             root = noise.get("root") if isinstance(noise, dict) else None
             ok = (isinstance(root, list) and len(root) == len(coef) and all(isinstance(r, list) for r in root)
                   and len({len(r) for r in root}) <= 1 and len(root[0]) <= len(coef)
-                  and all(_finite(v) for r in root for v in r)
-                  and _finite(noise.get("sigma")) and noise["sigma"] >= 0
+                  and all(finite_number(v) for r in root for v in r)
+                  and finite_number(noise.get("sigma")) and noise["sigma"] >= 0
                   and isinstance(noise.get("df"), int) and not isinstance(noise["df"], bool) and noise["df"] >= 1)
             if not ok:
                 raise FitError(f"{source}: noise must be {{'sigma': number >= 0, 'df': whole number >= 1, 'root': "
@@ -474,8 +474,8 @@ class StepwiseModel:
         robust = d.get("robust")
         if robust is not None:
             ok = (isinstance(robust, dict) and robust.get("method") == "huber"
-                  and _finite(robust.get("k")) and 0 < robust["k"] <= 1e6
-                  and _finite(robust.get("scale")) and 0 <= robust["scale"] <= 1e300
+                  and finite_number(robust.get("k")) and 0 < robust["k"] <= 1e6
+                  and finite_number(robust.get("scale")) and 0 <= robust["scale"] <= 1e300
                   and isinstance(robust.get("rounds"), int) and not isinstance(robust["rounds"], bool)
                   and 0 <= robust["rounds"] <= 1000)
             if not ok:
@@ -541,10 +541,6 @@ def _max_bytes() -> int:
     from .. import limits
 
     return limits.current().document_bytes
-
-
-def _finite(v: Any) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
 
 
 def _support_levels(ps: Any) -> np.ndarray:

@@ -49,7 +49,7 @@ class Headline:
 
     def text(self, short: bool = False) -> str:
         """One line for a caption, the sidebar or the report."""
-        from ..report.fmt import fmt_percent
+        from ..fmt import fmt_percent
 
         if self.value is None and self.interpolates:
             return "interpolates (noise-free results): judge it on held-out points" if not short else "interpolates"
@@ -84,7 +84,7 @@ def loo_errors(model: Any, data: Any) -> np.ndarray:
 
 def interpolation_note(r2: float | None, n: int, n_coef: int, loo_median: float | None = None) -> str | None:
     """The note saying a fit interpolates its data, or None (see the module docstring for the rule)."""
-    from ..report.fmt import fmt_count, fmt_number, fmt_percent
+    from ..fmt import fmt_count, fmt_number, fmt_percent
 
     if r2 is None or not np.isfinite(r2):
         return None

@@ -1,10 +1,10 @@
-"""The model kinds by name, and fitting one of them (every kind but ``auto``).
+"""The models by name (their *kind*), and fitting one of them (every kind but ``auto``).
 
-``stepwise`` is the robust default interpretable model (Stargazer Algorithm 1 with the settings of
-:mod:`.learners`), ``paper`` the stepwise model with Stargazer's settings as written, ``ebm``,
+``stepwise`` is the robust default interpretable model (Stargazer Algorithm 1 with the estimator's
+defaults), ``paper`` the stepwise model with Stargazer's settings as written, ``ebm``,
 ``forest``, ``boosting``, ``hybrid`` the learners of :mod:`.learners`. A stepwise name may end in
 ``+2way`` or ``+3way`` to set the search's highest interaction order (what cross-validation tries,
-:mod:`.auto`); without it the preset's own order applies. :mod:`.registry` adds ``auto`` and the
+:mod:`.auto`); without it the model's own order applies. :mod:`.registry` adds ``auto`` and the
 model files on top of this module.
 """
 
@@ -23,7 +23,7 @@ ORDERS = {"+2way": 2, "+3way": 3}
 
 
 def split_name(name: str) -> tuple[str, int | None]:
-    """``stepwise+3way`` → (``stepwise``, 3); ``paper`` → (``paper``, None: the preset's own order)."""
+    """``stepwise+3way`` → (``stepwise``, 3); ``paper`` → (``paper``, None: the model's own order)."""
     for suffix, order in ORDERS.items():
         base = name.removesuffix(suffix)
         if base != name:
@@ -36,28 +36,31 @@ def split_name(name: str) -> tuple[str, int | None]:
 
 
 def fit_kind(name: str, data: pd.DataFrame, response: str, params: Sequence[str] | None = None, *,
-              transform: str = "log", seed: int = 0, stepwise_kw: Mapping[str, Any] | None = None,
-              callback: Callable | None = None) -> Any:
+             transform: str | None = "log", seed: int = 0, stepwise_kw: Mapping[str, Any] | None = None,
+             callback: Callable | None = None) -> Any:
     """Fit the model called *name* (any kind but ``auto``) on a results table. *stepwise_kw* (θ, φ,
-    knots …) and *callback* (one call per trace step) apply to the stepwise kinds."""
+    knots …, :func:`.learners.stepwise_settings`) and *callback* (one call per trace step) apply to the
+    stepwise models; *transform* None is the stepwise model's own choice (leave-one-out error)."""
     base, order = split_name(name)
     check_response(data, response)
     params = list(params) if params else [c for c in data.columns if c != response]
+    missing = [p for p in params if p not in data.columns]
+    if missing:
+        raise FitError(f"unknown column(s) {', '.join(map(repr, missing))}; columns: "
+                       f"{', '.join(map(str, data.columns))}")
     if base == "auto":
         raise FitError("auto is the choice among the kinds by cross-validation: fit it with registry.fit_model")
     if base in ("stepwise", "paper"):
         kw = dict(stepwise_kw or {})
         if callback is not None:
             kw["callback"] = callback
-        # the robust stepwise model chooses its own transform ("auto"/None); the paper preset is compared
-        # on the learners' scale
-        tf = transform if base == "stepwise" else learner_transform(transform, data[response])
-        return stepwise_fit(data[params + [response]], response, base, order, tf, **kw)
+        order = kw.pop("max_order", None) if order is None else order  # a +2way/+3way name wins
+        return stepwise_fit(data[params + [response]], response, base, order, transform, **kw)
     return fit_learner(base, data, response, params, learner_transform(transform, data[response]), seed)
 
 
 def learner_transform(transform: str | None, y: Any) -> str:
-    """The response scale of a model without its own choice (trees, EBM, the paper preset): the
+    """The response scale of a model without its own choice (trees, EBM): the
     given one, or for ``auto``/``None`` log when every response is positive (relative errors are what
     design-space exploration reports; runtimes span orders of magnitude), else none."""
     if transform not in (None, "auto"):

@@ -40,7 +40,8 @@ from .. import limits
 from ..choices import TRANSFORMS
 from ..errors import GpudseError
 from .fitted import DEFAULT_BOUND_MARGIN as BOUND_MARGIN
-from .fitted import FitError, StepwiseModel, constant_response_note, inverse_transform, transform_response
+from .fitted import FitError, StepwiseModel, _rows, constant_response_note, inverse_transform, transform_response
+from .support import Support
 
 LEARNER_SCHEMA = "gpudse.learner/2"
 REFIT_SCHEMA = "gpudse.learner/1"  # settings and training rows only: refitted on load
@@ -97,50 +98,12 @@ def is_categorical(col: pd.Series) -> bool:
     return col.dtype.kind in "OUSb" or isinstance(col.dtype, pd.CategoricalDtype)
 
 
-class Support:
-    """Per-parameter training support: numeric ranges and categorical levels.
-
-    (Helper H1's model/support.py adds interaction level combinations for the stepwise model; the
-    lead may replace this class by it at merge.)"""
-
-    def __init__(self, ranges: Mapping[str, tuple[float, float]], levels: Mapping[str, Sequence[str]]):
-        self.ranges = {p: (float(a), float(b)) for p, (a, b) in ranges.items()}
-        self.levels = {p: [str(v) for v in lv] for p, lv in levels.items()}
-
-    @classmethod
-    def of(cls, X: pd.DataFrame, categorical: Sequence[str]) -> "Support":
-        ranges = {p: (X[p].min(), X[p].max()) for p in X.columns if p not in categorical}
-        levels = {p: sorted(set(X[p].astype(str))) for p in categorical}
-        return cls(ranges, levels)
-
-    def reasons(self, X: pd.DataFrame) -> np.ndarray:
-        """Per row: why it lies outside the support ('' when inside)."""
-        reasons: dict[int, list[str]] = {}
-        for p, (lo, hi) in self.ranges.items():
-            x = X[p].to_numpy(float)
-            for i in np.flatnonzero((x < lo) | (x > hi)):
-                reasons.setdefault(int(i), []).append(f"{p}={x[i]:g} outside the training range {lo:g}..{hi:g}")
-        for p, lv in self.levels.items():
-            v = X[p].astype(str).to_numpy()
-            for i in np.flatnonzero(~np.isin(v, lv)):
-                reasons.setdefault(int(i), []).append(f"{p}={v[i]} not seen in training")
-        out = np.full(len(X), "", dtype=object)
-        for i, r in reasons.items():
-            out[i] = "; ".join(r)
-        return out
-
-
 def _one_thread():
     """Native thread pools (OpenMP in histogram boosting) single-threaded: on a shared 2-core machine
     their spin-waiting made one 300-row boosting fit take 7.5 s instead of 0.4 s (see model/threads.py)."""
     from .threads import one_thread
 
     return one_thread()
-
-
-def _rows(idx: np.ndarray, limit: int = 8) -> str:
-    shown = ", ".join(str(int(i) + 1) for i in idx[:limit])
-    return shown + (f" … ({idx.size} in all)" if idx.size > limit else "")
 
 
 def check_settings(kind: str, settings: Mapping[str, Any] | None, source: str = "settings") -> dict[str, Any]:
@@ -439,7 +402,7 @@ def point_curve(model: Any, parameters: Sequence[str], param: str, values: list,
         raise GpudseError(f"the base point lacks {', '.join(map(repr, missing))}")
     frame = pd.DataFrame({p: [base_point[p]] * len(values) for p in parameters if p != param})
     frame[param] = values
-    return pd.concat([frame[[param]], details(model, frame)], axis=1)
+    return pd.concat([frame[[param]], model.predict_details(frame)], axis=1)
 
 
 def partial_dependence(model: Any, X: pd.DataFrame, param: str, values: list) -> np.ndarray:
@@ -558,7 +521,7 @@ class HybridLearner(Learner):
         # level there (the point is flagged as extrapolation); the boosting part sees all-zero dummies
         S = X.copy()
         for p in self.categorical:
-            known = self.support_.levels[p]
+            known = self.support_.params[p].levels
             unseen = ~S[p].isin(known)
             if unseen.any():
                 S.loc[unseen, p] = self.train_[p].mode().iloc[0]
@@ -643,37 +606,45 @@ def fit_learner(kind: str, data: pd.DataFrame, response: str, params: Sequence[s
     return KINDS[kind](response, params, transform, settings, seed).fit(data)
 
 
-# ---- the stepwise model through the same interface (adapters for helper H1's interfaces) -------------
-def stepwise_settings(name: str, max_order: int | None = None) -> dict[str, Any] | None:
-    """Estimator settings of the stepwise variants: ``stepwise`` is the estimator's (robust)
-    default, ``paper`` Stargazer as written (Stargazer 1.0 exactly, its own raw response scale);
-    *max_order* (2 or 3) overrides the highest interaction order, ``None`` keeps the preset's. ``None``
-    when the variant cannot be fitted (``paper`` has pairs only)."""
-    from . import stepwise as sw  # the search, loaded when a stepwise model is fitted
-    from .stepwise import StepwiseRegression
+# ---- the stepwise models through the same interface --------------------------------------------------
+# The paper model is Stargazer 1.0 as released: its settings are stepwise.PAPER_SETTINGS, the one list of
+# them. Of the search's settings these may also be given with it (the thresholds and their rule, where the
+# search stops, forced terms, the response scale, the guard's margin); any other one must keep the value
+# PAPER_SETTINGS gives it, or be left out.
+PAPER_TUNABLE = ("theta", "phi", "threshold_rule", "max_terms", "forced", "response_transform", "bound_margin")
 
-    kw: dict[str, Any] = dict(getattr(sw, "PAPER_SETTINGS", {})) if name == "paper" else {}
-    if name == "paper":
-        return kw if max_order in (None, 2) else None
-    kw.pop("transform", None)
-    kw.pop("response_transform", None)
-    if max_order is None:
-        return kw
-    if "max_order" in StepwiseRegression().get_params():
-        kw["max_order"] = max_order
-    elif max_order != 2:
+
+def paper_conflicts(given: Mapping[str, Any]) -> list[str]:
+    """The settings in *given* that the paper model fixes otherwise (empty: *given* suits it)."""
+    from .stepwise import PAPER_SETTINGS
+
+    return [k for k, v in given.items() if k not in PAPER_TUNABLE and not (k in PAPER_SETTINGS
+                                                                          and PAPER_SETTINGS[k] == v)]
+
+
+def stepwise_settings(kind: str, max_order: int | None = None,
+                      given: Mapping[str, Any] | None = None) -> dict[str, Any] | None:
+    """Estimator settings of a stepwise model: ``stepwise`` is the estimator's robust defaults updated
+    by *given*; ``paper`` is Stargazer as written (``PAPER_SETTINGS``) updated by *given*, which must
+    suit it (:func:`paper_conflicts`); under the ``absolute`` threshold rule (the paper text's reading,
+    §5.2) θ and φ default to ``ABSOLUTE_THRESHOLD``. *max_order* (2 or 3) overrides the highest
+    interaction order, ``None`` keeps the model's own. ``None`` when the model cannot be fitted so
+    (``paper`` tries pairs only)."""
+    from .stepwise import ABSOLUTE_THRESHOLD, PAPER_SETTINGS
+
+    given = dict(given or {})
+    if kind != "paper":
+        return given | ({} if max_order is None else {"max_order": max_order})
+    if max_order not in (None, 2):
         return None
-    return kw
-
-
-def details(model: Any, X: pd.DataFrame, bounds: tuple[float, float] | None = None) -> pd.DataFrame:
-    """``predict_details`` of any model. A stepwise model without its own guard (before H1's
-    change) is guarded here with *bounds* (the training response range, when known)."""
-    if hasattr(model, "predict_details"):
-        return model.predict_details(X)
-    z, flags = guard(model.linear_predictor(X), bounds)
-    return pd.DataFrame({"predicted": inverse_transform(z, model.transform), "bounded": flags,
-                         "extrapolation": np.full(len(X), "", dtype=object)}, index=X.index)
+    bad = paper_conflicts(given)
+    if bad:
+        raise FitError(f"{', '.join(bad)}: the paper model is Stargazer 1.0 as released, with its own knots, splines "
+                       f"and pairwise search; use the stepwise model to tune {'those' if len(bad) > 1 else 'that'}")
+    kw = dict(PAPER_SETTINGS)
+    if given.get("threshold_rule") == "absolute":
+        kw.update(theta=ABSOLUTE_THRESHOLD, phi=ABSOLUTE_THRESHOLD)
+    return kw | given
 
 
 def curve(model: Any, param: str, values: Sequence[Any], base_point: Mapping[str, Any] | None = None) -> pd.DataFrame:
@@ -687,18 +658,24 @@ def curve(model: Any, param: str, values: Sequence[Any], base_point: Mapping[str
     return point_curve(model, list(model.parameters), param, list(values), base_point)
 
 
-def stepwise_fit(data: pd.DataFrame, response: str, variant: str = "stepwise", max_order: int | None = None,
-                 transform: str = "log", **kw: Any) -> StepwiseModel:
-    """Fit a stepwise variant; columns constant in *data* are left out (likely in a small draw). The
-    ``paper`` variant keeps its own response scale (raw): *transform* applies to ``stepwise``."""
-    settings = stepwise_settings(variant, max_order)
-    if settings is None:
-        raise FitError(f"{variant} cannot have three-way interactions (Stargazer 1.0 tries pairs only)")
-    if variant == "paper":
-        transform = None
-    cols = [c for c in data.columns if c != response and data[c].nunique() > 1]
-    if "forced" in kw:
-        kw["forced"] = [t for t in kw["forced"] if all(p in cols for p in t.split(":"))]
+def stepwise_fit(data: pd.DataFrame, response: str, kind: str = "stepwise", max_order: int | None = None,
+                 transform: str | None = "log", **kw: Any) -> StepwiseModel:
+    """Fit a stepwise model (``stepwise`` or ``paper``) with the settings of :func:`stepwise_settings`
+    (*kw*; ``callback`` is passed to the search). Parameter columns constant in *data* are left out
+    with a note (likely in a small draw). *transform* applies to ``stepwise`` (None: the estimator's
+    own choice); the ``paper`` model keeps its raw scale unless *kw* gives ``response_transform``."""
     from .stepwise import fit_stepwise
 
-    return fit_stepwise(data[cols + [response]], response, transform=transform, **{**settings, **kw})
+    callback = kw.pop("callback", None)
+    settings = stepwise_settings(kind, max_order, kw)
+    if settings is None:
+        raise FitError(f"{kind} cannot have three-way interactions (Stargazer 1.0 tries pairs only)")
+    cols = [c for c in data.columns if c != response and data[c].nunique() > 1]
+    constant = [str(c) for c in data.columns if c != response and c not in cols]
+    if "forced" in settings:
+        settings["forced"] = [t for t in settings["forced"] if all(p in cols for p in t.split(":"))]
+    model = fit_stepwise(data[cols + [response]], response, callback=callback,
+                         transform=None if kind == "paper" else transform, **settings)
+    if constant:
+        model.notes.append(f"column(s) {', '.join(constant)} constant in the data: left out")
+    return model

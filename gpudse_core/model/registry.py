@@ -5,7 +5,7 @@ default interpretable model, ``paper`` the stepwise model with Stargazer's setti
 ``ebm``, ``forest``, ``boosting``, ``hybrid`` the learners of :mod:`.learners`, and ``auto`` the
 choice by cross-validation of :mod:`.auto`. A stepwise name may end in ``+2way`` or ``+3way`` to set
 the search's highest interaction order (``stepwise+2way``, ``paper+3way``: what cross-validation
-tries); without it the preset's own order applies.
+tries); without it the model's own order applies.
 
 Files are JSON and dispatch on their ``schema``: ``gpudse.model/N`` (a stepwise model: bases and
 coefficients) or ``gpudse.learner/2`` (a learner: its fitted trees or EBM tables as arrays, evaluated
@@ -39,12 +39,15 @@ def split_name(name: str) -> tuple[str, int | None]:
 
 
 def fit_model(name: str, data: pd.DataFrame, response: str, params: Sequence[str] | None = None, *,
-              transform: str = "log", seed: int = 0, stepwise_kw: Mapping[str, Any] | None = None,
+              transform: str | None = "log", seed: int = 0, stepwise_kw: Mapping[str, Any] | None = None,
               callback: Callable | None = None, folds: int = 5,
               progress: Callable[[int, int, str], Any] | None = None) -> Any:
-    """Fit the model called *name* on a results table. *stepwise_kw* (θ, φ, knots …) and *callback*
-    (one call per trace step) apply to the stepwise kinds; *folds* and *progress* to ``auto`` (the
-    choice by cross-validation, :mod:`.auto`); every other name is one kind of :mod:`.kinds`."""
+    """Fit the model called *name* on a results table: the one entry point of every front end (the
+    ``gpudse fit`` command, the dashboard's fit pages, the search, the example workspace). *stepwise_kw*
+    (θ, φ, knots …, checked by :func:`.learners.stepwise_settings`) and *callback* (one call per trace
+    step) apply to the stepwise models; *transform* None lets the stepwise model choose its scale;
+    *folds* and *progress* apply to ``auto`` (the choice by cross-validation, :mod:`.auto`); every
+    other name is one kind of :mod:`.kinds`."""
     from .kinds import check_response, fit_kind
 
     base, _ = split_name(name)
@@ -58,6 +61,21 @@ def fit_model(name: str, data: pd.DataFrame, response: str, params: Sequence[str
                                       data, response)
     return note_constant_response(fit_kind(name, data, response, params, transform=transform, seed=seed,
                                            stepwise_kw=stepwise_kw, callback=callback), data, response)
+
+
+def stepwise_request(settings: Mapping[str, Any]) -> tuple[str, str | None, dict[str, Any]]:
+    """The arguments of :func:`fit_model` for a stepwise fit asked for as estimator parameters (the fit
+    page's settings, a stored model's ``settings``; unknown keys ignored; ``reference`` true: the paper
+    model, whose fixed settings are :data:`.stepwise.PAPER_SETTINGS`): (kind, response transform,
+    stepwise settings)."""
+    from .learners import PAPER_TUNABLE
+    from .stepwise import StepwiseRegression
+
+    known = StepwiseRegression().get_params()
+    kw = {k: v for k, v in settings.items() if k in known and k not in ("response", "params")}
+    if kw.get("reference"):
+        return "paper", None, {k: v for k, v in kw.items() if k in PAPER_TUNABLE}
+    return "stepwise", kw.pop("response_transform", None), kw
 
 
 def model_to_dict(model: Any) -> dict:

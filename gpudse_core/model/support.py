@@ -13,17 +13,22 @@ only been seen with simd = 32, and the log-scale prediction ran to 1e27. So a mo
 
 :meth:`Support.reasons` gives, per query row, ``""`` inside the support or a short reason such as
 ``"blk=8 with simd=8 not seen in training"`` or ``"blk=64 outside the training range [1, 16]"``.
+
+Every model kind records its support this way: the stepwise model per its bases and interaction terms
+(:meth:`Support.build`), a learner (forest, boosting, EBM, hybrid) and a validation draw per parameter
+only, on the raw scale (:meth:`Support.of`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 
 from ..errors import GpudseError
+from ..jsonutil import finite_number
 from .splines import Basis, format_level
 
 MAX_LEVELS = 64  # distinct training values kept as cells; more are binned
@@ -107,16 +112,17 @@ class ParamSupport:
         lo = hi = None
         if kind != "text":
             rng = d.get("range")
-            if not (isinstance(rng, list) and len(rng) == 2 and all(_finite(v) for v in rng) and rng[0] <= rng[1]):
+            if not (isinstance(rng, list) and len(rng) == 2 and all(finite_number(v) for v in rng)
+                    and rng[0] <= rng[1]):
                 raise GpudseError(f"{ctx}: range must be [low, high], two finite numbers (got {rng!r})")
             lo, hi = float(rng[0]), float(rng[1])
         levels, edges = d.get("levels", []), d.get("edges", [])
         if kind == "bins":
-            if not (isinstance(edges, list) and len(edges) >= 2 and all(_finite(v) for v in edges)
+            if not (isinstance(edges, list) and len(edges) >= 2 and all(finite_number(v) for v in edges)
                     and np.all(np.diff(edges) > 0)):
                 raise GpudseError(f"{ctx}: bin edges must be at least two increasing finite numbers")
         elif kind == "levels":
-            if not (isinstance(levels, list) and levels and all(_finite(v) for v in levels)
+            if not (isinstance(levels, list) and levels and all(finite_number(v) for v in levels)
                     and np.all(np.diff(levels) > 0)):
                 raise GpudseError(f"{ctx}: levels must be increasing finite numbers")
             if scale == "log2" and levels[0] <= 0:
@@ -126,22 +132,25 @@ class ParamSupport:
         return cls(d["name"], kind, scale, lo, hi, list(levels), [float(e) for e in edges])
 
 
-def _finite(v: Any) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and bool(np.isfinite(v))
-
-
 def param_support(basis: Basis, values: Any) -> ParamSupport:
     """The support of one parameter from its training values and its basis (for the scale)."""
     if basis.kind == "categorical" and not basis.numeric_levels:
         return ParamSupport(basis.name, "text", levels=[str(v) for v in basis.levels])
+    return numeric_support(basis.name, values, basis.scale, basis.encode)
+
+
+def numeric_support(name: str, values: Any, scale: str = "linear",
+                    encode: Callable[[np.ndarray], np.ndarray] | None = None) -> ParamSupport:
+    """The support of a numeric parameter: its distinct training values when at most ``MAX_LEVELS``,
+    else ``BINS`` quantile bins on the modelling scale (*encode* maps raw values to it)."""
     x = np.asarray(values, dtype=float)
     lo, hi = float(x.min()), float(x.max())
     u = np.unique(x)
     if u.size <= MAX_LEVELS:
-        return ParamSupport(basis.name, "levels", basis.scale, lo, hi, levels=[float(v) for v in u])
-    e = basis.encode(x)
+        return ParamSupport(name, "levels", scale, lo, hi, levels=[float(v) for v in u])
+    e = encode(x) if encode is not None else x
     edges = np.unique(np.quantile(e, np.linspace(0, 1, BINS + 1)))
-    return ParamSupport(basis.name, "bins", basis.scale, lo, hi, edges=[float(v) for v in edges])
+    return ParamSupport(name, "bins", scale, lo, hi, edges=[float(v) for v in edges])
 
 
 @dataclass
@@ -165,6 +174,14 @@ class Support:
             bitmap[flat] = True
             seen[tuple(t)] = bitmap
         return cls(params, seen)
+
+    @classmethod
+    def of(cls, X: pd.DataFrame, categorical: Sequence[str]) -> Support:
+        """Per-parameter support only, on the raw scale: the training range and values of each numeric
+        column, the words seen in each *categorical* one (a model without spline bases: the learners)."""
+        params = {str(p): (ParamSupport(str(p), "text", levels=sorted({str(v) for v in X[p]})) if p in categorical
+                           else numeric_support(str(p), X[p].to_numpy(dtype=float))) for p in X.columns}
+        return cls(params, {})
 
     def reasons(self, X: pd.DataFrame) -> np.ndarray:
         """Per row of *X*: "" inside the support, else why not (reasons joined by "; ")."""

@@ -1,4 +1,4 @@
-"""Validation and model variants (Stargazer §7.3–7.4; Lee & Brooks §5, Tables 6–7, Figs. 9–13).
+"""Validation and the models it compares (Stargazer §7.3–7.4; Lee & Brooks §5, Tables 6–7, Figs. 9–13).
 
 Sample-train-test as Stargazer §7.3: for each training size N (default 30, 60, …, 300) draw N rows,
 fit, predict a disjoint test set (default 200 rows), repeat R times (default 5); relative errors
@@ -52,9 +52,10 @@ from .. import limits
 from ..errors import GpudseError
 from .cancel import Interrupted
 from .inference import design_matrix
+from .learners import guard, is_categorical, response_bounds, stepwise_fit
 from .metrics import STATS, Cancelled, _quantiles, ecdf, relative_errors, summarize  # noqa: F401 (re-exported)
-from .learners import Support, details, guard, is_categorical, response_bounds, stepwise_fit
 from .stepwise import StepwiseModel, inverse_transform, transform_response
+from .support import Support
 
 MODELS = ("stepwise", "paper", "fixed", "regional", "application", "forest", "boosting", "hybrid", "ebm", "auto")
 DEFAULT_SIZES = tuple(range(30, 301, 30))
@@ -64,7 +65,7 @@ class _Stop(Exception):
     pass
 
 
-# ---- model variants -------------------------------------------------------------------------------
+# ---- the models validate compares (S, S+R, S+A: Lee & Brooks §5) -------------------------------------
 def relative_distance(queries: pd.DataFrame, samples: pd.DataFrame, params: list[str]) -> np.ndarray:
     """Lee & Brooks' relative Euclidean distance between every query (rows) and sample (columns)."""
     d2 = np.zeros((len(queries), len(samples)))
@@ -272,7 +273,7 @@ def _predict_all(train, test, response, params, models, transform, seed, fixed_t
             det = pd.DataFrame({"predicted": inverse_transform(zg, tf), "bounded": flags,
                                 "extrapolation": ""}, index=test.index)
         else:
-            det = details(model_or_z, test)
+            det = model_or_z.predict_details(test)
         if not (det["extrapolation"] != "").any():  # a model without its own support: the draw's
             det["extrapolation"] = support.reasons(test)
         return det

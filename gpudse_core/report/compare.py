@@ -123,7 +123,7 @@ def comparison(runs: Sequence[dict], param: str | None = None) -> dict:
 
 def headline_table(cmp: dict) -> pd.DataFrame:
     """One row per run: what produced it and its headline numbers, as display text (the formatter's)."""
-    from .fmt import fmt_count, fmt_percent, fmt_r2
+    from ..fmt import fmt_count, fmt_percent, fmt_r2
 
     rows = []
     for r in cmp["runs"]:
@@ -208,7 +208,8 @@ def contributions_overlay(cmp: dict) -> Any:
     """Each run's per-term R² gains as one stacked bar (Stargazer Fig. 3); a term keeps its colour."""
     import plotly.graph_objects as go
 
-    from . import fmt, style
+    from .. import fmt
+    from . import style
 
     fig = _fig()
     colours: dict[str, str] = {}
@@ -229,7 +230,8 @@ def curve_overlay(cmp: dict) -> Any:
     """The runs' predictions along one parameter, the others at the middle design (Stargazer Fig. 7)."""
     import plotly.graph_objects as go
 
-    from . import fmt, style
+    from .. import fmt
+    from . import style
 
     fig = _fig()
     param = cmp.get("param")

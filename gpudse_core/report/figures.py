@@ -1,7 +1,7 @@
 """Plotly figures shared by the dashboard pages and the standalone HTML report (one implementation).
 
 Every builder returns a figure styled by :mod:`gpudse_core.report.style` (template and colours carried
-inside the figure), with numbers in hover texts and tick labels written by :mod:`gpudse_core.report.fmt`,
+inside the figure), with numbers in hover texts and tick labels written by :mod:`gpudse_core.fmt`,
 so a chart looks the same on a page (``st.plotly_chart(fig, theme=None)``) and in the report.
 """
 
@@ -14,9 +14,10 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
+from .. import fmt
 from ..model.stepwise import StepwiseModel
 from ..model.validation import ValidationResult, ecdf
-from . import fmt, style
+from . import style
 
 LOG_ERRORS_ABOVE = 1000.0  # an error CDF switches to a log axis when some error exceeds this (per cent)
 

@@ -28,7 +28,7 @@ from typing import Any, Iterable, Sequence
 import plotly.graph_objects as go
 import plotly.io as pio
 
-from . import fmt
+from .. import fmt
 
 TEMPLATE = "gpudse"
 PALETTE = ("#4E79A7", "#F28E2B", "#E15759", "#59A14F", "#AA4499", "#BCBD22",

@@ -22,7 +22,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Sequence
 
-from . import fmt
+from .. import fmt
+from ..jsonutil import finite_number
 
 KIND_WORDS = {"initial": "first term", "main": "parameter", "interaction": "pair", "interaction3": "three-way",
               "revisit": "revisit", "lookahead": "look-ahead", "nonlinear": "non-linear part", "forced": "forced",
@@ -72,10 +73,6 @@ class Table:
         return {"columns": list(self.columns), "rows": [r.to_dict() for r in self.rows]}
 
 
-def _finite(v: Any) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
-
-
 def _paper_prefix(keys: Sequence[str], params: set[str]) -> str | None:
     """'smp' when every key is 'smp:Q' with Q a parameter, all Q different (the paper's 'Adjusted R² of
     smp:' row); 'smp:blk' for triples 'smp:blk:Q'. None when the keys do not share such a prefix."""
@@ -117,7 +114,7 @@ def build(trace: Iterable[Mapping[str, Any]], params: Sequence[str]) -> Table:
         if chosen is not None and chosen not in cands and chosen not in scores:  # look-ahead: 'P + P:Q'
             blocks = [k for k in scores if k.startswith(f"{chosen} + ")]
             if blocks:
-                chosen_key = max(blocks, key=lambda k: scores[k] if _finite(scores[k]) else -math.inf)
+                chosen_key = max(blocks, key=lambda k: scores[k] if finite_number(scores[k]) else -math.inf)
         label = "R²" if first else "adj. R²"
         values: dict[str, float | None] = {}
         crit: dict[str, float | None] = {}
@@ -128,7 +125,7 @@ def build(trace: Iterable[Mapping[str, Any]], params: Sequence[str]) -> Table:
             col = key.rsplit(":", 1)[1] if prefix else _column(key, pset)
             if col in values and " + " not in key:  # two non-linear parts in one row: each its own column
                 col = key
-            v = float(v) if _finite(v) else None
+            v = float(v) if finite_number(v) else None
             if col in values:  # two look-ahead blocks of one parameter: the best one shows
                 old = values[col]
                 if v is None or (old is not None and old >= v):
@@ -137,7 +134,7 @@ def build(trace: Iterable[Mapping[str, Any]], params: Sequence[str]) -> Table:
                     continue
             values[col] = v
             c = cands.get(key)
-            crit[col] = float(c) if _finite(c) else None
+            crit[col] = float(c) if finite_number(c) else None
             if col not in columns:
                 columns.append(col)
             if key == chosen_key:
@@ -147,7 +144,7 @@ def build(trace: Iterable[Mapping[str, Any]], params: Sequence[str]) -> Table:
         if not scores:
             label = "–"
             if kind in ("robust", "transform", "cells"):  # a decision among fits, not candidates in columns: keep its scores
-                crit = {str(k): (float(v) if _finite(v) else None) for k, v in cands.items()}
+                crit = {str(k): (float(v) if finite_number(v) else None) for k, v in cands.items()}
         metric = str(r.get("metric", ""))
         stat_name = STATISTIC.get(metric, metric)
         cand_val = cands.get(chosen_key) if chosen_key is not None else None
@@ -157,9 +154,9 @@ def build(trace: Iterable[Mapping[str, Any]], params: Sequence[str]) -> Table:
             stat = r.get("gain")
         rows.append(Row(step=int(r.get("step", i + 1)), kind=kind, label=label, values=values, chosen=chosen,
                         column=column, accepted=bool(r.get("accepted")), statistic=stat_name,
-                        statistic_value=float(stat) if _finite(stat) else None,
-                        r2=float(r["r2"]) if _finite(r.get("r2")) else math.nan,
-                        adj_r2=float(r["adj_r2"]) if _finite(r.get("adj_r2")) else math.nan,
+                        statistic_value=float(stat) if finite_number(stat) else None,
+                        r2=float(r["r2"]) if finite_number(r.get("r2")) else math.nan,
+                        adj_r2=float(r["adj_r2"]) if finite_number(r.get("adj_r2")) else math.nan,
                         terms=list(r.get("terms") or []), scores=crit, metric=str(r.get("metric", ""))))
     return Table(columns=columns, rows=rows)
 

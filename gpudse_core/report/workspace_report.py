@@ -3,7 +3,7 @@ analysis in the dashboard's page order, and nothing stale (left out and listed).
 
 :func:`workspace_report` draws from :func:`gpudse_core.workspace.report_contents` — the current
 stages, the results version the model was fitted on, and the current analyses — and writes one
-standalone page with :func:`gpudse_core.report.project.html_report`. The title names the workspace
+standalone page with :func:`gpudse_core.report.html.html_report`. The title names the workspace
 and what produced its results (application, simulator, measurement noise, sample size); a line
 under it gives the gpudse version, the date and the version of every stage. The model is headed by
 its out-of-sample error (:mod:`gpudse_core.model.headline`), never by R², and a fit that interpolates
@@ -85,11 +85,12 @@ def workspace_report(ws: Any, *, include_stale: bool = False) -> str:
     current design space."""
     import pandas as pd
 
+    from .. import fmt
     from ..errors import GpudseError
     from ..model.headline import fit_headline
     from ..workspace import report_contents
-    from . import figures, fmt
-    from .project import html_report
+    from . import figures
+    from .html import html_report
 
     rc = report_contents(ws, include_stale=include_stale)
     proj = rc.project
@@ -233,7 +234,7 @@ def best_designs_table(scan: dict, space: Any) -> Any:
     shown = scan.get("shown")
     if shown is not None:
         return shown
-    from .fmt import format_table, space_units
+    from ..fmt import format_table, space_units
 
     best = scan["best"].drop(columns=[c for c in ("bounded", "design_index") if c in scan["best"].columns])
     return format_table(best, space_units(space))

@@ -254,7 +254,7 @@ def start_search(ws: Any, kernel: str, goal: str = "min", budget: int = 100, bat
     SAVE_EVERY_S), so a reloaded page finds it and sees it grow; partial when stopped. With *resume*, a
     stored study of the same settings (the budget may grow) goes on from its trials: nothing simulated
     is simulated again."""
-    from ..report.fmt import fmt_number, response_unit
+    from ..fmt import fmt_number, response_unit
     from ..sim.campaign import AnalyticalBackend
     from ..workspace.jobs import Stopped, opener, start_job
     from .expressions import cost_function, objective_function

@@ -200,7 +200,7 @@ class SampleSet:
 def write_csv(fh: Any, columns: Mapping[str, np.ndarray], precision: int | str | None = "exact") -> None:
     """Columns as CSV through the one CSV writer (:func:`gpudse_core.csvout.write_columns`): byte for
     byte what pandas writes by default (*precision* ``"exact"``); None, the data's own precision, or a
-    number of significant digits for float columns (:func:`gpudse_core.report.fmt.csv_floats`)."""
+    number of significant digits for float columns (:func:`gpudse_core.fmt.csv_floats`)."""
     from ..csvout import write_columns
 
     write_columns(fh, columns, precision)

@@ -17,7 +17,8 @@ NOISE = 0.01
 
 def fill_example(ws: Any) -> dict[str, Any]:
     """Write the example's four stages into *ws* in one transaction; returns their StageValues."""
-    from ..model.stepwise import StepwiseRegression, fit_stepwise
+    from ..model.registry import fit_model
+    from ..model.stepwise import StepwiseRegression
     from ..sim.simulator import simulate
     from ..space.presets import load_preset
     from ..space.sampling import sample
@@ -30,8 +31,7 @@ def fill_example(ws: Any) -> dict[str, Any]:
     # start from the example's settings, so the example carries the product's measured default
     # fingerprinted like a fit from the Fit page (fits.fit_into), so pressing Fit with these settings reuses it
     params = list(space.parameter_names)
-    est = StepwiseRegression(response="cycles", params=params)
-    model = fit_stepwise(results[params + ["cycles"]], "cycles", params=params)
+    model = fit_model("stepwise", results, "cycles", params, transform=None)
     with ws.batch():
         out = {"space": ws.set_space(space, "built-in example: Stargazer Table 2"),
                "samples": ws.set_samples(samples, f"{SAMPLES} uniform samples, seed {SEED}"),
@@ -39,6 +39,7 @@ def fill_example(ws: Any) -> dict[str, Any]:
                                          inputs=("space", "samples"))}
         origin = (f"stepwise (Algorithm 1), robust defaults, {model.transform} response chosen by leave-one-out "
                   f"error" + (", Huber fit" if model.robust else ""))
-        out["model"] = fit_into(ws, out["results"], "stepwise", canonical_settings(est.get_params(), "cycles", params),
+        settings = canonical_settings(StepwiseRegression().get_params(), "cycles", params)
+        out["model"] = fit_into(ws, out["results"], "stepwise", settings,
                                 lambda: model, origin).stored
         return out

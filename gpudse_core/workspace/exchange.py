@@ -1,6 +1,6 @@
 """Project zips and reports drawn from a workspace: only current stages, or stale ones labelled.
 
-The zip format and its validation are :mod:`gpudse_core.report.project`'s (``save_project`` /
+The zip format and its validation are :mod:`gpudse_core.workspace.project`'s (``save_project`` /
 ``load_project``); this module decides *what* goes in and writes a loaded project into a workspace
 in one transaction (all stages or none).
 """
@@ -27,7 +27,7 @@ class ReportContents:
     """What an HTML report may show: the project (current stages only, unless asked otherwise), the
     data the model was fitted on, the analyses with their status, and what was left out and why."""
 
-    project: Any  # report.project.Project
+    project: Any  # workspace.project.Project
     model_data: Any  # pandas.DataFrame | None: the results version the model was fitted on
     analyses: dict[str, StageValue] = field(default_factory=dict)
     left_out: dict[str, str] = field(default_factory=dict)
@@ -58,7 +58,7 @@ def _included(ws: Workspace, include_stale: bool) -> tuple[dict[str, StageValue]
 
 
 def _project(ws: Workspace, keep: dict[str, StageValue], left_out: dict[str, str]) -> Any:
-    from ..report.project import Project
+    from .project import Project
 
     if left_out.get("space", "").startswith("damaged"):
         raise WorkspaceError(f"nothing can be exported without the design space, which is {left_out['space']}")
@@ -78,7 +78,7 @@ def _project(ws: Workspace, keep: dict[str, StageValue], left_out: dict[str, str
 def export_project(ws: Workspace, *, include_stale: bool = False) -> ProjectExport:
     """The project zip of the workspace's current stages; stale ones are left out (and listed in
     ``settings.json``) unless *include_stale*, which labels them there instead."""
-    from ..report.project import save_project
+    from .project import save_project
 
     keep, left_out = _included(ws, include_stale)
     return ProjectExport(save_project(_project(ws, keep, left_out)), left_out)
@@ -90,7 +90,7 @@ def import_project(ws: Workspace, data: bytes, name: str = "project.zip",
     stages, in one transaction; a stage the zip lacks is removed, so nothing old looks current.
     *adopt_name*: the workspace also takes the name of the one the project was saved from (the
     dashboard asks for it when the workspace still has a default name)."""
-    from ..report.project import load_project
+    from .project import load_project
 
     proj = load_project(data, name)
     saved_as = proj.settings.get("workspace")

@@ -68,20 +68,22 @@ def fit_stepwise_into(ws: Any, results: Any, settings: Mapping[str, Any], params
                       response: str | None = None, callback: Callable[[Any], None] | None = None,
                       origin: str | Callable[[Any], str] = "stepwise (Algorithm 1)") -> FitOutcome:
     """Algorithm 1 on *results* (a StageValue of the workspace's results) with *settings* (estimator
-    parameters; unknown keys ignored), through :func:`fit_into`. *params*: the parameters fitted
-    (default: every column of the space the results have); *origin*: the version's description, or a
-    function of the fitted model that gives it. *callback* sees each trace step of a new fit."""
+    parameters; unknown keys ignored), through :func:`fit_into` and the core's one fit entry point
+    (:func:`gpudse_core.model.registry.fit_model`). *params*: the parameters fitted (default: every
+    column of the space the results have); *origin*: the version's description, or a function of the
+    fitted model that gives it. *callback* sees each trace step of a new fit."""
+    from ..model.registry import fit_model, stepwise_request
     from ..model.stepwise import StepwiseRegression
 
     res = results.value
     response = response or res.response
     params = [str(p) for p in (params if params is not None else ws.get("space").value.parameter_names)
               if p in res.table.columns]
-    known = StepwiseRegression().get_params()
-    kw = {k: v for k, v in settings.items() if k in known and k not in ("response", "params")}
-    est = StepwiseRegression(response=response, params=params, **kw)
+    full = StepwiseRegression().get_params()
+    full.update({k: v for k, v in settings.items() if k in full and k not in ("response", "params")})
+    kind, transform, kw = stepwise_request(full)
 
     def fit() -> Any:
-        return est.fit(res.table[params + [response]], callback=callback).model_
+        return fit_model(kind, res.table, response, params, transform=transform, stepwise_kw=kw, callback=callback)
 
-    return fit_into(ws, results, "stepwise", canonical_settings(est.get_params(), response, params), fit, origin)
+    return fit_into(ws, results, "stepwise", canonical_settings(full, response, params), fit, origin)

@@ -25,7 +25,7 @@ class Provenance:
 
     def describe(self) -> str:
         """``BFS on the built-in simulator, 1 % noise, 300 results``."""
-        from ..report.fmt import fmt_count, fmt_percent
+        from ..fmt import fmt_count, fmt_percent
 
         head = f"{self.kernel} on the {self.simulator}" if self.kernel else self.simulator
         parts = [head]

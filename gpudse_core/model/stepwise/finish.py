@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ...report.fmt import fmt_r2
+from ...fmt import fmt_r2
 from ..fitted import StepwiseModel, ols_noise
 from ..support import Support
 from .ols import OLSState, adj_r2, r2

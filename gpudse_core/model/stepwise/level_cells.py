@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ...report.fmt import fmt_r2
+from ...fmt import fmt_r2
 from .. import cells as lc
 from ..fitted import StepwiseModel, design_matrix, mad_scale, ols_noise, term_name, transform_response, working_response
 from ..splines import format_level, make_basis

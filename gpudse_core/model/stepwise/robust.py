@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from ...report.fmt import fmt_r2
+from ...fmt import fmt_r2
 from ..fitted import (
     FitError,
     StepwiseModel,

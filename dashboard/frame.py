@@ -129,11 +129,35 @@ def page(title: str):
 def _damaged(w) -> None:
     """A stored stage whose record cannot be read: which one, and (for the owner) a button to drop it;
     every other stage and page keeps working."""
-    for stage, why in w.damaged().items():
-        st.error(plain(why), icon=":material/report:")
-        if w.writable and st.button(f"Drop the damaged {stage_title(stage)}", key=f"drop_damaged_{stage}",
-                                    icon=":material/delete:") and guarded(lambda s=stage: w.drop_damaged(s)):
-            st.rerun()
+    shown = w.damaged()
+    st.session_state["_damaged_named"] = set(shown)  # this run's: analysis() names no stage twice
+    for stage, why in shown.items():
+        _damaged_stage(w, stage, why)
+
+
+def _damaged_stage(w, stage: str, why: str) -> None:
+    st.error(plain(why), icon=":material/report:")
+    if w.writable and st.button(f"Drop the damaged {stage_title(stage)}", key=f"drop_damaged_{stage}",
+                                icon=":material/delete:") and guarded(lambda: w.drop_damaged(stage)):
+        st.rerun()
+
+
+def analysis(stage: str):
+    """The stored analysis *stage* as a StageValue whose value is its registered class
+    (:mod:`gpudse_core.workspace.results`) or None: a damaged stored value is named (with the offer to
+    drop it) and given as missing, so the page offers to compute it again instead of failing."""
+    from gpudse_core.workspace import Damaged
+    from gpudse_core.workspace.stages import missing
+
+    w = ws()
+    sv = w.get(stage)
+    if not isinstance(sv.value, Damaged):
+        return sv
+    named = st.session_state.setdefault("_damaged_named", set())
+    if stage not in named:  # not named at the top of the page (page()) in this run
+        named.add(stage)
+        _damaged_stage(w, stage, sv.value.message())
+    return type(sv)(stage, None, 0, missing(stage))
 
 
 def flash(kind: str, text: str) -> None:
@@ -233,7 +257,7 @@ def headline(w, model_sv=None):
     if sv.value is None:
         return None
     val = w.get("validation")
-    ref = val.inputs.get("model") if val.value is not None and val.ok else None
+    ref = val.inputs.get("model") if hasattr(val.value, "summary") and val.ok else None  # not None, not Damaged
     validation = val.value if ref is not None and ref.version == sv.version else None
     ref_results = sv.inputs.get("results")
     key = (w.id, sv.digest, ref_results.digest if ref_results else None, val.digest if validation is not None else None)

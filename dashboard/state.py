@@ -230,7 +230,8 @@ def _code_digest() -> str:
     h = hashlib.sha256()
     core = ROOT / "gpudse_core"
     for rel in ("workspace/example.py", "model/stepwise.py", "model/splines.py", "model/validation.py",
-                "sim/simulator.py", "explore/scan.py", "space/sampling.py", "space/presets.py",
+                "sim/simulator.py", "explore/scan.py", "explore/results.py", "model/true_error.py",
+                "space/sampling.py", "space/presets.py",
                 "../dashboard/work.py", "_data/presets/stargazer.yaml", "../data/presets/stargazer.yaml"):
         p = (core / rel).resolve()
         if p.is_file():

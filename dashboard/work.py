@@ -47,15 +47,16 @@ def pareto_cost(space: Any, name: str) -> Any:
     return name
 
 
-def scan_work(model: Any, space: Any, request: dict, ctx: JobContext | None = None, results: Any = None) -> dict:
+def scan_work(model: Any, space: Any, request: dict, ctx: JobContext | None = None, results: Any = None) -> Any:
     """The *k* best groups of designs the model cannot tell apart over the whole space, exactly, with
     prediction intervals and the designs already simulated in *results* marked
     (:func:`gpudse_core.explore.designs.best_designs`), the Pareto front against the cost, and a
     random cloud of designs for the chart. Stopped early, it keeps what the scan found so far
-    (labelled partial)."""
+    (labelled partial). A :class:`~gpudse_core.explore.results.ScanResult`."""
     import numpy as np
 
     from gpudse_core.explore.designs import best_designs
+    from gpudse_core.explore.results import ScanResult
     from gpudse_core.space.sampling import sample
 
     cost = pareto_cost(space, request["cost"])
@@ -81,22 +82,21 @@ def scan_work(model: Any, space: Any, request: dict, ctx: JobContext | None = No
         c = pts[cost].to_numpy(dtype=float)
     cloud = pts.assign(predicted=model.predict(pts), cost=c)[["predicted", "cost"]]
     unit = "cycles" if "cycle" in str(model.response).lower() else None
-    value = {"best": found.rows, "shown": found.display(space, model.response, unit), "used": list(found.used),
-             "level": found.level, "left_out": int(found.left_out), "pareto": res.pareto,
-             "space_size": int(res.space_size),
-             "feasible": None if res.feasible is None else int(res.feasible), "evaluated": int(res.evaluated),
-             "method": res.method, "complete": bool(res.complete), "notes": list(dict.fromkeys(found.notes)),
-             "cloud": cloud, "request": dict(request)}
+    value = ScanResult(best=found.rows, shown=found.display(space, model.response, unit), used=list(found.used),
+                       level=found.level, left_out=int(found.left_out), pareto=res.pareto,
+                       space_size=int(res.space_size), feasible=None if res.feasible is None else int(res.feasible),
+                       evaluated=int(res.evaluated), method=res.method, complete=bool(res.complete),
+                       notes=list(dict.fromkeys(found.notes)), cloud=cloud, request=dict(request))
     if ctx is not None and (ctx.stopped() or not res.complete):
         raise Stopped(partial=value)
     return value
 
 
-def true_error_work(model: Any, space: Any, kernel: str, ctx: JobContext | None = None) -> dict:
+def true_error_work(model: Any, space: Any, kernel: str, ctx: JobContext | None = None) -> Any:
     """The model's relative error at every point of the space against the built-in simulator
-    (summarised: statistics and 1,001 quantiles for the CDF)."""
-    import numpy as np
-
+    (summarised: statistics and 1,001 quantiles for the CDF), a
+    :class:`~gpudse_core.model.true_error.TrueError`."""
+    from gpudse_core.model.true_error import TrueError
     from gpudse_core.sim.simulator import whole_space_errors
 
     def progress(d: int, total: int) -> bool:
@@ -105,19 +105,19 @@ def true_error_work(model: Any, space: Any, kernel: str, ctx: JobContext | None 
     if ctx is not None:
         ctx.progress(0, space.size, "simulating the whole space")
     errs = whole_space_errors(model, space, kernel, progress=progress)
-    value = {"kernel": kernel, "points": int(errs.size), "space_points": int(space.size),
-             "mean": float(np.mean(errs)), "median": float(np.median(errs)), "p98": float(np.quantile(errs, 0.98)),
-             "max": float(np.max(errs)), "quantiles": np.quantile(errs, np.linspace(0, 1, 1001))}
+    value = TrueError.of(errs, kernel, space_points=int(space.size))
     if ctx is not None and ctx.stopped():
         raise Stopped(partial=value)
     return value
 
 
-def raycast_work(size: int, spheres: int, boxes: int, seed: int, ctx: JobContext | None = None) -> dict:
-    """Ray trace the built-in scene band by band: its per-pixel cost heatmap and the image."""
+def raycast_work(size: int, spheres: int, boxes: int, seed: int, ctx: JobContext | None = None) -> Any:
+    """Ray trace the built-in scene band by band: its per-pixel cost heatmap and the image (a
+    :class:`~gpudse_core.raytrace.result.HeatmapResult`)."""
     import numpy as np
 
     from gpudse_core.raytrace.caster import procedural_scene, render
+    from gpudse_core.raytrace.result import HeatmapResult
 
     def progress(d: int, total: int) -> bool:
         return ctx is None or ctx.progress(d, total, f"{d:,} of {total:,} rows traced")
@@ -125,9 +125,9 @@ def raycast_work(size: int, spheres: int, boxes: int, seed: int, ctx: JobContext
     if ctx is not None:
         ctx.progress(0, size, "tracing rays")
     r = render(size, size, procedural_scene(spheres, boxes, seed), progress=progress)
-    value = {"source": f"built-in ray caster, {size}×{size}, {spheres} spheres, {boxes} boxes, seed {seed}",
-             "request": {"size": size, "spheres": spheres, "boxes": boxes, "seed": seed},
-             "cost": r.heatmap().cost, "image": np.clip(r.image, 0, 1), "rgb": None}
+    value = HeatmapResult(source=f"built-in ray caster, {size}×{size}, {spheres} spheres, {boxes} boxes, seed {seed}",
+                          request={"size": size, "spheres": spheres, "boxes": boxes, "seed": seed},
+                          cost=r.heatmap().cost, image=np.clip(r.image, 0, 1), rgb=None)
     if ctx is not None and ctx.stopped():
         raise Stopped(partial=value)
     return value
@@ -211,7 +211,7 @@ def start_simulate_best(ws: Any, backend: Any, rows: Any, every: bool = False, p
 
     space, scan = ws.require("space", "scan")
     params = list(space.value.parameter_names)
-    used = list(scan.value["used"])
+    used = list(scan.value.used)
     rows = rows.reset_index(drop=True)
     if every:
         limits.check("simulate_chosen", int(per_row), "designs per row to simulate", "choose fewer")
@@ -288,7 +288,14 @@ def start_validation_job(ws: Any, request: dict):
 def describe_scan(request: dict) -> str:
     goal = "highest" if request.get("maximize") else "lowest"
     cost = "the sum of parameter levels" if request.get("cost") == "levels" else request.get("cost")
-    return f"{request.get('k')} {goal} predictions, Pareto front against {cost}"
+    k = request.get("k")
+    return f"{k if k else 'the'} {goal} predictions" + (f", Pareto front against {cost}" if cost else "")
+
+
+def scan_request(scan: Any, default: dict) -> dict:
+    """The request to compute *scan* again: its own settings, *default* for those it does not name (a
+    scan the core's :func:`gpudse_core.workspace.start_scan` made has a cost the page cannot name)."""
+    return {**default, **{k: v for k, v in scan.request.items() if v is not None and k in default}}
 
 
 # ---- the example's analyses (computed in this process, no job) -----------------------------------

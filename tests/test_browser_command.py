@@ -112,8 +112,8 @@ def walk(a: Tab, home) -> None:
     wait_for(a, "no prediction interval: the fit reproduces its rows")
     a.check("explore")
     scan = w.get("scan").value
-    best = scan["best"]
-    assert "blk" in scan["used"] and len(best) >= 4
+    best = scan.best
+    assert "blk" in scan.used and len(best) >= 4
     a.shot("explore_best")
 
     # pick rows: the first four (the default five less the last), on the command simulator
@@ -184,7 +184,7 @@ def walk(a: Tab, home) -> None:
 
     # the scan made before the failure still shows that row: the page offers the next scan, which leaves it out
     scan = w.get("scan")
-    assert scan.ok and FLAKY_BLK in set(scan.value["best"].blk)
+    assert scan.ok and FLAKY_BLK in set(scan.value.best.blk)
     a.button("Recompute the best designs without them").click()
     end = time.monotonic() + 180
     while w.get("scan").version == scan.version or not w.get("scan").ok:

@@ -39,11 +39,15 @@ def _validation_for(ws: Any, model_version: int) -> Any:
                 and (ref := v.inputs.get("model")) is not None and ref.version == model_version]
     except GpudseError:
         return None
+    from gpudse_core.workspace.results import Damaged
+
     for info in reversed(rows):
         try:
-            return ws.get("validation", info.version).value
+            value = ws.get("validation", info.version).value
         except GpudseError:
             continue
+        if not isinstance(value, Damaged):
+            return value
     return None
 
 

@@ -72,6 +72,7 @@ from .db import NotFound, ReadOnly, WorkspaceError, home, single_user
 from .example import fill_example
 from .exchange import ProjectExport, ReportContents, export_project, import_project, report_contents, samples_from_dict
 from .jobs import Job, JobContext, JobInfo, Stopped, start_job
+from .results import Damaged, result_class
 from .stages import BASE_STAGES, Results, StageError, Status
 from .tasks import start_scan, start_validation
 from .workspace import (
@@ -88,9 +89,9 @@ from .workspace import (
                         open_workspace,
 )
 
-__all__ = ["BASE_STAGES", "CampaignInfo", "CliCampaign", "Conflict", "StageDamaged", "Job", "JobContext", "JobInfo", "NotFound",
+__all__ = ["BASE_STAGES", "CampaignInfo", "CliCampaign", "Conflict", "Damaged", "StageDamaged", "Job", "JobContext", "JobInfo", "NotFound",
            "NotReady", "ProjectExport", "ReadOnly", "ReportContents", "Results", "StageError", "StageValue", "Status",
            "Stopped", "VersionInfo", "Workspace", "WorkspaceError", "WorkspaceInfo", "adopt_campaign",
            "application_column", "create_workspace", "export_project", "fill_example", "home", "import_project", "list_workspaces",
-           "open_workspace", "register", "report_contents", "samples_from_dict", "single_user", "start_campaign",
+           "open_workspace", "register", "report_contents", "result_class", "samples_from_dict", "single_user", "start_campaign",
            "start_job", "start_scan", "start_validation"]

@@ -169,6 +169,29 @@ def test_a_malformed_result_is_refused_when_stored_and_nothing_is_kept(home):
     assert ws.get("scan").version == first.version and ws.get("true_error").value is None
 
 
+def test_workspace_show_lists_what_a_typed_analysis_holds_and_a_damaged_one(home):
+    import os
+    import subprocess
+    import sys
+
+    ws = stored_then_read(home, "true_error", {"kernel": "BFS", "points": 1000, "mean": 0.05, "median": 0.04,
+                                                "p98": 0.2, "max": 0.3})
+    ws.put_analysis("scan", {"best": best_table(), "space_size": 933_120}, inputs=[])
+    write_raw(ws, "scan", {"best": best_table(), "left_out": "two"})
+
+    def show() -> str:
+        r = subprocess.run([sys.executable, "-m", "gpudse_core", "workspace", "show", ws.id], capture_output=True,
+                           text=True, timeout=120, check=False, env={**os.environ, "PYTHONPATH": str(ROOT)})
+        assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr
+        return r.stdout
+
+    out = show()
+    assert "median 4 %, 98th percentile 20 % over 1,000 designs against BFS" in out
+    assert "damaged" in out and "field 'left_out' is str 'two', not a whole number" in out
+    ws.put_analysis("scan", {"best": best_table(3), "space_size": 933_120}, inputs=[])  # computed again
+    assert "the 3 lowest-predicted designs of 933,120 designs" in show()
+
+
 # ---- a workspace whose scan the core's start_scan stored: the Explore page and the report ----------
 @pytest.fixture(scope="module")
 def core_scanned(tmp_path_factory):

@@ -67,6 +67,15 @@ class ScanResult:
         """How the scan was exact, in words (``cells of the parameters the model uses enumerated``)."""
         return METHODS.get(self.method, f"{self.method} scan")
 
+    def describe(self) -> str:
+        """One line for a listing (``gpudse workspace show``)."""
+        from ..report.fmt import fmt_count
+
+        goal = "highest" if self.maximize else "lowest"
+        of = f" of {fmt_count(self.designs, 'designs')}" if self.designs is not None else ""
+        rows = "rows" if self.shown is not None else "designs"
+        return f"the {fmt_count(len(self.best))} {goal}-predicted {rows}{of}" + ("" if self.complete else " (partial)")
+
     # ---- stored form ---------------------------------------------------------------------------
     def to_stored(self) -> dict:
         return {"best": self.best, "shown": self.shown, "used": list(self.used), "level": self.level,

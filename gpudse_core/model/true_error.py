@@ -43,6 +43,13 @@ class TrueError:
                    p98=float(np.quantile(e, 0.98)), max=float(np.max(e)),
                    quantiles=np.quantile(e, np.linspace(0, 1, 1001)), space_points=space_points)
 
+    def describe(self) -> str:
+        """One line for a listing (``gpudse workspace show``)."""
+        from ..report.fmt import fmt_count, fmt_percent
+
+        return (f"median {fmt_percent(self.median)}, 98th percentile {fmt_percent(self.p98)} over "
+                f"{fmt_count(self.points, 'designs')} against {self.kernel}")
+
     def table(self) -> Any:
         """One row: kernel, points and the statistics (what the report shows)."""
         import pandas as pd

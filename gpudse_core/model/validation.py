@@ -138,6 +138,11 @@ class ValidationResult:
         return pd.DataFrame(rows, columns=["model", "train_size", *STATS, "count", "nonfinite", "bounded",
                                            "extrapolated"])
 
+    def describe(self) -> str:
+        """One line for a listing (``gpudse workspace show``)."""
+        sizes = ", ".join(f"{n:,}" for n in self.train_sizes)
+        return f"{', '.join(self.models)} at N = {sizes}, {self.repeats} repeats of {self.test_size:,} test points"
+
     # ---- stored form (the workspace's ``validation`` analysis, gpudse_core.workspace.results) -------
     STAGE = "validation"
 

@@ -34,6 +34,11 @@ class HeatmapResult:
     def uploaded(self) -> bool:
         return self.request is None
 
+    def describe(self) -> str:
+        """One line for a listing (``gpudse workspace show``)."""
+        h, w = self.cost.shape
+        return f"{w:,} × {h:,} pixels, " + ("uploaded" if self.uploaded else "built-in ray caster")
+
     def to_stored(self) -> dict:
         return {"source": self.source, "request": None if self.request is None else dict(self.request),
                 "cost": self.cost, "image": self.image, "rgb": self.rgb}

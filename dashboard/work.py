@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from gpudse_core import GpudseError
+from gpudse_core.explore.checks import EXPLORE_ORIGIN  # the chosen_by of the campaigns "Simulate these" starts
 from gpudse_core.workspace import JobContext, Stopped, start_validation
 
 POLL_S = 0.5  # a running job's panel refreshes this often
@@ -161,8 +162,6 @@ def with_failures(ws: Any, table: Any, params: list[str]) -> Any:
     return failed if table is None else pd.concat([table, failed], ignore_index=True)
 
 
-EXPLORE_ORIGIN = "explore"  # the campaigns "Simulate these" starts (their spec's chosen_by)
-
 
 def results_backend(ws: Any) -> Any:
     """The built-in simulator the workspace's results came from (its kernel and noise), or None."""
@@ -234,22 +233,11 @@ def start_simulate_best(ws: Any, backend: Any, rows: Any, every: bool = False, p
                           origin=EXPLORE_ORIGIN)
 
 
-def latest_simulated_best(ws: Any) -> tuple[Any, Any] | None:
-    """(campaign info, predicted vs simulated table) of the latest "Simulate these", or None."""
-    from gpudse_core.explore.designs import predicted_vs_simulated
-    from gpudse_core.workspace.campaigns import campaign_table
+def latest_simulated_best(ws: Any) -> Any:
+    """The latest "Simulate these" as a :class:`~gpudse_core.explore.checks.SimulatedCheck`, or None."""
+    from gpudse_core.explore.checks import latest_check
 
-    for c in ws.campaigns():  # newest first
-        if (c.spec or {}).get("chosen_by") == EXPLORE_ORIGIN:
-            model = ws.get("model")
-            response = model.value.response if model.value is not None else "cycles"
-            table = campaign_table(ws, c.name, include_failed=True)
-            shown = predicted_vs_simulated(c.spec, table, response)
-            errors = table["error"].tolist() if "error" in table.columns else []
-            shown["why"] = [str(errors[i]) if i < len(errors) and s == "failed" and errors[i] else ""
-                            for i, s in enumerate(shown["in interval"])]  # a failed design's reason
-            return c, shown
-    return None
+    return latest_check(ws)
 
 
 def start_true_error(ws: Any, kernel: str):

@@ -37,6 +37,10 @@ class Fields:
         self.stored = stored
         self.what = what
 
+    def raw(self, name: str, default: Any = None) -> Any:
+        """The field as stored, unchecked (for a caller that checks a nested structure itself)."""
+        return self.stored.get(name, default)
+
     def _get(self, name: str, default: Any) -> Any:
         if name in self.stored:
             return self.stored[name]

@@ -28,10 +28,14 @@ def simulated_best(space, model) -> None:
     once the scan and the model are out of date, which the added results make them)."""
     ui_jobs.job_panel(w, "campaign", "Simulating the chosen designs", rerun=ui_jobs.LATER,
                       rerun_label="Simulate the rows chosen below again")
-    latest = ui_work.latest_simulated_best(w)
-    if latest is not None:
+    try:
+        check = ui_work.latest_simulated_best(w)  # a SimulatedCheck, or None
+    except GpudseError as e:  # a campaign record that cannot be read: named, the rest of the page works
+        st.error(ui.plain(e), icon=":material/report:")
+        check = None
+    if check is not None:
         unit = ui.response_unit(model.response)
-        info, table = latest
+        table = check.table
         params = [p for p in space.parameter_names if p in table.columns]
         scan = w.get("scan").value
         used = [p for p in (scan.used if isinstance(scan, ScanResult) else []) if p in params]
@@ -48,11 +52,8 @@ def simulated_best(space, model) -> None:
         if (lo.notna() & hi.notna()).any():  # no column of dashes when the model gave no interval at all
             table.insert(2, interval, [f"{ui.fmt_num(a)} – {ui.fmt_num(b)}" if pd.notna(a) and pd.notna(b)
                                        else ui.fmt_num(None) for a, b in zip(lo, hi)])
-        inside = (table["in interval"] == "yes").sum()
-        judged = table["in interval"].isin(["yes", "no"]).sum()
-        done = table["simulated"].notna().sum()
-        within = f", {inside} inside the interval" if judged else ""
-        st.markdown(f"**Predicted vs simulated** ({ui.plain(info.name)}: {ui.fmt_count(done)} of "
+        within = f", {check.inside} inside the interval" if check.judged else ""
+        st.markdown(f"**Predicted vs simulated** ({ui.plain(check.campaign)}: {ui.fmt_count(check.simulated)} of "
                     f"{ui.fmt_count(len(table), 'designs')} simulated{within})")
         ui.table(table, units=ui.units(space) | {c: unit for c in ("predicted", "simulated")},
                  kinds={"error": "fraction", "row": "count"})

@@ -225,8 +225,9 @@ def test_simulate_these_on_a_command_backend_appends_its_results(tmp_path, monke
     best = ws.get("scan").value.best
     job = ui_work.start_simulate_best(ws, backend, best, every=True, per_row=2)
     assert job.wait(300) and ws.job(job.id).state == "finished", ws.job(job.id).error
-    info, shown = ui_work.latest_simulated_best(ws)
-    assert len(shown) == 6 and shown.group.tolist() == [0, 0, 1, 1, 2, 2]
+    check = ui_work.latest_simulated_best(ws)
+    shown = check.table
+    assert len(shown) == 6 and check.simulated == 6 and check.judged == 0 and shown.group.tolist() == [0, 0, 1, 1, 2, 2]
     # a noise-free function of blk: the fit reproduces its rows, so no interval is claimed for any design
     assert (shown["in interval"] == "no interval").all() and shown.simulated.notna().all()
     # the fake simulator's cycles depend on blk alone: what it gave is 100000 // (8 blk) + 17
@@ -263,8 +264,9 @@ def test_a_design_the_command_simulator_failed_on_is_recorded_and_never_recommen
     crashing = CommandBackend.from_file(backend_file(tmp_path, extra_args=["--crash-cta", "16"]))
     job = ui_work.start_simulate_best(ws, crashing, best)
     assert job.wait(300) and ws.job(job.id).state == "finished", ws.job(job.id).error
-    info, shown = ui_work.latest_simulated_best(ws)
-    assert shown["in interval"].tolist() == ["failed", "no interval", "no interval"]  # noise-free: no interval
+    check = ui_work.latest_simulated_best(ws)
+    shown = check.table
+    assert shown["in interval"].tolist() == ["failed", "no interval", "no interval"] and len(check.failed) == 1  # noise-free: no interval
     assert "status 1" in shown.why.iloc[0] and shown.why.iloc[1:].eq("").all()
     assert len(ws.get("results").value.table) == 42  # the two that simulated
     cols = list(space.parameter_names) + ["gpu_tot_sim_cycle"]

@@ -192,6 +192,36 @@ def test_workspace_show_lists_what_a_typed_analysis_holds_and_a_damaged_one(home
     assert "the 3 lowest-predicted designs of 933,120 designs" in show()
 
 
+def test_a_simulated_check_puts_each_simulation_beside_its_prediction():
+    from gpudse_core.explore.checks import SimulatedCheck
+
+    rows = [{"blk": b, "predicted": 100.0, "lower": 90.0, "upper": 110.0, "group": g}
+            for g, b in enumerate([64, 128, 256, 512])]
+    rows[3].update(lower=None, upper=None)  # a design without an interval
+    table = pd.DataFrame({"blk": [64, 128, 256, 512], "cycles": [105.0, 130.0, np.nan, 99.0],
+                          "status": ["done", "done", "failed", "done"], "error": ["", "", "exit 1", ""]})
+    c = SimulatedCheck.of("explore 1a2b", {"rows": rows, "scan_version": 3, "backend": "builtin"}, table, "cycles")
+    assert (c.campaign, c.backend, c.scan_version) == ("explore 1a2b", "builtin", 3)
+    assert c.table["in interval"].tolist() == ["yes", "no", "failed", "no interval"]
+    assert (c.simulated, c.judged, c.inside) == (3, 2, 1) and c.failed.blk.tolist() == [256]
+    assert c.table.why.tolist() == ["", "", "exit 1", ""]
+    np.testing.assert_allclose(c.table.error[[0, 1, 3]], [0.05, 0.3, -0.01])
+
+
+@pytest.mark.parametrize("spec, problem", [({"rows": "x"}, "'rows' is not a list"),
+                                           ({"rows": [{"predicted": "fast", "lower": 1, "upper": 2, "group": 0}]},
+                                            "design 1 with predicted = 'fast'"),
+                                           ({"rows": [{"predicted": 1.0, "lower": 1, "upper": 2}]}, "group = None"),
+                                           (None, "not a record of fields")])
+def test_a_damaged_campaign_record_is_named_not_a_key_error(spec, problem):
+    from gpudse_core.explore.checks import SimulatedCheck
+    from gpudse_core.stored import StoredFormError
+
+    with pytest.raises(StoredFormError, match="campaign 'explore 9'") as err:
+        SimulatedCheck.of("explore 9", spec, pd.DataFrame(), "cycles")
+    assert problem in str(err.value)
+
+
 # ---- a workspace whose scan the core's start_scan stored: the Explore page and the report ----------
 @pytest.fixture(scope="module")
 def core_scanned(tmp_path_factory):

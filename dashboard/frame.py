@@ -251,13 +251,14 @@ def stage_summary(w, stage: str) -> str:
 def headline(w, model_sv=None):
     """The model's headline (gpudse_core.model.headline): leave-one-out or validation error, or the
     note that the fit interpolates; None when the data it was fitted on are not kept."""
+    from gpudse_core.workspace import Damaged
     from gpudse_core.workspace.provenance import model_headline
 
     sv = model_sv or w.get("model")
     if sv.value is None:
         return None
     val = w.get("validation")
-    ref = val.inputs.get("model") if hasattr(val.value, "summary") and val.ok else None  # not None, not Damaged
+    ref = val.inputs.get("model") if val.value is not None and not isinstance(val.value, Damaged) and val.ok else None
     validation = val.value if ref is not None and ref.version == sv.version else None
     ref_results = sv.inputs.get("results")
     key = (w.id, sv.digest, ref_results.digest if ref_results else None, val.digest if validation is not None else None)

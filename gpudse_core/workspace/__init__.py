@@ -46,6 +46,11 @@ Stages (writes need the key; read-only handles raise :class:`ReadOnly`)::
     ws.input_of(model_sv, "results")   # the results version the model was fitted on
     ws.history("model"); ws.revision   # versions; a counter that moves on every change
 
+Typed analyses (:mod:`.results`, one registry): ``scan`` is read as a ScanResult, ``true_error`` as a
+TrueError, ``heatmap`` as a HeatmapResult and ``validation`` as a ValidationResult — also when an
+earlier version stored them as dicts; a stored value that cannot be read as its class is a
+:class:`Damaged` (named by ``ws.damaged()``), and a malformed one is refused by ``put``.
+
 Pass the :class:`StageValue` objects you read as ``inputs`` (race-free: another session may change a
 stage while you compute) and ``expect=sv.version`` to refuse a write over someone else's
 (:class:`Conflict`).

@@ -65,6 +65,7 @@ def stored_then_read(home, stage: str, value, key: str | None = None):
     placeholder = {"scan": ScanResult(best=best_table()),
                    "true_error": TrueError("BFS", 3, 0.1, 0.1, 0.2, 0.3),
                    "heatmap": HeatmapResult("t", np.zeros((2, 2))),
+                   "comparison": {"runs": [old_run("a", 1), old_run("b", 2)]},
                    "validation": None}[stage]
     if placeholder is None:
         from gpudse_core.model.validation import ValidationResult
@@ -77,11 +78,11 @@ def stored_then_read(home, stage: str, value, key: str | None = None):
 
 
 def test_every_registered_result_names_its_stage_and_has_a_stored_form():
-    assert set(RESULT_TYPES) == {"scan", "true_error", "heatmap", "validation"}
+    assert set(RESULT_TYPES) == {"scan", "true_error", "heatmap", "validation", "comparison"}
     for stage in RESULT_TYPES:
         cls = result_class(stage)
         assert cls.STAGE == stage and callable(cls.from_stored) and callable(cls.to_stored)
-    assert result_class("comparison") is None  # untyped analyses stay plain data
+    assert result_class("app_models") is None  # untyped analyses stay plain data
 
 
 def test_a_scan_result_stores_the_dashboards_record_and_reads_it_back(home):
@@ -125,6 +126,32 @@ def test_the_dict_forms_earlier_versions_stored_read_as_the_classes(home):
     heat = stored_then_read(home, "heatmap", old_heat).get("heatmap").value
     assert isinstance(heat, HeatmapResult) and not heat.uploaded and heat.request["spheres"] == 2
     assert np.array_equal(heat.cost, cost) and heat.image.shape == (3, 4, 3) and heat.rgb is None
+
+
+def old_run(label: str, version: int) -> dict:
+    """A run as report.compare.snapshot stored it before the Comparison class (a dict)."""
+    return {"label": label, "workspace": "w", "workspace_id": "abc", "version": version, "kind": "stepwise",
+            "origin": "fit", "results": "BFS on the built-in simulator", "kernel": "BFS", "noise": 0.01, "rows": 150,
+            "response": "cycles", "headline": {"source": "leave-one-out", "value": 0.021, "interpolates": False,
+                                               "note": None, "detail": "over 150 rows"},
+            "r2": 0.98, "terms": 6, "errors": np.array([0.01, 0.02, 0.05]), "errors_source": "leave-one-out",
+            "trend": None, "contributions": pd.DataFrame({"term": ["blk"], "gain": [0.9]}), "param": "simd",
+            "curve": None}
+
+
+def test_a_comparison_stored_as_a_dict_reads_as_runs_and_a_forged_run_is_damaged(home):
+    from gpudse_core.report.comparison import Comparison
+
+    old = {"runs": [old_run("a", 1), old_run("b", 2)], "param": "simd"}
+    cmp = stored_then_read(home, "comparison", old).get("comparison").value
+    assert isinstance(cmp, Comparison) and cmp.param == "simd" and [r.label for r in cmp.runs] == ["a", "b"]
+    r = cmp.runs[1]
+    assert (r.version, r.kernel, r.noise, r.terms, r.headline.value, r.headline.detail) == \
+        (2, "BFS", 0.01, 6, 0.021, "over 150 rows")
+    assert set(r.to_stored()) == set(old_run("x", 1))  # stored as before
+    forged = {"runs": [old_run("a", 1), {**old_run("b", 2), "headline": {"value": "good"}}]}
+    d = stored_then_read(home, "comparison", forged).get("comparison").value
+    assert isinstance(d, Damaged) and "run 2's headline" in d.why and "'source' is missing" in d.why
 
 
 def test_a_space_scan_the_core_stored_earlier_reads_as_a_scan_result(home):

@@ -210,8 +210,8 @@ def workspace_report(ws: Any, *, include_stale: bool = False) -> str:
     if heat_sv is not None:
         sections.append((ANALYSIS_TITLES["heatmap"], [("text", f"In use: {heat_sv.origin}."),
                                                       _heatmap_figure(heat_sv.value)]))
-    cmp_sv = rc.analyses.get("comparison")
-    if cmp_sv is not None and isinstance(cmp_sv.value, dict) and cmp_sv.value.get("runs"):
+    cmp_sv = _typed(rc, "comparison")
+    if cmp_sv is not None:
         from . import compare
 
         sections.append(("Runs side by side", compare.report_items(cmp_sv.value)))

@@ -590,8 +590,8 @@ def test_stepwise_page_fits_with_live_trace_and_per_application_models(app):
     ok(app, "fit")
     assert len(app.dataframe[0].value) >= 2  # the trace shows its rows
     by_app = w.get("app_models")
-    assert by_app.ok and set(by_app.value) == {"matMul", "nw"}
-    assert by_app.value["nw"].terms[0] == "smp" and by_app.value["matMul"].terms[0] == "blk"
+    assert by_app.ok and set(by_app.value.models) == {"matMul", "nw"}
+    assert by_app.value.models["nw"].terms[0] == "smp" and by_app.value.models["matMul"].terms[0] == "blk"
     goto(app, "Response curves")
     assert not app.error
 

@@ -83,7 +83,7 @@ def test_two_fits_side_by_side_change_mid_session_and_reload(server, browser, ho
     a.button("Compare").click()
     a.settle()
     wait_titled(a, "Response along simd")
-    assert w.get("comparison").value["param"] == "simd" and w.get("comparison").version == 2
+    assert w.get("comparison").value.param == "simd" and w.get("comparison").version == 2
 
     # a reload keeps the comparison (it is in the workspace) and the picker's choice
     a.page.reload(wait_until="domcontentloaded")

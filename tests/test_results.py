@@ -5,6 +5,7 @@ on the Explore page, in the report and through the API — never an AttributeErr
 
 from __future__ import annotations
 
+import functools
 import sqlite3
 
 import numpy as np
@@ -58,31 +59,47 @@ def write_raw(ws, stage: str, value) -> None:
     con.close()
 
 
-def stored_then_read(home, stage: str, value, key: str | None = None):
-    """A fresh handle's reading of *value* stored raw as *stage* (a placeholder version first)."""
+def placeholder(stage: str):
+    """A valid value of the analysis *stage* (stored before the raw value replaces its bytes)."""
+    from gpudse_core.model.per_application import AppModels
+    from gpudse_core.model.validation import ValidationResult
+
+    return {"scan": lambda: ScanResult(best=best_table()),
+            "true_error": lambda: TrueError("BFS", 3, 0.1, 0.1, 0.2, 0.3),
+            "heatmap": lambda: HeatmapResult("t", np.zeros((2, 2))),
+            "comparison": lambda: {"runs": [old_run("a", 1), old_run("b", 2)]},
+            "app_models": lambda: AppModels({"x": tiny_model()}),
+            "validation": lambda: ValidationResult("cycles", "log", [10], 5, 1, ["stepwise"],
+                                                   {"stepwise": {10: np.ones(5)}})}[stage]()
+
+
+def stored_then_read(home, stage: str, value):
+    """A fresh handle's reading of *value* stored raw as *stage* (a valid version first)."""
     ws, k = create_workspace("typed")
     ws.set_space(load_preset("stargazer"), "preset")  # the report speaks about a design space
-    placeholder = {"scan": ScanResult(best=best_table()),
-                   "true_error": TrueError("BFS", 3, 0.1, 0.1, 0.2, 0.3),
-                   "heatmap": HeatmapResult("t", np.zeros((2, 2))),
-                   "comparison": {"runs": [old_run("a", 1), old_run("b", 2)]},
-                   "validation": None}[stage]
-    if placeholder is None:
-        from gpudse_core.model.validation import ValidationResult
-
-        placeholder = ValidationResult("cycles", "log", [10], 5, 1, ["stepwise"], {"stepwise": {10: np.ones(5)}})
-    ws.put_analysis(stage, placeholder, inputs=[])
+    ws.put_analysis(stage, placeholder(stage), inputs=[])
     write_raw(ws, stage, value)
     ws.close()
     return open_workspace(ws.id, k)
 
 
+@functools.cache
+def tiny_model():
+    """A stepwise fit of cycles = 50 + 3·blk + noise (a fitted model to store)."""
+    from gpudse_core.model.stepwise import fit_stepwise
+
+    rng = np.random.default_rng(1)
+    blk = rng.choice([1, 2, 4, 8, 16], 40)
+    return fit_stepwise(pd.DataFrame({"blk": blk, "cycles": 50 + 3 * blk + rng.normal(0, 1, 40)}), "cycles",
+                        robust="none")
+
+
 def test_every_registered_result_names_its_stage_and_has_a_stored_form():
-    assert set(RESULT_TYPES) == {"scan", "true_error", "heatmap", "validation", "comparison"}
+    assert set(RESULT_TYPES) == {"scan", "true_error", "heatmap", "validation", "comparison", "app_models"}
     for stage in RESULT_TYPES:
         cls = result_class(stage)
         assert cls.STAGE == stage and callable(cls.from_stored) and callable(cls.to_stored)
-    assert result_class("app_models") is None  # untyped analyses stay plain data
+    assert result_class("search") is None  # untyped analyses stay plain data
 
 
 def test_a_scan_result_stores_the_dashboards_record_and_reads_it_back(home):
@@ -152,6 +169,17 @@ def test_a_comparison_stored_as_a_dict_reads_as_runs_and_a_forged_run_is_damaged
     forged = {"runs": [old_run("a", 1), {**old_run("b", 2), "headline": {"value": "good"}}]}
     d = stored_then_read(home, "comparison", forged).get("comparison").value
     assert isinstance(d, Damaged) and "run 2's headline" in d.why and "'source' is missing" in d.why
+
+
+def test_per_application_models_stored_as_a_mapping_read_as_app_models(home):
+    from gpudse_core.model.per_application import AppModels
+
+    model = tiny_model()
+    apps = stored_then_read(home, "app_models", {"BFS": model, "AES": model}).get("app_models").value
+    assert isinstance(apps, AppModels) and sorted(apps.models) == ["AES", "BFS"]
+    assert apps.models["AES"].terms == model.terms and apps.describe() == "2 applications: AES, BFS"
+    forged = stored_then_read(home, "app_models", {"BFS": "not a model"}).get("app_models").value
+    assert isinstance(forged, Damaged) and "'BFS' is a str, not a fitted model" in forged.why
 
 
 def test_a_space_scan_the_core_stored_earlier_reads_as_a_scan_result(home):

@@ -122,8 +122,8 @@ def workspace_report(ws: Any, *, include_stale: bool = False) -> str:
     model_sections = [trace_section(model, proj.space.parameter_names)] if getattr(model, "trace", None) else []
     if model is not None and data is not None and hasattr(model, "terms"):
         items: list = []
-        apps = rc.analyses.get("app_models")
-        items.append(figures.contributions(model, apps.value if apps is not None and apps.ok else None))
+        apps = _typed(rc, "app_models")
+        items.append(figures.contributions(model, apps.value.models if apps is not None and apps.ok else None))
         used = [p for p in space.parameter_names if p in getattr(model, "bases", {})]
         if used:
             from ..explore.scan import response_curve

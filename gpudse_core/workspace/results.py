@@ -13,8 +13,8 @@ knows. The workspace applies the registry at both ends:
   reader can show, never an ``AttributeError`` in a page.
 
 A class here has ``from_stored(value)`` (raising :class:`~gpudse_core.stored.StoredFormError`) and
-``to_stored()``. Analyses not listed (``app_models``, ``search`` and any name a caller chooses) are
-stored and read as the plain data they are.
+``to_stored()``. Analyses not listed (``search`` and any name a caller chooses) are stored and read
+as the plain data they are.
 """
 
 from __future__ import annotations
@@ -31,7 +31,8 @@ RESULT_TYPES = {"scan": "gpudse_core.explore.results:ScanResult",
                 "true_error": "gpudse_core.model.true_error:TrueError",
                 "heatmap": "gpudse_core.raytrace.result:HeatmapResult",
                 "validation": "gpudse_core.model.validation:ValidationResult",
-                "comparison": "gpudse_core.report.comparison:Comparison"}
+                "comparison": "gpudse_core.report.comparison:Comparison",
+                "app_models": "gpudse_core.model.per_application:AppModels"}
 
 
 @dataclass(frozen=True)

@@ -47,8 +47,8 @@ Stages (writes need the key; read-only handles raise :class:`ReadOnly`)::
     ws.history("model"); ws.revision   # versions; a counter that moves on every change
 
 Typed analyses (:mod:`.results`, one registry): ``scan`` is read as a ScanResult, ``true_error`` as a
-TrueError, ``heatmap`` as a HeatmapResult, ``validation`` as a ValidationResult and ``comparison``
-as a Comparison — also when an
+TrueError, ``heatmap`` as a HeatmapResult, ``validation`` as a ValidationResult, ``comparison``
+as a Comparison and ``app_models`` as AppModels — also when an
 earlier version stored them as dicts; a stored value that cannot be read as its class is a
 :class:`Damaged` (named by ``ws.damaged()``), and a malformed one is refused by ``put``.
 

@@ -108,6 +108,7 @@ def page(title: str):
     except GpudseError as e:  # a budget reached (LimitError), a damaged or unreadable workspace file
         _refused(e)
     sidebar(w)
+    st.session_state[_DAMAGED_SHOWN] = set()
     _damaged(w)
     if not w.writable:
         with st.container(border=True):
@@ -126,37 +127,36 @@ def page(title: str):
     return w
 
 
+_DAMAGED_SHOWN = "_gpudse_damaged_shown"  # stages this run has shown as damaged (each once: one Drop button)
+
+
 def _damaged(w) -> None:
-    """A stored stage whose record cannot be read: which one, and (for the owner) a button to drop it;
-    every other stage and page keeps working."""
-    shown = w.damaged()
-    st.session_state["_damaged_named"] = set(shown)  # this run's: analysis() names no stage twice
-    for stage, why in shown.items():
-        _damaged_stage(w, stage, why)
-
-
-def _damaged_stage(w, stage: str, why: str) -> None:
-    st.error(plain(why), icon=":material/report:")
-    if w.writable and st.button(f"Drop the damaged {stage_title(stage)}", key=f"drop_damaged_{stage}",
-                                icon=":material/delete:") and guarded(lambda: w.drop_damaged(stage)):
-        st.rerun()
+    """A stored stage whose record or value cannot be read: which one, and (for the owner) a button to
+    drop it; every other stage and page keeps working. A value is known to be damaged once a read of it
+    failed (:func:`read`, :func:`need`), so this runs at the top of a page and again after such a read."""
+    shown = st.session_state.setdefault(_DAMAGED_SHOWN, set())
+    for stage, why in w.damaged().items():
+        if stage in shown:
+            continue
+        shown.add(stage)
+        st.error(plain(why), icon=":material/report:")
+        if w.writable and st.button(f"Drop the damaged {stage_title(stage)}", key=f"drop_damaged_{stage}",
+                                    icon=":material/delete:") and guarded(lambda s=stage: w.drop_damaged(s)):
+            st.rerun()
 
 
 def analysis(stage: str):
     """The stored analysis *stage* as a StageValue whose value is its registered class
     (:mod:`gpudse_core.workspace.results`) or None: a damaged stored value is named (with the offer to
-    drop it) and given as missing, so the page offers to compute it again instead of failing."""
+    drop it, once per run) and given as missing, so the page offers to compute it again instead of failing."""
     from gpudse_core.workspace import Damaged
     from gpudse_core.workspace.stages import missing
 
     w = ws()
-    sv = w.get(stage)
+    sv = read(w, stage)
     if not isinstance(sv.value, Damaged):
         return sv
-    named = st.session_state.setdefault("_damaged_named", set())
-    if stage not in named:  # not named at the top of the page (page()) in this run
-        named.add(stage)
-        _damaged_stage(w, stage, sv.value.message())
+    _damaged(w)  # the workspace now lists it as damaged (Workspace.damaged)
     return type(sv)(stage, None, 0, missing(stage))
 
 
@@ -384,6 +384,18 @@ def banner(status, fix: Callable[[], Any] | None = None, key: str = "fix", butto
         st.rerun()
 
 
+def read(w, stage: str, version: int | None = None):
+    """``w.get(stage)`` for a page: a stored value that cannot be read (damaged, forged) is shown as
+    damaged with its Drop button, and the page stops there instead of failing."""
+    try:
+        return w.get(stage, version)
+    except GpudseError as e:
+        _damaged(w)
+        if stage not in w.damaged():
+            st.error(plain(e))
+        st.stop()
+
+
 def need(*stages: str, fixes: dict[str, Callable[[], Any]] | None = None) -> tuple:
     """The current values of *stages*, or the banner of the first one that is not (and the page stops)."""
     w = ws()
@@ -393,8 +405,10 @@ def need(*stages: str, fixes: dict[str, Callable[[], Any]] | None = None) -> tup
             return w.require(*stages)
         except GpudseError as e:  # changed between the two reads: show it like any other stale input
             block = getattr(e, "status", None)
-            if block is None:
-                st.error(plain(e))
+            if block is None:  # a damaged stored value: named, with its Drop button
+                _damaged(w)
+                if not set(stages) & set(w.damaged()):
+                    st.error(plain(e))
                 st.stop()
     banner(block, (fixes or {}).get(block.stage))
     st.stop()

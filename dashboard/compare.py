@@ -56,10 +56,10 @@ def build(w: Any, picks: list[tuple[str, int]], param: str | None) -> dict:
 
 def section(w: Any, space: Any) -> None:
     """The tab: the picker, then the stored comparison's table, notes and overlays."""
-    sv = w.get("comparison")
-    stored = sv.value if sv.value is not None else None
+    sv = ui.analysis("comparison")  # a Comparison, or None (a damaged one is named)
+    stored = sv.value
     options = candidates(w)
-    runs_before = {(r["workspace_id"], r["version"]) for r in (stored or {}).get("runs", [])}
+    runs_before = {(r.workspace_id, r.version) for r in (stored.runs if stored is not None else ())}
     others_before = {ws_id for ws_id, _ in runs_before if ws_id != w.id}
     chosen_before = [label for label, (ws_id, version) in options.items()
                      if (ws_id, version) in runs_before or (version == 0 and ws_id in others_before)]
@@ -72,19 +72,19 @@ def section(w: Any, space: Any) -> None:
                                 max_selections=compare.MAX_RUNS)
         params = list(space.parameter_names)
         param = st.selectbox("Response curves along", params,
-                             index=params.index(stored["param"]) if stored and stored.get("param") in params else 0)
+                             index=params.index(stored.param) if stored is not None and stored.param in params else 0)
         go = st.form_submit_button("Compare", type="primary", disabled=not w.writable)
     if go:
         def run() -> None:
             cmp = build(w, [options[p] for p in picked], param)
-            w.put_analysis("comparison", cmp, inputs=[], origin=f"{len(cmp['runs'])} runs side by side")
+            w.put_analysis("comparison", cmp, inputs=[], origin=f"{len(cmp.runs)} runs side by side")
         with st.spinner("Collecting the runs…"):
             if ui.guarded(run):
                 st.rerun()
-    if not stored:
+    if stored is None:
         st.info("No comparison yet: pick two or more runs and press Compare.", icon=":material/info:")
         return
-    st.markdown(f"**{len(stored['runs'])} runs side by side** (comparison version {sv.version}: each run as it "
+    st.markdown(f"**{len(stored.runs)} runs side by side** (comparison version {sv.version}: each run as it "
                 "was when compared)")
     ui.table(compare.headline_table(stored))
     for note in compare.notes(stored):

@@ -145,6 +145,21 @@ def _damaged(w) -> None:
             st.rerun()
 
 
+def analysis(stage: str):
+    """The stored analysis *stage* as a StageValue whose value is its registered class
+    (:mod:`gpudse_core.workspace.results`) or None: a damaged stored value is named (with the offer to
+    drop it, once per run) and given as missing, so the page offers to compute it again instead of failing."""
+    from gpudse_core.workspace import Damaged
+    from gpudse_core.workspace.stages import missing
+
+    w = ws()
+    sv = read(w, stage)
+    if not isinstance(sv.value, Damaged):
+        return sv
+    _damaged(w)  # the workspace now lists it as damaged (Workspace.damaged)
+    return type(sv)(stage, None, 0, missing(stage))
+
+
 def flash(kind: str, text: str) -> None:
     """A message (st.warning, st.success …) shown at the top of the next run, after a st.rerun()."""
     st.session_state.setdefault("_flash", []).append((kind, text))
@@ -236,13 +251,14 @@ def stage_summary(w, stage: str) -> str:
 def headline(w, model_sv=None):
     """The model's headline (gpudse_core.model.headline): leave-one-out or validation error, or the
     note that the fit interpolates; None when the data it was fitted on are not kept."""
+    from gpudse_core.workspace import Damaged
     from gpudse_core.workspace.provenance import model_headline
 
     sv = model_sv or w.get("model")
     if sv.value is None:
         return None
     val = w.get("validation")
-    ref = val.inputs.get("model") if val.value is not None and val.ok else None
+    ref = val.inputs.get("model") if val.value is not None and not isinstance(val.value, Damaged) and val.ok else None
     validation = val.value if ref is not None and ref.version == sv.version else None
     ref_results = sv.inputs.get("results")
     key = (w.id, sv.digest, ref_results.digest if ref_results else None, val.digest if validation is not None else None)

@@ -231,7 +231,8 @@ def _code_digest() -> str:
     h = hashlib.sha256()
     core = ROOT.parent / "gpudse_core"
     for rel in ("workspace/example.py", "model/stepwise", "model/splines.py", "model/validation.py",
-                "sim/simulator.py", "explore/scan.py", "space/sampling.py", "space/presets.py",
+                "sim/simulator.py", "explore/scan.py", "explore/results.py", "model/true_error.py",
+                "space/sampling.py", "space/presets.py",
                 "../dashboard/work.py", "_data/presets/stargazer.yaml", "../data/presets/stargazer.yaml"):
         p = (core / rel).resolve()
         for key, f in ([(f"{rel}/{f.name}", f) for f in sorted(p.glob("*.py"))] if p.is_dir()  # a package's modules

@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from gpudse_core import GpudseError
+from gpudse_core.explore.checks import EXPLORE_ORIGIN  # the chosen_by of the campaigns "Simulate these" starts
 from gpudse_core.workspace import JobContext, Stopped, start_validation
 
 POLL_S = 0.5  # a running job's panel refreshes this often
@@ -47,15 +48,16 @@ def pareto_cost(space: Any, name: str) -> Any:
     return name
 
 
-def scan_work(model: Any, space: Any, request: dict, ctx: JobContext | None = None, results: Any = None) -> dict:
+def scan_work(model: Any, space: Any, request: dict, ctx: JobContext | None = None, results: Any = None) -> Any:
     """The *k* best groups of designs the model cannot tell apart over the whole space, exactly, with
     prediction intervals and the designs already simulated in *results* marked
     (:func:`gpudse_core.explore.designs.best_designs`), the Pareto front against the cost, and a
     random cloud of designs for the chart. Stopped early, it keeps what the scan found so far
-    (labelled partial)."""
+    (labelled partial). A :class:`~gpudse_core.explore.results.ScanResult`."""
     import numpy as np
 
     from gpudse_core.explore.designs import best_designs
+    from gpudse_core.explore.results import ScanResult
     from gpudse_core.space.sampling import sample
 
     cost = pareto_cost(space, request["cost"])
@@ -81,22 +83,21 @@ def scan_work(model: Any, space: Any, request: dict, ctx: JobContext | None = No
         c = pts[cost].to_numpy(dtype=float)
     cloud = pts.assign(predicted=model.predict(pts), cost=c)[["predicted", "cost"]]
     unit = "cycles" if "cycle" in str(model.response).lower() else None
-    value = {"best": found.rows, "shown": found.display(space, model.response, unit), "used": list(found.used),
-             "level": found.level, "left_out": int(found.left_out), "pareto": res.pareto,
-             "space_size": int(res.space_size),
-             "feasible": None if res.feasible is None else int(res.feasible), "evaluated": int(res.evaluated),
-             "method": res.method, "complete": bool(res.complete), "notes": list(dict.fromkeys(found.notes)),
-             "cloud": cloud, "request": dict(request)}
+    value = ScanResult(best=found.rows, shown=found.display(space, model.response, unit), used=list(found.used),
+                       level=found.level, left_out=int(found.left_out), pareto=res.pareto,
+                       space_size=int(res.space_size), feasible=None if res.feasible is None else int(res.feasible),
+                       evaluated=int(res.evaluated), method=res.method, complete=bool(res.complete),
+                       notes=list(dict.fromkeys(found.notes)), cloud=cloud, request=dict(request))
     if ctx is not None and (ctx.stopped() or not res.complete):
         raise Stopped(partial=value)
     return value
 
 
-def true_error_work(model: Any, space: Any, kernel: str, ctx: JobContext | None = None) -> dict:
+def true_error_work(model: Any, space: Any, kernel: str, ctx: JobContext | None = None) -> Any:
     """The model's relative error at every point of the space against the built-in simulator
-    (summarised: statistics and 1,001 quantiles for the CDF)."""
-    import numpy as np
-
+    (summarised: statistics and 1,001 quantiles for the CDF), a
+    :class:`~gpudse_core.model.true_error.TrueError`."""
+    from gpudse_core.model.true_error import TrueError
     from gpudse_core.sim.simulator import whole_space_errors
 
     def progress(d: int, total: int) -> bool:
@@ -105,19 +106,19 @@ def true_error_work(model: Any, space: Any, kernel: str, ctx: JobContext | None 
     if ctx is not None:
         ctx.progress(0, space.size, "simulating the whole space")
     errs = whole_space_errors(model, space, kernel, progress=progress)
-    value = {"kernel": kernel, "points": int(errs.size), "space_points": int(space.size),
-             "mean": float(np.mean(errs)), "median": float(np.median(errs)), "p98": float(np.quantile(errs, 0.98)),
-             "max": float(np.max(errs)), "quantiles": np.quantile(errs, np.linspace(0, 1, 1001))}
+    value = TrueError.of(errs, kernel, space_points=int(space.size))
     if ctx is not None and ctx.stopped():
         raise Stopped(partial=value)
     return value
 
 
-def raycast_work(size: int, spheres: int, boxes: int, seed: int, ctx: JobContext | None = None) -> dict:
-    """Ray trace the built-in scene band by band: its per-pixel cost heatmap and the image."""
+def raycast_work(size: int, spheres: int, boxes: int, seed: int, ctx: JobContext | None = None) -> Any:
+    """Ray trace the built-in scene band by band: its per-pixel cost heatmap and the image (a
+    :class:`~gpudse_core.raytrace.result.HeatmapResult`)."""
     import numpy as np
 
     from gpudse_core.raytrace.caster import procedural_scene, render
+    from gpudse_core.raytrace.result import HeatmapResult
 
     def progress(d: int, total: int) -> bool:
         return ctx is None or ctx.progress(d, total, f"{d:,} of {total:,} rows traced")
@@ -125,9 +126,9 @@ def raycast_work(size: int, spheres: int, boxes: int, seed: int, ctx: JobContext
     if ctx is not None:
         ctx.progress(0, size, "tracing rays")
     r = render(size, size, procedural_scene(spheres, boxes, seed), progress=progress)
-    value = {"source": f"built-in ray caster, {size}×{size}, {spheres} spheres, {boxes} boxes, seed {seed}",
-             "request": {"size": size, "spheres": spheres, "boxes": boxes, "seed": seed},
-             "cost": r.heatmap().cost, "image": np.clip(r.image, 0, 1), "rgb": None}
+    value = HeatmapResult(source=f"built-in ray caster, {size}×{size}, {spheres} spheres, {boxes} boxes, seed {seed}",
+                          request={"size": size, "spheres": spheres, "boxes": boxes, "seed": seed},
+                          cost=r.heatmap().cost, image=np.clip(r.image, 0, 1), rgb=None)
     if ctx is not None and ctx.stopped():
         raise Stopped(partial=value)
     return value
@@ -160,8 +161,6 @@ def with_failures(ws: Any, table: Any, params: list[str]) -> Any:
         return table
     return failed if table is None else pd.concat([table, failed], ignore_index=True)
 
-
-EXPLORE_ORIGIN = "explore"  # the campaigns "Simulate these" starts (their spec's chosen_by)
 
 
 def results_backend(ws: Any) -> Any:
@@ -211,7 +210,7 @@ def start_simulate_best(ws: Any, backend: Any, rows: Any, every: bool = False, p
 
     space, scan = ws.require("space", "scan")
     params = list(space.value.parameter_names)
-    used = list(scan.value["used"])
+    used = list(scan.value.used)
     rows = rows.reset_index(drop=True)
     if every:
         limits.check("simulate_chosen", int(per_row), "designs per row to simulate", "choose fewer")
@@ -234,22 +233,11 @@ def start_simulate_best(ws: Any, backend: Any, rows: Any, every: bool = False, p
                           origin=EXPLORE_ORIGIN)
 
 
-def latest_simulated_best(ws: Any) -> tuple[Any, Any] | None:
-    """(campaign info, predicted vs simulated table) of the latest "Simulate these", or None."""
-    from gpudse_core.explore.designs import predicted_vs_simulated
-    from gpudse_core.workspace.campaigns import campaign_table
+def latest_simulated_best(ws: Any) -> Any:
+    """The latest "Simulate these" as a :class:`~gpudse_core.explore.checks.SimulatedCheck`, or None."""
+    from gpudse_core.workspace.campaigns import latest_check
 
-    for c in ws.campaigns():  # newest first
-        if (c.spec or {}).get("chosen_by") == EXPLORE_ORIGIN:
-            model = ws.get("model")
-            response = model.value.response if model.value is not None else "cycles"
-            table = campaign_table(ws, c.name, include_failed=True)
-            shown = predicted_vs_simulated(c.spec, table, response)
-            errors = table["error"].tolist() if "error" in table.columns else []
-            shown["why"] = [str(errors[i]) if i < len(errors) and s == "failed" and errors[i] else ""
-                            for i, s in enumerate(shown["in interval"])]  # a failed design's reason
-            return c, shown
-    return None
+    return latest_check(ws)
 
 
 def start_true_error(ws: Any, kernel: str):
@@ -288,7 +276,14 @@ def start_validation_job(ws: Any, request: dict):
 def describe_scan(request: dict) -> str:
     goal = "highest" if request.get("maximize") else "lowest"
     cost = "the sum of parameter levels" if request.get("cost") == "levels" else request.get("cost")
-    return f"{request.get('k')} {goal} predictions, Pareto front against {cost}"
+    k = request.get("k")
+    return f"{k if k else 'the'} {goal} predictions" + (f", Pareto front against {cost}" if cost else "")
+
+
+def scan_request(scan: Any, default: dict) -> dict:
+    """The request to compute *scan* again: its own settings, *default* for those it does not name (a
+    scan the core's :func:`gpudse_core.workspace.start_scan` made has a cost the page cannot name)."""
+    return {**default, **{k: v for k, v in scan.request.items() if v is not None and k in default}}
 
 
 # ---- the example's analyses (computed in this process, no job) -----------------------------------

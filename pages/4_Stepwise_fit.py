@@ -253,8 +253,8 @@ for note in getattr(model, "notes", []) or []:
     if note != saturated:
         st.caption(f":material/info: {ui.plain(note)}")
 
-apps_sv = w.get("app_models")
-by_app = apps_sv.value if apps_sv.ok else None
+apps_sv = ui.analysis("app_models")  # an AppModels, or None (a damaged one is named)
+by_app = apps_sv.value.models if apps_sv.ok and apps_sv.value is not None else None
 c1, c2 = st.columns([1, 1])
 ui.chart(figures.contributions(model, by_app or None), c1, narrow=True)
 with c2:

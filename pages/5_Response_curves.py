@@ -44,8 +44,8 @@ try:
 except GpudseError as e:
     st.error(ui.plain(e))
     st.stop()
-apps_sv = w.get("app_models")
-by_app = apps_sv.value if apps_sv.ok and apps_sv.value else {}
+apps_sv = ui.analysis("app_models")  # an AppModels, or None (a damaged one is named)
+by_app = apps_sv.value.models if apps_sv.ok and apps_sv.value is not None else {}
 app_col = w.input_of(model_sv, "results").value.app_column
 if stepwise and by_app and app_col and st.checkbox("One curve per application instead (Stargazer Fig. 7)", value=False):
     curves = {}

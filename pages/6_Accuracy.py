@@ -37,7 +37,7 @@ with tab_val:
     dflt = ui_work.EXAMPLE_VALIDATION
     # after a reload the form shows what the table below was computed with (a current validation only: an
     # out-of-date one was computed from other results, whose size its test set may not fit)
-    done = w.get("validation").value if w.get("validation").ok else None
+    done = ui.analysis("validation").value if w.get("validation").ok else None
     if done is not None and hasattr(done, "repeats"):
         dflt = {**dflt, "train_sizes": list(done.train_sizes), "test_size": int(done.test_size),
                 "repeats": int(done.repeats),
@@ -73,7 +73,7 @@ with tab_val:
                    "repeats": int(repeats), "models": list(models)}
         if ui.guarded(lambda: ui_work.start_validation_job(w, request)):
             st.rerun()
-    sv = w.get("validation")
+    sv = ui.analysis("validation")  # a ValidationResult, or None (a damaged one is named)
 
     def recompute() -> None:
         old = sv.value
@@ -137,15 +137,15 @@ with tab_true:
     else:
         running = ui_jobs.job_panel(w, "true_error", "Simulating the whole space",
                                     rerun=lambda: ui_work.start_true_error(w, kernel), rerun_label="Run it again")
-        sv = w.get("true_error")
+        sv = ui.analysis("true_error")  # a TrueError, or None (a damaged one is named)
         label = f"Compute the error at all {ui.fmt_count(space.size)} points ({kernel})"
 
         def compute() -> None:
             ui_work.start_true_error(w, kernel)
 
-        if sv.value is not None and sv.value.get("kernel") != kernel:
+        if sv.value is not None and sv.value.kernel != kernel:
             # computed against another application: not an answer for these results, and said so
-            st.warning(f"The true error computed earlier was against {ui.plain(sv.value.get('kernel'))}; these results come "
+            st.warning(f"The true error computed earlier was against {ui.plain(sv.value.kernel)}; these results come "
                        f"from {kernel}. Compute it again for them.", icon=":material/warning:")
             sv = None
         if sv is None or sv.value is None:
@@ -153,15 +153,16 @@ with tab_true:
                 st.rerun()
         elif ui.analysis_banner(sv, compute, key="fix_true_error"):
             errs = sv.value
-            st.caption(f"Against the built-in simulator's **{ui.plain(errs['kernel'])}** (the application the results were "
-                       f"simulated with), at {ui.fmt_count(errs['points'], 'design points')}.")
+            st.caption(f"Against the built-in simulator's **{ui.plain(errs.kernel)}** (the application the results were "
+                       f"simulated with), at {ui.fmt_count(errs.points, 'design points')}.")
             m = st.columns(4)
-            m[0].metric("Points", ui.fmt_count(errs["points"]))
-            m[1].metric("Mean error", ui.fmt_pct(errs["mean"]))
-            m[2].metric("Median error", ui.fmt_pct(errs["median"]))
-            m[3].metric("Max error", ui.fmt_pct(errs["max"]))
-            fig = figures.space_error_cdf(np.asarray(errs["quantiles"]))  # the CDF through 1,001 quantiles
-            ui.chart(style.apply(fig, title_text=f"True error over all {ui.fmt_count(errs['points'])} designs"))
+            m[0].metric("Points", ui.fmt_count(errs.points))
+            m[1].metric("Mean error", ui.fmt_pct(errs.mean))
+            m[2].metric("Median error", ui.fmt_pct(errs.median))
+            m[3].metric("Max error", ui.fmt_pct(errs.max))
+            if errs.quantiles is not None:
+                fig = figures.space_error_cdf(np.asarray(errs.quantiles))  # the CDF through 1,001 quantiles
+                ui.chart(style.apply(fig, title_text=f"True error over all {ui.fmt_count(errs.points)} designs"))
 
 with tab_cmp:
     ui_compare.section(w, space)

@@ -14,6 +14,7 @@ from dashboard import frame as ui
 from dashboard import jobs as ui_jobs
 from dashboard import work as ui_work
 from gpudse_core import GpudseError
+from gpudse_core.explore.results import ScanResult
 from gpudse_core.explore.scan import sensitivity
 from gpudse_core.fmt import fmt_value
 from gpudse_core.report import figures
@@ -27,13 +28,17 @@ def simulated_best(space, model) -> None:
     once the scan and the model are out of date, which the added results make them)."""
     ui_jobs.job_panel(w, "campaign", "Simulating the chosen designs", rerun=ui_jobs.LATER,
                       rerun_label="Simulate the rows chosen below again")
-    latest = ui_work.latest_simulated_best(w)
-    if latest is not None:
+    try:
+        check = ui_work.latest_simulated_best(w)  # a SimulatedCheck, or None
+    except GpudseError as e:  # a campaign record that cannot be read: named, the rest of the page works
+        st.error(ui.plain(e), icon=":material/report:")
+        check = None
+    if check is not None:
         unit = ui.response_unit(model.response)
-        info, table = latest
+        table = check.table
         params = [p for p in space.parameter_names if p in table.columns]
         scan = w.get("scan").value
-        used = [p for p in (scan or {}).get("used", []) if p in params]
+        used = [p for p in (scan.used if isinstance(scan, ScanResult) else []) if p in params]
         params = used + [p for p in params if p not in used]  # the parameters that tell the rows apart first
         failed_designs(space, table.assign(group=table["group"] + 1), used or params)
         cols = ["group", "predicted", "lower", "upper", "simulated", "error", "in interval", *params]
@@ -47,11 +52,8 @@ def simulated_best(space, model) -> None:
         if (lo.notna() & hi.notna()).any():  # no column of dashes when the model gave no interval at all
             table.insert(2, interval, [f"{ui.fmt_num(a)} – {ui.fmt_num(b)}" if pd.notna(a) and pd.notna(b)
                                        else ui.fmt_num(None) for a, b in zip(lo, hi)])
-        inside = (table["in interval"] == "yes").sum()
-        judged = table["in interval"].isin(["yes", "no"]).sum()
-        done = table["simulated"].notna().sum()
-        within = f", {inside} inside the interval" if judged else ""
-        st.markdown(f"**Predicted vs simulated** ({ui.plain(info.name)}: {ui.fmt_count(done)} of "
+        within = f", {check.inside} inside the interval" if check.judged else ""
+        st.markdown(f"**Predicted vs simulated** ({ui.plain(check.campaign)}: {ui.fmt_count(check.simulated)} of "
                     f"{ui.fmt_count(len(table), 'designs')} simulated{within})")
         ui.table(table, units=ui.units(space) | {c: unit for c in ("predicted", "simulated")},
                  kinds={"error": "fraction", "row": "count"})
@@ -77,12 +79,12 @@ def failed_designs(space, table, used) -> None:
              "failed design will not be recommended again (from the next scan of the best designs on).",
              icon=":material/error:")
     sv = w.get("scan")  # a current scan made before the failure still shows its row: offer the next scan
-    if sv.ok and isinstance(sv.value, dict) and "best" in sv.value and set(used) <= set(sv.value["best"].columns):
-        shown = {tuple(_key(v) for v in r) for r in sv.value["best"][used].itertuples(index=False)}
+    if sv.ok and isinstance(sv.value, ScanResult) and set(used) <= set(sv.value.best.columns):
+        shown = {tuple(_key(v) for v in r) for r in sv.value.best[used].itertuples(index=False)}
         if any(tuple(_key(r[p]) for p in used) in shown for r in failed.to_dict(orient="records")) and st.button(
                 "Recompute the best designs without them", icon=":material/refresh:", disabled=not w.writable,
-                key="rescan_failed") and ui.guarded(lambda: ui_work.start_scan(w, dict(sv.value.get(
-                    "request", ui_work.EXAMPLE_SCAN)))):
+                key="rescan_failed") and ui.guarded(lambda: ui_work.start_scan(w, ui_work.scan_request(
+                    sv.value, ui_work.EXAMPLE_SCAN))):
             st.rerun()
 
 
@@ -114,14 +116,12 @@ def compute(req: dict = request) -> None:
 
 
 running = ui_jobs.job_panel(w, "scan", "The scan of the design space", rerun=compute)
-sv = w.get("scan")
-if sv.value is not None and "best" not in sv.value:  # stored by an earlier version of this page
-    sv = w.get("no-scan")
+sv = ui.analysis("scan")  # a ScanResult, or None (a damaged one is named, and can be computed again)
 
 
-def simulate_these(value: dict) -> None:
+def simulate_these(value: ScanResult) -> None:
     """Run chosen rows through the simulator the results came from; predicted beside simulated."""
-    best = value["best"]
+    best = value.best
     with st.container(border=True):
         st.markdown("**Simulate these** — check the predictions with the simulator; the simulated designs are "
                     "added to the results (a new version)")
@@ -168,36 +168,34 @@ label = f"Find the best of all {ui.fmt_count(space.size)} designs"
 if sv.value is None or (running and not sv.ok):  # nothing yet, or an out-of-date scan being replaced
     if not running and st.button(label, type="primary", disabled=not w.writable) and ui.guarded(compute):
         st.rerun()
-elif ui.analysis_banner(sv, lambda: compute(dict(sv.value.get("request", request))), key="fix_scan"):
+elif ui.analysis_banner(sv, lambda: compute(ui_work.scan_request(sv.value, request)), key="fix_scan"):
     value = sv.value
-    req = value.get("request", {})
+    req = value.request
     if req != request and not running:
         c1, c2 = st.columns([4, 1], vertical_alignment="center")
         c1.info(f"Shown: the scan for {ui_work.describe_scan(req)}. The settings above ask for "
                 f"{ui_work.describe_scan(request)}.", icon=":material/info:")
         if c2.button("Recompute for these settings", disabled=not w.writable) and ui.guarded(compute):
             st.rerun()
-    goal_word = "highest" if req.get("maximize") else "lowest"
-    designs = value["feasible"] if value.get("feasible") is not None else value["space_size"]
-    best = value["best"]
-    how = {"exact": "cells of the parameters the model uses enumerated",
-           "stream": "designs streamed through the model", "predict": "designs predicted one by one"}
+    goal_word = "highest" if value.maximize else "lowest"
+    designs = value.designs if value.designs is not None else space.size
+    best = value.best
+    evaluated = value.evaluated if value.evaluated is not None else len(best)
     st.markdown(f"**The {len(best)} {goal_word} predicted {ui.plain(model.response)} of {ui.fmt_count(designs)} designs** "
-                f"(model version {model_sv.version}; exact: {ui.fmt_count(value['evaluated'])} "
-                f"{how.get(value['method'], value['method'] + ' scan')})")
-    for note in value.get("notes", []):
+                f"(model version {model_sv.version}; exact: {ui.fmt_count(evaluated)} {ui.plain(value.how())})")
+    for note in value.notes:
         st.caption(f":material/info: {ui.plain(note)}")
-    shown = value.get("shown")
+    shown = value.shown
     if shown is not None:  # one row per group of designs the model cannot tell apart
-        st.caption(f"The model reads {ui.plain(', '.join(value.get('used', [])))}: each row stands for every design with "
+        st.caption(f"The model reads {ui.plain(', '.join(value.used))}: each row stands for every design with "
                    f"its prediction (**designs**; **any**: every value of the parameter gives it) and shows the design "
                    f"nearest a simulated one, then nearest the middle of the space (docs/cli.md). **distinguishable "
                    f"from best**: the interval lies apart from the best row's."
                    + (" The interval is where a simulation is expected to land (95 %)."
-                      if value.get("level") is not None else ""))
+                      if value.level is not None else ""))
         ui.table(shown)
-        if value.get("left_out"):
-            st.caption(f"{value['left_out']} row(s) left out: a design of theirs failed to simulate.")
+        if value.left_out:
+            st.caption(f"{value.left_out} row(s) left out: a design of theirs failed to simulate.")
     else:  # stored by an earlier version: one row per design
         best = best[["predicted"] + [c for c in best.columns if c != "predicted"]]
         ui.table(best, units=ui.units(space) | {"predicted": ui.response_unit(model.response)})
@@ -205,12 +203,12 @@ elif ui.analysis_banner(sv, lambda: compute(dict(sv.value.get("request", request
         simulate_these(value)
         simulated_best(space, model)  # the outcome right below its button, before the chart
         checked = True
-    front = value.get("pareto")
-    if front is not None and len(front):
-        cost_label = ("sum of parameter levels" if req.get("cost") == "levels"
-                      else space.parameter(req["cost"]).display if req.get("cost") in space.parameter_names
-                      else str(req.get("cost")))
-        ui.chart(figures.pareto(front, cost_label, model.response, value.get("cloud")))
+    front = value.pareto
+    if front is not None and len(front) and "cost" in front.columns:
+        cost_label = ("sum of parameter levels" if value.cost == "levels"
+                      else space.parameter(value.cost).display if value.cost in space.parameter_names
+                      else str(value.cost or "cost"))
+        ui.chart(figures.pareto(front, cost_label, model.response, value.cloud))
         st.caption(ui.help_for("pareto"))
 
 if not checked:

@@ -19,6 +19,7 @@ from dashboard import jobs as ui_jobs
 from dashboard import work as ui_work
 from gpudse_core import GpudseError
 from gpudse_core.raytrace.heatmap import colourise, read_heatmap
+from gpudse_core.raytrace.result import HeatmapResult
 from gpudse_core.raytrace.zatel import DISTRIBUTIONS, counts_from_config, downscale_config, plan
 from gpudse_core.sim.gpgpusim import GpgpuSimConfig
 
@@ -40,12 +41,12 @@ def run_plan(digest, _cost, _rgb, counts, k_force, clusters, division, chunk, bl
     return zp
 
 
-heat_sv = w.get("heatmap")
-stored = heat_sv.value if heat_sv.value is not None else None
+heat_sv = ui.analysis("heatmap")  # a HeatmapResult, or None (a damaged one is named)
+stored = heat_sv.value
 left, right = st.columns([1, 2])
 with left:
     sources = ["Built-in ray caster", "Upload a heatmap"]
-    uploaded_before = stored is not None and stored.get("request") is None
+    uploaded_before = stored is not None and stored.uploaded
     source = st.radio("Heatmap", sources, index=1 if uploaded_before else 0)
     rgb = cost = image = None
     current = False  # the stored heatmap is the cast of the settings shown
@@ -53,13 +54,13 @@ with left:
     # The radio only says how to make a new heatmap; the one in use is the workspace's until the user
     # traces or uploads another (switching the radio replaces nothing).
     if source == "Built-in ray caster":
-        req0 = (stored or {}).get("request") or {"size": 256, "spheres": 24, "boxes": 6, "seed": 3}
+        req0 = (stored.request if stored is not None else None) or {"size": 256, "spheres": 24, "boxes": 6, "seed": 3}
         size = st.select_slider("Resolution (pixels per side)", [128, 256, 384, 512, 1024], value=req0["size"])
         spheres = st.slider("Spheres", 1, 60, req0["spheres"])
         boxes = st.slider("Boxes", 0, 20, req0["boxes"])
         scene_seed = st.number_input("Scene seed", 0, 10_000, req0["seed"])
         request = {"size": int(size), "spheres": int(spheres), "boxes": int(boxes), "seed": int(scene_seed)}
-        current = stored is not None and stored.get("request") == request and not heat_sv.partial
+        current = stored is not None and stored.request == request and not heat_sv.partial
         if ui_jobs.rerun_wanted(w, "raycast") and ui.guarded(lambda: ui_work.start_raycast(w, **request)):
             st.rerun()
         if not current and not running:
@@ -84,16 +85,15 @@ with left:
             try:
                 data = ui.upload_bytes(up)
                 tag = f"upload {up.name} {hashlib.sha256(data).hexdigest()[:16]}"
-                if stored is None or stored.get("source") != tag:
+                if stored is None or stored.source != tag:
                     hm = read_heatmap(up.name, data)
-                    heat_sv = w.put_analysis("heatmap", {"source": tag, "request": None, "cost": hm.cost,
-                                                         "rgb": hm.rgb, "image": None}, inputs=[],
+                    heat_sv = w.put_analysis("heatmap", HeatmapResult(source=tag, cost=hm.cost, rgb=hm.rgb), inputs=[],
                                              origin=f"uploaded {up.name}")
                     st.rerun()
             except GpudseError as e:
                 ui.upload_error(up.name, e, "The heatmap in use is unchanged.")
-    if stored is not None and not (stored.get("request") is not None and heat_sv.partial):
-        rgb, cost, image = stored.get("rgb"), stored["cost"], stored.get("image")
+    if stored is not None and not (stored.request is not None and heat_sv.partial):
+        rgb, cost, image = stored.rgb, stored.cost, stored.image
         st.caption(f"In use: {ui.plain(heat_sv.origin)}." + ("" if source == "Built-in ray caster" and current else
                                                   " Trace or upload another to replace it."))
     st.subheader("GPU and selection")

@@ -369,7 +369,7 @@ def test_ray_casting_is_a_job_whose_heatmap_stays_in_the_workspace(app):
     m = metrics(app)
     assert m["K (downscaling)"] == "4"  # 8 SMs, 4 memory partitions
     heat = ws(app).get("heatmap")
-    assert heat.ok and heat.value["request"]["size"] == 256
+    assert heat.ok and heat.value.request["size"] == 256
     next(r for r in app.radio if r.label == "Division").set_value("coarse").run()
     ok(app, "coarse")
     assert ws(app).get("heatmap").version == heat.version  # settings of the plan do not trace again
@@ -386,7 +386,7 @@ def test_ray_casting_is_a_job_whose_heatmap_stays_in_the_workspace(app):
     assert "K (downscaling)" in metrics(app)  # the heatmap in use is still shown
     button(app, "Trace the scene").click().run()
     wait_jobs(app)
-    assert ws(app).get("heatmap").value["request"]["spheres"] == 30
+    assert ws(app).get("heatmap").value.request["spheres"] == 30
 
 
 # ---- the pages' own behaviour ------------------------------------------------------------------------
@@ -603,8 +603,8 @@ def test_stepwise_page_fits_with_live_trace_and_per_application_models(app):
     ok(app, "fit")
     assert len(app.dataframe[0].value) >= 2  # the trace shows its rows
     by_app = w.get("app_models")
-    assert by_app.ok and set(by_app.value) == {"matMul", "nw"}
-    assert by_app.value["nw"].terms[0] == "smp" and by_app.value["matMul"].terms[0] == "blk"
+    assert by_app.ok and set(by_app.value.models) == {"matMul", "nw"}
+    assert by_app.value.models["nw"].terms[0] == "smp" and by_app.value.models["matMul"].terms[0] == "blk"
     goto(app, "Response curves")
     assert not app.error
 

@@ -169,8 +169,8 @@ def test_the_report_and_the_explore_scan_show_grouped_rows_with_intervals(tmp_pa
     assert job.wait(300)
     sv = ws.get("scan")
     assert sv.ok and set(sv.inputs) == {"model", "space", "results"}
-    best, shown = sv.value["best"], sv.value["shown"]
-    used = sv.value["used"]
+    best, shown = sv.value.best, sv.value.shown
+    used = sv.value.used
     assert len(best) == 5 and not best[used].duplicated().any() and (best.lower < best.upper).all()
     assert list(shown.columns[:4]) == ["predicted cycles", "95 % interval (cycles)", "distinguishable from best",
                                        "designs"]
@@ -227,11 +227,12 @@ def test_simulate_these_on_a_command_backend_appends_its_results(tmp_path, monke
     ws.set_model(fit_stepwise(table[list(space.parameter_names) + ["gpu_tot_sim_cycle"]], "gpu_tot_sim_cycle"), "fit")
     job = ui_work.start_scan(ws, dict(ui_work.EXAMPLE_SCAN, k=3))
     assert job.wait(300) and ws.get("scan").ok
-    best = ws.get("scan").value["best"]
+    best = ws.get("scan").value.best
     job = ui_work.start_simulate_best(ws, backend, best, every=True, per_row=2)
     assert job.wait(300) and ws.job(job.id).state == "finished", ws.job(job.id).error
-    info, shown = ui_work.latest_simulated_best(ws)
-    assert len(shown) == 6 and shown.group.tolist() == [0, 0, 1, 1, 2, 2]
+    check = ui_work.latest_simulated_best(ws)
+    shown = check.table
+    assert len(shown) == 6 and check.simulated == 6 and check.judged == 0 and shown.group.tolist() == [0, 0, 1, 1, 2, 2]
     # a noise-free function of blk: the fit reproduces its rows, so no interval is claimed for any design
     assert (shown["in interval"] == "no interval").all() and shown.simulated.notna().all()
     # the fake simulator's cycles depend on blk alone: what it gave is 100000 // (8 blk) + 17
@@ -263,13 +264,14 @@ def test_a_design_the_command_simulator_failed_on_is_recorded_and_never_recommen
     ws.set_model(fit_stepwise(table[list(space.parameter_names) + ["gpu_tot_sim_cycle"]], "gpu_tot_sim_cycle"), "fit")
     job = ui_work.start_scan(ws, dict(ui_work.EXAMPLE_SCAN, k=3))
     assert job.wait(300) and ws.get("scan").ok
-    best = ws.get("scan").value["best"]
+    best = ws.get("scan").value.best
     assert best.blk.tolist()[0] == 16  # the fastest row: the one the crashing simulator fails on
     crashing = CommandBackend.from_file(backend_file(tmp_path, extra_args=["--crash-cta", "16"]))
     job = ui_work.start_simulate_best(ws, crashing, best)
     assert job.wait(300) and ws.job(job.id).state == "finished", ws.job(job.id).error
-    info, shown = ui_work.latest_simulated_best(ws)
-    assert shown["in interval"].tolist() == ["failed", "no interval", "no interval"]  # noise-free: no interval
+    check = ui_work.latest_simulated_best(ws)
+    shown = check.table
+    assert shown["in interval"].tolist() == ["failed", "no interval", "no interval"] and len(check.failed) == 1  # noise-free: no interval
     assert "status 1" in shown.why.iloc[0] and shown.why.iloc[1:].eq("").all()
     assert len(ws.get("results").value.table) == 42  # the two that simulated
     cols = list(space.parameter_names) + ["gpu_tot_sim_cycle"]
@@ -277,11 +279,11 @@ def test_a_design_the_command_simulator_failed_on_is_recorded_and_never_recommen
     job = ui_work.start_scan(ws, dict(ui_work.EXAMPLE_SCAN, k=3))
     assert job.wait(300) and ws.get("scan").ok
     scan = ws.get("scan").value
-    assert 16 not in scan["best"].blk.tolist() and scan["left_out"] == 1
+    assert 16 not in scan.best.blk.tolist() and scan.left_out == 1
     # without the recorded failure the same scan would recommend it first (it is the fastest)
     plain = ui_work.scan_work(ws.get("model").value, space, dict(ui_work.EXAMPLE_SCAN, k=3),
                               results=ws.get("results").value.table)
-    assert plain["best"].blk.tolist()[0] == 16
+    assert plain.best.blk.tolist()[0] == 16
 
 
 def test_a_level_cell_no_longer_repeats_one_design_over_six_rows():

@@ -112,8 +112,8 @@ def walk(a: Tab, home) -> None:
     wait_for(a, "no prediction interval: the fit reproduces its rows")
     a.check("explore")
     scan = w.get("scan").value
-    best = scan["best"]
-    assert "blk" in scan["used"] and len(best) >= 4
+    best = scan.best
+    assert "blk" in scan.used and len(best) >= 4
     a.shot("explore_best")
 
     # pick rows: the first four (the default five less the last), on the command simulator
@@ -130,8 +130,9 @@ def walk(a: Tab, home) -> None:
     grid_headers(a, "simulated (cycles)")
     a.alert("Refit on the new results")
     a.shot("predicted_vs_simulated")
-    info, shown = _latest(w)
-    assert "command" in (info.spec or {}).get("backend", "") and len(shown) == 4
+    check = _latest(w)
+    shown = check.table
+    assert "command" in (check.backend or "") and len(shown) == 4
     assert (shown.simulated == [fake_cycles(b) for b in shown.blk]).all()  # the command's own output, per design
     assert shown["predicted"].tolist() == pytest.approx(best.predicted.iloc[:4].tolist())  # beside the prediction
     results = w.get("results")
@@ -178,13 +179,13 @@ def walk(a: Tab, home) -> None:
     assert "1 of 1 design failed" in message and f"blk = {FLAKY_BLK} blocks/core" in message, message
     assert "exited with status 1" in message and "not be recommended again" in message, message
     a.shot("a_design_failed")
-    info, shown = _latest(w)
+    shown = _latest(w).table
     assert shown["in interval"].tolist() == ["failed"] and shown.blk.tolist() == [FLAKY_BLK]
     assert w.get("results").version == before  # nothing simulated, nothing added
 
     # the scan made before the failure still shows that row: the page offers the next scan, which leaves it out
     scan = w.get("scan")
-    assert scan.ok and FLAKY_BLK in set(scan.value["best"].blk)
+    assert scan.ok and FLAKY_BLK in set(scan.value.best.blk)
     a.button("Recompute the best designs without them").click()
     end = time.monotonic() + 180
     while w.get("scan").version == scan.version or not w.get("scan").ok:

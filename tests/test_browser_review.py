@@ -72,8 +72,8 @@ def test_two_fits_side_by_side_change_mid_session_and_reload(server, browser, ho
     for t in ("Error CDFs", "contribution to R²", "Response along blk"):
         assert titled(titles, t), (t, titles)
     w = workspace(home, a.ws_id)
-    runs = w.get("comparison").value["runs"]
-    assert sorted(r["version"] for r in runs) == [1, 2] and w.get("comparison").value["param"] == "blk"
+    runs = w.get("comparison").value.runs
+    assert sorted(r.version for r in runs) == [1, 2] and w.get("comparison").value.param == "blk"
     table = a.page.locator("[data-testid='stDataFrame']").last
     table.scroll_into_view_if_needed()
     a.shot("compared")
@@ -83,7 +83,7 @@ def test_two_fits_side_by_side_change_mid_session_and_reload(server, browser, ho
     a.button("Compare").click()
     a.settle()
     wait_titled(a, "Response along simd")
-    assert w.get("comparison").value["param"] == "simd" and w.get("comparison").version == 2
+    assert w.get("comparison").value.param == "simd" and w.get("comparison").version == 2
 
     # a reload keeps the comparison (it is in the workspace) and the picker's choice
     a.page.reload(wait_until="domcontentloaded")

@@ -250,3 +250,30 @@ def test_the_core_packages_import_only_the_layers_below_them():
     """The package graph, imports inside functions included, is a DAG in the documented order."""
     found = layer_violations(import_graph(), documented_layers())
     assert not found, "imports against docs/architecture.md's layer order:\n" + "\n".join(found)
+
+
+def missing_imports() -> list[str]:
+    """Imports of a project module (``gpudse_core.…``, ``dashboard.…``, relative ones) that names no module
+    of the tree: a module moved without its importers following (``from ..report.fmt import`` after the
+    formatter moved) fails only when that function runs."""
+    mods = _module_files()
+    found = []
+    for mod, path in mods.items():
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        is_package = path.name == "__init__.py"
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = _resolve(mod, is_package, node.level, node.module)
+                names = [base]
+            else:
+                continue
+            for name in names:
+                if name.split(".")[0] in PACKAGES and name not in mods:
+                    found.append(f"{path.relative_to(ROOT)}:{node.lineno} imports {name}")
+    return found
+
+
+def test_every_import_of_a_project_module_names_one_that_exists():
+    assert not missing_imports(), "imports of modules that do not exist: " + "; ".join(missing_imports())

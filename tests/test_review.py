@@ -260,7 +260,7 @@ def test_a_noise_free_fit_on_every_page_and_two_runs_side_by_side(home):
     at.run()
     assert not at.exception, [e.value for e in at.exception]
     cmp = w.get("comparison").value
-    assert {r["version"] for r in cmp["runs"]} == {example_version, w.get("model").version} and cmp["param"] == "simd"
+    assert {r.version for r in cmp.runs} == {example_version, w.get("model").version} and cmp.param == "simd"
     table = next(df.value for df in at.dataframe if "run" in df.value.columns)
     assert len(table) == 2 and set(table["out-of-sample error (median)"]) >= {"interpolates"}
     charts = at.get("plotly_chart")
@@ -277,7 +277,7 @@ def test_a_noise_free_fit_on_every_page_and_two_runs_side_by_side(home):
     assert next(m for m in again.multiselect if m.label == "Runs").value == mine[:2]
     assert any("2 runs side by side" in m.value for m in again.markdown)
     html = ui.report_html(w)
-    assert "<h2>Runs side by side</h2>" in html and all(r["label"] in html for r in cmp["runs"])
+    assert "<h2>Runs side by side</h2>" in html and all(r.label in html for r in cmp.runs)
     assert "Error CDFs of the runs" in html
 
 

@@ -295,5 +295,5 @@ def test_the_explore_page_refuses_a_scan_beyond_scan_work_before_starting_it(tmp
         ok(app, "recompute at scan_work")
         wait_jobs(app)
     scan = w.get("scan")
-    assert scan.ok and scan.version > before.version and scan.value["method"] == "predict"
+    assert scan.ok and scan.version > before.version and scan.value.method == "predict"
     assert not [e for e in texts(app, "error") if "scan_work" in e]

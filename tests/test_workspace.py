@@ -74,7 +74,8 @@ def filled(p):
     ws.set_results(p["results"], "cycles", "built-in simulator", inputs=("space", "samples"))
     ws.set_model(p["model"], "stepwise")
     ws.put_analysis("validation", p["validation"], inputs=[ws.get("results"), ws.get("model")])
-    ws.put_analysis("scan", {"best": p["results"].nsmallest(5, "cycles")}, inputs=["model", "space"])
+    best = p["results"].nsmallest(5, "cycles")
+    ws.put_analysis("scan", {"best": best.assign(predicted=best.cycles)}, inputs=["model", "space"])
     return ws, key
 
 
@@ -327,7 +328,8 @@ def test_limits_bound_sizes_counts_and_history(home, pipeline):
     with limits.override(workspace_analyses=2):
         with pytest.raises(limits.LimitError, match="workspace_analyses"):
             ws.put_analysis("third", 1, inputs=[])
-        ws.put_analysis("scan", 2, inputs=[])  # a new version of an existing one is fine
+        best = pipeline["results"].nsmallest(3, "cycles")
+        ws.put_analysis("scan", {"best": best.assign(predicted=best.cycles)}, inputs=[])  # a new version is fine
     with limits.override(workspaces=1):
         with pytest.raises(limits.LimitError, match="workspaces"):
             create_workspace()

@@ -14,12 +14,14 @@ import sys
 import threading
 import time
 
+import pandas as pd
 import pytest
 from conftest import ROOT
 from test_campaign import backend_file
 from test_workspace import make_pipeline
 
 from gpudse_core import limits, load_preset, sample
+from gpudse_core.explore.results import ScanResult
 from gpudse_core.workspace import ReadOnly, Stopped, create_workspace, open_workspace, start_scan, start_validation
 from gpudse_core.workspace import jobs as jobs_mod
 
@@ -157,7 +159,13 @@ def test_a_result_whose_inputs_changed_meanwhile_comes_out_stale(home):
     ws, _ = create_workspace()
     ws.set_space(space, "stargazer")
     work = Gated(2)
-    job = ws.start_job("scan", work, stage="scan", inputs=["space"])
+    best = pd.DataFrame({"blk": [64], "predicted": [1.0]})  # the scan stage holds a ScanResult
+
+    def scan(ctx):
+        work(ctx)
+        return ScanResult(best=best)
+
+    job = ws.start_job("scan", scan, stage="scan", inputs=["space"])
     work.release()
     ws.set_space(load_preset("zatel"), "switched while it ran")
     work.release()
@@ -253,7 +261,7 @@ def test_a_stopped_scan_keeps_the_designs_predicted_so_far(home, pipeline):
     assert job.wait(300)
     sv = ws.get("scan")
     assert ws.job(job.id).state == "stopped" and sv.partial
-    assert sv.value.points == calls[0] < pipeline["space"].size and len(calls) == 1
+    assert sv.value.evaluated == calls[0] < pipeline["space"].size and len(calls) == 1
     assert len(sv.value.best) == 5 and set(sv.inputs) == {"model", "space"}
 
 

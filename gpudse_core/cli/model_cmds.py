@@ -102,6 +102,13 @@ def headline_doc(model, data) -> dict:
     return {"source": h.source, "median_error": h.value, "interpolates": h.interpolates, "note": h.note}
 
 
+def summarize(model, data):
+    """The statsmodels-style summary of a stepwise fit (gpudse_core.model.summary)."""
+    from ..model.summary import summarize as summary_of
+
+    return summary_of(model, data)
+
+
 def final_line(model, data) -> str:
     """The fit's last line: its terms, led by the out-of-sample error; R² only when it means something."""
     from ..fmt import fmt_r2
@@ -160,9 +167,12 @@ def cmd_fit(args: argparse.Namespace) -> int:
                           "trace": model.trace, "trace_table": trace_json(model, params)}, indent=1))
     else:
         print(trace_table(model, params))
-        print(final_line(model, data))
+        if args.summary:  # its notes include the model's
+            print(summarize(model, data))
+        else:
+            print(final_line(model, data))
         print(model.equation(digits=5))
-        for note in model.notes:
+        for note in [] if args.summary else model.notes:
             print(f"note: {note}")
         if space_notes:
             print(f"note: scales from {args.space}")
@@ -250,10 +260,13 @@ def _fit_model(args: argparse.Namespace, data, params, out, echo) -> int:
             print(sel["reason"])
         if kind == "stepwise":
             print(trace_table(model, params))
-            print(final_line(model, data))
+            print(summarize(model, data) if args.summary else final_line(model, data))
             print(model.equation(digits=5))
         else:
             print(f"{kind} model of {args.response} ({model.transform} scale) on {len(data):,} rows")
+            if args.summary:
+                print(f"note: --summary: a {kind} model has no coefficients or ANOVA; its held-out error is above",
+                      file=sys.stderr)
         for note in getattr(model, "notes", []):
             print(f"note: {note}", file=sys.stderr)
     print(f"wrote {out}", file=sys.stderr)
@@ -409,6 +422,9 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     fi.add_argument("-o", "--output", metavar="model.json", help="where to write the model (required without "
                     "--workspace)")
     fi.add_argument("--json", action="store_true", help="print terms, R², adjusted R² and the trace as JSON")
+    fi.add_argument("--summary", action="store_true",
+                    help="after the trace, print the statsmodels-style summary of a stepwise model: settings, n, R², "
+                         "adjusted R², leave-one-out error, the coefficient table and the ANOVA")
     fi.add_argument("--model", choices=choices.MODEL_KINDS, default="stepwise",
                     help="stepwise (robust default), paper (Stargazer as written), auto (chosen by cross-validation), "
                          "ebm, forest, boosting or hybrid (default stepwise)")

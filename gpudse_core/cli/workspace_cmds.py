@@ -57,6 +57,8 @@ def cmd_ws_show(args: argparse.Namespace) -> int:
             stages[name] = {"state": status.state, "version": sv.version, "origin": sv.origin,
                             "partial": sv.partial, "note": sv.note, "reason": status.reason, "action": status.action,
                             "inputs": {k: r.version for k, r in sv.inputs.items()}}
+            if callable(getattr(sv.value, "describe", None)):  # a typed analysis (gpudse_core.workspace.results)
+                stages[name]["holds"] = sv.value.describe()
         camps = [{"name": c.name, "done": c.progress.done, "failed": c.progress.failed, "total": c.progress.total,
                   "running": c.running} for c in ws.campaigns()]
         jobs = [{"id": j.id, "kind": j.kind, "state": j.state, "done": j.done, "total": j.total,
@@ -77,6 +79,8 @@ def cmd_ws_show(args: argparse.Namespace) -> int:
         if s["partial"]:
             line += f"  (partial: {s['note']})"
         print(line)
+        if s.get("holds") and s["state"] != "damaged":
+            print(f"  {'':12s}      {s['holds']}")
         if s["state"] in ("stale", "damaged"):
             print(f"  {'':12s}      {s['reason']} -> {s['action']}")
     for c in camps:

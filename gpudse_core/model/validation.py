@@ -139,6 +139,40 @@ class ValidationResult:
         return pd.DataFrame(rows, columns=["model", "train_size", *STATS, "count", "nonfinite", "bounded",
                                            "extrapolated"])
 
+    def describe(self) -> str:
+        """One line for a listing (``gpudse workspace show``)."""
+        sizes = ", ".join(f"{n:,}" for n in self.train_sizes)
+        return f"{', '.join(self.models)} at N = {sizes}, {self.repeats} repeats of {self.test_size:,} test points"
+
+    # ---- stored form (the workspace's ``validation`` analysis, gpudse_core.workspace.results) -------
+    STAGE = "validation"
+
+    def to_stored(self) -> ValidationResult:
+        """Stored as itself: the workspace codec keeps a ValidationResult field by field."""
+        return self
+
+    @classmethod
+    def from_stored(cls, stored: Any) -> ValidationResult:
+        """The result read back, its errors checked: one numeric array per model and training size."""
+        from ..stored import StoredFormError
+
+        def damaged(problem: str) -> StoredFormError:
+            return StoredFormError(f"the stored validation is damaged: {problem}; run the validation again")
+
+        if not isinstance(stored, cls):
+            raise damaged(f"it is a {type(stored).__name__}, not a validation result")
+        if not (isinstance(stored.models, list) and all(isinstance(m, str) for m in stored.models)):
+            raise damaged("its list of models is not a list of names")
+        if not (isinstance(stored.train_sizes, list) and all(isinstance(n, int) for n in stored.train_sizes)):
+            raise damaged("its training sizes are not whole numbers")
+        if not isinstance(stored.errors, dict):
+            raise damaged("its errors are not a record per model")
+        for m, by_size in stored.errors.items():
+            if not isinstance(by_size, dict) or not all(
+                    isinstance(e, np.ndarray) and e.dtype.kind in "biuf" for e in by_size.values()):
+                raise damaged(f"the errors of model {m!r} are not numeric arrays per training size")
+        return stored
+
     def to_json_dict(self) -> dict:
         """``{"models": {name: {"N": {mean, median, p75, p90, p98, max, …, nonfinite, bounded}}}}``, errors
         as fractions over all repeats; a statistic that is infinite (see ``nonfinite``) is ``null``."""

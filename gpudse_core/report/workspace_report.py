@@ -56,21 +56,30 @@ def _subtitle(ws: Any, rc: Any) -> str:
     return f"gpudse {__version__} · made {when} · " + ", ".join(versions)
 
 
+def _typed(rc: Any, stage: str) -> Any:
+    """The analysis *stage* of the report when it holds its registered class (a damaged one is
+    already listed under "Left out"), else None."""
+    from ..workspace.results import result_class
+
+    sv = rc.analyses.get(stage)
+    return sv if sv is not None and isinstance(sv.value, result_class(stage)) else None
+
+
 def _validation_of(rc: Any, model_sv: Any) -> Any:
-    sv = rc.analyses.get("validation")
+    sv = _typed(rc, "validation")
     if sv is None or not sv.ok:
         return None
     ref = sv.inputs.get("model")
     return sv.value if ref is not None and ref.version == model_sv.version else None
 
 
-def _heatmap_figure(value: dict) -> Any:
+def _heatmap_figure(value: Any) -> Any:
     import numpy as np
     import plotly.graph_objects as go
 
     from . import style
 
-    cost = np.asarray(value.get("cost"), dtype=float)
+    cost = np.asarray(value.cost, dtype=float)
     step = max(1, int(np.ceil(max(cost.shape) / 400)))  # at most 400 px a side in the page
     fig = go.Figure(go.Heatmap(z=cost[::step, ::step], colorscale=style.SEQUENTIAL, colorbar=dict(title="cost"),
                                hovertemplate="x %{x}, y %{y}: %{z:,.4~r}<extra></extra>"))
@@ -114,8 +123,8 @@ def workspace_report(ws: Any, *, include_stale: bool = False) -> str:
     model_sections = [trace_section(model, proj.space.parameter_names)] if getattr(model, "trace", None) else []
     if model is not None and data is not None and hasattr(model, "terms"):
         items: list = []
-        apps = rc.analyses.get("app_models")
-        items.append(figures.contributions(model, apps.value if apps is not None and apps.ok else None))
+        apps = _typed(rc, "app_models")
+        items.append(figures.contributions(model, apps.value.models if apps is not None and apps.ok else None))
         used = [p for p in space.parameter_names if p in getattr(model, "bases", {})]
         if used:
             from ..explore.scan import response_curve
@@ -139,7 +148,7 @@ def workspace_report(ws: Any, *, include_stale: bool = False) -> str:
                 pass
         sections.append(("The fit: contributions and a response curve" + ("" if interpolates else ", ANOVA"), items))
     kinds_err = {c: "fraction" for c in ERROR_COLUMNS}
-    val_sv = rc.analyses.get("validation")
+    val_sv = _typed(rc, "validation")
     if val_sv is not None:
         value = val_sv.value
         title = ANALYSIS_TITLES["validation"] + rc.label("validation")[len("validation"):]
@@ -163,29 +172,27 @@ def workspace_report(ws: Any, *, include_stale: bool = False) -> str:
             except GpudseError:
                 pass
         sections.append(("Accuracy: diagnostics (Lee & Brooks §2.5)", items))
-    true_sv = rc.analyses.get("true_error")
-    if true_sv is not None and isinstance(true_sv.value, dict):
+    true_sv = _typed(rc, "true_error")
+    if true_sv is not None:
         import numpy as np
 
         value = true_sv.value
         title = ANALYSIS_TITLES["true_error"] + rc.label("true_error")[len("true_error"):]
-        items = [(title, pd.DataFrame([{k: value[k] for k in ("kernel", "points", "mean", "median", "p98", "max")
-                                        if k in value}]), {}, kinds_err)]
-        if value.get("quantiles") is not None:
-            items.append(figures.space_error_cdf(np.asarray(value["quantiles"])))
+        items = [(title, value.table(), {}, kinds_err)]
+        if value.quantiles is not None:
+            items.append(figures.space_error_cdf(np.asarray(value.quantiles)))
         sections.append(("Accuracy: the true error over the space (built-in simulator)", items))
-    scan_sv = rc.analyses.get("scan")
-    if scan_sv is not None and isinstance(scan_sv.value, dict) and "best" in scan_sv.value:
+    scan_sv = _typed(rc, "scan")
+    if scan_sv is not None:
         value = scan_sv.value
         title = ANALYSIS_TITLES["scan"] + rc.label("scan")[len("scan"):]
         items = [(title, best_designs_table(value, space), {"predicted": resp_unit} if resp_unit else {})]
-        front = value.get("pareto")
-        if front is not None and len(front) and model is not None:
-            req = value.get("request", {})
-            cost = req.get("cost")
+        front = value.pareto
+        if front is not None and len(front) and "cost" in front.columns and model is not None:
+            cost = value.cost
             cost_label = ("sum of parameter levels" if cost == "levels" else space.parameter(cost).display
-                          if cost in space.parameter_names else str(cost))
-            items.append(figures.pareto(front, cost_label, model.response, value.get("cloud")))
+                          if cost in space.parameter_names else str(cost or "cost"))
+            items.append(figures.pareto(front, cost_label, model.response, value.cloud))
         sections.append(("Explore: the best designs and the Pareto front", items))
     if model is not None and proj.model is not None and "model" not in rc.left_out:
         from ..explore.scan import sensitivity
@@ -200,12 +207,12 @@ def workspace_report(ws: Any, *, include_stale: bool = False) -> str:
                                                                   figures.sensitivity(span, model.response)]))
         except GpudseError:
             pass
-    heat_sv = rc.analyses.get("heatmap")
-    if heat_sv is not None and isinstance(heat_sv.value, dict) and heat_sv.value.get("cost") is not None:
+    heat_sv = _typed(rc, "heatmap")
+    if heat_sv is not None:
         sections.append((ANALYSIS_TITLES["heatmap"], [("text", f"In use: {heat_sv.origin}."),
                                                       _heatmap_figure(heat_sv.value)]))
-    cmp_sv = rc.analyses.get("comparison")
-    if cmp_sv is not None and isinstance(cmp_sv.value, dict) and cmp_sv.value.get("runs"):
+    cmp_sv = _typed(rc, "comparison")
+    if cmp_sv is not None:
         from . import compare
 
         sections.append(("Runs side by side", compare.report_items(cmp_sv.value)))
@@ -225,18 +232,17 @@ def workspace_report(ws: Any, *, include_stale: bool = False) -> str:
                        headline=headline, sections=sections, model_sections=model_sections)
 
 
-def best_designs_table(scan: dict, space: Any) -> Any:
+def best_designs_table(scan: Any, space: Any) -> Any:
     """The scan's best designs as the report shows them: one row per group the model cannot tell apart
     (the prediction, its interval, how many designs the row stands for, the used parameters' values
     and ``any`` or the values of the others; units in the headers), as the Explore page shows them.
     A scan stored before the rows were grouped is shown with its columns formatted and without the
-    raw ``bounded`` and ``design_index`` columns."""
-    shown = scan.get("shown")
-    if shown is not None:
-        return shown
+    raw ``bounded`` and ``design_index`` columns (*scan*: a ScanResult)."""
+    if scan.shown is not None:
+        return scan.shown
     from ..fmt import format_table, space_units
 
-    best = scan["best"].drop(columns=[c for c in ("bounded", "design_index") if c in scan["best"].columns])
+    best = scan.best.drop(columns=[c for c in ("bounded", "design_index") if c in scan.best.columns])
     return format_table(best, space_units(space))
 
 

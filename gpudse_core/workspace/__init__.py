@@ -46,6 +46,12 @@ Stages (writes need the key; read-only handles raise :class:`ReadOnly`)::
     ws.input_of(model_sv, "results")   # the results version the model was fitted on
     ws.history("model"); ws.revision   # versions; a counter that moves on every change
 
+Typed analyses (:mod:`.results`, one registry): ``scan`` is read as a ScanResult, ``true_error`` as a
+TrueError, ``heatmap`` as a HeatmapResult, ``validation`` as a ValidationResult, ``comparison``
+as a Comparison and ``app_models`` as AppModels — also when an
+earlier version stored them as dicts; a stored value that cannot be read as its class is a
+:class:`Damaged` (named by ``ws.damaged()``), and a malformed one is refused by ``put``.
+
 Pass the :class:`StageValue` objects you read as ``inputs`` (race-free: another session may change a
 stage while you compute) and ``expect=sv.version`` to refuse a write over someone else's
 (:class:`Conflict`).
@@ -72,6 +78,7 @@ from .db import NotFound, ReadOnly, WorkspaceError, home, single_user
 from .example import fill_example
 from .exchange import ProjectExport, ReportContents, export_project, import_project, report_contents, samples_from_dict
 from .jobs import Job, JobContext, JobInfo, Stopped, start_job
+from .results import Damaged, result_class
 from .stages import BASE_STAGES, Results, StageError, Status
 from .tasks import start_scan, start_validation
 from .workspace import (
@@ -88,9 +95,9 @@ from .workspace import (
                         open_workspace,
 )
 
-__all__ = ["BASE_STAGES", "CampaignInfo", "CliCampaign", "Conflict", "StageDamaged", "Job", "JobContext", "JobInfo", "NotFound",
+__all__ = ["BASE_STAGES", "CampaignInfo", "CliCampaign", "Conflict", "Damaged", "StageDamaged", "Job", "JobContext", "JobInfo", "NotFound",
            "NotReady", "ProjectExport", "ReadOnly", "ReportContents", "Results", "StageError", "StageValue", "Status",
            "Stopped", "VersionInfo", "Workspace", "WorkspaceError", "WorkspaceInfo", "adopt_campaign",
            "application_column", "create_workspace", "export_project", "fill_example", "home", "import_project", "list_workspaces",
-           "open_workspace", "register", "report_contents", "samples_from_dict", "single_user", "start_campaign",
+           "open_workspace", "register", "report_contents", "result_class", "samples_from_dict", "single_user", "start_campaign",
            "start_job", "start_scan", "start_validation"]

@@ -266,3 +266,16 @@ class CliCampaign:
             self._open = False
             self.ws.close()
             atexit.unregister(self._abandon)
+
+
+def latest_check(ws: Any) -> Any:
+    """The workspace's latest "Simulate these" (its newest campaign chosen from the Explore page), or
+    None when there is none: a :class:`~gpudse_core.explore.checks.SimulatedCheck`."""
+    from ..explore.checks import EXPLORE_ORIGIN, SimulatedCheck
+
+    for c in ws.campaigns():  # newest first
+        if isinstance(c.spec, dict) and c.spec.get("chosen_by") == EXPLORE_ORIGIN:
+            model = ws.get("model")
+            response = model.value.response if model.value is not None else "cycles"
+            return SimulatedCheck.of(c.name, c.spec, campaign_table(ws, c.name, include_failed=True), response)
+    return None

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import GpudseError
+from .results import Damaged
 from .stages import BASE_STAGES
 from .workspace import StageValue, Workspace, WorkspaceError, _check_name
 
@@ -156,7 +157,9 @@ def report_contents(ws: Workspace, *, include_stale: bool = False) -> ReportCont
             continue
         if sv.value is None:
             continue
-        if sv.ok or include_stale:
+        if isinstance(sv.value, Damaged):  # named, never shown as if it were its type
+            left_out[name] = f"cannot be read: {sv.value.why}"
+        elif sv.ok or include_stale:
             analyses[name] = sv
         else:
             left_out[name] = f"out of date: {sv.status.reason}"

@@ -42,15 +42,22 @@ def start_validation(ws: Any, *, train_sizes: Sequence[int], test_size: int, rep
 def start_scan(ws: Any, *, cost: Callable[[Any], Any] | None = None, k: int = 20, maximize: bool = False,
                name: str = "scan") -> Job:
     """Predict every point of the current space with the current model (best designs, Pareto front),
-    stored as analysis *name*; a stopped scan keeps the points predicted so far, labelled partial."""
+    stored as analysis *name* (a :class:`~gpudse_core.explore.results.ScanResult`); a stopped scan keeps
+    the points predicted so far, labelled partial."""
+    from ..explore.results import ScanResult
     from ..explore.scan import predict_space
 
     space, model = ws.require("space", "model")
+    request = {"k": int(k), "maximize": bool(maximize), "cost": None}  # a cost function has no name to show
 
     def work(ctx: JobContext) -> Any:
         def progress(done: int, total: int) -> bool:
             return ctx.progress(done, total, f"{done:,} of {total:,} designs")
 
-        return predict_space(model.value, space.value, cost=cost, k=k, maximize=maximize, progress=progress)
+        scan = predict_space(model.value, space.value, cost=cost, k=k, maximize=maximize, progress=progress)
+        result = ScanResult.from_space_scan(scan, space_size=int(space.value.size), request=request)
+        if not result.complete:  # stopped: the designs predicted so far, labelled partial
+            raise Stopped(partial=result)
+        return result
 
     return ws.start_job("scan", work, stage=name, inputs=[model, space])

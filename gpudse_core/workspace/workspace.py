@@ -23,6 +23,7 @@ from ..atomicfile import PAUSE_AT_ENV, pause_at
 from ..errors import GpudseError
 from . import codec, pending
 from . import db as dbm
+from . import results as typed_results
 from .db import NotFound, ReadOnly, WorkspaceError
 from .stages import (
     BASE_STAGES,
@@ -300,6 +301,9 @@ class Workspace:
         except GpudseError as e:  # remembered so the page can name the stage and offer to drop it
             self._unreadable[stage] = (version, str(e))
             raise
+        value = typed_results.read(stage, version, value)  # a registered analysis as its class
+        if isinstance(value, typed_results.Damaged):  # named on the page, with the offer to drop it
+            self._unreadable[stage] = (version, value.message())
         self._cache[key] = value
         while len(self._cache) > _CACHE_ENTRIES:
             self._cache.popitem(last=False)
@@ -352,7 +356,8 @@ class Workspace:
         names = [i.stage if isinstance(i, StageValue) else i for i in inputs]
         check_inputs(stage, names)
         _check_value(stage, value)
-        fmt, blob = codec.encode(value, what=f"{noun(stage)}")
+        value = typed_results.typed(stage, value)  # a registered analysis: its class, checked
+        fmt, blob = codec.encode(typed_results.stored_form(stage, value), what=f"{noun(stage)}")
         lim = limits.current()
         lim.check("workspace_stage_bytes", len(blob), f"{noun(stage)} ({fmt})", "store a smaller table")
         lim.check("workspace_bytes", _file_bytes(self.path) + len(blob), f"workspace {self.id[:6]}…",

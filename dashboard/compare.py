@@ -56,8 +56,8 @@ def build(w: Any, picks: list[tuple[str, int]], param: str | None) -> dict:
 
 def section(w: Any, space: Any) -> None:
     """The tab: the picker, then the stored comparison's table, notes and overlays."""
-    sv = w.get("comparison")
-    stored = sv.value if sv.value is not None else None
+    sv = ui.stored(w, "comparison")  # None when damaged or tampered: the banner offers to drop it
+    stored = sv.value if sv is not None and sv.value is not None else None
     options = candidates(w)
     runs_before = {(r["workspace_id"], r["version"]) for r in (stored or {}).get("runs", [])}
     others_before = {ws_id for ws_id, _ in runs_before if ws_id != w.id}
@@ -87,8 +87,8 @@ def section(w: Any, space: Any) -> None:
     st.markdown(f"**{len(stored['runs'])} runs side by side** (comparison version {sv.version}: each run as it "
                 "was when compared)")
     ui.table(compare.headline_table(stored))
-    for note in compare.notes(stored):
-        st.caption(f":material/info: {note}")
+    for note in compare.notes(stored):  # notes quote the runs' labels: workspace names, user text
+        st.caption(":material/info: " + ui.plain(note))
     figs = compare.figures(stored)
     for i in range(0, len(figs), 2):
         cols = st.columns(2)

@@ -129,11 +129,31 @@ def page(title: str):
 def _damaged(w) -> None:
     """A stored stage whose record cannot be read: which one, and (for the owner) a button to drop it;
     every other stage and page keeps working."""
+    st.session_state["_damaged_shown"] = set()
     for stage, why in w.damaged().items():
-        st.error(plain(why), icon=":material/report:")
-        if w.writable and st.button(f"Drop the damaged {stage_title(stage)}", key=f"drop_damaged_{stage}",
-                                    icon=":material/delete:") and guarded(lambda s=stage: w.drop_damaged(s)):
-            st.rerun()
+        _damaged_banner(w, stage, why)
+
+
+def _damaged_banner(w, stage: str, why: str) -> None:
+    shown = st.session_state.setdefault("_damaged_shown", set())
+    if stage in shown:  # named already in this run (the page's top banner)
+        return
+    shown.add(stage)
+    st.error(plain(why), icon=":material/report:")
+    if w.writable and st.button(f"Drop the damaged {stage_title(stage)}", key=f"drop_damaged_{stage}",
+                                icon=":material/delete:") and guarded(lambda s=stage: w.drop_damaged(s)):
+        st.rerun()
+
+
+def stored(w, stage: str) -> Any:
+    """The stage's stored version (a StageValue; its value None when there is none), or None when it
+    cannot be read — damaged, or not what gpudse writes (stages.VALIDATORS): then the damaged banner,
+    with the owner's button to drop it, is shown here, and the page goes on without it."""
+    try:
+        return w.get(stage)
+    except GpudseError as e:
+        _damaged_banner(w, stage, w.damaged().get(stage) or str(e))
+        return None
 
 
 def flash(kind: str, text: str) -> None:

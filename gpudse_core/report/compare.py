@@ -121,6 +121,72 @@ def comparison(runs: Sequence[dict], param: str | None = None) -> dict:
     return {"runs": list(runs), "param": param}
 
 
+class ComparisonDamaged(CompareError):
+    """A stored comparison that is not what :func:`comparison` writes (read back from a workspace)."""
+
+
+_FRAMES = {"trend": ("train_size", "median", "max"), "contributions": ("term", "gain"),
+           "curve": ("value", "x", "predicted")}
+
+
+def _finite_or_none(v: Any) -> bool:
+    return v is None or (isinstance(v, (int, float, np.number)) and not isinstance(v, bool) and np.isfinite(v))
+
+
+def _check_run(r: Any, where: str) -> None:
+    """One stored run: the fields the table, the notes and the overlays read, each of its type."""
+    if not isinstance(r, dict):
+        raise ComparisonDamaged(f"{where} is {type(r).__name__}, not a run")
+    for key in ("label", "kind", "results", "response"):
+        if not isinstance(r.get(key), str):
+            raise ComparisonDamaged(f"{where}: its {key} is not text")
+    if not isinstance(r.get("version"), (int, np.integer)) or isinstance(r.get("version"), bool):
+        raise ComparisonDamaged(f"{where}: its model version is not a whole number")
+    h = r.get("headline")
+    if not (isinstance(h, dict) and isinstance(h.get("interpolates"), bool) and _finite_or_none(h.get("value"))
+            and isinstance(h.get("source"), str) and isinstance(h.get("detail", ""), str)
+            and (h.get("note") is None or isinstance(h.get("note"), str))):
+        raise ComparisonDamaged(f"{where}: its headline is not {{source, value, interpolates, note}}")
+    if not _finite_or_none(r.get("r2")) or not (r.get("terms") is None or isinstance(r.get("terms"), int)):
+        raise ComparisonDamaged(f"{where}: its R² or its number of terms is not a number")
+    e = r.get("errors")
+    if e is not None:
+        if not isinstance(e, np.ndarray) or e.ndim != 1 or e.dtype.kind not in "fiu":
+            raise ComparisonDamaged(f"{where}: its errors are not an array of numbers")
+        if not isinstance(r.get("errors_source"), str):
+            raise ComparisonDamaged(f"{where}: its errors have no source")
+    for key, cols in _FRAMES.items():
+        t = r.get(key)
+        if t is None:
+            continue
+        if not isinstance(t, pd.DataFrame) or any(c not in t.columns for c in cols):
+            raise ComparisonDamaged(f"{where}: its {key} is not a table of {', '.join(cols)}")
+        numeric = [c for c in cols if c not in ("term", "value")]
+        if any(not pd.api.types.is_numeric_dtype(t[c]) for c in numeric):
+            raise ComparisonDamaged(f"{where}: its {key} has a column of {', '.join(numeric)} that is not numbers")
+
+
+def check_comparison(cmp: Any) -> Any:
+    """*cmp* when it is a comparison as :func:`comparison` stores it (2 to MAX_RUNS runs, each with the
+    fields the page and the report read); else :class:`ComparisonDamaged` naming the run and field.
+    The workspace's validator of the ``comparison`` analysis (stages.VALIDATORS): a damaged or
+    tampered comparison reads as a damaged stage, not as an exception on the Accuracy page."""
+    if not isinstance(cmp, dict) or not isinstance(cmp.get("runs"), list):
+        raise ComparisonDamaged("the stored comparison is damaged: it has no list of runs; drop it and compare again")
+    if not 2 <= len(cmp["runs"]) <= MAX_RUNS:
+        raise ComparisonDamaged(f"the stored comparison is damaged: {len(cmp['runs'])} runs, where a comparison "
+                                f"has 2 to {MAX_RUNS}; drop it and compare again")
+    if not (cmp.get("param") is None or isinstance(cmp.get("param"), str)):
+        raise ComparisonDamaged("the stored comparison is damaged: its parameter is not a name; drop it and "
+                                "compare again")
+    for i, r in enumerate(cmp["runs"]):
+        try:
+            _check_run(r, f"run {i + 1}")
+        except ComparisonDamaged as e:
+            raise ComparisonDamaged(f"the stored comparison is damaged: {e}; drop it and compare again") from None
+    return cmp
+
+
 def headline_table(cmp: dict) -> pd.DataFrame:
     """One row per run: what produced it and its headline numbers, as display text (the formatter's)."""
     from .fmt import fmt_count, fmt_percent, fmt_r2

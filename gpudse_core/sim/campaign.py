@@ -132,6 +132,15 @@ def local_pool(workers: int) -> ProcessPoolExecutor:
     return ProcessPoolExecutor(max_workers=workers, initializer=_pool_worker_init, initargs=(parent,))
 
 
+def pool_size(workers: int, points: int, batch_size: int = 1) -> int:
+    """The processes a pool needs for *points* design points run *batch_size* to a task: never more
+    than there are tasks (each worker process costs about 75 MB before it simulates anything, an MGPUSim
+    run about 1 GB while it does: a pool sized by ``--workers`` alone would start hundreds of idle
+    processes for a batch of four), never fewer than one."""
+    tasks = math.ceil(max(int(points), 0) / max(int(batch_size or 1), 1))
+    return max(1, min(int(workers), tasks))
+
+
 def kill_pool(executor: ProcessPoolExecutor) -> None:
     """Kill a pool's worker processes now (their simulators die with them) and shut it down."""
     procs = list((getattr(executor, "_processes", None) or {}).values())
@@ -180,11 +189,15 @@ def run_campaign(store: CampaignStore, backend: Any, *, workers: int | None = No
     own_pool = executor is None and not scheduler
     client = cluster = None
     if executor is None:
-        if scheduler:
+        if scheduler != "local" and scheduler:  # a remote cluster's workers are its own
             client, cluster, executor = _dask(scheduler, workers)
             workers = max(1, sum(client.nthreads().values()))
-        else:
-            executor = local_pool(workers)
+        else:  # processes on this machine: as many as the pending work can use
+            workers = pool_size(workers, store.progress().pending, getattr(backend, "batch_size", 1))
+            if scheduler:
+                client, cluster, executor = _dask(scheduler, workers)
+            else:
+                executor = local_pool(workers)
     lease = limits.current().campaign_lease_s
     start, done_at_start = time.perf_counter(), store.progress().done
     in_flight: dict[Any, list] = {}

@@ -140,7 +140,11 @@ def report_contents(ws: Workspace, *, include_stale: bool = False) -> ReportCont
         data = ws.input_of(keep["model"], "results").value.table
     analyses = {}
     for name in ws.analyses():
-        sv = ws.get(name)
+        try:
+            sv = ws.get(name)
+        except GpudseError as e:  # a damaged or tampered analysis (stages.VALIDATORS): named, left out
+            left_out[name] = f"damaged: {e}"
+            continue
         if sv.value is None:
             continue
         if sv.ok or include_stale:

@@ -32,6 +32,7 @@ from .stages import (
     StageError,
     StageValue,
     Status,
+    VALIDATORS,
     blocker,
     check_inputs,
     check_stage,
@@ -294,6 +295,7 @@ class Workspace:
             return self._cache[key]
         try:
             value = codec.decode(fmt, blob, what=f"workspace {self.id[:6]}…: {noun(stage)} v{version}")
+            _validate(stage, value)
         except GpudseError as e:  # remembered so the page can name the stage and offer to drop it
             self._unreadable[stage] = (version, str(e))
             raise
@@ -666,6 +668,24 @@ def _tmp_removed_on_failure(tmp: Path) -> Iterator[None]:
 
 class StageDamaged(WorkspaceError):
     """A stored stage version's record cannot be read (a damaged row): that stage only is affected."""
+
+
+def _validate(stage: str, value: Any) -> None:
+    """Check an analysis's decoded value with its validator (stages.VALIDATORS), if it has one: a value
+    that is not what gpudse writes is a :class:`StageDamaged`, whatever the validator raised."""
+    path = VALIDATORS.get(stage)
+    if path is None or value is None:
+        return
+    import importlib
+
+    module, name = path.split(":")
+    try:
+        getattr(importlib.import_module(module), name)(value)
+    except GpudseError as e:
+        raise StageDamaged(str(e)) from None
+    except Exception as e:  # noqa: BLE001 - a validator tripped by a value it did not foresee: damaged too
+        raise StageDamaged(f"the stored {noun(stage)} is damaged ({type(e).__name__}: {str(e)[:200]}); drop it "
+                           f"and compute it again") from None
 
 
 def _inputs(raw: Any, stage: str = "", version: Any = None) -> dict[str, InputRef]:

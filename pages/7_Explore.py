@@ -173,8 +173,8 @@ elif ui.analysis_banner(sv, lambda: compute(dict(sv.value.get("request", request
     req = value.get("request", {})
     if req != request and not running:
         c1, c2 = st.columns([4, 1], vertical_alignment="center")
-        c1.info(f"Shown: the scan for {ui_work.describe_scan(req)}. The settings above ask for "
-                f"{ui_work.describe_scan(request)}.", icon=":material/info:")
+        c1.info(f"Shown: the scan for {ui.plain(ui_work.describe_scan(req))}. The settings above ask for "
+                f"{ui.plain(ui_work.describe_scan(request))}.", icon=":material/info:")
         if c2.button("Recompute for these settings", disabled=not w.writable) and ui.guarded(compute):
             st.rerun()
     goal_word = "highest" if req.get("maximize") else "lowest"
@@ -184,7 +184,7 @@ elif ui.analysis_banner(sv, lambda: compute(dict(sv.value.get("request", request
            "stream": "designs streamed through the model", "predict": "designs predicted one by one"}
     st.markdown(f"**The {len(best)} {goal_word} predicted {ui.plain(model.response)} of {ui.fmt_count(designs)} designs** "
                 f"(model version {model_sv.version}; exact: {ui.fmt_count(value['evaluated'])} "
-                f"{how.get(value['method'], value['method'] + ' scan')})")
+                f"{ui.plain(how.get(value['method'], str(value['method']) + ' scan'))})")
     for note in value.get("notes", []):
         st.caption(f":material/info: {ui.plain(note)}")
     shown = value.get("shown")
@@ -195,7 +195,7 @@ elif ui.analysis_banner(sv, lambda: compute(dict(sv.value.get("request", request
                       if value.get("level") is not None else ""))
         ui.table(shown)
         if value.get("left_out"):
-            st.caption(f"{value['left_out']} row(s) left out: a design of theirs failed to simulate.")
+            st.caption(f"{ui.fmt_count(value['left_out'])} row(s) left out: a design of theirs failed to simulate.")
     else:  # stored by an earlier version: one row per design
         best = best[["predicted"] + [c for c in best.columns if c != "predicted"]]
         ui.table(best, units=ui.units(space) | {"predicted": ui.response_unit(model.response)})

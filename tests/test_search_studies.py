@@ -267,3 +267,54 @@ def test_a_tampered_comparison_in_a_workspace_is_a_damaged_stage(home):
         h.get("comparison")
     assert "comparison" in h.damaged()
     assert "damaged" in report_contents(h).left_out["comparison"]  # the report leaves it out, naming why
+
+
+# ---- one run of a study at a time --------------------------------------------------------------------
+_HOLDER = """
+import sys, time
+from gpudse_core.search.lease import StudyLease
+from gpudse_core.workspace import db
+lease = StudyLease(db.path_of(sys.argv[1]))
+lease.acquire()
+print("held", flush=True)
+time.sleep(120)
+"""
+
+
+def test_a_second_run_of_a_study_is_refused_naming_the_first_and_a_dead_one_s_lease_is_taken_over(home, capsys):
+    """Two real processes: one holds the study's lease (a search running), the other's resume is refused
+    before it reads a trial, naming the holder's pid; once the holder is killed (SIGKILL: no clean
+    release), its lease is provably dead and the next run takes it over and runs."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    from gpudse_core.search.lease import StudyBusy
+    from gpudse_core.search.runner import start_search
+    from gpudse_core.workspace import create_workspace, open_workspace
+
+    ws, key = create_workspace("busy")
+    ws.put("space", load_space("stargazer"))
+    argv = ["search", "stargazer", "--kernel", "BFS", "--goal", "min", "--budget", "12", "--batch", "2",
+            "--workers", "1", "--workspace", ws.id]
+    holder = subprocess.Popen([sys.executable, "-c", _HOLDER, ws.id], stdout=subprocess.PIPE, text=True,
+                              env={**os.environ})
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert f"the search of this workspace is running already (pid {holder.pid} on host" in err
+        assert "Traceback" not in err
+        h = open_workspace(ws.id, key)
+        with pytest.raises(StudyBusy, match=f"pid {holder.pid}"):  # the page's start is refused the same way
+            start_search(h, "BFS", "min", budget=12, batch=2)
+        assert not h.jobs() and h.get("search").value is None  # no job, nothing stored, nothing simulated
+    finally:
+        holder.send_signal(signal.SIGKILL)
+        holder.wait(30)
+    assert main(argv) == 0  # the dead holder's lease is taken over
+    capsys.readouterr()
+    assert len(open_workspace(ws.id).get("search").value["trials"]) == 12
+    assert main(argv[:-4] + ["--budget", "14", "--workspace", ws.id]) == 0  # released at the end: resumable
+    assert len(open_workspace(ws.id).get("search").value["trials"]) == 14

@@ -128,10 +128,18 @@ class StudyStore:
     def __init__(self, ws_id: str, settings: dict):
         from ..workspace.jobs import begin_job
         from ..workspace.workspace import open_workspace
+        from .lease import StudyLease
 
         self.ws = open_workspace(ws_id, trusted=True)
         self.settings = settings
-        self.ctx = begin_job(self.ws, "search", stage=STAGE)
+        self.lease = StudyLease(self.ws.path)  # a second run of the study is refused here, before any job or trial
+        try:
+            self.lease.acquire()
+            self.ctx = begin_job(self.ws, "search", stage=STAGE)
+        except BaseException:
+            self.lease.release()
+            self.ws.close()
+            raise
         self.ended = False
 
     @property
@@ -166,8 +174,11 @@ class StudyStore:
 
         if not self.ended:
             self.ended = True
-            end_job(self.ws, self.ctx, state, error)
-            self.ws.close()
+            try:
+                end_job(self.ws, self.ctx, state, error)
+            finally:
+                self.lease.release()
+                self.ws.close()
 
 
 def check_builtin(space: Any, backend: Any) -> None:
@@ -284,6 +295,7 @@ def start_search(ws: Any, kernel: str, goal: str = "min", budget: int = 100, bat
     from ..sim.campaign import AnalyticalBackend
     from ..workspace.jobs import Stopped, opener, start_job
     from .expressions import cost_function, objective_function
+    from .lease import StudyLease
     from .pool import make_pool
     from .stored import check_designs
     from .study import SearchError, Trial, check_settings, run_search
@@ -353,4 +365,21 @@ def start_search(ws: Any, kernel: str, goal: str = "min", budget: int = 100, bat
             raise Stopped("stopped", doc)
         return doc
 
-    return start_job(ws, "search", work, stage=STAGE, inputs=[space_sv], origin=f"search, kernel {kernel}")
+    if not ws.writable:
+        from ..workspace.db import ReadOnly
+
+        raise ReadOnly("this workspace is shared with you read-only; to run a search, make your own copy first (fork)")
+    lease = StudyLease(ws.path)  # one run of the study at a time: a second is refused, naming the first
+    lease.acquire()
+
+    def leased(ctx: Any) -> dict:
+        try:
+            return work(ctx)
+        finally:
+            lease.release()
+
+    try:
+        return start_job(ws, "search", leased, stage=STAGE, inputs=[space_sv], origin=f"search, kernel {kernel}")
+    except BaseException:
+        lease.release()
+        raise

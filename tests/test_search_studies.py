@@ -88,6 +88,22 @@ def test_pools_are_sized_by_the_work_there_is():
     assert pool_size(5, 0) == 1
 
 
+def test_pools_are_bounded_by_the_memory_their_processes_take():
+    """local_worker_bytes bounds the count's memory: 75 MB a worker, about 1 GiB more an MGPUSim run."""
+    from gpudse_core.sim.campaign import process_bytes
+
+    class Mgpusim:
+        name = "mgpusim"
+
+    assert process_bytes(AnalyticalBackend("BFS")) == 75 * limits.MiB
+    assert process_bytes(Mgpusim()) == limits.GiB + 75 * limits.MiB
+    assert pool_size(256, 1000, 1, process_bytes(AnalyticalBackend("BFS"))) == 218  # 16 GiB / 75 MiB
+    assert pool_size(256, 1000, 1, process_bytes(Mgpusim())) == 14  # 16 GiB / 1.07 GiB
+    with limits.override(local_worker_bytes=2 * limits.GiB):
+        assert pool_size(256, 1000, 1, process_bytes(Mgpusim())) == 1  # never fewer than one
+        assert pool_size(4, 1000, 1, process_bytes(AnalyticalBackend("BFS"))) == 4
+
+
 def _round(ev, pool, space, rng, n):
     digits = pool.initial(n, rng)
     out = ev(digits, [space._row(r) for r in digits])

@@ -55,11 +55,11 @@ class CampaignEvaluator:
 
     def _ready(self, points: int) -> None:
         """An executor on this machine with as many processes as *points* can use (started, or grown)."""
-        from ..sim.campaign import _dask, local_pool, pool_size
+        from ..sim.campaign import _dask, local_pool, pool_size, process_bytes
 
         if self.scheduler and self.scheduler != "local":
             return
-        want = pool_size(self.workers, points, getattr(self.backend, "batch_size", 1))
+        want = pool_size(self.workers, points, getattr(self.backend, "batch_size", 1), process_bytes(self.backend))
         if want <= self.size:
             return
         self._close(clean=True)

@@ -186,9 +186,14 @@ class Workspace:
         return heads
 
     def damaged(self) -> dict[str, str]:
-        """{stage: what is wrong} for current versions whose stored record cannot be read."""
+        """{stage: what is wrong} for current versions whose stored record cannot be read (an analysis with
+        a validator, stages.VALIDATORS, is read to know: a tampered study or comparison is named here)."""
         heads = self.heads()
         out = dict(self._damaged)
+        for stage in VALIDATORS:  # analyses checked on read: read them (cached) so a damaged one is named here
+            if stage in heads and stage not in out and heads[stage].digest is not None:
+                with contextlib.suppress(GpudseError):
+                    self.get(stage)
         for stage, (version, why) in self._unreadable.items():
             if stage not in out and stage in heads and heads[stage].version == version:
                 out[stage] = why

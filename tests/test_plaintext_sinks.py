@@ -33,6 +33,10 @@ TEXT_KEYWORDS = {"label", "help", "body", "caption", "placeholder", "text"}
 HELPERS = {"link": (1, "label"), "uploader": (0, "label"), "job_panel": (2, "label"), "guarded": (None, "success"),
            "upload_error": (2, "unchanged")}
 HELPER_TEXTS = {"rerun_label"}  # job_panel's other text
+# st.column_config columns: the grid draws a column's label as text; its help is a Markdown tooltip
+COLUMNS = {"Column", "TextColumn", "NumberColumn", "SelectboxColumn", "CheckboxColumn", "LinkColumn",
+           "ListColumn", "DatetimeColumn", "DateColumn", "TimeColumn", "ProgressColumn", "LineChartColumn",
+           "BarChartColumn", "AreaChartColumn", "ImageColumn", "JSONColumn", "MultiselectColumn"}
 # calls whose result is ours or escaped: the renderer, the number formatters, helpers that pass user text
 # through the renderer themselves (each documents it), and builtins of numbers
 SAFE_CALLS = {"plain", "markdown", "fmt_num", "fmt_count", "fmt_pct", "fmt_number", "fmt_percent", "fmt_r2",
@@ -210,6 +214,8 @@ class Checker:
 
 def _texts(call: ast.Call) -> list[ast.AST]:
     name = call.func.attr if isinstance(call.func, ast.Attribute) else getattr(call.func, "id", "")
+    if name in COLUMNS:
+        return [k.value for k in call.keywords if k.arg == "help"]
     if name in HELPERS:
         pos, kw = HELPERS[name]
         out = [call.args[pos]] if pos is not None and len(call.args) > pos else []
@@ -227,7 +233,7 @@ def _sink(call: ast.Call) -> str:
     if isinstance(f, ast.Attribute) and f.attr in SINKS:
         return f.attr
     name = f.attr if isinstance(f, ast.Attribute) else getattr(f, "id", "")
-    return name if name in HELPERS else ""
+    return name if name in HELPERS or name in COLUMNS else ""
 
 
 def unrendered(path: Path) -> list[tuple[int, str, str]]:
@@ -273,7 +279,9 @@ def test_the_scan_finds_the_comparison_view_s_unescaped_notes(tmp_path):
         "st.button(label)\n"
         "st.metric(f'Best {response}', 1, help=sv.origin)\n"
         "st.tabs(['Validation', 'Runs side by side'])\n"
-        "st.info(f'{n:,} rows', icon=':material/info:')\n", encoding="utf-8")
+        "st.info(f'{n:,} rows', icon=':material/info:')\n"
+        "cfg = {c: st.column_config.TextColumn(c, help=f'{c} as uploaded') for c in df.columns}\n",
+        encoding="utf-8")
     global ROOT
     saved, ROOT = ROOT, tmp_path
     try:
@@ -281,4 +289,4 @@ def test_the_scan_finds_the_comparison_view_s_unescaped_notes(tmp_path):
     finally:
         ROOT = saved
     assert [(line, call) for line, call, _ in rows] == [(4, "caption"), (6, "markdown"), (9, "button"),
-                                                       (10, "metric"), (10, "metric")]
+                                                       (10, "metric"), (10, "metric"), (13, "TextColumn")]

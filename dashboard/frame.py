@@ -108,6 +108,7 @@ def page(title: str):
     except GpudseError as e:  # a budget reached (LimitError), a damaged or unreadable workspace file
         _refused(e)
     sidebar(w)
+    st.session_state[_DAMAGED_SHOWN] = set()
     _damaged(w)
     if not w.writable:
         with st.container(border=True):
@@ -126,33 +127,34 @@ def page(title: str):
     return w
 
 
+_DAMAGED_SHOWN = "_gpudse_damaged_shown"  # stages this run has shown as damaged (each once: one Drop button)
+
+
 def _damaged(w) -> None:
-    """A stored stage whose record cannot be read: which one, and (for the owner) a button to drop it;
-    every other stage and page keeps working."""
-    st.session_state["_damaged_shown"] = set()
+    """A stored stage whose record or value cannot be read: which one, and (for the owner) a button to
+    drop it; every other stage and page keeps working. A value is known to be damaged once a read of it
+    failed (:func:`read`, :func:`need`), so this runs at the top of a page and again after such a read."""
+    shown = st.session_state.setdefault(_DAMAGED_SHOWN, set())
     for stage, why in w.damaged().items():
-        _damaged_banner(w, stage, why)
-
-
-def _damaged_banner(w, stage: str, why: str) -> None:
-    shown = st.session_state.setdefault("_damaged_shown", set())
-    if stage in shown:  # named already in this run (the page's top banner)
-        return
-    shown.add(stage)
-    st.error(plain(why), icon=":material/report:")
-    if w.writable and st.button(f"Drop the damaged {stage_title(stage)}", key=f"drop_damaged_{stage}",
-                                icon=":material/delete:") and guarded(lambda s=stage: w.drop_damaged(s)):
-        st.rerun()
+        if stage in shown:
+            continue
+        shown.add(stage)
+        st.error(plain(why), icon=":material/report:")
+        if w.writable and st.button(f"Drop the damaged {stage_title(stage)}", key=f"drop_damaged_{stage}",
+                                    icon=":material/delete:") and guarded(lambda s=stage: w.drop_damaged(s)):
+            st.rerun()
 
 
 def stored(w, stage: str) -> Any:
     """The stage's stored version (a StageValue; its value None when there is none), or None when it
-    cannot be read — damaged, or not what gpudse writes (stages.VALIDATORS): then the damaged banner,
-    with the owner's button to drop it, is shown here, and the page goes on without it."""
+    cannot be read — damaged, or not what gpudse writes (stages.VALIDATORS): the damaged banner, with
+    the owner's Drop button, is shown, and the page goes on without it (:func:`read` stops instead)."""
     try:
         return w.get(stage)
     except GpudseError as e:
-        _damaged_banner(w, stage, w.damaged().get(stage) or str(e))
+        _damaged(w)
+        if stage not in w.damaged():
+            st.error(plain(e))
         return None
 
 
@@ -379,6 +381,18 @@ def banner(status, fix: Callable[[], Any] | None = None, key: str = "fix", butto
         st.rerun()
 
 
+def read(w, stage: str, version: int | None = None):
+    """``w.get(stage)`` for a page: a stored value that cannot be read (damaged, forged) is shown as
+    damaged with its Drop button, and the page stops there instead of failing."""
+    try:
+        return w.get(stage, version)
+    except GpudseError as e:
+        _damaged(w)
+        if stage not in w.damaged():
+            st.error(plain(e))
+        st.stop()
+
+
 def need(*stages: str, fixes: dict[str, Callable[[], Any]] | None = None) -> tuple:
     """The current values of *stages*, or the banner of the first one that is not (and the page stops)."""
     w = ws()
@@ -388,8 +402,10 @@ def need(*stages: str, fixes: dict[str, Callable[[], Any]] | None = None) -> tup
             return w.require(*stages)
         except GpudseError as e:  # changed between the two reads: show it like any other stale input
             block = getattr(e, "status", None)
-            if block is None:
-                st.error(plain(e))
+            if block is None:  # a damaged stored value: named, with its Drop button
+                _damaged(w)
+                if not set(stages) & set(w.damaged()):
+                    st.error(plain(e))
                 st.stop()
     banner(block, (fixes or {}).get(block.stage))
     st.stop()

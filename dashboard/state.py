@@ -27,6 +27,7 @@ from pathlib import Path
 import streamlit as st
 
 from gpudse_core import GpudseError
+from gpudse_core.atomicfile import pause_at
 from gpudse_core.workspace import NotFound, Workspace, create_workspace, fill_example, home, open_workspace
 from gpudse_core.workspace import upkeep, visitors
 
@@ -194,7 +195,7 @@ def new_example(name: str = EXAMPLE_NAME, first_visit: bool = False) -> Workspac
     with st.spinner("Preparing the built-in example (the first time on this server takes a few seconds)…"):
         tpl = example_template()
         with open_workspace(tpl) as t:
-            ws, key = t.fork(name)
+            ws, key = t.fork(name, client=who)  # counted against this client while it is copied
     visitors.record(who, ws.id, ws.info().updated, expires=first_visit)
     remember(ws.id, key)
     return ws
@@ -213,7 +214,7 @@ def fork(ws: Workspace) -> Workspace:
     """This browser's own copy of *ws* (a read-only one included)."""
     who = client()
     visitors.admit(who)
-    mine, key = ws.fork(f"{ws.name} (my copy)" if not ws.name.endswith("(my copy)") else ws.name)
+    mine, key = ws.fork(f"{ws.name} (my copy)" if not ws.name.endswith("(my copy)") else ws.name, client=who)
     visitors.record(who, mine.id, mine.info().updated, expires=False)
     switch_to(mine, key)
     return mine
@@ -228,13 +229,15 @@ def _template_lock() -> threading.Lock:
 def _code_digest() -> str:
     """The example depends on the code that computes it: a template built by other code is rebuilt."""
     h = hashlib.sha256()
-    core = ROOT / "gpudse_core"
-    for rel in ("workspace/example.py", "model/stepwise.py", "model/splines.py", "model/validation.py",
+    core = ROOT.parent / "gpudse_core"
+    for rel in ("workspace/example.py", "model/stepwise", "model/splines.py", "model/validation.py",
                 "sim/simulator.py", "explore/scan.py", "space/sampling.py", "space/presets.py",
                 "../dashboard/work.py", "_data/presets/stargazer.yaml", "../data/presets/stargazer.yaml"):
         p = (core / rel).resolve()
-        if p.is_file():
-            h.update(rel.encode() + b"\0" + p.read_bytes())
+        for key, f in ([(f"{rel}/{f.name}", f) for f in sorted(p.glob("*.py"))] if p.is_dir()  # a package's modules
+                       else [(rel, p)]):
+            if f.is_file():
+                h.update(key.encode() + b"\0" + f.read_bytes())
     return h.hexdigest()[:20]
 
 
@@ -261,11 +264,13 @@ def example_template() -> str:
         except (OSError, ValueError, KeyError, TypeError, GpudseError):
             pass
         ws, _ = create_workspace("gpudse built-in example (template)")
-        upkeep.mark_template(ws.id)  # a build killed half-way leaves a template the next start removes
+        upkeep.mark_template(ws.id)  # "building": never listed; a build killed half-way goes at the next listing
         try:
             with ws:
                 fill_example(ws)
+                pause_at("template-build")  # tests: a kill half-way through the build
                 work.example_analyses(ws)
+            upkeep.template_built(ws.id)
         except BaseException:
             try:
                 with open_workspace(ws.id, trusted=True) as t:

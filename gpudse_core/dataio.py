@@ -13,6 +13,8 @@ The CLI (:func:`read_table`, a path), the dashboard's uploads (:func:`read_table
   extension types (never deserialised) — Parquet schema metadata is dropped, not interpreted;
 * reads JSON through :mod:`gpudse_core.safeload` (no ``NaN`` literals, bounded depth and nodes,
   duplicate keys refused), as records or ``{"points": [...]}`` / ``{"rows": [...]}``;
+* refuses whole numbers beyond the 64-bit range (a CSV cell, a JSON number, a Parquet uint64),
+  naming the row and column, instead of letting two of them become one float;
 * raises :class:`TableError` naming the file, the row or column, and what to do.
 """
 
@@ -87,29 +89,66 @@ def read_table_bytes(data: bytes, name: str, fmt: str | None = None, bytes_limit
     if df.shape[1] == 0 or df.empty:
         raise TableError(f"{name}: the table has no rows")
     df.columns = _column_names(list(df.columns), name)
-    return _wide_integers(df)
+    return _refuse_wide_integers(df, name)
 
 
-def _wide_integers(df: pd.DataFrame) -> pd.DataFrame:
-    """Whole numbers beyond int64 (a 400-digit numeral in a CSV cell) arrive as Python ints in an
-    object column, where pandas' own numeric conversion raises OverflowError instead of giving NaN:
-    such a cell becomes the float it is (±inf beyond the float range), so every later check reports
-    it as a value (an infinite response names its rows) instead of failing."""
+INT64_MAX = (1 << 63) - 1  # the range space values take too (symmetric: -2^63 is refused there)
+INT64_MIN = -INT64_MAX
+
+
+def _beyond_int64(v: Any) -> bool:
+    """A whole number (a Python int, or the text of one) that int64 cannot hold."""
+    if type(v) is int:
+        return not INT64_MIN <= v <= INT64_MAX
+    if isinstance(v, str) and _WHOLE.match(v):
+        digits = v.strip().split(".")[0].lstrip("+-").lstrip("0")
+        return len(digits) > 19 or not INT64_MIN <= int(v.strip().split(".")[0]) <= INT64_MAX  # no 5,000-digit int()
+    return False
+
+
+_NUMBER = re.compile(r"\s*[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?\s*\Z|\s*[+-]?(inf|infinity|nan)\s*\Z", re.IGNORECASE)
+
+
+def _numeric_cell(v: Any) -> bool:
+    """A cell a numeric column may hold: a number, the text of one, or empty."""
+    return v is None or isinstance(v, (int, float)) or (isinstance(v, str) and (not v.strip() or bool(_NUMBER.match(v))))
+
+
+def wide_integer_error(name: str, row: int, column: Any, text: Any) -> TableError:
+    """The one message for a whole number beyond int64 in a table cell (*row* counts from 1, the header
+    not counted): refused, never rounded to a float that could equal its neighbour."""
+    shown = str(text).strip()
+    shown = shown if len(shown) <= 40 else f"{shown[:20]}…{shown[-8:]} ({len(shown):,} digits)"
+    return TableError(f"{name}: row {row:,}, column {str(column)!r}: {shown} is a whole number beyond the 64-bit "
+                      f"integer range (±9,223,372,036,854,775,807); gpudse keeps whole numbers exact and will not "
+                      f"round it to a floating-point value that could equal another row's; correct the cell, or "
+                      f"write it as a decimal (e.g. 1.5e+30) if an approximate value is meant")
+
+
+def _refuse_wide_integers(df: pd.DataFrame, name: str) -> pd.DataFrame:
+    """Whole numbers beyond int64 are refused, naming the row and column: pandas keeps a 47-digit
+    numeral as a Python int in an object column (JSON too), above 2^63 as uint64, and beside a decimal
+    as text, and every later numeric step would make two such numbers one float."""
     for c in df.columns:
         col = df[c]
-        if col.dtype != object:
+        if col.dtype.kind in "iu" and len(col) and not INT64_MIN <= int(col.min()) <= int(col.max()) <= INT64_MAX:
+            i = int(np.argmax([_beyond_int64(int(v)) for v in col.tolist()]))
+            raise wide_integer_error(name, i + 1, c, col.iloc[i])
+        if col.dtype.kind not in "OT" and str(col.dtype) not in ("str", "string"):
             continue
-        wide = col.map(lambda v: type(v) is int and not -(1 << 63) <= v < (1 << 63))
-        if wide.any():
-            df[c] = col.where(~wide, col[wide].map(_as_float))
+        long = col.astype(str).str.len().to_numpy() >= 19  # a cheap pass first: int64 holds 19 digits
+        if not long.any():
+            continue
+        wide = np.zeros(len(col), dtype=bool)
+        wide[long] = col[long].map(_beyond_int64).to_numpy(dtype=bool)
+        if not wide.any():
+            continue
+        # text (beside a decimal): refused only where the column is numbers throughout
+        if not any(type(v) is int for v in col[wide]) and not col.map(_numeric_cell).all():
+            continue
+        i = int(np.argmax(wide))
+        raise wide_integer_error(name, i + 1, c, col.iloc[i])
     return df
-
-
-def _as_float(v: int) -> float:
-    try:
-        return float(v)
-    except OverflowError:
-        return float("inf") if v > 0 else float("-inf")
 
 
 def _column_names(raw: list[Any], name: str) -> list[str]:
@@ -222,6 +261,9 @@ def _exact_csv_integers(df: pd.DataFrame, data: bytes, name: str) -> pd.DataFram
             if bool(ints.map(lambda v: -(1 << 63) <= v < (1 << 63)).all()):
                 df[c] = ints.astype(np.int64).to_numpy()
                 continue
+        wide = [i for i, t in enumerate(text.tolist()) if whole.iloc[i] and _beyond_int64(t)]
+        if wide:
+            raise wide_integer_error(name, wide[0] + 1, c, text.iloc[wide[0]])
         inexact = [(i, t.strip()) for i, t in enumerate(text.tolist()) if whole.iloc[i]
                    and abs(int(t.strip().split(".")[0])) > FLOAT_EXACT
                    and float(int(t.strip().split(".")[0])) != int(t.strip().split(".")[0])]

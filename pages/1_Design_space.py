@@ -14,7 +14,7 @@ w = ui.page("Design space")
 
 st.title("Design space")
 
-sv = w.get("space")
+sv = ui.read(w, "space")
 space = sv.value
 # the version the edit form was built from: kept across runs, so another session's save never swaps the
 # form under a user's unsaved edit (Apply then compares and swaps on it, and a conflict shows both)
@@ -26,8 +26,8 @@ if st.session_state.get(FORM) is None or space is None:
 def put_space(new, origin: str, expect: int | None = None) -> None:
     stored = w.set_space(new, origin, expect=sv.version if expect is None else expect)
     st.session_state[FORM] = stored.version
-    later = [ui.STAGE_TITLE[s].lower() for s in ("samples", "results", "model") if not w.get(s).ok and
-             w.get(s).value is not None]
+    later = [ui.STAGE_TITLE[s].lower() for s, status in w.overview().items()
+             if s in ("samples", "results", "model") and status.state == "stale"]  # no value read: never damaged
     ui.flash("success", f"Design space **{ui.plain(new.name)}** loaded ({ui.plain(origin)}): {ui.fmt_count(new.size, 'design points')}."
              + (f" Out of date now: {', '.join(later)} — each page offers to redo its part." if later else ""))
 

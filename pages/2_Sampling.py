@@ -51,7 +51,7 @@ if go_:
     else:
         st.rerun()  # every part of the page (and the sidebar) from the new version
 
-sv = w.get("samples")
+sv = ui.read(w, "samples")  # a damaged stored value: shown with its Drop button, never a crash
 if sv.value is None or not sv.ok:
     if sv.value is None:
         st.info("No samples yet: choose how many points and press Sample.", icon=":material/info:")

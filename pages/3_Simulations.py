@@ -78,7 +78,7 @@ with tab_run:
     if block is not None:
         ui.banner(block, key="fix_samples")
     else:
-        samples = w.get("samples").value
+        samples = ui.read(w, "samples").value
         points = samples.table()
         st.caption(f"{ui.fmt_count(len(points), 'sampled points')} of **{ui.plain(space.name)}** "
                    f"({ui.plain(samples.method)}, seed {ui.plain(samples.seed)}). Finished results are saved as they "
@@ -147,7 +147,7 @@ with tab_run:
 
     if campaigns:
         st.markdown("**Campaigns in this workspace**")
-        results_origin = w.get("results").origin
+        results_origin = ui.read(w, "results").origin
         for c in campaigns:
             p = c.progress
             state = c.job.state if c.job is not None else "recorded"

@@ -230,13 +230,15 @@ def wfg(**changes) -> bytes:
 # ---- the corpus ------------------------------------------------------------------------------------------
 CONCERN_OF = {  # file cases written for a shared-server class (scenario cases carry theirs in their JSON)
     "space/constraints-200-costly-over-4M": "costly-legal-input", "sample/chain-of-comparisons": "costly-legal-input",
+    "space/chain-of-120-comparisons": "costly-legal-input", "space/chains-no-search-sweep": "costly-legal-input",
     "space/markdown-image-label": "attacker-urls", "sample/formula-categorical": "csv-formula",
     **{f"space/{n}": "silent-value-change" for n in (
         "nfc-equal-values", "long-integers-distinct", "yaml11-no-yes", "yaml11-octal", "yaml11-sexagesimal",
         "underflow-1e-400", "name-trailing-newline", "values-int-float-above-2^53",
         "values-int-float-above-2^53-json")},
     **{f"results/{n}": "silent-value-change" for n in (
-        "nfc-equal-columns", "boolean-column", "constant-response")},
+        "nfc-equal-columns", "boolean-column", "constant-response", "wide-ints-47-digits-response",
+        "wide-ints-uint64-response", "wide-ints-beside-decimal", "wide-ints-json")},
     "wfg/branch-probabilities-1.8": "silent-value-change",
 }
 
@@ -491,6 +493,16 @@ def _cases() -> Iterator[Case]:  # noqa: C901 - a flat list of cases
     yield Case(A, sa, "chain-of-comparisons", "s.yaml", chain7, E,  # one draw in 5,040 feasible: 26 s for 20,000
                r"drawing 20,000 points by rejection.*keep about 0\.0001\d of random draws.*sampling_work",
                ("-n", "20000", "--seed", "1"))
+    # showing a space is bounded like sampling: the local search for a feasible point counts its steps
+    chain120 = space("".join(f"  - {{name: p{i}, values: [1, 2]}}\n" for i in range(120)),
+                     tail="constraints: ['" + " <= ".join(f"p{i}" for i in range(120)) + "']\n")
+    yield Case(A, sp, "chain-of-120-comparisons", "s.yaml", chain120, F,  # took minutes: 65,536 steps of 32 rows
+               r"feasible: unknown.*a local search bounded at [\d,]+ point evaluations")
+    yield Case(A, sp, "chains-no-search-sweep", "s.yaml",
+               space("".join(f"  - {{name: p{i}, values: [1, 2]}}\n" for i in range(120)),
+                     tail="constraints:\n" + "".join("  - '" + " <= ".join(f"p{i}" for i in range(120))
+                                                     + f" or p0 > {1000 + j}'\n" for j in range(10))),
+               F, r"no local search was made: one sweep over its 120 dimensions would exceed")
     yield Case(V, sa, "chain-of-comparisons-small", "s.yaml", chain7, OK, r"wrote 200 design points",
                ("-n", "200", "--seed", "1"))
     yield Case(V, sa, "huge-equalities-sample", "s.yaml",
@@ -531,8 +543,20 @@ def _cases() -> Iterator[Case]:  # noqa: C901 - a flat list of cases
     yield Case(S, rs, "all-rows-bad", "r.csv", b"blk,cc,tc,smp,ccp,simd,mshr,dramq,intra,inter,cycles\n"
                + b"".join(b"%d,1,1,1,1,12,1,16,1,2,%d\n" % (b, 100 + b) for b in (1, 2, 4)), E,
                r"no usable rows.*simd: 3 value\(s\)")
+    # whole numbers beyond 64 bits are refused, naming the row and column (never one float for two numbers)
+    wide = r"r\.\w+: row {}, column '{}': .*beyond the 64-bit integer range"
     yield Case(T, rs, "huge-number-parameter", "r.csv",
-               results_csv().replace(b"\n1,", b"\n" + b"1" * 5000 + b",", 1), F, r"not among")
+               results_csv().replace(b"\n1,", b"\n" + b"1" * 5000 + b",", 1), E, wide.format(1, "blk"))
+    yield Case(S, rs, "wide-ints-47-digits-response", "r.csv",
+               results_csv(extra={"ipc": [1, "1" + "0" * 45 + "1", "1" + "0" * 45 + "2"]}), E, wide.format(2, "ipc"))
+    yield Case(S, rs, "wide-ints-uint64-response", "r.csv", results_csv(extra={"ipc": [3, 2 ** 64 - 1, 2 ** 64 - 2]}),
+               E, wide.format(2, "ipc"))
+    yield Case(S, rs, "wide-ints-beside-decimal", "r.csv", results_csv(extra={"ipc": [1.5, 2 ** 70, 2 ** 70 + 1]}), E,
+               wide.format(2, "ipc"))
+    yield Case(S, rs, "wide-ints-json", "r.json", json.dumps([{**STARGAZER_ROW, "blk": b, "cycles": 10 ** 30 + b}
+                                                              for b in (1, 2, 4)]).encode(), E, wide.format(1, "cycles"))
+    yield Case(V, rs, "int64-edges-exact", "r.csv", results_csv(extra={"ipc": [2 ** 63 - 1, 2 ** 63 - 2, 7]}), OK,
+               r"kept 20 of 20 rows")
     yield Case(T, rs, "empty", "r.csv", b"", E, r"cannot be read as CSV|holds no table")
     yield Case(T, rs, "header-only", "r.csv", b"blk,cycles\n", E, r"no rows")
     yield Case(T, rs, "binary-csv", "r.csv", bytes(range(256)) * 64, E, r"cannot be read as CSV|lack parameter|not UTF-8|control character")

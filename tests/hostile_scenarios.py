@@ -254,6 +254,8 @@ DAMAGE = {  # named damages: fixed SQL, never text from the case
     "stage-inputs-wrong-type": "UPDATE ws_stage SET inputs = '{\"space\": 5}' WHERE stage = ?",
     "head-version-text": "UPDATE ws_head SET version = 'x' WHERE stage = ?",
     "stage-value-garbage": "UPDATE ws_stage SET value = X'00112233' WHERE stage = ?",
+    # valid JSON that decodes, but to a mapping rather than what the stage holds (a hand-edited file)
+    "stage-value-forged": "UPDATE ws_stage SET value = CAST('{\"a\": 1}' AS BLOB), format = 'json' WHERE stage = ?",
 }
 
 
@@ -372,10 +374,13 @@ def op_fork(ctx: Ctx, s: dict) -> None:
 
 
 def op_mark_template(ctx: Ctx, s: dict) -> None:
-    """Note workspace *ws* as a template being built (as the dashboard does before filling it)."""
+    """Note workspace *ws* as a template being built (as the dashboard does before filling it); *built*:
+    and finished."""
     from gpudse_core.workspace import upkeep
 
     upkeep.mark_template(ctx.id(s["ws"]))
+    if s.get("built"):  # its build finished (the dashboard's template in use)
+        upkeep.template_built(ctx.id(s["ws"]))
     if "age_s" in s:
         p = ctx.home / upkeep.TEMPLATES / ctx.id(s["ws"])
         t = time.time() - float(s["age_s"])

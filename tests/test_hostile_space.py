@@ -8,6 +8,7 @@ from __future__ import annotations
 import ast
 import itertools
 import math
+import re
 
 import numpy as np
 import pytest
@@ -364,3 +365,43 @@ def test_sampling_requests_fuzz(n, fraction, pdf, seed):
     except GpudseError:
         return
     assert 1 <= len(res) <= space.feasible_size and space.feasible_mask(space.decode(res.indices)).all()
+
+
+def _chain_space(n: int, copies: int = 1) -> str:
+    chain = " <= ".join(f"p{i}" for i in range(n))
+    return ("name: chain\nparameters:\n" + "".join(f"  - {{name: p{i}, values: [1, 2]}}\n" for i in range(n))
+            + "constraints:\n" + "".join(f"  - '{chain} or p0 > {1000 + j}'\n" for j in range(copies)))
+
+
+def test_a_long_chain_of_comparisons_is_bounded_by_steps_not_rows(monkeypatch):
+    """``p0 <= p1 <= … <= p119`` over two-value parameters: 121 feasible points of 2^120, none found by
+    probing, so the local search runs; its steps are on 32 rows each (16 starts × 2 values), where the
+    interpreter's overhead per syntax node is the cost. It took minutes (65,536 steps of 120 nodes);
+    charged at CALL_ROWS a step, it makes at most 16 × feasibility_probes / CALL_ROWS of them, and the
+    note says how far it went."""
+    from gpudse_core.space import design
+    from gpudse_core.space.expr import Expression
+
+    calls = []
+    real = Expression.violation
+    monkeypatch.setattr(Expression, "violation", lambda self, *a, **k: calls.append(1) or real(self, *a, **k))
+    space = parse_space_text(_chain_space(120), "chain.yaml")
+    note = " ".join(space.notes)
+    assert space.feasible_size is None and "no feasible point found in 65,536 random probes" in note
+    steps = 16 * limits.current().feasibility_probes // design.CALL_ROWS
+    assert 120 <= len(calls) <= steps + 1, len(calls)  # at least one sweep, at most the bound
+    assert re.search(r"a local search bounded at [\d,]+ point evaluations .*constraint_work\) found no feasible", note)
+
+
+def test_a_search_that_cannot_make_one_sweep_is_not_started(monkeypatch):
+    """Ten such chains on one component cost 2,400 nodes a point: even one sweep over the 120
+    dimensions would exceed what the probes left of constraint_work, so no step is taken at all
+    (refused before it starts, as sampling's rejection work is) and the note says so."""
+    from gpudse_core.space.expr import Expression
+
+    calls = []
+    real = Expression.violation
+    monkeypatch.setattr(Expression, "violation", lambda self, *a, **k: calls.append(1) or real(self, *a, **k))
+    space = parse_space_text(_chain_space(120, copies=10), "chain.yaml")
+    assert not calls
+    assert "no local search was made: one sweep over its 120 dimensions would exceed" in " ".join(space.notes)

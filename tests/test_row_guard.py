@@ -1,5 +1,5 @@
 """The one-row guard of the stepwise search and honest leave-one-out scores for rows of leverage 1
-(stepwise.py step 11; fitted.loo_predictions): a term one training row carries does not enter, and
+(the stepwise package's step 11; fitted.loo_predictions): a term one training row carries does not enter, and
 a row the model fits alone is not scored as predicted perfectly."""
 
 import itertools

@@ -78,3 +78,21 @@ def load_preset_points():
     from gpudse_core import load_preset, sample
 
     return sample(load_preset("stargazer"), 5, seed=1).points
+
+
+def test_example_template_fingerprint_reads_the_code_it_depends_on(tmp_path, monkeypatch):
+    """The example template is rebuilt when the code that computed it changes: its fingerprint hashes that code
+    (a path mistake once made it hash nothing, so an edited model never rebuilt the example)."""
+    import hashlib
+
+    from dashboard import state
+
+    digest = state._code_digest()
+    assert digest != hashlib.sha256().hexdigest()[:20]
+    core = tmp_path / "gpudse_core"
+    (core / "model").mkdir(parents=True)
+    (core / "model" / "splines.py").write_text("a = 1\n")
+    monkeypatch.setattr(state, "ROOT", tmp_path / "dashboard")
+    first = state._code_digest()
+    (core / "model" / "splines.py").write_text("a = 2\n")
+    assert state._code_digest() != first

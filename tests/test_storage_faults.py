@@ -15,6 +15,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from conftest import ROOT
+from gpudse_core.errors import GpudseError
 from gpudse_core.space.presets import load_preset
 from gpudse_core.space.sampling import sample
 from gpudse_core.workspace import StageDamaged, create_workspace, list_workspaces, open_workspace
@@ -89,6 +90,85 @@ def test_a_damaged_value_is_a_clear_error_in_export_and_named_on_the_page(home):
     assert not at.exception and open_workspace(ws.id).overview()["samples"].state == "missing"
 
 
+FORGED = {  # stored values that decode, but not to what the stage holds (a hand-edited or forged file)
+    "a-dict": '{"a": 1}',
+    "sample-set-scalar-fields": '{"__obj__": "gpudse_core.space.sampling.SampleSet", "fields": {"space_name": "x", '
+                                '"method": "u", "seed": 1, "request": {}, "points": 7, "indices": 3}}',
+    "sample-set-ragged": '{"__obj__": "gpudse_core.space.sampling.SampleSet", "fields": {"space_name": "x", '
+                         '"method": "u", "seed": 1, "request": {}, "points": {"blk": [1, 2]}, "indices": '
+                         '{"__tuple__": [0, 1, 2]}}}',
+    "garbage-zip": None,
+}
+
+
+def forge(ws, name: str) -> None:
+    con = sqlite3.connect(ws.path)
+    if FORGED[name] is None:
+        con.execute("UPDATE ws_stage SET value = X'504b0304ffff', format = 'zip' WHERE stage = 'samples'")
+    else:
+        con.execute("UPDATE ws_stage SET value = ?, format = 'json' WHERE stage = 'samples'", (FORGED[name].encode(),))
+    con.commit()
+    con.close()
+
+
+@pytest.mark.parametrize("name", sorted(FORGED))
+def test_a_forged_value_is_damaged_by_name_in_export_and_the_rest_exported(home, name):
+    """``workspace export`` failed with an AttributeError on a stored value that decodes to something
+    else than the stage holds: now every read checks it, the project zip names the damaged stage and
+    holds the others, and exporting that stage alone is refused with our error."""
+    import zipfile
+
+    ws, key = two_stages()
+    forge(ws, name)
+    w = open_workspace(ws.id, key)
+    with pytest.raises(GpudseError) as e:
+        w.get("samples")
+    assert type(e.value).__name__ == "CodecError" and "samples v1" in str(e.value)
+    assert "samples" in w.damaged() and w.get("space").ok
+    w.close()
+    r = cli("workspace", "export", ws.id, "-o", str(home / "p.zip"))
+    assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr
+    assert "left out samples: damaged: " in r.stderr, r.stderr
+    names = zipfile.ZipFile(home / "p.zip").namelist()
+    assert "space.yaml" in names and "samples.json" not in names
+    r = cli("workspace", "export", ws.id, "--stage", "samples", "-o", str(home / "s.csv"))
+    assert r.returncode == 2 and "gpudse: error:" in r.stderr and "samples v1" in r.stderr, r.stderr
+    assert "Traceback" not in r.stderr and not (home / "s.csv").exists()
+
+
+def test_samples_of_a_space_beyond_int64_are_not_taken_for_damage(home):
+    """The check of stored samples accepts design indices beyond 2^63 (an object column of Python ints)."""
+    from gpudse_core.space.design import DesignSpace, Parameter
+
+    space = DesignSpace(tuple(Parameter(f"p{i}", tuple(range(1000))) for i in range(8)), name="huge")
+    ws, key = create_workspace("huge")
+    ws.set_space(space, "8 × 1,000 values")
+    ws.set_samples(sample(space, n=5, seed=1), "5 points")
+    ws.close()
+    with open_workspace(ws.id, key) as w:
+        sv = w.get("samples")
+        assert sv.value.indices.dtype == object and max(sv.value.indices) > 2 ** 63 and w.damaged() == {}
+
+
+@pytest.mark.parametrize("name", ["a-dict", "garbage-zip"])
+def test_the_sampling_page_shows_a_damaged_value_with_its_drop_button(home, name):
+    ws, key = two_stages()
+    forge(ws, name)
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+    at.query_params["ws"] = ws.id
+    at.session_state["_gpudse_keys"] = {ws.id: key}
+    at.run()
+    at.switch_page("pages/2_Sampling.py").run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert any("samples v1" in e.value for e in at.error), [e.value for e in at.error]
+    drop = [b for b in at.button if b.label.startswith("Drop the damaged")]
+    assert len(drop) == 1, [b.label for b in at.button]
+    drop[0].click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert open_workspace(ws.id).overview()["samples"].state == "missing"
+    assert any("No samples yet" in i.value for i in at.info), [i.value for i in at.info]
+
+
 def test_a_full_disk_says_so_and_keeps_the_previous_state(home):
     ws, key = two_stages()
     w = open_workspace(ws.id, key)
@@ -116,6 +196,7 @@ def test_leftovers_of_interrupted_forks_and_template_builds_are_removed_on_the_n
     for w in (keep, orphan, mine):
         w.close()
     upkeep.mark_template(keep.id)
+    upkeep.template_built(keep.id)  # the template in use finished its build; the orphan never did
     upkeep.mark_template(orphan.id)
     wsdir = home / "workspaces"
     old_tmp = wsdir / ("Y" * 32 + ".tmp")

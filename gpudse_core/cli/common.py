@@ -13,15 +13,19 @@ PLAIN_EVERY_S = 10.0  # when stderr is not a terminal (a log file, a batch job):
 
 def write_table(table: Any, out: Path, precision: int | None = None) -> None:
     """Write a DataFrame as CSV, Parquet or JSON records according to the file's suffix; CSV through
-    the one CSV writer (space.sampling.write_csv), its floats at *precision* (``--precision``)."""
-    if out.suffix.lower() == ".parquet":
-        table.to_parquet(out, index=False)
-    elif out.suffix.lower() == ".json":
-        out.write_text(table.to_json(orient="records"), encoding="utf-8")
-    else:
-        from ..csvout import write_frame
+    the one CSV writer (space.sampling.write_csv), its floats at *precision* (``--precision``); whole
+    or not at all (:mod:`gpudse_core.atomicfile`)."""
+    from ..atomicfile import replacing
 
-        write_frame(table, out, precision)  # formula-like text cells neutralised
+    with replacing(out) as tmp:
+        if out.suffix.lower() == ".parquet":
+            table.to_parquet(tmp, index=False)
+        elif out.suffix.lower() == ".json":
+            tmp.write_text(table.to_json(orient="records"), encoding="utf-8")
+        else:
+            from ..csvout import write_frame
+
+            write_frame(table, tmp, precision)  # formula-like text cells neutralised
 
 
 def precision_arg(text: str) -> int | None:

@@ -50,7 +50,10 @@ def cmd_ws_show(args: argparse.Namespace) -> int:
         info = ws.info()
         stages = {}
         for name, status in ws.overview().items():
-            sv = ws.get(name)
+            try:
+                sv = ws.get(name)
+            except GpudseError:  # a damaged stored value: listed below with the damaged records
+                continue
             stages[name] = {"state": status.state, "version": sv.version, "origin": sv.origin,
                             "partial": sv.partial, "note": sv.note, "reason": status.reason, "action": status.action,
                             "inputs": {k: r.version for k, r in sv.inputs.items()}}
@@ -147,7 +150,9 @@ def cmd_ws_export(args: argparse.Namespace) -> int:
 
         out = writable(args.output, (".zip",))
         exp = export_project(ws, include_stale=args.include_stale)
-    out.write_bytes(exp.data)
+    from ..atomicfile import write_bytes
+
+    write_bytes(out, exp.data)  # a kill mid-write leaves the old file (or none), never half a zip
     for stage, why in exp.left_out.items():
         print(f"  left out {stage}: {why}", file=sys.stderr)
     print(f"wrote {out}", file=sys.stderr)
@@ -160,7 +165,9 @@ def cmd_ws_report(args: argparse.Namespace) -> int:
     out = writable(args.output, (".html", ".htm"))
     with _open(args) as ws:
         html = workspace_report(ws, include_stale=args.include_stale)
-    out.write_text(html, encoding="utf-8")
+    from ..atomicfile import write_text
+
+    write_text(out, html)  # a kill mid-write leaves the old report (or none), never half of one
     print(f"wrote {out}", file=sys.stderr)
     return 0
 

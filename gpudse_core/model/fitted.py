@@ -369,9 +369,9 @@ class StepwiseModel:
         return json.dumps(self.to_dict(), indent=1, default=json_default)
 
     def save(self, path: Any) -> None:
-        from pathlib import Path
+        from ..atomicfile import write_text
 
-        Path(path).write_text(self.to_json(), encoding="utf-8")
+        write_text(path, self.to_json())  # whole or not at all
 
     @classmethod
     def from_dict(cls, d: Any, source: str = "model") -> StepwiseModel:

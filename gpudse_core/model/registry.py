@@ -70,7 +70,9 @@ def model_to_dict(model: Any) -> dict:
 
 
 def save_model(model: Any, path: Any) -> None:
-    Path(path).write_text(json.dumps(model_to_dict(model), indent=1), encoding="utf-8")
+    from ..atomicfile import write_text
+
+    write_text(path, json.dumps(model_to_dict(model), indent=1))  # whole or not at all
 
 
 def load_model(doc_or_path: Any, source: str | None = None) -> Any:

@@ -427,7 +427,9 @@ class GpgpuSimConfig:
         return self.newline.join(self.lines)
 
     def save(self, path: str | Path) -> None:
-        Path(path).write_text(self.to_text(), encoding="utf-8", newline="")
+        from ..atomicfile import write_text
+
+        write_text(path, self.to_text())  # whole or not at all (newlines as the file had them)
 
     def _find(self, option: str) -> int | None:
         name = option if option.startswith("-") else "-" + option

@@ -66,6 +66,10 @@ CHUNK_ROWS = 1 << 20  # rows of digits evaluated at once during feasibility anal
 TABLE_BYTES = 256 << 20  # memory for one component's table of feasible digit rows (int32)
 MIN_PROBES = 4096  # random probes a component too large to enumerate gets at least
 SEARCH_STARTS = 16  # parallel starts of the coordinate-descent search for a feasible point
+# An array operation on a few rows costs about what one on this many does (interpreter overhead per
+# syntax node): a step of the search on fewer rows is charged as this many, so a long chain of
+# comparisons over two-value parameters (16 starts × 2 candidates a step) cannot take minutes.
+CALL_ROWS = 4096
 SCHEMA = "gpudse.space/1"
 
 _NAME_RE = re.compile(r"\A[A-Za-z_][A-Za-z0-9_]*\Z")  # \Z: "a\n" is not a name
@@ -870,9 +874,9 @@ class DesignSpace:
         left of the space's search budget); or None."""
         radices = [self.radices[i] for i in dims]
         allowed = min(16 * limits.current().feasibility_probes, budget.search, budget.evals // self._cost(ks))
-        if allowed <= 0:
-            return None
         starts = SEARCH_STARTS
+        if allowed < len(dims) * CALL_ROWS:  # not even one sweep over the dimensions: bounded before it starts
+            return None
 
         def violation(sub: np.ndarray) -> np.ndarray:
             cols = self.columns(sub, dims)
@@ -883,7 +887,7 @@ class DesignSpace:
 
         cur = np.column_stack([rng.integers(0, m, starts) for m in radices]).astype(np.int64)
         score = violation(cur)
-        work = starts
+        work = CALL_ROWS
         found = None
         while found is None and work < allowed:
             before = score.copy()
@@ -893,7 +897,7 @@ class DesignSpace:
                 trial = np.repeat(cur, cand.shape[0], axis=0)
                 trial[:, j] = np.tile(cand, starts)
                 v = violation(trial).reshape(starts, cand.shape[0])
-                work += trial.shape[0]
+                work += max(trial.shape[0], CALL_ROWS)
                 v = v + rng.random(v.shape) * 1e-9  # random tie-break among equally good values
                 best = np.argmin(v, axis=1)
                 cur[:, j] = cand[best]
@@ -908,7 +912,7 @@ class DesignSpace:
             if found is None and stuck.any():  # a local minimum: restart those starts at random
                 cur[stuck] = np.column_stack([rng.integers(0, m, int(stuck.sum())) for m in radices])
                 score[stuck] = violation(cur[stuck])
-                work += int(stuck.sum())
+                work += CALL_ROWS
         budget.search -= work
         budget.evals -= work * self._cost(ks)
         if found is None:
@@ -957,9 +961,12 @@ class DesignSpace:
                        f"combinations, so the feasible size is an estimate")
         elif comp.method == "searched":
             found = (f"a feasible point exists (e.g. {', '.join(f'{k}={v}' for k, v in comp.witness.items())})"
-                     if comp.witness else "a local search found no feasible point either, but that proves nothing"
-                     if comp.search_steps else "no search was made (the space's search budget went to its other "
-                     "constraints)")
+                     if comp.witness else f"a local search bounded at {comp.search_steps:,} point evaluations "
+                     f"(steps on fewer than {CALL_ROWS:,} rows count as {CALL_ROWS:,}; limits feasibility_probes and "
+                     f"constraint_work) found no feasible point either, but that proves nothing"
+                     if comp.search_steps else f"no local search was made: one sweep over its {len(comp.dims):,} "
+                     f"dimensions would exceed what is left of the space's analysis budget (limits "
+                     f"feasibility_probes and constraint_work)")
             out.append(f"the constraints {text} on {names} ({comp.raw_size:,} combinations, {why}): "
                        f"no feasible point found in {comp.probes:,} random probes, so the feasible share is below "
                        f"{comp.fraction_upper:.2g} (95 % bound); {found}. The feasible size is unknown and uniform "
@@ -1064,8 +1071,9 @@ class DesignSpace:
     def save(self, path: str | Path) -> Path:
         path = Path(path)
         text = self.to_json() if path.suffix.lower() == ".json" else self.to_yaml()
-        path.write_text(text, encoding="utf-8")
-        return path
+        from ..atomicfile import write_text
+
+        return write_text(path, text)  # whole or not at all
 
     def summary(self) -> dict:
         """The ``space show --json`` document: size, feasible size and every parameter's values."""

@@ -177,23 +177,23 @@ class SampleSet:
     def save(self, path: str | Path, with_index: bool = False, precision: int | str | None = "exact") -> Path:
         """Write CSV, Parquet or JSON according to the suffix (JSON carries the request too). Memory
         stays bounded: rows are converted a block at a time; a JSON document longer than gpudse reads
-        back (``json_table_bytes``) is refused and nothing is left behind."""
+        back (``json_table_bytes``) is refused and nothing is left behind. Whole or not at all: a file
+        already there stays as it was until the new one is complete (:mod:`gpudse_core.atomicfile`)."""
+        from ..atomicfile import replacing
+
         path = Path(path)
         suffix = path.suffix.lower()
-        if suffix == ".parquet":
-            import pyarrow.parquet as pq
+        with replacing(path) as tmp:
+            if suffix == ".parquet":
+                import pyarrow.parquet as pq
 
-            pq.write_table(self.to_arrow(with_index), path)
-        elif suffix == ".json":
-            try:
-                with open(path, "w", encoding="utf-8") as fh:
+                pq.write_table(self.to_arrow(with_index), tmp)
+            elif suffix == ".json":
+                with open(tmp, "w", encoding="utf-8") as fh:
                     self.write_json(fh, max_bytes=limits.current().json_table_bytes)
-            except SamplingError:
-                path.unlink(missing_ok=True)
-                raise
-        else:
-            with open(path, "w", encoding="utf-8", newline="") as fh:
-                write_csv(fh, self.table_columns(with_index), precision)
+            else:
+                with open(tmp, "w", encoding="utf-8", newline="") as fh:
+                    write_csv(fh, self.table_columns(with_index), precision)
         return path
 
 

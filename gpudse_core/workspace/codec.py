@@ -175,10 +175,12 @@ def decode(fmt: str, data: bytes, what: str = "value") -> Any:
             with zipfile.ZipFile(io.BytesIO(data)) as zf:
                 parts = {n: zf.read(n) for n in zf.namelist()}
             return _Decoder(parts, what).dec(json.loads(parts.pop("value.json")))
-    except (KeyError, ValueError, TypeError, zipfile.BadZipFile) as e:
-        if isinstance(e, GpudseError):
-            raise
-        raise CodecError(f"{what}: the stored value cannot be read ({type(e).__name__}: {e}); compute it again") \
+    except GpudseError:
+        raise
+    except Exception as e:  # noqa: BLE001 - stored bytes are data: any failure to rebuild them (a forged value
+        # whose fields make a constructor raise AttributeError, a truncated .npy) is damage, named as such
+        text = str(e).splitlines()[0][:200] if str(e) else ""
+        raise CodecError(f"{what}: the stored value cannot be read ({type(e).__name__}: {text}); compute it again") \
             from None
     raise CodecError(f"{what}: unknown storage format {fmt!r}")
 

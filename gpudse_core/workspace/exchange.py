@@ -43,7 +43,11 @@ class ReportContents:
 def _included(ws: Workspace, include_stale: bool) -> tuple[dict[str, StageValue], dict[str, str]]:
     keep, left_out = {}, {}
     for stage in BASE_STAGES:
-        sv = ws.get(stage)
+        try:
+            sv = ws.get(stage)
+        except GpudseError as e:  # a damaged stored value: named and left out, the other stages go in
+            left_out[stage] = f"damaged: {e}"
+            continue
         if sv.value is None:
             left_out[stage] = sv.status.reason
         elif sv.ok or include_stale:
@@ -56,6 +60,8 @@ def _included(ws: Workspace, include_stale: bool) -> tuple[dict[str, StageValue]
 def _project(ws: Workspace, keep: dict[str, StageValue], left_out: dict[str, str]) -> Any:
     from ..report.project import Project
 
+    if left_out.get("space", "").startswith("damaged"):
+        raise WorkspaceError(f"nothing can be exported without the design space, which is {left_out['space']}")
     if "space" not in keep:
         raise WorkspaceError("the workspace has no current design space; choose one before exporting")
     results = keep.get("results")
@@ -137,7 +143,10 @@ def report_contents(ws: Workspace, *, include_stale: bool = False) -> ReportCont
     proj = _project(ws, keep, left_out)
     data = None
     if "model" in keep and "results" in keep["model"].inputs:
-        data = ws.input_of(keep["model"], "results").value.table
+        try:
+            data = ws.input_of(keep["model"], "results").value.table
+        except GpudseError as e:  # the results the model was fitted on are damaged (or no longer kept)
+            left_out["model data"] = str(e)
     analyses = {}
     for name in ws.analyses():
         try:

@@ -6,7 +6,9 @@ built into a workspace of its own before the record naming it is written, so a k
 second template workspace nobody uses. Nothing else would ever remove them: the dashboard calls
 :func:`clean` once per server process, before it builds or uses the template.
 
-Only files older than *age_s* are touched: another server process may be forking right now.
+Only files older than *age_s* are touched: another server process may be forking right now. (Copies
+and template builds whose process is gone from this machine go sooner, at the next open or listing:
+:mod:`gpudse_core.workspace.pending`.)
 """
 
 from __future__ import annotations
@@ -17,16 +19,9 @@ import time
 from pathlib import Path
 
 from .db import WorkspaceError, home, workspaces_dir
+from .pending import TEMPLATES, mark_template, template_built  # noqa: F401 - the template markers' home
 
-TEMPLATES = "templates"  # $GPUDSE_HOME/templates/<id>: every template workspace ever started
 AGE_S = 600.0
-
-
-def mark_template(ws_id: str, root: str | Path | None = None) -> None:
-    """Note that workspace *ws_id* is (being built as) a template: unused ones are removed later."""
-    d = home(root) / TEMPLATES
-    d.mkdir(parents=True, exist_ok=True, mode=0o700)
-    (d / ws_id).touch()
 
 
 def clean(keep_template: str | None, root: str | Path | None = None, age_s: float = AGE_S,

@@ -27,6 +27,7 @@ import time
 from pathlib import Path
 
 from .. import limits
+from . import pending
 from .db import WorkspaceError, home
 
 CLIENT_HEADER_ENV = "GPUDSE_CLIENT_HEADER"
@@ -98,6 +99,7 @@ def admit(client: str | None, root: str | Path | None = None, now: float | None 
                           (client, now - 3600)).fetchone()
     finally:
         db.close()
+    n += pending.pending_copies(client, root)  # copies being written for it, or left by a kill until swept
     limits.check("visitor_workspaces_per_hour", n + 1, "new workspaces for first visits from your address in "
                  "the last hour", "open the link of a workspace you already have, or try again within the hour")
 

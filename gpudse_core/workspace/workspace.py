@@ -19,8 +19,9 @@ from pathlib import Path
 from typing import Any, Self
 
 from .. import limits
+from ..atomicfile import PAUSE_AT_ENV, pause_at
 from ..errors import GpudseError
-from . import codec
+from . import codec, pending
 from . import db as dbm
 from .db import NotFound, ReadOnly, WorkspaceError
 from .stages import (
@@ -298,9 +299,11 @@ class Workspace:
         if key in self._cache:
             self._cache.move_to_end(key)
             return self._cache[key]
+        what = f"workspace {self.id[:6]}…: {noun(stage)} v{version}"
         try:
-            value = codec.decode(fmt, blob, what=f"workspace {self.id[:6]}…: {noun(stage)} v{version}")
-            _validate(stage, value)
+            value = codec.decode(fmt, blob, what=what)
+            _check_stored(stage, value, what)  # a base stage's value
+            _validate(stage, value)  # an analysis with a validator (stages.VALIDATORS)
         except GpudseError as e:  # remembered so the page can name the stage and offer to drop it
             self._unreadable[stage] = (version, str(e))
             raise
@@ -478,19 +481,24 @@ class Workspace:
         return self.get(stage, sv.version)
 
     # ---- sharing -------------------------------------------------------------------------------
-    def fork(self, name: str | None = None) -> tuple[Workspace, str]:
+    def fork(self, name: str | None = None, client: str | None = None) -> tuple[Workspace, str]:
         """Your own copy (allowed on a read-only workspace): ``(workspace, edit key)``. It has the same
-        stages and history; jobs stay with the original."""
+        stages and history; jobs stay with the original. While it is copied (and if the process is
+        killed mid-copy, until the next open or listing) it counts against *client*'s budget
+        (:mod:`pending`)."""
         root = self.path.parent.parent
         _check_room(root)
         new_id, key = dbm.new_token(), dbm.new_token()
         dst = self.path.parent / f"{new_id}.db"
-        tmp = dst.with_suffix(".tmp")
+        tmp = pending.tmp_path(self.path.parent, new_id, "fork", client)
         with self._lock, _tmp_removed_on_failure(tmp):
             src_name = self._meta()[1]
             out = dbm.connect(tmp, create=True, schema=False)
             try:
-                self._db.backup(out)
+                if os.environ.get(PAUSE_AT_ENV) == "fork-copy":  # tests: stop half-way through the copy
+                    self._db.backup(out, pages=1, progress=lambda _s, left, _t: left and pause_at("fork-copy"))
+                else:
+                    self._db.backup(out)
                 now = time.time()
                 out.execute("UPDATE ws_meta SET id = ?, name = ?, key_hash = ?, forked_from = ?, created = ?, updated = ?",
                             (new_id, _check_name(name or f"{src_name} (copy)"), dbm.key_hash(key), self.id, now, now))
@@ -551,7 +559,7 @@ def create_workspace(name: str = DEFAULT_NAME, root: str | Path | None = None) -
     _check_room(d.parent)
     ws_id, key = dbm.new_token(), dbm.new_token()
     path = d / f"{ws_id}.db"
-    tmp = path.with_suffix(".tmp")
+    tmp = pending.tmp_path(d, ws_id, "new")
     with _tmp_removed_on_failure(tmp):
         con = dbm.connect(tmp, create=True)
         try:
@@ -570,6 +578,7 @@ def open_workspace(ws_id: str, key: str | None = None, root: str | Path | None =
     """The workspace *ws_id* — writable with its edit *key* (or on a single-user server, or *trusted*:
     the command line, whose user owns the files), read-only otherwise."""
     path = dbm.path_of(ws_id, root)
+    pending.sweep(root)  # copies left by killed processes go at the next open (at most once a second)
     if not path.is_file():
         raise NotFound(f"no workspace {ws_id[:6]}… here ({path.parent}); it may have been deleted, or belong "
                        f"to another server (set ${dbm.HOME_ENV})")
@@ -594,6 +603,15 @@ def list_workspaces(root: str | Path | None = None, ids: Sequence[str] | None = 
             raise ReadOnly(f"listing every workspace is allowed only on a single-user server "
                            f"({dbm.SINGLE_USER_ENV}=1); open a workspace by its link")
         ids = sorted(p.stem for p in d.glob("*.db")) if d.is_dir() else []
+    pending.sweep(root, force=True)
+    building = pending.building_templates(root)
+    for ws_id, gone in building.items():  # a template build killed half-way: deleted now, never listed
+        if gone:
+            with contextlib.suppress(GpudseError, sqlite3.Error, OSError):
+                with open_workspace(ws_id, root=root, trusted=True) as half:
+                    half.delete()
+            pending.forget_template(ws_id, root)
+    ids = [i for i in ids if i not in building]
     limits.check("workspaces", len(ids), "workspaces to list")
     out = []
     for ws_id in ids:
@@ -640,6 +658,27 @@ def _check_value(stage: str, value: Any) -> None:
             raise StageError(f"results: the application column {value.app_column!r} is not in the table")
 
 
+def _check_stored(stage: str, value: Any, what: str) -> None:
+    """A decoded base-stage value is what that stage holds, with consistent parts (a forged or damaged
+    stored value that decodes to something else is refused here, once, instead of failing with an
+    AttributeError wherever it is used: export, report, a page)."""
+    try:
+        _check_value(stage, value)
+        if stage == "samples":
+            n = len(value.indices)
+            idx = value.indices
+            if getattr(idx, "ndim", 0) != 1 or not (idx.dtype.kind in "iu" or (  # beyond 2^63: Python ints
+                    idx.dtype.kind == "O" and all(type(i) is int for i in idx.tolist()))):
+                raise StageError("its design indices are not one column of whole numbers")
+            if not isinstance(value.columns, dict) or any(getattr(v, "shape", None) != (n,)
+                                                          for v in value.columns.values()):
+                raise StageError(f"its columns are not {n:,} values each, one per design index")
+        elif stage == "results" and (not isinstance(value.response, str) or not hasattr(value.table, "columns")):
+            raise StageError("it is not a table with a named response")
+    except (StageError, AttributeError, TypeError, ValueError) as e:
+        raise codec.CodecError(f"{what}: the stored value is damaged ({e}); drop it and compute it again") from None
+
+
 def _check_name(name: Any) -> str:
     text = " ".join(str(name).split())
     if not text:
@@ -654,6 +693,7 @@ def _check_name(name: Any) -> str:
 def _check_room(root: Path) -> None:
     d = dbm.workspaces_dir(root)
     n = sum(1 for _ in d.glob("*.db")) if d.is_dir() else 0
+    n += pending.pending_copies(root=root)  # copies being written (or left by a kill, until swept)
     limits.check("workspaces", n + 1, f"workspaces in {d}", "delete old workspaces")
 
 

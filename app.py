@@ -63,7 +63,7 @@ head = ui.headline(w) if overview["model"].ok else None
 if head is not None:  # the model's headline: an out-of-sample error, or that it interpolates (never R²)
     st.markdown(f"**The model's accuracy out of sample:** {head.text()}.")
     if head.interpolates:
-        st.caption(head.note)
+        st.caption(ui.plain(head.note))
 
 st.subheader("Workspace")
 st.caption("Everything you do is saved as you go, with every earlier version, in this workspace. Its link "

@@ -87,8 +87,8 @@ def section(w: Any, space: Any) -> None:
     st.markdown(f"**{len(stored.runs)} runs side by side** (comparison version {sv.version}: each run as it "
                 "was when compared)")
     ui.table(compare.headline_table(stored))
-    for note in compare.notes(stored):
-        st.caption(f":material/info: {note}")
+    for note in compare.notes(stored):  # notes quote the runs' labels: workspace names, user text
+        st.caption(":material/info: " + ui.plain(note))
     figs = compare.figures(stored)
     for i in range(0, len(figs), 2):
         cols = st.columns(2)

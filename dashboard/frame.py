@@ -145,15 +145,30 @@ def _damaged(w) -> None:
             st.rerun()
 
 
+def stored(w, stage: str) -> Any:
+    """The stage's stored version (a StageValue; its value None when there is none), or None when it
+    cannot be read — damaged, or not what gpudse writes (stages.VALIDATORS): the damaged banner, with
+    the owner's Drop button, is shown, and the page goes on without it (:func:`read` stops instead)."""
+    try:
+        return w.get(stage)
+    except GpudseError as e:
+        _damaged(w)
+        if stage not in w.damaged():
+            st.error(plain(e))
+        return None
+
+
 def analysis(stage: str):
     """The stored analysis *stage* as a StageValue whose value is its registered class
     (:mod:`gpudse_core.workspace.results`) or None: a damaged stored value is named (with the offer to
     drop it, once per run) and given as missing, so the page offers to compute it again instead of failing."""
     from gpudse_core.workspace import Damaged
-    from gpudse_core.workspace.stages import missing
+    from gpudse_core.workspace.stages import StageValue, missing
 
     w = ws()
-    sv = read(w, stage)
+    sv = stored(w, stage)
+    if sv is None:  # not readable at all: named by stored()
+        return StageValue(stage, None, 0, missing(stage))
     if not isinstance(sv.value, Damaged):
         return sv
     _damaged(w)  # the workspace now lists it as damaged (Workspace.damaged)

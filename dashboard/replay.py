@@ -43,7 +43,15 @@ def threshold(row: dict, before: dict | None, settings: dict) -> tuple[str, floa
 
 
 def explain(row: dict, before: dict | None, settings: dict) -> str:
-    """The row's decision in words, with its numbers."""
+    """The row's decision in words, with its numbers, as Markdown: the terms' names (the user's parameters)
+    through the plain-text renderer, so a name cannot add an image, a link or formatting."""
+    chosen = row.get("chosen")
+    shown = {**row, "chosen": ui.plain(chosen) if isinstance(chosen, str) else chosen,
+             "candidates": {ui.plain(k): v for k, v in (row.get("candidates") or {}).items()}}
+    return _explain(shown, before, settings)
+
+
+def _explain(row: dict, before: dict | None, settings: dict) -> str:
     kind, chosen, n = row["kind"], row["chosen"], len(row["candidates"])
     what = WHAT.get(kind, kind)
     if kind == "forced":
@@ -262,7 +270,7 @@ def replay(model: Any, params: list[str], key: str) -> None:
         i = ss[k_row]
         row, before = rows[i - 1], rows[i - 2] if i >= 2 else None
         kind = ui.TRACE_KINDS.get(row["kind"], row["kind"])
-        st.markdown(f"**Row {i} of {len(rows)}** ({kind}). " + explain(row, before, settings))
+        st.markdown(f"**Row {i} of {len(rows)}** ({ui.plain(kind)}). " + explain(row, before, settings))
         # the rows so far, the newest at the bottom, highlighted and kept in view (the table follows it);
         # the whole width, so every candidate's column shows at 1280 px; the chart of this row below
         ui.trace_table(rows[:i], params, current=i, follow=True, height_rem=14 if ui.presenting() else 20,

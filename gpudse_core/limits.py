@@ -33,6 +33,10 @@ KiB = 1024
 MiB = 1024 * KiB
 GiB = 1024 * MiB
 CONFIG_ENV = "GPUDSE_CONFIG"
+# what one process a campaign starts on this machine costs (measured; docs/limits.md): a pool worker with
+# gpudse imported, before it simulates anything, and an MGPUSim run of the largest legal point on top of it
+WORKER_BYTES = 75 * MiB
+MGPUSIM_RUN_BYTES = 1 * GiB
 
 
 class LimitError(GpudseError):
@@ -85,6 +89,8 @@ class Limits:
     log_gzip_ratio: int = 100  # decompressed / compressed bytes of a .gz log (real logs: ~10x; bombs: 1000x)
     sim_output_bytes: int = 64 * MiB  # a run's stdout+stderr kept on disk: its head and tail (the middle dropped)
     local_workers: int = 256  # processes a campaign or a scan starts on this machine (--workers)
+    local_worker_bytes: int = 16 * GiB  # their memory together (WORKER_BYTES each, plus MGPUSIM_RUN_BYTES for
+    #                                      MGPUSim): a pool is started with fewer processes beyond it, never more
     campaign_lease_s: float = 120.0  # a campaign lease whose holder (on another host) has not renewed it for
     #                                  this long is stale: another process may take the campaign over
     regex_length: int = 1_000  # a user regular expression (compiled with RE2: linear time)

@@ -32,8 +32,8 @@ st.caption("Simulate where a random-forest model expects the most improvement, r
            "docs/search.md.")
 (space_sv,) = ui.need("space")
 space = space_sv.value
-sv = w.get("search")
-doc = sv.value if isinstance(sv.value, dict) else None
+sv = ui.stored(w, "search")  # None when damaged or tampered: the banner says so and offers to drop it
+doc = sv.value if sv is not None and isinstance(sv.value, dict) else None
 stored = (doc or {}).get("settings") or {}
 # the widgets open on the stored search's settings (a reload, or coming back to the page), so resuming it
 # is one click; the defaults otherwise
@@ -116,11 +116,11 @@ def show(doc: dict, partial: bool, live: bool) -> None:
     what = {"min": f"lowest {valued}", "max": f"highest {valued}", "accuracy": "a model good everywhere",
             "pareto": f"the front of {response} against the cost"}.get(g, str(g))
     status = "running" if live else ("partial: stopped" if partial else "ended: " + str(doc.get("stopped", "")))
-    st.markdown(f"**{ui.plain(settings.get('source', 'search'))}** — goal: {what} — {status}")
+    st.markdown(f"**{ui.plain(settings.get('source', 'search'))}** — goal: {ui.plain(what)} — {ui.plain(status)}")
     if objective:
-        st.markdown("Objective: `" + objective.replace("`", "'") + "`")
+        st.markdown("Objective: " + ui.plain(objective))
     if settings.get("cost"):
-        st.markdown("Cost: `" + settings["cost"].replace("`", "'") + "`")
+        st.markdown("Cost: " + ui.plain(settings["cost"]))
     ok = res.ok
     best = res.best() if g in ("min", "max") else None
     errors = doc.get("model_error") or []
@@ -129,7 +129,8 @@ def show(doc: dict, partial: bool, live: bool) -> None:
     m[1].metric("Failed", ui.fmt_count(len(trials) - len(ok)))
     m[2].metric("Rounds", ui.fmt_count(max(t["round"] for t in trials) + 1))
     if best is not None:
-        m[3].metric(f"Best {valued}", ui.fmt_num(best.value, None if objective else ui.response_unit(response)))
+        m[3].metric(f"Best {ui.plain(valued)}",
+                    ui.fmt_num(best.value, None if objective else ui.response_unit(response)))
     elif g == "pareto":
         m[3].metric("Designs on the front", ui.fmt_count(len(res.front())))
     if errors:
@@ -137,7 +138,8 @@ def show(doc: dict, partial: bool, live: bool) -> None:
                     help="the forest's mean relative out-of-bag error on every design simulated so far")
     if best is not None:
         unit = ui.response_unit(response)
-        shown = (f" ({ui.fmt_num(best.measured, unit) if unit else response + ' ' + ui.fmt_num(best.measured)})"
+        measured = ui.fmt_num(best.measured, unit) if unit else ui.plain(response) + " " + ui.fmt_num(best.measured)
+        shown = (f" ({measured})"
                  if objective else "")
         st.markdown("Best design" + shown + ": " + ui.plain(", ".join(f"{k} = {v}" for k, v in best.design.items())))
     left, right = st.columns([3, 2])
@@ -187,9 +189,10 @@ def show(doc: dict, partial: bool, live: bool) -> None:
 
 @st.fragment(run_every=POLL_S * 4)
 def live() -> None:
-    sv = w.get("search")
+    sv = ui.stored(w, "search")
     job = ui_jobs.active(w, "search")
-    if job is not None and sv.created >= job.started and isinstance(sv.value, dict) and sv.value.get("trials"):
+    if (sv is not None and job is not None and sv.created >= job.started and isinstance(sv.value, dict)
+            and sv.value.get("trials")):
         show(sv.value, sv.partial, live=True)  # this search's own study, stored after its latest rounds
     else:
         st.caption("The search's simulations appear here after its first round.")
@@ -199,6 +202,6 @@ if running:
     live()
 elif doc and doc.get("trials"):
     show(doc, sv.partial, live=False)
-else:
+elif sv is not None:
     st.info("No search yet in this workspace: choose a kernel, a goal and a budget, then start it.",
             icon=":material/info:")

@@ -46,9 +46,10 @@ with st.expander("Load a preset or a file", expanded=space is None):
             else:
                 ss["confirm_preset"] = choice
         if space is not None and ss.get("confirm_preset") == choice:  # replacing asks first
-            st.warning(f"Replace the design space **{space.name}** ({ui.fmt_count(space.size, 'design points')}) "
-                       f"with the preset **{choice}**? Your edits stay as an earlier version; samples, results "
-                       "and the model will be out of date.", icon=":material/warning:")
+            st.warning(f"Replace the design space **{ui.plain(space.name)}** "
+                       f"({ui.fmt_count(space.size, 'design points')}) with the preset **{ui.plain(choice)}**? Your "
+                       "edits stay as an earlier version; samples, results and the model will be out of date.",
+                       icon=":material/warning:")
             r1, r2 = st.columns(2)
             if r1.button("Replace", type="primary", key="confirm_preset_yes", disabled=not w.writable):
                 ss.pop("confirm_preset", None)

@@ -70,7 +70,7 @@ m[3].metric("Seed", str(result.seed))
 if result.replaced:
     st.info(f"{result.replaced} Latin-hypercube rows were duplicates or infeasible and were re-drawn uniformly.")
 for note in result.notes:
-    st.info(note)
+    st.info(ui.plain(note))
 
 table = result.table(with_index=True)
 ui.data_table(table, height=300)

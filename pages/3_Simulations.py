@@ -80,9 +80,9 @@ with tab_run:
     else:
         samples = ui.read(w, "samples").value
         points = samples.table()
-        st.caption(f"{ui.fmt_count(len(points), 'sampled points')} of **{ui.plain(space.name)}** ({samples.method}, seed "
-                   f"{samples.seed}). Finished results are saved as they arrive and used as soon as the campaign "
-                   "ends; a stopped campaign resumes where it left off.")
+        st.caption(f"{ui.fmt_count(len(points), 'sampled points')} of **{ui.plain(space.name)}** "
+                   f"({ui.plain(samples.method)}, seed {ui.plain(samples.seed)}). Finished results are saved as they "
+                   "arrive and used as soon as the campaign ends; a stopped campaign resumes where it left off.")
         last = next((c.spec for c in campaigns if c.spec and c.spec.get("backend") == "analytical"), None) or {}
         c1, c2 = st.columns(2)
         kind = c1.radio("Simulator", ["Built-in analytical simulator", "MGPUSim (cycle-level AMD GCN3 GPU)",
@@ -93,7 +93,8 @@ with tab_run:
             missing = [p for p in PARAMETERS if p not in points.columns]
             if missing:
                 st.info(f"The built-in simulator models Stargazer's space; **{ui.plain(space.name)}** lacks "
-                        f"{', '.join(missing)}, so it cannot simulate these samples. Simulate them elsewhere and "
+                        f"{ui.plain(', '.join(missing))}, so it cannot simulate these samples. Simulate them "
+                        "elsewhere and "
                         "bring the results in on the **Upload results** tab (a CSV with the parameter columns and "
                         "a response column), use an external simulator, or load the stargazer preset.",
                         icon=":material/info:")
@@ -211,7 +212,7 @@ with tab_upload:
                         st.warning(f"{p.kind}: {ui.plain(p)}")
                 if aside:
                     st.caption(":material/info: One value in every row (not usable as the response): "
-                               + ", ".join(f"**{p.column}**" for p in aside) + ".")
+                               + ", ".join(f"**{ui.plain(p.column)}**" for p in aside) + ".")
 
 st.divider()
 st.subheader("Results in use")
@@ -231,5 +232,5 @@ else:
                        mime="text/csv", icon=":material/download:")
     model = w.status("model")
     if model.state == "stale":
-        st.info(f"{model.message()}", icon=":material/info:")
+        st.info(ui.plain(model.message()), icon=":material/info:")
         ui.link("Stepwise fit", label="Stepwise fit →")

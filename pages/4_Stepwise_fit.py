@@ -205,7 +205,8 @@ if not hasattr(model, "trace"):  # a learner (forest, boosting, hybrid, EBM), po
                 help="on the rows it was fitted on: optimistic; the Accuracy page measures it on held-out points")
     sel = getattr(model, "selection", None)
     if sel:
-        st.markdown(f"**Chosen by {sel.get('method', 'cross-validation')}: {sel.get('chosen')}** — {sel.get('reason')}")
+        st.markdown(f"**Chosen by {ui.plain(sel.get('method', 'cross-validation'))}: {ui.plain(sel.get('chosen'))}** — "
+                    f"{ui.plain(sel.get('reason'))}")
         ui.table(pd.DataFrame(sel.get("table", [])))
     ui.chart(figures.predicted_vs_observed(model, data))
     st.download_button("Model (JSON)", lambda: json.dumps(model_to_dict(model), default=str), file_name="model.json",
@@ -245,7 +246,7 @@ else:
 m[2].metric("Terms", len(model.terms))
 m[3].metric("Coefficients", len(model.coefficients))
 if interpolates:
-    st.warning(head.note, icon=":material/warning:")
+    st.warning(ui.plain(head.note), icon=":material/warning:")
 saturated = None if interpolates else saturation_warning(len(model.coefficients), model.n, model.r2)
 if saturated:
     st.warning(saturated, icon=":material/warning:")
@@ -259,7 +260,7 @@ c1, c2 = st.columns([1, 1])
 ui.chart(figures.contributions(model, by_app or None), c1, narrow=True)
 with c2:
     st.markdown("**Terms in the order they were added**")
-    st.markdown(" + ".join(f"`{t}`" for t in model.terms))
+    st.markdown(" + ".join(ui.plain(t) for t in model.terms))  # terms name the user's parameters
     st.caption(ui.help_for("contribution"))
 with st.expander("The fitted equation", expanded=False):
     st.code(model.equation(digits=5), language=None, wrap_lines=True)

@@ -25,7 +25,8 @@ if not used:
             "everywhere: there is no curve to draw.", icon=":material/info:")
     st.stop()
 st.caption(f"Model version {model_sv.version} of {ui.plain(model.response)} "
-           f"({' + '.join(model.terms) if stepwise else model.summary()}). Parameters the model does not use have no "
+           f"({ui.plain(' + '.join(model.terms) if stepwise else model.summary())}). Parameters the model does not "
+           "use have no "
            f"effect on its predictions.")
 st.markdown("**Hold the other parameters at**")
 base = ui.base_point(space, "rc")
@@ -64,7 +65,8 @@ if stepwise and has_line:
     st.caption("Markers: the model at the parameter's legal values; the dashed line between them is the model where "
                "no design exists. " + ui.help_for("response-curve"))
 elif stepwise:  # a categorical parameter (e.g. simd with three values): a level each, no line between
-    st.caption(f"{param.display} enters the model as categories (one coefficient per value), so the model has no "
+    st.caption(f"{ui.plain(param.display)} enters the model as categories (one coefficient per value), so the model "
+               "has no "
                "curve between its values: a marker per value with its 95 % interval as a bar. "
                + ui.help_for("response-curve"))
 else:  # a learner has no standard errors and no per-application models

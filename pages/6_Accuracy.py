@@ -109,7 +109,7 @@ with tab_diag:
     else:
         head = ui.headline(w, model_sv)
         if head is not None and head.interpolates:  # residuals of an interpolating fit are numerical noise
-            st.info(head.note, icon=":material/info:")
+            st.info(ui.plain(head.note), icon=":material/info:")
         else:
             try:
                 resid = residual_table(model, data)
@@ -146,7 +146,7 @@ with tab_true:
         if sv.value is not None and sv.value.kernel != kernel:
             # computed against another application: not an answer for these results, and said so
             st.warning(f"The true error computed earlier was against {ui.plain(sv.value.kernel)}; these results come "
-                       f"from {kernel}. Compute it again for them.", icon=":material/warning:")
+                       f"from {ui.plain(kernel)}. Compute it again for them.", icon=":material/warning:")
             sv = None
         if sv is None or sv.value is None:
             if not running and st.button(label, type="primary", disabled=not w.writable) and ui.guarded(compute):

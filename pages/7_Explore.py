@@ -52,9 +52,9 @@ def simulated_best(space, model) -> None:
         if (lo.notna() & hi.notna()).any():  # no column of dashes when the model gave no interval at all
             table.insert(2, interval, [f"{ui.fmt_num(a)} – {ui.fmt_num(b)}" if pd.notna(a) and pd.notna(b)
                                        else ui.fmt_num(None) for a, b in zip(lo, hi)])
-        within = f", {check.inside} inside the interval" if check.judged else ""
         st.markdown(f"**Predicted vs simulated** ({ui.plain(check.campaign)}: {ui.fmt_count(check.simulated)} of "
-                    f"{ui.fmt_count(len(table), 'designs')} simulated{within})")
+                    f"{ui.fmt_count(len(table), 'designs')} simulated"
+                    + (f", {ui.fmt_count(check.inside)} inside the interval)" if check.judged else ")"))
         ui.table(table, units=ui.units(space) | {c: unit for c in ("predicted", "simulated")},
                  kinds={"error": "fraction", "row": "count"})
 
@@ -173,8 +173,8 @@ elif ui.analysis_banner(sv, lambda: compute(ui_work.scan_request(sv.value, reque
     req = value.request
     if req != request and not running:
         c1, c2 = st.columns([4, 1], vertical_alignment="center")
-        c1.info(f"Shown: the scan for {ui_work.describe_scan(req)}. The settings above ask for "
-                f"{ui_work.describe_scan(request)}.", icon=":material/info:")
+        c1.info(f"Shown: the scan for {ui.plain(ui_work.describe_scan(req))}. The settings above ask for "
+                f"{ui.plain(ui_work.describe_scan(request))}.", icon=":material/info:")
         if c2.button("Recompute for these settings", disabled=not w.writable) and ui.guarded(compute):
             st.rerun()
     goal_word = "highest" if value.maximize else "lowest"
@@ -195,7 +195,7 @@ elif ui.analysis_banner(sv, lambda: compute(ui_work.scan_request(sv.value, reque
                       if value.level is not None else ""))
         ui.table(shown)
         if value.left_out:
-            st.caption(f"{value.left_out} row(s) left out: a design of theirs failed to simulate.")
+            st.caption(f"{ui.fmt_count(value.left_out)} row(s) left out: a design of theirs failed to simulate.")
     else:  # stored by an earlier version: one row per design
         best = best[["predicted"] + [c for c in best.columns if c != "predicted"]]
         ui.table(best, units=ui.units(space) | {"predicted": ui.response_unit(model.response)})

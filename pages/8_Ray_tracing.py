@@ -144,8 +144,8 @@ with right:
         st.stop()
     s = zp.summary()
     m = st.columns(4)
-    m[0].metric("K (downscaling)", s["K"], help=ui.help_for("k") + " Here: " + ", ".join(f"{n} {v} → {s['downscaled'][n]}"
-                                                          for n, v in s["components"].items()))
+    m[0].metric("K (downscaling)", s["K"], help=ui.help_for("k") + " Here: " + ui.plain(", ".join(f"{n} {v} → {s['downscaled'][n]}"
+                                                          for n, v in s["components"].items())))
     m[1].metric("Pixels traced", ui.fmt_pct(s["traced_percent"] / 100), help=ui.help_for("p-traced"))
     m[2].metric("Speedup (eq. 4)", f"{ui.fmt_num(s['predicted_speedup'], sig=3)}×" if s["predicted_speedup"]
                 else "–",
@@ -153,7 +153,7 @@ with right:
     m[3].metric("Self-check error", ui.fmt_pct(s["self_check"]["relative_error"]),
                 help="frame cost estimated from the selected pixels vs the heatmap's total")
     for note in s["notes"]:
-        st.info(note)
+        st.info(ui.plain(note))
     heat_rgb = rgb if rgb is not None else colourise(cost)
     palette = np.random.default_rng(7).integers(40, 230, size=(int(zp.groups.max()) + 1, 3)).astype(np.uint8)
     # two by two, not four in a row: ~300 px each at 1280 px, near the heatmap's own resolution, so a

@@ -146,7 +146,7 @@ with tab_wfg:
                        "dependences).")
             st.markdown("**Step through the model**")
             k = st.slider("Step", 1, len(res.steps), len(res.steps), key="wfg_step")
-            st.markdown("\n".join(f"{i + 1}. " + (f"**{s}**" if i == k - 1 else s)
+            st.markdown("\n".join(f"{i + 1}. " + (f"**{ui.plain(s)}**" if i == k - 1 else ui.plain(s))
                                    for i, s in enumerate(res.steps[:k])))
 
 with tab_sim:

@@ -278,8 +278,8 @@ def op_stage(ctx: Ctx, s: dict) -> None:
     st = s["stage"]
     if "damaged" in s and (st in h.damaged()) != bool(s["damaged"]):
         raise Failed(f"stage {st} damaged: {h.damaged()}")
-    if "state" in s and h.overview()[st].state != s["state"]:
-        raise Failed(f"stage {st} is {h.overview()[st].state}, expected {s['state']}")
+    if "state" in s and h.status(st).state != s["state"]:
+        raise Failed(f"stage {st} is {h.status(st).state}, expected {s['state']}")
     if "rows" in s and len(h.get(st).value) != s["rows"]:
         raise Failed(f"stage {st} holds {len(h.get(st).value)} rows, expected {s['rows']}")
     if "space" in s and h.get("space").value.name != s["space"]:
@@ -554,6 +554,108 @@ def op_page(ctx: Ctx, s: dict) -> None:
                     raise Failed(f"{kind} renders user text as Markdown: {value[:200]!r}")
     if seen < int(s.get("at_least", 1)):
         raise Failed(f"the user text ({s['marker']}) was shown {seen} times, expected at least {s.get('at_least', 1)}")
+    labels = [str(b.label) for b in at.button]
+    for label, shown in (s.get("buttons") or {}).items():  # e.g. the owner's "Drop the damaged …", not a visitor's
+        if (label in labels) != bool(shown):
+            raise Failed(f"button {label!r} {'missing' if shown else 'shown'} (buttons: {labels[:12]})")
+
+
+def _study() -> dict:
+    """A small search study as gpudse stores it (a synthetic simulator over the stargazer space)."""
+    import numpy as np
+
+    from gpudse_core.search.pool import make_pool
+    from gpudse_core.search.runner import study_doc
+    from gpudse_core.search.study import run_search
+    from gpudse_core.space.presets import load_space
+
+    space = load_space("stargazer")
+
+    def evaluate(digits, designs):
+        return [(float(100 + ((np.asarray(r, dtype=float) - 1) ** 2).sum()), "") for r in digits]
+
+    res = run_search(make_pool(space), evaluate, goal="min", budget=14, batch=2, seed=1, n_trees=10)
+    settings = {"source": "space stargazer, kernel BFS", "goal": "min", "cost": "", "response": "cycles",
+                "params": list(space.parameter_names), "budget": 14, "initial": None, "seed": 1,
+                "acquisition": "ei", "surrogate": "auto"}
+    return json.loads(json.dumps(study_doc(settings, res)))
+
+
+def _comparison_run(label: str) -> dict:
+    import numpy as np
+    import pandas as pd
+
+    return {"label": label, "workspace": "w", "workspace_id": "x", "version": 1, "kind": "stepwise", "origin": "fit",
+            "results": "built-in", "kernel": None, "noise": None, "rows": 20, "response": "cycles",
+            "headline": {"source": "leave-one-out", "value": 0.05, "interpolates": False, "note": None,
+                         "detail": "over 20 rows"}, "r2": 0.9, "terms": 2, "errors": np.array([0.01, 0.05]),
+            "errors_source": "leave-one-out over 20 rows", "trend": None,
+            "contributions": pd.DataFrame({"term": ["simd"], "gain": [0.5]}), "param": "simd", "curve": None}
+
+
+def _stored(name: str, ws: Any) -> Any:
+    """STORED's documents: fixed by name, built here, never taken from the case."""
+    from gpudse_core.report import compare
+
+    if name == "search-value-text":  # well-formed JSON, a trial's value text
+        doc = _study()
+        doc["trials"][3]["value"] = "fast"
+        return doc
+    if name == "search-design-foreign-param":
+        doc = _study()
+        doc["trials"][2]["design"]["evil"] = 1
+        return doc
+    if name == "search-trials-not-a-list":
+        doc = _study()
+        doc["trials"] = {"0": doc["trials"][0]}
+        return doc
+    if name == "comparison-headline-forged":
+        cmp = compare.comparison([_comparison_run("a"), _comparison_run("b")], "simd")
+        cmp["runs"][1]["headline"] = "forged"
+        return cmp
+    if name == "comparison-of-itself":  # two real snapshots of the workspace's model: labels carry its name
+        return compare.comparison([compare.snapshot(ws, param="simd"), compare.snapshot(ws, param="simd")], "simd")
+    raise Failed(f"unknown stored document {name!r}")
+
+
+def op_store_analysis(ctx: Ctx, s: dict) -> None:
+    """Store analysis *stage* of workspace *ws* as the named document *what* (a damaged, tampered or
+    hostile-named study or comparison; see :func:`_stored`), as a forged workspace file would hold it."""
+    h = ctx.open(s["ws"])
+    try:
+        h.put_analysis(s["stage"], _stored(s["what"], h), inputs=[], origin="scenario")
+    finally:
+        h.close()
+
+
+def op_hold_study(ctx: Ctx, s: dict) -> None:
+    """A second process holding the search study's lease of workspace *ws* (a search running there),
+    kept as *as* until ``kill``."""
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - ends by SIGKILL
+        try:
+            from gpudse_core.search.lease import StudyLease
+
+            os.close(read)
+            StudyLease(ctx.path(s["ws"])).acquire()
+            os.write(write, b"held")
+            time.sleep(60)  # a case that fails before its kill step leaves no process behind for long
+        finally:
+            os._exit(3)
+    os.close(write)
+    got = os.read(read, 4)
+    os.close(read)
+    if got != b"held":
+        raise Failed("the holder never took the lease")
+    ctx.saved[s["as"]] = pid
+
+
+def op_kill(ctx: Ctx, s: dict) -> None:
+    """SIGKILL a process started by an earlier step (*of*): it ends without releasing anything."""
+    pid = ctx.saved[s["of"]]
+    os.kill(pid, signal.SIGKILL)
+    os.waitpid(pid, 0)
 
 
 def op_csv(ctx: Ctx, s: dict) -> None:
@@ -602,7 +704,8 @@ OPS: dict[str, Callable[[Ctx, dict], None]] = {
     "disk_full": op_disk_full, "fork": op_fork, "mark_template": op_mark_template, "server_start": op_server_start,
     "files": op_files, "listed": op_listed, "cli": op_cli, "kill_job": op_kill_job, "job": op_job,
     "rerun_validation": op_rerun_validation, "visit": op_visit, "settings": op_settings, "close": op_close,
-    "page": op_page, "csv": op_csv, "expire": op_expire,
+    "page": op_page, "csv": op_csv, "expire": op_expire, "store_analysis": op_store_analysis,
+    "hold_study": op_hold_study, "kill": op_kill,
 }
 
 

@@ -38,7 +38,12 @@ def cmd_search(args: argparse.Namespace) -> int:
         raise GpudseError("--objective is for --goal min or max (e.g. --goal min --objective 'cycles * (40 + simd)')")
     out = writable(args.output, (".csv", ".parquet", ".json")) if args.output else None
     batch = args.batch or args.workers or _cores()
-    check_settings(args.goal, args.budget, args.initial, batch, args.acquisition)
+    # every setting checked before the space, the table or a simulator is touched (one step, as the page's)
+    check_settings(args.goal, args.budget, args.initial, batch, args.acquisition, seed=args.seed,
+                   surrogate=args.surrogate, target=args.target, patience=args.patience)
+    from ..sim.campaign import check_workers
+
+    check_workers(args.workers, args.scheduler)
     space, digits, backend, response, source = _source(args)
     from ..search.expressions import cost_function, objective_function
 
@@ -108,6 +113,10 @@ def _run(args, space, digits, backend, response, cost, settings, batch, objectiv
     tmp = None
     try:
         trials = study.previous() if study else []
+        if trials:
+            from ..search.stored import check_designs
+
+            check_designs(trials, space)  # a design the space does not have: damaged, before anything runs
         if trials:
             print(f"resuming the search in workspace {args.workspace[:6]}…: {len(trials):,} simulations done"
                   + (f"; --budget {args.budget:,} is spent already, so nothing more is simulated (give a larger "

@@ -20,5 +20,8 @@ budget, a target or no improvement. Modules:
   spread has shown it ranks the model's errors (on measured tables it does not: chasing disagreement,
   and maximin space filling, measured worse than uniform there).
 * :mod:`.study` — the loop and its history (every proposal: round, model version, acquisition value,
-  value or failure), resumable.
+  value or failure), resumable; its settings checked in one step before anything is simulated.
+* :mod:`.runner` — rounds as campaigns (pools sized by the work), the study stored in a workspace.
+* :mod:`.stored` — a stored study validated whenever it is read (a damaged one is a damaged stage).
+* :mod:`.lease` — one run of a study at a time (a lease row in the workspace's SQLite file).
 """

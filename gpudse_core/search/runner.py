@@ -28,6 +28,12 @@ RESUMABLE = ("budget", "batch")  # settings a resumed search may change (a large
 
 
 class CampaignEvaluator:
+    """The simulator of a search: each round one campaign, run by an executor that lives for the whole
+    search. Processes started on this machine (a local pool, ``--scheduler local``) are as many as the
+    largest round so far can use (:func:`~gpudse_core.sim.campaign.pool_size`), not ``--workers``
+    whatever the batch: the pool starts with the first round and grows only when a round has more
+    work than it has processes."""
+
     def __init__(self, backend: Any, store_path: Any, prefix: str, response: str, *, workers: int | None = None,
                  scheduler: str | None = None, should_stop: Any = None):
         from ..sim.campaign import check_workers
@@ -37,18 +43,33 @@ class CampaignEvaluator:
         self.workers = workers or os.cpu_count() or 1
         self.scheduler, self.should_stop = scheduler, should_stop
         self.rounds = 0
+        self.size = 0  # processes of the executor started on this machine (0: none yet)
         self.client = self.cluster = self.executor = None
 
     def __enter__(self) -> "CampaignEvaluator":
-        from ..sim.campaign import _dask, local_pool
+        from ..sim.campaign import _dask
 
-        if self.scheduler:
+        if self.scheduler and self.scheduler != "local":  # a remote cluster: its workers are its own
             self.client, self.cluster, self.executor = _dask(self.scheduler, self.workers)
-        else:
-            self.executor = local_pool(self.workers)
         return self
 
-    def __exit__(self, *exc: Any) -> None:
+    def _ready(self, points: int) -> None:
+        """An executor on this machine with as many processes as *points* can use (started, or grown)."""
+        from ..sim.campaign import _dask, local_pool, pool_size, process_bytes
+
+        if self.scheduler and self.scheduler != "local":
+            return
+        want = pool_size(self.workers, points, getattr(self.backend, "batch_size", 1), process_bytes(self.backend))
+        if want <= self.size:
+            return
+        self._close(clean=True)
+        if self.scheduler:
+            self.client, self.cluster, self.executor = _dask(self.scheduler, want)
+        else:
+            self.executor = local_pool(want)
+        self.size = want
+
+    def _close(self, clean: bool) -> None:
         from ..sim.campaign import kill_pool
 
         if self.client is not None:
@@ -56,10 +77,14 @@ class CampaignEvaluator:
             if self.cluster is not None:
                 self.cluster.close()
         elif self.executor is not None:
-            if exc[0] is None:
+            if clean:
                 self.executor.shutdown(wait=True, cancel_futures=True)
             else:
                 kill_pool(self.executor)
+        self.client = self.cluster = self.executor = None
+
+    def __exit__(self, *exc: Any) -> None:
+        self._close(clean=exc[0] is None)
 
     def __call__(self, digits: np.ndarray, designs: list) -> list:
         import pandas as pd
@@ -77,7 +102,8 @@ class CampaignEvaluator:
                 store = CampaignStore(self.store_path, name=name, max_attempts=1)
             with store:
                 store.open({**self.backend.spec(), **points_spec(points)}, points)
-                run_campaign(store, self.backend, workers=self.workers, executor=self.executor)
+                self._ready(len(points))
+                run_campaign(store, self.backend, workers=self.size or self.workers, executor=self.executor)
                 table = store.table(include_failed=True)
         out = []
         for _, row in table.iterrows():
@@ -102,10 +128,18 @@ class StudyStore:
     def __init__(self, ws_id: str, settings: dict):
         from ..workspace.jobs import begin_job
         from ..workspace.workspace import open_workspace
+        from .lease import StudyLease
 
         self.ws = open_workspace(ws_id, trusted=True)
         self.settings = settings
-        self.ctx = begin_job(self.ws, "search", stage=STAGE)
+        self.lease = StudyLease(self.ws.path)  # a second run of the study is refused here, before any job or trial
+        try:
+            self.lease.acquire()
+            self.ctx = begin_job(self.ws, "search", stage=STAGE)
+        except BaseException:
+            self.lease.release()
+            self.ws.close()
+            raise
         self.ended = False
 
     @property
@@ -140,8 +174,11 @@ class StudyStore:
 
         if not self.ended:
             self.ended = True
-            end_job(self.ws, self.ctx, state, error)
-            self.ws.close()
+            try:
+                end_job(self.ws, self.ctx, state, error)
+            finally:
+                self.lease.release()
+                self.ws.close()
 
 
 def check_builtin(space: Any, backend: Any) -> None:
@@ -258,16 +295,16 @@ def start_search(ws: Any, kernel: str, goal: str = "min", budget: int = 100, bat
     from ..sim.campaign import AnalyticalBackend
     from ..workspace.jobs import Stopped, opener, start_job
     from .expressions import cost_function, objective_function
+    from .lease import StudyLease
     from .pool import make_pool
+    from .stored import check_designs
     from .study import SearchError, Trial, check_settings, run_search
 
     (space_sv,) = ws.require("space")
     space = space_sv.value
     backend = AnalyticalBackend(kernel)
     check_builtin(space, backend)
-    check_settings(goal, budget, initial, batch)
-    if initial_method not in ("uniform", "lhs"):
-        raise SearchError(f"initial sample {initial_method!r}: choose uniform or lhs")
+    check_settings(goal, budget, initial, batch, seed=seed, initial_method=initial_method)
     if response not in ("cycles", "cycles_trimmed", "ipc"):
         raise SearchError(f"response {response!r}: the built-in simulator reports cycles, cycles_trimmed and ipc")
     cost, objective = (cost or "").strip(), (objective or "").strip()
@@ -289,6 +326,7 @@ def start_search(ws: Any, kernel: str, goal: str = "min", budget: int = 100, bat
     trials: list = []
     if resume and isinstance(old, dict) and old.get("trials") and same_study(old.get("settings") or {}, settings):
         trials = [Trial.from_dict(t, space.parameter_names) for t in old["trials"]]
+        check_designs(trials, space)  # a design the space does not have: damaged, before the job starts
     errors = list(old.get("model_error", [])) if trials else []
     open_ws = opener(ws)
 
@@ -327,4 +365,21 @@ def start_search(ws: Any, kernel: str, goal: str = "min", budget: int = 100, bat
             raise Stopped("stopped", doc)
         return doc
 
-    return start_job(ws, "search", work, stage=STAGE, inputs=[space_sv], origin=f"search, kernel {kernel}")
+    if not ws.writable:
+        from ..workspace.db import ReadOnly
+
+        raise ReadOnly("this workspace is shared with you read-only; to run a search, make your own copy first (fork)")
+    lease = StudyLease(ws.path)  # one run of the study at a time: a second is refused, naming the first
+    lease.acquire()
+
+    def leased(ctx: Any) -> dict:
+        try:
+            return work(ctx)
+        finally:
+            lease.release()
+
+    try:
+        return start_job(ws, "search", leased, stage=STAGE, inputs=[space_sv], origin=f"search, kernel {kernel}")
+    except BaseException:
+        lease.release()
+        raise

@@ -42,6 +42,9 @@ ACCURACY_START = 150  # accuracy: simulated designs before the spread's skill is
 ACCURACY_SKILL = 0.8  # accuracy: out-of-bag spread–error rank correlation from which the spread is followed
 ACCURACY_SHARE = 0.3  # accuracy: the part of the simulations that follows the spread once it is skilled
 ACCURACY_TREES = 30  # accuracy: trees of the forest whose spread is checked and followed
+SEED_MAX = 2**32 - 1  # the largest seed: the models' generators take seeds below 2**32 (sub-seeds wrap round)
+INITIAL_METHODS = ("uniform", "lhs")
+SURROGATES = ("auto", "forest")
 
 
 class SearchError(GpudseError):
@@ -144,17 +147,39 @@ class SearchResult:
         return doc
 
 
-def check_settings(goal: str, budget: int, initial: int | None, batch: int, acquisition: str = "ei") -> int:
-    """Validate the loop's settings; returns the initial sample size."""
+def _whole(name: str, v: Any, least: int = 1) -> None:
+    if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < least:
+        raise SearchError(f"--{name} must be a whole number of at least {least} (got {v!r})")
+
+
+def check_settings(goal: str, budget: int, initial: int | None, batch: int, acquisition: str = "ei", *,
+                   seed: int = 0, initial_method: str = "uniform", surrogate: str = "auto",
+                   target: float | None = None, patience: int | None = None, n_trees: int | None = None) -> int:
+    """Validate every setting of the loop before anything is simulated (``gpudse search`` and the
+    Search page both call it: a value found wrong after the first simulations would lose them);
+    returns the initial sample size."""
     from .. import limits
 
     if goal not in GOALS:
         raise SearchError(f"goal {goal!r}: choose one of {', '.join(GOALS)}")
     if acquisition not in ACQUISITIONS:
         raise SearchError(f"acquisition {acquisition!r}: choose one of {', '.join(ACQUISITIONS)}")
+    if initial_method not in INITIAL_METHODS:
+        raise SearchError(f"initial sample {initial_method!r}: choose uniform or lhs")
+    if surrogate not in SURROGATES:
+        raise SearchError(f"surrogate {surrogate!r}: choose auto or forest")
     for name, v in (("budget", budget), ("batch", batch)):
-        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
-            raise SearchError(f"--{name} must be a whole number of at least 1 (got {v!r})")
+        _whole(name, v)
+    _whole("seed", seed, 0)
+    if seed > SEED_MAX:
+        raise SearchError(f"--seed {seed} is too large: give a whole number from 0 to {SEED_MAX:,} (2**32 - 1, the "
+                          f"largest seed the models' random generators take)")
+    for name, v in (("patience", patience), ("trees", n_trees)):
+        if v is not None:
+            _whole(name, v)
+    if target is not None and (isinstance(target, bool) or not isinstance(target, (int, float, np.number))
+                               or not math.isfinite(float(target))):
+        raise SearchError(f"--target must be a finite number (got {target!r})")
     limits.check("search_budget", budget, f"a search of {budget:,} simulations", "search in stages (resume "
                  "raises the budget)")
     limits.check("search_batch", batch, f"batches of {batch:,} proposals")
@@ -173,18 +198,67 @@ def default_initial(budget: int) -> int:
     return max(1, min(10, budget // 2))
 
 
-Evaluate = Callable[[np.ndarray, list], list]  # (digits, designs) -> [(value or None, error text, cost)]
+def sub_seed(seed: int) -> int:
+    """A model's seed derived from the search's (seed + model version): wrapped below 2**32, which is
+    what the forests' generators take (unchanged for every seed up to 2**32 - 1 - the rounds run)."""
+    return int(seed) % (SEED_MAX + 1)
 
 
-def run_search(pool: Any, evaluate: Evaluate, *, goal: str = "min", budget: int = 100, initial: int | None = None,
-               batch: int = 1, seed: int = 0, acquisition: str = "ei", initial_method: str = "uniform",
-               cost: Callable[[np.ndarray], np.ndarray] | None = None, target: float | None = None,
-               patience: int | None = None, response: str = "value", trials: Sequence[Trial] = (),
+Evaluate = Callable[[np.ndarray, list], list]  # (digits, designs) -> [(value or None, error text)]
+
+
+@dataclass(frozen=True)
+class SearchSettings:
+    """What a search asks for: the loop's settings (see :func:`run_search`), checked together by
+    :meth:`check` before anything is simulated. *cost* and *objective* are built functions
+    (:mod:`.expressions`)."""
+
+    goal: str = "min"
+    budget: int = 100
+    initial: int | None = None
+    batch: int = 1
+    seed: int = 0
+    acquisition: str = "ei"
+    initial_method: str = "uniform"
+    cost: Callable[[np.ndarray], np.ndarray] | None = None
+    target: float | None = None
+    patience: int | None = None
+    response: str = "value"
+    n_trees: int | None = None
+    objective: Callable[[np.ndarray, np.ndarray], np.ndarray] | None = None
+    surrogate: str = "auto"
+
+    def check(self) -> int:
+        """Every setting valid (or :class:`SearchError`); returns the initial sample size."""
+        n0 = check_settings(self.goal, self.budget, self.initial, self.batch, self.acquisition, seed=self.seed,
+                            initial_method=self.initial_method, surrogate=self.surrogate, target=self.target,
+                            patience=self.patience, n_trees=self.n_trees)
+        if self.goal == "pareto" and self.cost is None:
+            raise SearchError("goal pareto needs a cost (--cost EXPR over the parameters, e.g. 'simd * smp')")
+        if self.objective is not None and self.goal not in ("min", "max"):
+            raise SearchError(f"an objective is for goal min or max, not {self.goal}")
+        return n0
+
+
+@dataclass
+class _Batch:
+    """One round's proposals: the designs (digits), their acquisition values (NaN: none), which model
+    chose each, the stepwise model's predicted values (NaN: none), and the seconds spent fitting."""
+
+    digits: np.ndarray
+    acq: np.ndarray | None = None
+    chose: list = field(default_factory=list)
+    predicted: np.ndarray | None = None
+    fit_s: float = 0.0
+
+
+def run_search(pool: Any, evaluate: Evaluate, *, trials: Sequence[Trial] = (),
                on_round: Callable[[SearchResult], Any] | None = None,
-               should_stop: Callable[[], bool] | None = None, n_trees: int | None = None,
-               objective: Callable[[np.ndarray, np.ndarray], np.ndarray] | None = None,
-               surrogate: str = "auto") -> SearchResult:
-    """Run (or resume, from *trials*) a search over *pool* with *evaluate* as the simulator.
+               should_stop: Callable[[], bool] | None = None, **settings: Any) -> SearchResult:
+    """Run (or resume, from *trials*) a search over *pool* with *evaluate* as the simulator; *settings*
+    are the fields of :class:`SearchSettings` (goal, budget, initial, batch, seed, acquisition,
+    initial_method, cost, target, patience, response, n_trees, objective, surrogate). Each round:
+    check whether to stop, propose a batch, simulate it, record it (:class:`_Loop`'s steps).
 
     *objective* (``min``/``max``): the value optimised is ``objective(digits, response)`` — e.g. cycles ×
     a die-area expression of the parameters — rather than the response itself; the forest models the
@@ -197,173 +271,218 @@ def run_search(pool: Any, evaluate: Evaluate, *, goal: str = "min", budget: int 
     never fits it (with the 30-tree forest, ``auto`` was below random search, the one-shot workflow and
     TPE on every benchmark space, the forest alone was not: docs/search.md). *n_trees* overrides the
     surrogate forest's trees, not the feasibility classifier's."""
-    from .acquisition import (diverse_batch, expected_improvement, hypervolume_improvement,
-                              lower_confidence_bound)
-    from .choice import REFIT_GROWTH, START, stepwise_slots
-    from .surrogate import FEASIBILITY_TREES, TREES, Feasibility, Forest
+    try:
+        s = SearchSettings(**settings)
+    except TypeError as e:
+        raise SearchError(f"a search setting that does not exist: {e}") from None
+    loop = _Loop(pool, evaluate, s, s.check(), trials)
+    while True:
+        why = loop.stop_reason(should_stop)
+        if why is not None:
+            loop.res.stopped = why
+            break
+        t0 = time.perf_counter()
+        batch = loop.propose()
+        if batch is None:  # no candidate left
+            loop.res.stopped = "exhausted"
+            break
+        seconds = time.perf_counter() - t0
+        loop.res.propose_seconds.append(seconds)
+        loop.res.fit_seconds.append(batch.fit_s)
+        if not len(batch.digits):
+            loop.res.stopped = "exhausted"
+            break
+        loop.record(batch, loop.simulate(batch.digits), seconds)
+        if on_round is not None:
+            on_round(loop.res)
+    return loop.res
 
-    n0 = check_settings(goal, budget, initial, batch, acquisition)
-    if surrogate not in ("auto", "forest"):
-        raise SearchError(f"surrogate {surrogate!r}: choose auto or forest")
-    if goal == "pareto" and cost is None:
-        raise SearchError("goal pareto needs a cost (--cost EXPR over the parameters, e.g. 'simd * smp')")
-    if objective is not None and goal not in ("min", "max"):
-        raise SearchError(f"an objective is for goal min or max, not {goal}")
-    rng = np.random.default_rng(seed)
-    space = pool.space
-    res = SearchResult(goal, response, list(trials), "budget")
-    done_digits = [np.asarray(space.digits_of_point(t.design), dtype=np.int64) for t in res.trials]
-    if done_digits:
-        pool.mark(np.array(done_digits))
-    version = max((t.model_version for t in res.trials), default=0)
-    rnd = max((t.round for t in res.trials), default=-1) + 1
-    sign = -1.0 if goal == "max" else 1.0
-    stale = 0
-    best_prev = None
-    stream = _UniformStream(pool, budget, seed) if goal == "accuracy" else None
 
-    chooser = {"next": 0, "winner": "forest", "model": None}
+class _Loop:
+    """The search's state between rounds and its steps: prepare (here: the trials to resume from),
+    :meth:`stop_reason`, :meth:`propose`, :meth:`simulate`, :meth:`record`."""
 
-    def record(digits: np.ndarray, acq: np.ndarray | None, seconds: float, chose: Sequence[str] = (),
-               predicted: np.ndarray | None = None) -> None:
-        designs = [space._row(r) for r in digits]
-        outcomes = evaluate(digits, designs)
-        costs = cost(digits) if cost is not None else None
-        pool.mark(digits)
+    def __init__(self, pool: Any, evaluate: Evaluate, s: SearchSettings, n0: int, trials: Sequence[Trial]):
+        self.pool, self.evaluate, self.s, self.n0 = pool, evaluate, s, n0
+        self.space = pool.space
+        self.rng = np.random.default_rng(s.seed)
+        self.res = SearchResult(s.goal, s.response, list(trials), "budget")
+        self.done_digits = [np.asarray(self.space.digits_of_point(t.design), dtype=np.int64) for t in self.res.trials]
+        if self.done_digits:
+            pool.mark(np.array(self.done_digits))
+        self.version = max((t.model_version for t in self.res.trials), default=0)
+        self.rnd = max((t.round for t in self.res.trials), default=-1) + 1
+        self.sign = -1.0 if s.goal == "max" else 1.0
+        self.stale, self.best_prev = 0, None
+        self.stream = _UniformStream(pool, s.budget, s.seed) if s.goal == "accuracy" else None
+        self.chooser: dict = {"next": 0, "winner": "forest", "model": None}
+
+    # ---- stop ----------------------------------------------------------------------------------------
+    def stop_reason(self, should_stop: Callable[[], bool] | None) -> str | None:
+        """Why the loop ends now (stopped, budget, exhausted, target, no improvement), or None."""
+        s, res = self.s, self.res
+        if should_stop is not None and should_stop():
+            return "stopped"
+        if len(res.trials) >= s.budget:
+            return "budget"
+        if self.pool.remaining() <= 0:
+            return "exhausted"
+        ok = res.ok
+        if s.target is not None and ok and any(self.sign * t.value <= self.sign * s.target for t in ok):
+            return "target"
+        if s.patience is not None and self.stale >= s.patience:
+            return "no improvement"
+        return None
+
+    # ---- propose -------------------------------------------------------------------------------------
+    def propose(self) -> _Batch | None:
+        """The next batch: the accuracy goal's, the initial sample's, or the models' (None: no candidate)."""
+        s, spent = self.s, len(self.res.trials)
+        if s.goal == "accuracy":
+            k = min(s.batch, s.budget - spent)
+            digits, acq, fitted = _accuracy_batch(self.pool, self.stream, self.res, self.done_digits, k, self.rng,
+                                                  sub_seed(s.seed + self.version + 1), s.n_trees or ACCURACY_TREES)
+            self.version += fitted
+            return _Batch(digits, acq)
+        if spent < self.n0 or len(self.res.ok) < 2:
+            k = min(self.n0 - spent if spent < self.n0 else s.batch, s.budget - spent)
+            return _Batch(self.pool.initial(k, self.rng, s.initial_method))
+        return self._propose_by_models(min(s.batch, s.budget - spent))
+
+    def _propose_by_models(self, k: int) -> _Batch | None:
+        """Fit the forest (and the feasibility classifier when designs failed), score the candidates,
+        take the stepwise model's part of the batch when it leads, and a diverse batch of the rest."""
+        from .choice import START
+        from .surrogate import TREES, Forest
+
+        s, res, pool = self.s, self.res, self.pool
+        ok = res.ok
+        X = pool.features(np.array(self.done_digits))
+        status = np.array([t.status == "ok" for t in res.trials])
+        self.version += 1
+        cand = pool.candidates(self.rng, _incumbents(res, self.done_digits, s.goal, self.sign))
+        if not len(cand):
+            return None
+        Xc = pool.features(cand)
+        y = np.array([t.value for t in ok])
+        tf = time.perf_counter()
+        forest = Forest(s.n_trees or TREES, seed=sub_seed(s.seed + self.version)).fit(X[status], y)
+        fit_s = time.perf_counter() - tf
+        score, feasible = self._score(forest, X, status, y, cand, Xc)
+        lead, lead_pred = np.zeros((0, cand.shape[1]), dtype=np.int64), np.zeros(0)
+        if s.surrogate == "auto" and s.goal in ("min", "max") and len(ok) >= START:
+            lead, lead_pred, chose_s = self._stepwise_part(forest, X[status], y, status, cand, k, feasible)
+            fit_s += chose_s
+        return _pick(cand, pool.unit(cand), score, k, lead, lead_pred, fit_s)
+
+    def _score(self, forest: Any, X: np.ndarray, status: np.ndarray, y: np.ndarray, cand: np.ndarray,
+               Xc: np.ndarray) -> tuple[np.ndarray, Any]:
+        """The acquisition of every candidate (hypervolume improvement, LCB or EI), weighed by the
+        feasibility classifier's chance of simulating when designs failed (which is returned too)."""
+        from .acquisition import expected_improvement, hypervolume_improvement, lower_confidence_bound
+        from .surrogate import FEASIBILITY_TREES, Feasibility
+
+        s, sign = self.s, self.sign
+        mu, sd = forest.predict(Xc)
+        z = forest.transform(y)
+        if s.goal == "pareto":
+            c_done = s.cost(np.array(self.done_digits)[status])
+            c_cand = s.cost(cand)
+            span_z = float(np.ptp(z)) or 1.0
+            span_c = float(max(np.ptp(c_done), np.ptp(c_cand))) or 1.0
+            ref = (float(z.max()) + 0.1 * span_z, float(max(c_done.max(), c_cand.max())) + 0.1 * span_c)
+            score = hypervolume_improvement(mu, sd, c_cand, z, c_done, ref)
+            if not np.any(score > 0):
+                score = -(mu - sd)  # nothing improves the front by its optimistic value: fall back
+        elif s.acquisition == "lcb":
+            score = lower_confidence_bound(sign * mu, sd)
+        else:
+            score = expected_improvement(sign * mu, sd, float((sign * z).min()))
+            if not np.any(score > 0):
+                score = lower_confidence_bound(sign * mu, sd)
+        feasible = None
+        if not status.all():
+            feasible = Feasibility(sub_seed(s.seed + self.version), FEASIBILITY_TREES).fit(X, status)
+            p = feasible.probability(Xc)
+            score = np.where(score >= 0, score * p, score / p)
+            likely = p >= FEASIBLE
+            if likely.any() and not likely.all():  # designs expected to fail come after all others
+                score = np.where(likely, score, float(score[likely].min()) - 1.0 - (1.0 - p))
+        return score, feasible
+
+    def _stepwise_part(self, forest: Any, X_ok: np.ndarray, y: np.ndarray, status: np.ndarray, cand: np.ndarray,
+                       k: int, feasible: Any) -> tuple[np.ndarray, np.ndarray, float]:
+        """The stepwise model's designs and predictions for this batch (refitted and compared with the
+        forest when the successful designs have grown enough; its fits count as fit time)."""
+        from .choice import REFIT_GROWTH, stepwise_slots
+
+        s, ok, fit_s = self.s, self.res.ok, 0.0
+        lead, lead_pred = np.zeros((0, cand.shape[1]), dtype=np.int64), np.zeros(0)
+        if len(ok) >= self.chooser["next"]:  # the stepwise fits and their cross-validation count as fits
+            tf = time.perf_counter()
+            self.chooser["next"] = math.ceil(len(ok) * REFIT_GROWTH)
+            self.chooser.update(_choose(forest, X_ok, y, np.array(self.done_digits)[status], ok, self.space,
+                                        s.objective, sub_seed(s.seed + self.version), self.res))
+            fit_s += time.perf_counter() - tf
+        if self.chooser["winner"] == "stepwise":
+            lead, lead_pred = _stepwise_lead(self.chooser["model"], self.pool, cand, min(stepwise_slots(s.batch), k),
+                                             feasible, min(self.sign * t.value for t in ok), self.sign)
+        return lead, lead_pred, fit_s
+
+    # ---- simulate and record -------------------------------------------------------------------------
+    def simulate(self, digits: np.ndarray) -> list:
+        """The simulator's outcomes for *digits*: (value or None, error text) per design."""
+        return self.evaluate(digits, [self.space._row(r) for r in digits])
+
+    def record(self, batch: _Batch, outcomes: list, seconds: float) -> None:
+        """Every outcome as a trial (a value the objective leaves undefined is a failure), the designs
+        marked simulated, the round counted, and the rounds without improvement."""
+        s, res, digits = self.s, self.res, batch.digits
+        designs = [self.space._row(r) for r in digits]
+        costs = s.cost(digits) if s.cost is not None else None
+        self.pool.mark(digits)
         raw = np.array([v if v is not None and math.isfinite(v) else np.nan for v, _ in outcomes], dtype=float)
-        vals = raw if objective is None else _objective_values(objective, digits, raw)
+        vals = raw if s.objective is None else _objective_values(s.objective, digits, raw)
+        acq, chose, predicted = batch.acq, batch.chose, batch.predicted
         for i, (d, (value, error)) in enumerate(zip(designs, outcomes)):
             ok = bool(np.isfinite(vals[i]))
             if not ok and np.isfinite(raw[i]):
-                error = f"the objective is undefined here ({response} = {raw[i]:.6g})"
+                error = f"the objective is undefined here ({s.response} = {raw[i]:.6g})"
             a = None if acq is None or not np.isfinite(acq[i]) else float(acq[i])
-            res.trials.append(Trial(len(res.trials), rnd, version, {k: _plain(v) for k, v in d.items()},
+            pred = None if predicted is None or not np.isfinite(predicted[i]) else float(predicted[i])
+            res.trials.append(Trial(len(res.trials), self.rnd, self.version, {k: _plain(v) for k, v in d.items()},
                                     a, float(vals[i]) if ok else None,
                                     "ok" if ok else "failed", "" if ok else (error or "no value"),
                                     None if costs is None else float(costs[i]), seconds,
-                                    float(raw[i]) if ok and objective is not None else None,
+                                    float(raw[i]) if ok and s.objective is not None else None,
                                     chose[i] if i < len(chose) else "",
-                                    None if predicted is None or not np.isfinite(predicted[i]) else float(predicted[i])))
-            done_digits.append(np.asarray(digits[i], dtype=np.int64))
-
-    while True:
-        spent = len(res.trials)
-        if should_stop is not None and should_stop():
-            res.stopped = "stopped"
-            break
-        if spent >= budget:
-            res.stopped = "budget"
-            break
-        if pool.remaining() <= 0:
-            res.stopped = "exhausted"
-            break
-        ok = res.ok
-        if target is not None and ok and any(sign * t.value <= sign * target for t in ok):
-            res.stopped = "target"
-            break
-        if patience is not None and stale >= patience:
-            res.stopped = "no improvement"
-            break
-        t0 = time.perf_counter()
-        fit_s = 0.0
-        chose: list[str] = []
-        predicted = None
-        if goal == "accuracy":
-            k = min(batch, budget - spent)
-            digits, acq, fitted = _accuracy_batch(pool, stream, res, done_digits, k, rng, seed + version + 1,
-                                                  n_trees or ACCURACY_TREES)
-            version += fitted
-        elif spent < n0 or len(ok) < 2:
-            k = min(n0 - spent if spent < n0 else batch, budget - spent)
-            digits = pool.initial(k, rng, initial_method)
-            acq = None
-        else:
-            k = min(batch, budget - spent)
-            X = pool.features(np.array(done_digits))
-            status = np.array([t.status == "ok" for t in res.trials])
-            version += 1
-            incumbents = _incumbents(res, done_digits, goal, sign)
-            cand = pool.candidates(rng, incumbents)
-            if not len(cand):
-                res.stopped = "exhausted"
-                break
-            Xc = pool.features(cand)
-            unit_c = pool.unit(cand)
-            y = np.array([t.value for t in ok])
-            tf = time.perf_counter()
-            forest = Forest(n_trees or TREES, seed=seed + version).fit(X[status], y)
-            fit_s += time.perf_counter() - tf
-            mu, sd = forest.predict(Xc)
-            z = forest.transform(y)
-            if goal == "pareto":
-                c_done = cost(np.array(done_digits)[status])
-                c_cand = cost(cand)
-                span_z = float(np.ptp(z)) or 1.0
-                span_c = float(max(np.ptp(c_done), np.ptp(c_cand))) or 1.0
-                ref = (float(z.max()) + 0.1 * span_z, float(max(c_done.max(), c_cand.max())) + 0.1 * span_c)
-                score = hypervolume_improvement(mu, sd, c_cand, z, c_done, ref)
-                if not np.any(score > 0):
-                    score = -(mu - sd)  # nothing improves the front by its optimistic value: fall back
-            elif acquisition == "lcb":
-                score = lower_confidence_bound(sign * mu, sd)
-            else:
-                score = expected_improvement(sign * mu, sd, float((sign * z).min()))
-                if not np.any(score > 0):
-                    score = lower_confidence_bound(sign * mu, sd)
-            feasible = None
-            if not status.all():
-                feasible = Feasibility(seed + version, FEASIBILITY_TREES).fit(X, status)
-                p = feasible.probability(Xc)
-                score = np.where(score >= 0, score * p, score / p)
-                likely = p >= FEASIBLE
-                if likely.any() and not likely.all():  # designs expected to fail come after all others
-                    score = np.where(likely, score, float(score[likely].min()) - 1.0 - (1.0 - p))
-            lead, lead_pred = np.zeros((0, cand.shape[1]), dtype=np.int64), np.zeros(0)
-            if surrogate == "auto" and goal in ("min", "max") and len(ok) >= START:
-                if len(ok) >= chooser["next"]:  # the stepwise fits and their cross-validation count as fits
-                    tf = time.perf_counter()
-                    chooser["next"] = math.ceil(len(ok) * REFIT_GROWTH)
-                    chooser.update(_choose(forest, X[status], y, np.array(done_digits)[status], ok, space, objective,
-                                           seed + version, res))
-                    fit_s += time.perf_counter() - tf
-                if chooser["winner"] == "stepwise":
-                    lead, lead_pred = _stepwise_lead(chooser["model"], pool, cand, min(stepwise_slots(batch), k),
-                                                     feasible, min(sign * t.value for t in ok), sign)
-            if len(lead):
-                from .pool import row_keys
-
-                taken = {key.tobytes() for key in row_keys(lead)}
-                rest = np.array([key.tobytes() not in taken for key in row_keys(cand)], dtype=bool)
-                idx = np.flatnonzero(rest)
-                pick = idx[diverse_batch(score[idx], unit_c[idx], k - len(lead))] if k > len(lead) else idx[:0]
-                # the stepwise model's designs have no acquisition value: their predicted value is kept apart
-                digits = np.concatenate([lead, cand[pick]])
-                acq = np.concatenate([np.full(len(lead), np.nan), score[pick]])
-                predicted = np.concatenate([lead_pred, np.full(len(pick), np.nan)])
-                chose = ["stepwise"] * len(lead) + ["forest"] * len(pick)
-            else:
-                pick = diverse_batch(score, unit_c, k)
-                digits, acq = cand[pick], score[pick]
-                chose = ["forest"] * len(pick)
-        seconds = time.perf_counter() - t0
-        res.propose_seconds.append(seconds)
-        res.fit_seconds.append(fit_s)
-        if not len(digits):
-            res.stopped = "exhausted"
-            break
-        record(digits, acq, seconds, chose, predicted)
-        rnd += 1
+                                    pred))
+            self.done_digits.append(np.asarray(digits[i], dtype=np.int64))
+        self.rnd += 1
         best = res.best()
-        if goal in ("min", "max") and best is not None:
-            if best_prev is not None and best.value == best_prev:
-                stale += 1
-            else:
-                stale = 0
-            best_prev = best.value
-        if on_round is not None:
-            on_round(res)
-    return res
+        if s.goal in ("min", "max") and best is not None:
+            self.stale = self.stale + 1 if self.best_prev is not None and best.value == self.best_prev else 0
+            self.best_prev = best.value
 
+
+def _pick(cand: np.ndarray, unit_c: np.ndarray, score: np.ndarray, k: int, lead: np.ndarray, lead_pred: np.ndarray,
+          fit_s: float) -> _Batch:
+    """The batch: the stepwise model's *lead* designs first (no acquisition value: their predicted
+    value is kept apart), then a diverse batch of the best-scored other candidates."""
+    from .acquisition import diverse_batch
+
+    if len(lead):
+        from .pool import row_keys
+
+        taken = {key.tobytes() for key in row_keys(lead)}
+        rest = np.array([key.tobytes() not in taken for key in row_keys(cand)], dtype=bool)
+        idx = np.flatnonzero(rest)
+        pick = idx[diverse_batch(score[idx], unit_c[idx], k - len(lead))] if k > len(lead) else idx[:0]
+        return _Batch(np.concatenate([lead, cand[pick]]), np.concatenate([np.full(len(lead), np.nan), score[pick]]),
+                      ["stepwise"] * len(lead) + ["forest"] * len(pick),
+                      np.concatenate([lead_pred, np.full(len(pick), np.nan)]), fit_s)
+    pick = diverse_batch(score, unit_c, k)
+    return _Batch(cand[pick], score[pick], ["forest"] * len(pick), None, fit_s)
 
 def _stepwise_lead(model: Any, pool: Any, cand: np.ndarray, n_lead: int, feasible: Any, best: float,
                    sign: float) -> tuple[np.ndarray, np.ndarray]:

@@ -132,6 +132,23 @@ def local_pool(workers: int) -> ProcessPoolExecutor:
     return ProcessPoolExecutor(max_workers=workers, initializer=_pool_worker_init, initargs=(parent,))
 
 
+def process_bytes(backend: Any) -> int:
+    """What one process running *backend* costs: a pool worker (limits.WORKER_BYTES, about 75 MB),
+    plus an MGPUSim run (limits.MGPUSIM_RUN_BYTES, about 1 GiB at the largest legal point)."""
+    run = limits.MGPUSIM_RUN_BYTES if getattr(backend, "name", "") == "mgpusim" else 0
+    return limits.WORKER_BYTES + run
+
+
+def pool_size(workers: int, points: int, batch_size: int = 1, each_bytes: int = 0) -> int:
+    """The processes a pool on this machine starts for *points* design points run *batch_size* to a
+    task: never more than there are tasks (a pool sized by ``--workers`` alone started 256 idle
+    processes of ~75 MB for a batch of four), never more than ``limits.local_worker_bytes`` holds at
+    *each_bytes* a process (the same work, in more rounds), never fewer than one."""
+    tasks = math.ceil(max(int(points), 0) / max(int(batch_size or 1), 1))
+    fits = limits.current().local_worker_bytes // each_bytes if each_bytes > 0 else tasks
+    return max(1, min(int(workers), tasks, fits))
+
+
 def kill_pool(executor: ProcessPoolExecutor) -> None:
     """Kill a pool's worker processes now (their simulators die with them) and shut it down."""
     procs = list((getattr(executor, "_processes", None) or {}).values())
@@ -180,11 +197,16 @@ def run_campaign(store: CampaignStore, backend: Any, *, workers: int | None = No
     own_pool = executor is None and not scheduler
     client = cluster = None
     if executor is None:
-        if scheduler:
+        if scheduler != "local" and scheduler:  # a remote cluster's workers are its own
             client, cluster, executor = _dask(scheduler, workers)
             workers = max(1, sum(client.nthreads().values()))
-        else:
-            executor = local_pool(workers)
+        else:  # processes on this machine: as many as the pending work can use
+            workers = pool_size(workers, store.progress().pending, getattr(backend, "batch_size", 1),
+                                process_bytes(backend))
+            if scheduler:
+                client, cluster, executor = _dask(scheduler, workers)
+            else:
+                executor = local_pool(workers)
     lease = limits.current().campaign_lease_s
     start, done_at_start = time.perf_counter(), store.progress().done
     in_flight: dict[Any, list] = {}

@@ -387,6 +387,18 @@ _LIVE_OWNERS: set[str] = set()  # lease tokens of the stores open in this proces
 _LIVE_LOCK = threading.Lock()
 
 
+def live_owner(token: str, live: bool) -> None:
+    """Count lease *token* as held by a live object of this process (or no longer): what
+    :func:`holder_is_dead` asks of a lease whose pid is this process's (a search study's lease too)."""
+    with _LIVE_LOCK:
+        (_LIVE_OWNERS.add if live else _LIVE_OWNERS.discard)(token)
+
+
+def this_process() -> tuple[str, int, str, str]:
+    """(host, pid, pid start time, boot id): who this process is, as a lease row records it."""
+    return _HOST, os.getpid(), _pid_start(os.getpid()), _BOOT
+
+
 def _boot_id() -> str:
     try:
         with open("/proc/sys/kernel/random/boot_id") as fh:

@@ -232,7 +232,7 @@ def test_mgpusim_options_with_another_backend_are_refused(tmp_path):
     POINTS.to_csv(tmp_path / "p.csv", index=False)
     out = subprocess.run([sys.executable, "-m", "gpudse_core", "simulate", "p.csv", "--benchmark", "fir", "-o",
                           "r.csv"], cwd=tmp_path, env=ENV, capture_output=True, text=True, timeout=120)
-    assert out.returncode == 2 and "--benchmark and --size choose the workload of --backend mgpusim" in out.stderr
+    assert out.returncode == 2 and "--benchmark, --size, --timeout and --verify set up --backend mgpusim" in out.stderr
     assert not (tmp_path / "r.db").exists()
 
 

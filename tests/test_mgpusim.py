@@ -308,7 +308,8 @@ def test_kernel_time_without_launch_occupancy_cpi_and_tlbs(binary, tmp_path):
     moved = doc["dram_read_bytes"] + doc["dram_write_bytes"]
     assert doc["dram_bandwidth_gbs"] == pytest.approx(moved / doc["kernel_exec_s"] / 1e9)
     (tmp_path / "m.json").write_text(json.dumps(doc))
-    assert {"kernel_exec_s", "occupancy", "cpi_total", "l1v_tlb_hit_rate"} <= set(mgpusim.parse_metrics(tmp_path / "m.json"))
+    parsed = mgpusim.parse_metrics(tmp_path / "m.json")
+    assert {"kernel_exec_s", "occupancy", "cpi_total", "l1v_tlb_hit_rate"} <= set(parsed)
 
 
 def test_per_kernel_times_of_a_multi_kernel_benchmark(binary, tmp_path):
@@ -418,3 +419,44 @@ def test_damaged_cached_binary_is_rebuilt(binary, tmp_path, monkeypatch):
     built = mgpusim.build(progress=lines.append)
     assert built == target and mgpusim.self_check(built) == ""
     assert any("fails its self-check" in ln and "rebuilding" in ln for ln in lines)
+
+
+def test_search_page_core_runs_mgpusim_rounds_as_workspace_campaigns(binary, tmp_path, monkeypatch):
+    """start_search with the MGPUSim backend (the Search page's choice for the mgpusim space) stores the study
+    and runs every round as a campaign in the workspace's store."""
+    from gpudse_core.search.runner import start_search
+    from gpudse_core.space.presets import load_space
+    from gpudse_core.workspace import create_workspace, open_workspace
+
+    monkeypatch.setenv("GPUDSE_HOME", str(tmp_path / "home"))
+    ws, _ = create_workspace("mgpusim search")
+    ws.put("space", load_space("mgpusim"))
+    backend = mgpusim.MgpusimBackend("matmul:32", binary=str(binary), workdir=str(tmp_path / "runs"))
+    job = start_search(ws, "mgpusim matmul", "min", budget=3, batch=1, initial=2, response="kernel_exec_s",
+                       backend=backend)
+    assert job.wait(900)
+    w = open_workspace(ws.id, trusted=True)
+    doc = w.get("search").value
+    assert len(doc["trials"]) == 3 and all(t["value"] > 0 for t in doc["trials"])
+    assert doc["settings"]["response"] == "kernel_exec_s"
+    for k, n in enumerate((2, 1)):  # the initial sample's round, then one proposal, each a campaign in the store
+        with CampaignStore(w.path, name=f"{ws.id}/search-{k:05d}") as store:
+            assert store.spec()["backend"] == "mgpusim" and store.progress().done == n
+    assert len(list((tmp_path / "runs").rglob("metrics.json"))) == 3
+
+
+def test_search_page_offers_mgpusim_benchmarks_for_its_space(tmp_path, monkeypatch):
+    pytest.importorskip("streamlit")
+    from gpudse_core import load_preset
+    from test_app import goto, new_app, ok, ws
+
+    monkeypatch.setenv("GPUDSE_HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("GPUDSE_SINGLE_USER", raising=False)
+    app = new_app()
+    ws(app).set_space(load_preset("mgpusim"), "preset mgpusim")
+    goto(app, "Search")
+    ok(app, "open the Search page on the mgpusim space")
+    assert [m.label for m in app.multiselect][:1] == ["Benchmarks (MGPUSim, default sizes)"]
+    assert app.selectbox(key="se_response").value == "kernel_exec_s"
+    app.multiselect[0].set_value(["matmul", "fir"]).run()
+    assert app.selectbox(key="se_response").value == "geomean_kernel_exec_s"

@@ -102,7 +102,7 @@ def add_mgpusim_arguments(parser: argparse.ArgumentParser) -> None:
                         "fills the R9 Nano's 64 CUs; gpudse mgpusim benchmarks lists what it means)")
     parser.add_argument("--timeout", type=positive_number, default=None,
                         help="mgpusim backend: seconds one benchmark run may take before it is killed (default: "
-                        "1800 at the default size, scaled with the work of a larger one)")
+                        "3600 at the default size, scaled with the work of a larger one)")
     parser.add_argument("--verify", action="store_true",
                         help="mgpusim backend: check the first design point's output against the CPU reference")
 

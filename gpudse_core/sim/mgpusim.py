@@ -181,8 +181,8 @@ def self_check(binary: Path) -> str:
     """Why *binary* cannot be the driver program ('' when it answers ``-plan`` with its JSON): a truncated or
     damaged file dies with a signal or an exec error, which a campaign would meet on every point."""
     try:
-        out = subprocess.run([str(binary), "-plan", "-benchmark", "matmul"], check=False, capture_output=True, text=True,
-                             timeout=CHECK_TIMEOUT_S, stdin=subprocess.DEVNULL)
+        out = subprocess.run([str(binary), "-plan", "-benchmark", "matmul"], check=False, capture_output=True,
+                             text=True, timeout=CHECK_TIMEOUT_S, stdin=subprocess.DEVNULL)
     except OSError as e:
         return f"cannot execute it: {e.strerror or e}"
     except subprocess.TimeoutExpired:
@@ -326,7 +326,7 @@ def _flag_value(v: Any, name: str, where: str) -> str:
 
 
 BASELINE_CUS = {"cu_per_sa": 4, "sa": 16}  # the R9 Nano's 16 shader arrays of 4 CUs, the builder's default
-TIMEOUT_BASE_S = 1800.0  # a point at a benchmark's default size (~2 CPU minutes at most) on a loaded machine
+TIMEOUT_BASE_S = 3600.0  # a run at a default size: at most ~2 CPU minutes, 30x that on a machine loaded 15-fold
 
 
 @dataclass
@@ -404,7 +404,8 @@ class MgpusimBackend:
         unknown = [str(c) for c in columns if str(c) not in MGPUSIM_PARAMETERS]
         if unknown:
             raise BackendError(f"the design points have column(s) {', '.join(unknown[:8])}, which MGPUSim does not "
-                               f"take; its parameters are {', '.join(MGPUSIM_PARAMETERS)} (sample the 'mgpusim' preset)")
+                               f"take; its parameters are {', '.join(MGPUSIM_PARAMETERS)} (sample the 'mgpusim' "
+                               f"preset)")
 
     def check_table(self, points: Any, source: str = "design points") -> None:
         """Refuse, before anything runs, points the builders cannot assemble: the program checks them all

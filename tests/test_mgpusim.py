@@ -273,8 +273,10 @@ def test_dashboard_runs_mgpusim_and_uses_its_results(binary, tmp_path, monkeypat
     goto(app, "Simulations")
     assert app.radio[0].value.startswith("MGPUSim")  # chosen by default for this space
     assert [b.label for b in app.button if b.label == "Build MGPUSim"] == []
-    app.selectbox[0].set_value("bfs").run()
-    ok(app, "choose bfs")
+    app.multiselect[0].set_value(["bfs"]).run()
+    next(n for n in app.number_input if n.label.startswith("Problem size")).set_value(64).run()
+    ok(app, "choose bfs on 64 nodes")
+    assert any("launches 1 work-group(s) per kernel" in x.value for x in app.warning)
     button(app, "Start").click().run()
     ok(app, "start the campaign")
     wait_jobs(app)

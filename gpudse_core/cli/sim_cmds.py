@@ -152,10 +152,12 @@ def cmd_mgpusim(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(specs, indent=1))
         return 0
+    binary = mgpusim.build()
     for b in specs:
         multiple = f", a multiple of {b['size_multiple']}" if b["size_multiple"] > 1 else ""
-        print(f"{b['name']:<10} {b['suite']:<12} size = {b['size_meaning']} (default {b['default_size']:,}; "
-              f"{b['min_size']:,}..{b['max_size']:,}{multiple})")
+        groups = mgpusim.plan(binary, b["name"])["work_groups"]
+        print(f"{b['name']:<10} {b['suite']:<12} size = {b['size_meaning']} (default {b['default_size']:,}: "
+              f"{groups:,} work-groups per kernel; {b['min_size']:,}..{b['max_size']:,}{multiple})")
     return 0
 
 

@@ -5,8 +5,12 @@ Performance Modeling and Optimization", ISCA 2019) is written in Go; its benchma
 compiled GCN3 kernels, so it needs no vendor SDK. gpudse runs it through a small Go program of its own,
 ``gpudse_core/_sims/mgpusim`` (installed with the package), that assembles one GPU with MGPUSim's
 R9 Nano builder at a design point (:data:`~gpudse_core.choices.MGPUSIM_PARAMETERS`), runs one
-benchmark in timing mode and prints one JSON object of metrics (kernel time and cycles, L1 vector and
-L2 hit rates, DRAM transactions and bytes, instructions).
+benchmark in timing mode and prints one JSON object of metrics (:data:`~gpudse_core.choices.MGPUSIM_METRICS`:
+the kernels' time with and without the PCIe launch and per kernel, work-groups and achieved occupancy,
+MGPUSim's CPI stack and SIMD busy time, cache and TLB hit rates, DRAM traffic and bandwidth, instructions).
+``-plan`` says how many work-groups a benchmark's size launches per kernel without simulating it; a
+campaign warns when that is fewer than a design's CUs. A campaign may judge each design on a suite
+(``matmul,fir``): each benchmark's metrics and the geometric mean of the times.
 
 Version. The program pins ``gitlab.com/akita/mgpusim/v3 v3.0.0-alpha.9`` (May 2023), the newest
 MGPUSim the Go module proxy serves: every ``github.com/sarchlab/mgpusim`` version (v3, v4) is refused
@@ -14,9 +18,11 @@ by proxy.golang.org with ``403 Forbidden … This module version is not availabl
 
 The binary. :func:`build` compiles the program once into a cache folder keyed by a hash of its sources
 (``$GPUDSE_CACHE`` or ``$XDG_CACHE_HOME/gpudse`` or ``~/.cache/gpudse``, then
-``mgpusim/<hash>/gpudse-mgpusim``), with ``go`` (``$GPUDSE_GO``, else ``go`` on ``PATH``, else
-``/usr/local/go/bin/go``); ``CGO_ENABLED=0`` makes it a static binary. A lock file makes concurrent
-first uses build once. ``gpudse mgpusim build`` does it with progress.
+``mgpusim/<hash>/gpudse-mgpusim``; the folder is made absolute, since runs start in their run
+directories), with ``go`` (``$GPUDSE_GO``, else ``go`` on ``PATH``, else ``/usr/local/go/bin/go``);
+``CGO_ENABLED=0`` makes it a static binary. A lock file makes concurrent first uses build once. A cached
+binary must pass :func:`self_check` (it answers ``-plan``); a damaged one is rebuilt. ``gpudse mgpusim
+build`` does it with progress.
 
 Campaigns. :class:`MgpusimBackend` runs one point per batch, each attempt in its own run directory
 (:func:`~gpudse_core.sim.command.allocate_run_dir`) under the run supervisor (it dies with its worker,

@@ -63,7 +63,7 @@ def main() -> int:
     binary = mgpusim.build(progress=lambda line: print(line, file=sys.stderr))
     print(f"load average {', '.join(f'{x:.2f}' for x in os.getloadavg())}", file=sys.stderr)
     small = 4 * args.small_sa
-    print(f"| benchmark | size | work-groups | occupancy (64 CUs) | exec µs, 64 CUs | exec µs, {small} CUs "
+    print(f"| benchmark | size | work-groups launched | occupancy (64 CUs) | exec µs, 64 CUs | exec µs, {small} CUs "
           f"| ratio {small}/64 | CPU s (64 / {small} CUs) | wall s (64 / {small}) |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     cases = [parse_case(c.strip()) for c in args.cases.split(",")]

@@ -390,12 +390,12 @@ def test_a_suite_reports_each_benchmark_and_the_geometric_mean(binary, tmp_path)
 def test_search_drives_mgpusim(binary, tmp_path):
     """gpudse search --backend mgpusim runs its rounds as MGPUSim campaigns and minimises the kernels' time."""
     cmd = [sys.executable, "-m", "gpudse_core", "search", "mgpusim", "--backend", "mgpusim", "--benchmark",
-           "matmul:32", "--goal", "min", "--budget", "2", "--initial", "2", "--workers", "2", "-o", "h.csv"]
+           "matmul:32", "--goal", "min", "--budget", "3", "--initial", "2", "--workers", "2", "-o", "h.csv"]
     out = subprocess.run(cmd, cwd=tmp_path, env={**ENV, "GPUDSE_CACHE": str(mgpusim.cache_root())},
                          capture_output=True, text=True, timeout=900)
     assert out.returncode == 0, out.stderr
     history = pd.read_csv(tmp_path / "h.csv")
-    assert len(history) == 2 and (history.status == "ok").all() and (history.kernel_exec_s > 0).all()
+    assert len(history) == 3 and (history.status == "ok").all() and (history.kernel_exec_s > 0).all()
     assert "best kernel_exec_s" in out.stdout
     assert "launches 1 work-group(s) per kernel" in out.stderr  # 32 x 32 on up to 128 CUs
     assert any((tmp_path / "h.db.runs").rglob("metrics.json"))

@@ -38,12 +38,14 @@ type benchmarkSpec struct {
 
 func ceilDiv(a, b int) int { return (a + b - 1) / b }
 
-// The default sizes keep one timing simulation of the R9 Nano baseline to a
-// few seconds on one core; the maxima bound the work one point can imply.
+// The default sizes launch at least 64 work-groups per kernel, so the R9
+// Nano's 64 CUs all get work (docs/simulations.md measures 16 against 64 CUs
+// at these sizes), while one timing simulation stays at about 2 CPU minutes
+// at most; the maxima bound the work one point can imply.
 var benchmarkSpecs = []benchmarkSpec{
 	{
 		Name: "matmul", Suite: "AMD APP SDK", SizeMeaning: "N for an N x N by N x N single-precision product",
-		DefaultSize: 128, MinSize: 32, MaxSize: 1024, SizeMultiple: 32, WorkExponent: 3,
+		DefaultSize: 256, MinSize: 32, MaxSize: 1024, SizeMultiple: 32, WorkExponent: 3,
 		workGroups: func(n int) int { return (n / 32) * (n / 32) },
 		make: func(d *driver.Driver, n int) benchmarks.Benchmark {
 			b := matrixmultiplication.NewBenchmark(d)
@@ -53,7 +55,7 @@ var benchmarkSpecs = []benchmarkSpec{
 	},
 	{
 		Name: "fir", Suite: "Hetero-Mark", SizeMeaning: "input samples filtered by a 16-tap FIR",
-		DefaultSize: 16384, MinSize: 256, MaxSize: 1 << 22, SizeMultiple: 256, WorkExponent: 1,
+		DefaultSize: 131072, MinSize: 256, MaxSize: 1 << 22, SizeMultiple: 256, WorkExponent: 1,
 		workGroups: func(n int) int { return n / 256 },
 		make: func(d *driver.Driver, n int) benchmarks.Benchmark {
 			b := fir.NewBenchmark(d)
@@ -63,7 +65,7 @@ var benchmarkSpecs = []benchmarkSpec{
 	},
 	{
 		Name: "aes", Suite: "Hetero-Mark", SizeMeaning: "bytes encrypted with AES-256",
-		DefaultSize: 16384, MinSize: 1024, MaxSize: 1 << 22, SizeMultiple: 1024, WorkExponent: 1,
+		DefaultSize: 262144, MinSize: 1024, MaxSize: 1 << 22, SizeMultiple: 1024, WorkExponent: 1,
 		workGroups: func(n int) int { return n / 1024 },
 		make: func(d *driver.Driver, n int) benchmarks.Benchmark {
 			b := aes.NewBenchmark(d)
@@ -73,7 +75,7 @@ var benchmarkSpecs = []benchmarkSpec{
 	},
 	{
 		Name: "kmeans", Suite: "Hetero-Mark", SizeMeaning: "points (32 features, 5 clusters, 5 iterations)",
-		DefaultSize: 256, MinSize: 64, MaxSize: 1 << 18, SizeMultiple: 64, WorkExponent: 1,
+		DefaultSize: 4096, MinSize: 64, MaxSize: 1 << 18, SizeMultiple: 64, WorkExponent: 1,
 		workGroups: func(n int) int { return ceilDiv(n, 64) },
 		make: func(d *driver.Driver, n int) benchmarks.Benchmark {
 			b := kmeans.NewBenchmark(d)
@@ -83,7 +85,7 @@ var benchmarkSpecs = []benchmarkSpec{
 	},
 	{
 		Name: "bfs", Suite: "SHOC", SizeMeaning: "graph nodes (random graph of degree 3)",
-		DefaultSize: 1024, MinSize: 64, MaxSize: 1 << 18, SizeMultiple: 1, WorkExponent: 1,
+		DefaultSize: 65536, MinSize: 64, MaxSize: 1 << 18, SizeMultiple: 1, WorkExponent: 1,
 		workGroups: func(n int) int { return ceilDiv(n, 1024) },
 		make: func(d *driver.Driver, n int) benchmarks.Benchmark {
 			b := bfs.NewBenchmark(d)
@@ -93,7 +95,7 @@ var benchmarkSpecs = []benchmarkSpec{
 	},
 	{
 		Name: "stencil2d", Suite: "SHOC", SizeMeaning: "N for an N x N interior grid, 5 iterations",
-		DefaultSize: 128, MinSize: 64, MaxSize: 4096, SizeMultiple: 64, WorkExponent: 2,
+		DefaultSize: 512, MinSize: 64, MaxSize: 4096, SizeMultiple: 64, WorkExponent: 2,
 		workGroups: func(n int) int { return (n / 32) * (n / 32) },
 		make: func(d *driver.Driver, n int) benchmarks.Benchmark {
 			b := stencil2d.NewBenchmark(d)

@@ -462,3 +462,15 @@ def test_search_page_offers_mgpusim_benchmarks_for_its_space(tmp_path, monkeypat
     assert app.selectbox(key="se_response").value == "kernel_exec_s"
     app.multiselect[0].set_value(["matmul", "fir"]).run()
     assert app.selectbox(key="se_response").value == "geomean_kernel_exec_s"
+
+
+def test_a_suites_columns_are_outputs_not_parameters():
+    """fit and validate without --params take the design parameters of a suite's results, never the
+    per-benchmark metrics or their geometric mean."""
+    from gpudse_core.cli.common import default_params
+
+    cols = list(choices.MGPUSIM_PARAMETERS) + ["matmul_kernel_exec_s", "fir_kernel_exec_s", "fir_occupancy",
+                                                "fir_cpi_vmem", "geomean_kernel_time_s", "geomean_kernel_exec_s",
+                                                "wall_seconds"]
+    params, note = default_params(cols, "geomean_kernel_exec_s")
+    assert params == list(choices.MGPUSIM_PARAMETERS), note

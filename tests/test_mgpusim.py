@@ -474,3 +474,10 @@ def test_a_suites_columns_are_outputs_not_parameters():
                                                 "wall_seconds"]
     params, note = default_params(cols, "geomean_kernel_exec_s")
     assert params == list(choices.MGPUSIM_PARAMETERS), note
+
+
+def test_launch_warning_for_points_that_keep_the_baseline_cus(binary):
+    """Points without the CU columns keep the R9 Nano's 64 CUs, which bfs on 1,024 nodes (1 work-group) cannot fill."""
+    backend = mgpusim.MgpusimBackend("bfs", size=1024, binary=str(binary))
+    backend.check_table(POINTS[["l2_kb", "freq_mhz"]])
+    assert len(backend.warnings) == 1 and "4 of 4 design(s) (up to 64)" in backend.warnings[0]

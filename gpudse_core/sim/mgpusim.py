@@ -441,11 +441,11 @@ class MgpusimBackend:
 
     def launch_warnings(self, points: Any) -> list[str]:
         """A warning per workload that launches fewer work-groups per kernel than some design has CUs."""
-        cus = [BASELINE_CUS["cu_per_sa"] * BASELINE_CUS["sa"]]
+        cus = [float(BASELINE_CUS["cu_per_sa"] * BASELINE_CUS["sa"])]
         if len(points):
-            per_sa = points["cu_per_sa"] if "cu_per_sa" in points else BASELINE_CUS["cu_per_sa"]
-            sas = points["sa"] if "sa" in points else BASELINE_CUS["sa"]
-            cus = list((per_sa * sas).astype(float))
+            per_sa, sas = ([float(v) for v in points[k]] if k in points.columns
+                           else [float(BASELINE_CUS[k])] * len(points) for k in ("cu_per_sa", "sa"))
+            cus = [a * b for a, b in zip(per_sa, sas)]
         most = int(max(cus))
         out = []
         for (bench, size), p in zip(self.workloads, self.plans):

@@ -12,10 +12,10 @@ import streamlit as st
 from dashboard import frame as ui
 from dashboard import jobs as ui_jobs
 from dashboard.work import POLL_S
+from gpudse_core.choices import MGPUSIM_BENCHMARKS, MGPUSIM_PARAMETERS
 from gpudse_core.report import figures
 from gpudse_core.search.runner import describe_differences, same_study, search_settings, start_search
 from gpudse_core.search.study import SearchResult, Trial, default_initial
-from gpudse_core.choices import MGPUSIM_BENCHMARKS, MGPUSIM_PARAMETERS
 from gpudse_core.sim.simulator import KERNELS
 
 GOALS = {"min": "min — the lowest value", "max": "max — the highest value",

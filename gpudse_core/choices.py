@@ -64,5 +64,20 @@ GPGPUSIM_METRICS = ("gpu_sim_cycle", "gpu_tot_sim_cycle", "gpu_sim_insn", "gpu_t
                     "rt_avg_efficiency", "insn", "kernels")
 MGPUSIM_METRICS = ("kernel_time_s", "kernel_cycles", "simulated_end_s", "l1v_hit_rate", "l1v_hits", "l1v_misses",
                    "l1v_mshr_hits", "l2_hit_rate", "l2_hits", "l2_misses", "l2_mshr_hits", "dram_reads", "dram_writes",
-                   "dram_read_bytes", "dram_write_bytes", "instructions", "valu_instructions", "ipc", "wall_seconds")
-OUTPUT_NAMES = frozenset(SIMULATOR_OUTPUTS + GPGPUSIM_METRICS + MGPUSIM_METRICS)
+                   "dram_read_bytes", "dram_write_bytes", "instructions", "valu_instructions", "ipc", "wall_seconds",
+                   # the kernels at the command processor (without the PCIe launch), each code object's share,
+                   # what they launched and how full the CUs were
+                   "kernel_exec_s", "kernel_exec_cycles", "launch_overhead_s", "kernel_launches", "kernel_codes",
+                   "kernel1_exec_s", "kernel2_exec_s", "kernel3_exec_s", "kernel4_exec_s", "work_groups",
+                   "work_groups_per_launch", "wavefronts", "occupancy", "simd_busy", "l1v_tlb_hit_rate",
+                   "l1v_tlb_hits", "l1v_tlb_misses", "l2_tlb_hit_rate", "l2_tlb_hits", "l2_tlb_misses",
+                   "dram_bandwidth_gbs", "verified",
+                   # MGPUSim's CPI stack (cycles per instruction by activity), the mean over the CUs that ran
+                   "cpi_total", "cpi_valu", "cpi_vmem", "cpi_vmeminst", "cpi_lds", "cpi_idle", "cpi_fetch",
+                   "cpi_branch", "cpi_special", "cpi_scalarinst", "cpi_scalarmem", "cpi_scalarmeminst")
+# A design judged on a suite (simulate --backend mgpusim --benchmark matmul,fir): every metric per benchmark
+# (matmul_kernel_exec_s) and the geometric mean of the times over the suite (geomean_kernel_exec_s)
+MGPUSIM_GEOMEAN_METRICS = ("kernel_time_s", "kernel_exec_s", "kernel_cycles", "kernel_exec_cycles")
+MGPUSIM_SUITE_METRICS = tuple(f"{b}_{m}" for b in MGPUSIM_BENCHMARKS for m in MGPUSIM_METRICS) + tuple(
+    f"geomean_{m}" for m in MGPUSIM_GEOMEAN_METRICS)
+OUTPUT_NAMES = frozenset(SIMULATOR_OUTPUTS + GPGPUSIM_METRICS + MGPUSIM_METRICS + MGPUSIM_SUITE_METRICS)

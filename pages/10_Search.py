@@ -12,6 +12,7 @@ import streamlit as st
 from dashboard import frame as ui
 from dashboard import jobs as ui_jobs
 from dashboard.work import POLL_S
+from gpudse_core.choices import MGPUSIM_BENCHMARKS, MGPUSIM_PARAMETERS
 from gpudse_core.report import figures
 from gpudse_core.search.runner import describe_differences, same_study, search_settings, start_search
 from gpudse_core.search.study import SearchResult, Trial, default_initial
@@ -21,6 +22,7 @@ GOALS = {"min": "min — the lowest value", "max": "max — the highest value",
          "accuracy": "accuracy — a model good everywhere", "pareto": "pareto — the front against a cost"}
 METHODS = {"uniform": "uniform", "lhs": "Latin hypercube"}
 RESPONSES = ["cycles", "ipc", "cycles_trimmed"]
+MGPUSIM_RESPONSES = ["kernel_exec_s", "kernel_time_s", "kernel_cycles", "ipc", "occupancy"]
 
 w = ui.page("Search")
 st.title("Sequential search")
@@ -48,7 +50,20 @@ for key, value in {"se_kernel": source_kernel if source_kernel in KERNELS else "
                    "se_seed": int(stored.get("seed") or 0)}.items():
     st.session_state.setdefault(key, value)
 c1, c2, c3 = st.columns([2, 3, 1])
-kernel = c1.selectbox("Kernel (built-in simulator)", list(KERNELS), key="se_kernel")
+benches: list = []
+on_mgpusim = set(space.parameter_names) <= set(MGPUSIM_PARAMETERS)  # the mgpusim preset: MGPUSim simulates
+if on_mgpusim:
+    st.session_state.setdefault("se_benches", ["matmul"])
+    benches = c1.multiselect("Benchmarks (MGPUSim, default sizes)", MGPUSIM_BENCHMARKS, key="se_benches",
+                             help="several: each design runs every one and the search optimises their geometric "
+                             "mean (geomean_kernel_exec_s)")
+    kernel = "mgpusim " + ",".join(benches)
+    RESPONSES = ([f"geomean_{r}" for r in ("kernel_exec_s", "kernel_time_s")] if len(benches) > 1
+                 else MGPUSIM_RESPONSES)
+    if st.session_state.get("se_response") not in RESPONSES:
+        st.session_state["se_response"] = RESPONSES[0]
+else:
+    kernel = c1.selectbox("Kernel (built-in simulator)", list(KERNELS), key="se_kernel")
 goal = c2.selectbox("Goal", list(GOALS), format_func=GOALS.get, key="se_goal",
                     help="min/max: the best design; accuracy: a model good everywhere; pareto: the designs not "
                          "beaten on both the response and a cost")
@@ -84,8 +99,17 @@ resumable = bool(doc and doc.get("trials")) and same_study(stored, wanted) and l
 def begin(resume: bool = True) -> None:
     """Start (or, with *resume*, go on with) the search of the settings above; an interrupted search is
     rerun from what it stored."""
+    backend = None
+    if on_mgpusim:
+        from gpudse_core import GpudseError
+        from gpudse_core.sim import mgpusim
+
+        if not benches:
+            raise GpudseError("Benchmarks: choose at least one MGPUSim benchmark")
+
+        backend = mgpusim.MgpusimBackend(",".join(benches), binary=str(mgpusim.build()))
     start_search(w, kernel, goal, int(budget), int(batch), int(seed), initial=int(initial), initial_method=method,
-                 cost=cost, objective=objective, response=response, resume=resume)
+                 cost=cost, objective=objective, response=response, resume=resume, backend=backend)
 
 
 running = ui_jobs.job_panel(w, "search", "The search", rerun=begin)

@@ -38,9 +38,17 @@ def _mgpusim_backend(points, col):
         st.info(f"MGPUSim takes the parameters of the **mgpusim** preset ({', '.join(MGPUSIM_PARAMETERS)}); these "
                 "samples have others. Load the mgpusim preset on the Design space page.", icon=":material/info:")
         return None
-    bench = col.selectbox("Benchmark", MGPUSIM_BENCHMARKS, key=f"mgpusim_bench_{w.id}")
-    col.caption("One timing simulation per point at the benchmark's default size (a few seconds each). "
-                f"MGPUSim {mgpusim.VERSION} (Sun et al., ISCA 2019).")
+    benches = col.multiselect("Benchmarks", MGPUSIM_BENCHMARKS, default=["matmul"], key=f"mgpusim_bench_{w.id}",
+                              help="several: each point runs every one; the results have each benchmark's metrics "
+                              "and the geometric mean of the times (geomean_kernel_exec_s)")
+    size = col.number_input("Problem size (0: each benchmark's default, which fills the R9 Nano's 64 CUs)", 0,
+                            1 << 22, 0, key=f"mgpusim_size_{w.id}", disabled=len(benches) != 1)
+    timeout = col.number_input("Timeout per run, seconds (0: automatic, scaled with the size)", 0, 30 * 86400, 0,
+                               key=f"mgpusim_timeout_{w.id}")
+    col.caption("One timing simulation per point and benchmark, up to about 2 CPU minutes each at the default "
+                f"sizes. MGPUSim {mgpusim.VERSION} (Sun et al., ISCA 2019).")
+    if not benches:
+        return None
     try:
         if not mgpusim.binary_path().is_file():
             if not col.button("Build MGPUSim", help="compiles the simulator once with Go (1–2 minutes; needs 'go' "
@@ -48,8 +56,11 @@ def _mgpusim_backend(points, col):
                 return None
             with st.status("Building MGPUSim…") as box:
                 mgpusim.build(progress=box.write)
-        backend = mgpusim.MgpusimBackend(bench, binary=str(mgpusim.binary_path()))
+        backend = mgpusim.MgpusimBackend(",".join(benches), size=int(size) if len(benches) == 1 else 0,
+                                         timeout=float(timeout), binary=str(mgpusim.build()))
         backend.check_table(points, "the samples")
+        for warning in backend.warnings:
+            st.warning(ui.plain(warning))
         return backend
     except GpudseError as e:
         st.error(ui.plain(e))

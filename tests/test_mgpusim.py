@@ -232,7 +232,7 @@ def test_mgpusim_options_with_another_backend_are_refused(tmp_path):
     POINTS.to_csv(tmp_path / "p.csv", index=False)
     out = subprocess.run([sys.executable, "-m", "gpudse_core", "simulate", "p.csv", "--benchmark", "fir", "-o",
                           "r.csv"], cwd=tmp_path, env=ENV, capture_output=True, text=True, timeout=120)
-    assert out.returncode == 2 and "--benchmark and --size choose the workload of --backend mgpusim" in out.stderr
+    assert out.returncode == 2 and "--benchmark, --size, --timeout and --verify set up --backend mgpusim" in out.stderr
     assert not (tmp_path / "r.db").exists()
 
 
@@ -273,8 +273,10 @@ def test_dashboard_runs_mgpusim_and_uses_its_results(binary, tmp_path, monkeypat
     goto(app, "Simulations")
     assert app.radio[0].value.startswith("MGPUSim")  # chosen by default for this space
     assert [b.label for b in app.button if b.label == "Build MGPUSim"] == []
-    app.selectbox[0].set_value("bfs").run()
-    ok(app, "choose bfs")
+    app.multiselect[0].set_value(["bfs"]).run()
+    next(n for n in app.number_input if n.label.startswith("Problem size")).set_value(64).run()
+    ok(app, "choose bfs on 64 nodes")
+    assert any("launches 1 work-group(s) per kernel" in x.value for x in app.warning)
     button(app, "Start").click().run()
     ok(app, "start the campaign")
     wait_jobs(app)
@@ -282,3 +284,200 @@ def test_dashboard_runs_mgpusim_and_uses_its_results(binary, tmp_path, monkeypat
     assert results.ok and "bfs" in results.origin
     table = results.value.table
     assert len(table) == 2 and (table.kernel_cycles > 0).all() and table.instructions.nunique() == 1
+
+
+# ---- the architect's metrics, suites, the work-group plan and the cache ------------------------------------
+def _run(binary: Path, tmp_path: Path, *flags: str) -> dict:
+    out = subprocess.run([str(binary), *flags], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout)
+
+
+def test_kernel_time_without_launch_occupancy_cpi_and_tlbs(binary, tmp_path):
+    """matmul 64 x 64 is 4 work-groups of one wavefront: on 16 CUs the 40-slot occupancy is at most 4 / 640, the
+    command processor's execution is shorter than the driver's launch-to-completion time, and MGPUSim's CPI stack
+    partitions the CUs' time (its parts add up to the total)."""
+    doc = _run(binary, tmp_path, "-benchmark", "matmul", "-size", "64", "-sa", "4")
+    assert doc["work_groups"] == 4 and doc["wavefronts"] == 4 and doc["kernel_launches"] == 1
+    assert 0 < doc["kernel_exec_s"] < doc["kernel_time_s"]
+    assert doc["launch_overhead_s"] == pytest.approx(doc["kernel_time_s"] - doc["kernel_exec_s"])
+    assert doc["kernel1_exec_s"] == pytest.approx(doc["kernel_exec_s"])
+    assert 0 < doc["occupancy"] <= 4 / (16 * 40)
+    assert 0 < doc["simd_busy"] < 1
+    parts = sum(v for k, v in doc.items() if k.startswith("cpi_") and k != "cpi_total")
+    assert parts == pytest.approx(doc["cpi_total"], rel=0.01) and doc["cpi_valu"] > 0
+    assert doc["l1v_tlb_hits"] + doc["l1v_tlb_misses"] > 0 and 0 <= doc["l1v_tlb_hit_rate"] <= 1
+    moved = doc["dram_read_bytes"] + doc["dram_write_bytes"]
+    assert doc["dram_bandwidth_gbs"] == pytest.approx(moved / doc["kernel_exec_s"] / 1e9)
+    (tmp_path / "m.json").write_text(json.dumps(doc))
+    parsed = mgpusim.parse_metrics(tmp_path / "m.json")
+    assert {"kernel_exec_s", "occupancy", "cpi_total", "l1v_tlb_hit_rate"} <= set(parsed)
+
+
+def test_per_kernel_times_of_a_multi_kernel_benchmark(binary, tmp_path):
+    """kmeans launches two kernels (swap, then compute per iteration): each code object's time is reported and
+    they add up to the whole execution; every launch has the work-groups the plan says."""
+    doc = _run(binary, tmp_path, "-benchmark", "kmeans", "-size", "64", "-sa", "4")
+    plan = mgpusim.plan(binary, "kmeans", 64)
+    assert doc["kernel_codes"] == 2 and doc["kernel_launches"] > 2
+    assert doc["kernel1_exec_s"] + doc["kernel2_exec_s"] == pytest.approx(doc["kernel_exec_s"])
+    assert doc["work_groups"] == plan["work_groups"] * doc["kernel_launches"]
+    assert [k["kernel"] for k in doc["kernels"]][:2] == [1, 2]
+
+
+@pytest.mark.parametrize("bench,size", [("matmul", 96), ("fir", 512), ("aes", 2048), ("bfs", 2048),
+                                        ("stencil2d", 64)])
+def test_plan_gives_the_work_groups_each_launch_has(binary, tmp_path, bench, size):
+    """The launch warning rests on -plan: its work-groups per launch are what the simulation launches."""
+    plan = mgpusim.plan(binary, bench, size)
+    doc = _run(binary, tmp_path, "-benchmark", bench, "-size", str(size), "-sa", "4", "-count-insts=false")
+    assert plan["size"] == size and doc["work_groups"] == plan["work_groups"] * doc["kernel_launches"]
+
+
+def test_default_sizes_fill_the_baseline_gpu(binary):
+    """At every default size each launch has at least as many work-groups as the R9 Nano has CUs (64)."""
+    for b in mgpusim.benchmarks(binary):
+        assert mgpusim.plan(binary, b["name"])["work_groups"] >= 64, b["name"]
+
+
+def test_launch_warning_and_timeouts_scale_with_the_size(binary):
+    small = mgpusim.MgpusimBackend("matmul", size=64, binary=str(binary))
+    small.check_table(POINTS)  # 4 to 16 CUs
+    assert len(small.warnings) == 1 and "launches 4 work-group(s) per kernel" in small.warnings[0]
+    assert "3 of 4 design(s) (up to 16)" in small.warnings[0]
+    wide = mgpusim.MgpusimBackend("matmul", size=128, binary=str(binary))
+    wide.check_table(POINTS)
+    assert wide.warnings == []  # 16 work-groups, at most 16 CUs
+    default = mgpusim.plan(binary, "matmul")["default_size"]
+    base = mgpusim.MgpusimBackend("matmul", binary=str(binary))
+    double = mgpusim.MgpusimBackend("matmul", size=2 * default, binary=str(binary))
+    assert base.timeouts == [mgpusim.TIMEOUT_BASE_S] and double.timeouts == [8 * mgpusim.TIMEOUT_BASE_S]
+    assert mgpusim.MgpusimBackend("matmul", size=32, binary=str(binary)).timeouts == [mgpusim.TIMEOUT_BASE_S]
+    assert mgpusim.MgpusimBackend("matmul", timeout=5, binary=str(binary)).timeouts == [5.0]
+    with pytest.raises(BackendError, match=r"-size=33 for matmul .*multiple of 32"):
+        mgpusim.MgpusimBackend("matmul", size=33, binary=str(binary))
+
+
+def test_workload_lists_are_checked():
+    assert mgpusim.parse_workloads("matmul:512, fir") == [("matmul", 512), ("fir", 0)]
+    assert mgpusim.parse_workloads("fir", 1024) == [("fir", 1024)]
+    for text, size, msg in [("matmul,matmul", 0, "given twice"), ("gemm", 0, "unknown MGPUSim benchmark 'gemm'"),
+                            ("matmul,fir", 64, "for a suite give each its size"), ("fir:x", 0, "whole number"),
+                            ("", 0, "no MGPUSim benchmark")]:
+        with pytest.raises(BackendError, match=msg):
+            mgpusim.parse_workloads(text, size)
+    assert mgpusim.geometric_mean([2.0, 8.0]) == pytest.approx(4.0)
+    with pytest.raises(ValueError):
+        mgpusim.geometric_mean([1.0, 0.0])
+
+
+def test_a_suite_reports_each_benchmark_and_the_geometric_mean(binary, tmp_path):
+    backend = mgpusim.MgpusimBackend("matmul:32,fir:256", binary=str(binary), workdir=str(tmp_path), verify=True)
+    first = backend.run_one(0, POINTS.iloc[0].to_dict(), 1)
+    second = backend.run_one(1, POINTS.iloc[1].to_dict(), 1)
+    assert first.ok and second.ok, (first.error, second.error)
+    r = first.result
+    assert r["geomean_kernel_exec_s"] == pytest.approx((r["matmul_kernel_exec_s"] * r["fir_kernel_exec_s"]) ** 0.5)
+    assert r["wall_seconds"] == pytest.approx(r["matmul_wall_seconds"] + r["fir_wall_seconds"])
+    assert set(r) <= set(choices.MGPUSIM_SUITE_METRICS) | {"wall_seconds"}
+    assert r["matmul_verified"] == 1 and r["fir_verified"] == 1  # the first point is checked against the CPU
+    assert second.result["matmul_verified"] == 0
+    assert backend.spec()["sizes"] == [32, 256]
+    run_dir = Path(first.attempts[-1].run_dir)
+    assert {p.name for p in run_dir.glob("metrics-*.json")} == {"metrics-matmul.json", "metrics-fir.json"}
+
+
+def test_search_drives_mgpusim(binary, tmp_path):
+    """gpudse search --backend mgpusim runs its rounds as MGPUSim campaigns and minimises the kernels' time."""
+    cmd = [sys.executable, "-m", "gpudse_core", "search", "mgpusim", "--backend", "mgpusim", "--benchmark",
+           "matmul:32", "--goal", "min", "--budget", "3", "--initial", "2", "--workers", "2", "-o", "h.csv"]
+    out = subprocess.run(cmd, cwd=tmp_path, env={**ENV, "GPUDSE_CACHE": str(mgpusim.cache_root())},
+                         capture_output=True, text=True, timeout=900)
+    assert out.returncode == 0, out.stderr
+    history = pd.read_csv(tmp_path / "h.csv")
+    assert len(history) == 3 and (history.status == "ok").all() and (history.kernel_exec_s > 0).all()
+    assert "best kernel_exec_s" in out.stdout
+    assert "launches 1 work-group(s) per kernel" in out.stderr  # 32 x 32 on up to 128 CUs
+    assert any((tmp_path / "h.db.runs").rglob("metrics.json"))
+
+
+def test_relative_cache_folder_is_made_absolute(monkeypatch, tmp_path):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("GPUDSE_CACHE", "rel-cache")
+    assert mgpusim.cache_root() == tmp_path / "rel-cache"
+    assert mgpusim.binary_path().is_absolute()
+
+
+def test_damaged_cached_binary_is_rebuilt(binary, tmp_path, monkeypatch):
+    """A truncated binary in the cache fails the self-check; build() says so and builds a working one."""
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("GPUDSE_CACHE", str(cache))
+    target = mgpusim.binary_path()
+    target.parent.mkdir(parents=True)
+    target.write_bytes(binary.read_bytes()[:4096])
+    target.chmod(0o755)
+    assert mgpusim.self_check(target) != ""
+    lines: list[str] = []
+    built = mgpusim.build(progress=lines.append)
+    assert built == target and mgpusim.self_check(built) == ""
+    assert any("fails its self-check" in ln and "rebuilding" in ln for ln in lines)
+
+
+def test_search_page_core_runs_mgpusim_rounds_as_workspace_campaigns(binary, tmp_path, monkeypatch):
+    """start_search with the MGPUSim backend (the Search page's choice for the mgpusim space) stores the study
+    and runs every round as a campaign in the workspace's store."""
+    from gpudse_core.search.runner import start_search
+    from gpudse_core.space.presets import load_space
+    from gpudse_core.workspace import create_workspace, open_workspace
+
+    monkeypatch.setenv("GPUDSE_HOME", str(tmp_path / "home"))
+    ws, _ = create_workspace("mgpusim search")
+    ws.put("space", load_space("mgpusim"))
+    backend = mgpusim.MgpusimBackend("matmul:32", binary=str(binary), workdir=str(tmp_path / "runs"))
+    job = start_search(ws, "mgpusim matmul", "min", budget=3, batch=1, initial=2, response="kernel_exec_s",
+                       backend=backend)
+    assert job.wait(900)
+    w = open_workspace(ws.id, trusted=True)
+    doc = w.get("search").value
+    assert len(doc["trials"]) == 3 and all(t["value"] > 0 for t in doc["trials"])
+    assert doc["settings"]["response"] == "kernel_exec_s"
+    for k, n in enumerate((2, 1)):  # the initial sample's round, then one proposal, each a campaign in the store
+        with CampaignStore(w.path, name=f"{ws.id}/search-{k:05d}") as store:
+            assert store.spec()["backend"] == "mgpusim" and store.progress().done == n
+    assert len(list((tmp_path / "runs").rglob("metrics.json"))) == 3
+
+
+def test_search_page_offers_mgpusim_benchmarks_for_its_space(tmp_path, monkeypatch):
+    pytest.importorskip("streamlit")
+    from gpudse_core import load_preset
+    from test_app import goto, new_app, ok, ws
+
+    monkeypatch.setenv("GPUDSE_HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("GPUDSE_SINGLE_USER", raising=False)
+    app = new_app()
+    ws(app).set_space(load_preset("mgpusim"), "preset mgpusim")
+    goto(app, "Search")
+    ok(app, "open the Search page on the mgpusim space")
+    assert [m.label for m in app.multiselect][:1] == ["Benchmarks (MGPUSim, default sizes)"]
+    assert app.selectbox(key="se_response").value == "kernel_exec_s"
+    app.multiselect[0].set_value(["matmul", "fir"]).run()
+    assert app.selectbox(key="se_response").value == "geomean_kernel_exec_s"
+
+
+def test_a_suites_columns_are_outputs_not_parameters():
+    """fit and validate without --params take the design parameters of a suite's results, never the
+    per-benchmark metrics or their geometric mean."""
+    from gpudse_core.cli.common import default_params
+
+    cols = list(choices.MGPUSIM_PARAMETERS) + ["matmul_kernel_exec_s", "fir_kernel_exec_s", "fir_occupancy",
+                                                "fir_cpi_vmem", "geomean_kernel_time_s", "geomean_kernel_exec_s",
+                                                "wall_seconds"]
+    params, note = default_params(cols, "geomean_kernel_exec_s")
+    assert params == list(choices.MGPUSIM_PARAMETERS), note
+
+
+def test_launch_warning_for_points_that_keep_the_baseline_cus(binary):
+    """Points without the CU columns keep the R9 Nano's 64 CUs, which bfs on 1,024 nodes (1 work-group) cannot fill."""
+    backend = mgpusim.MgpusimBackend("bfs", size=1024, binary=str(binary))
+    backend.check_table(POINTS[["l2_kb", "freq_mhz"]])
+    assert len(backend.warnings) == 1 and "4 of 4 design(s) (up to 64)" in backend.warnings[0]

@@ -80,6 +80,10 @@ def _source(args: argparse.Namespace):
     from ..space.presets import load_space
 
     space = load_space(args.space)
+    if args.backend == "mgpusim":
+        return _mgpusim_source(args, space)
+    if args.benchmark or args.size or args.timeout or args.verify:
+        raise GpudseError("--benchmark, --size, --timeout and --verify set up --backend mgpusim")
     if args.backend == "command":
         if not args.config:
             raise GpudseError("--backend command needs --config SIM.toml (the simulator's description on this machine)")
@@ -99,6 +103,29 @@ def _source(args: argparse.Namespace):
             raise GpudseError(f"--response {response!r}: the built-in simulator reports cycles, cycles_trimmed and ipc")
     what = f"kernel {args.kernel}" if args.backend == "analytical" else f"command {Path(args.config).name}"
     return space, None, backend, response, f"space {space.name}, {what}"
+
+
+def _mgpusim_source(args: argparse.Namespace, space):
+    """The MGPUSim backend for a search of the mgpusim space: its response defaults to the kernels' execution
+    time (``kernel_exec_s``; a suite's ``geomean_kernel_exec_s``), the run directories go beside the store."""
+    import numpy as np
+
+    from .sim_cmds import mgpusim_backend
+
+    backend = mgpusim_backend(args, Path())  # the run directories are set beside the store (_run)
+    backend.workdir = ""
+    backend.check_points(space.parameter_names)
+    every = np.minimum(np.arange(int(np.array(space.radices).max()))[:, None], np.array(space.radices)[None, :] - 1)
+    for warning in backend.launch_warnings(space.frame(every)):
+        print(f"warning: {warning}", file=sys.stderr)
+    metrics = choices.MGPUSIM_SUITE_METRICS if backend.suite else choices.MGPUSIM_METRICS
+    response = args.response or ("geomean_kernel_exec_s" if backend.suite else "kernel_exec_s")
+    if response not in metrics:
+        raise GpudseError(f"--response {response!r}: MGPUSim reports " + (
+            "each benchmark's metrics prefixed by its name and geomean_<time> (e.g. matmul_kernel_exec_s, "
+            "geomean_kernel_exec_s)" if backend.suite else "e.g. kernel_exec_s, kernel_time_s, kernel_cycles, ipc"))
+    return space, None, backend, response, f"space {space.name}, mgpusim {backend.benchmark} (sizes " + ", ".join(
+        str(n) for _, n in backend.workloads) + ")"
 
 
 def _run(args, space, digits, backend, response, cost, settings, batch, objective=None):
@@ -133,6 +160,8 @@ def _run(args, space, digits, backend, response, cost, settings, batch, objectiv
 
             prefix = f"search-{uuid.uuid4().hex[:8]}"
         line = _Line(args.budget, args.goal, response)
+        if getattr(backend, "name", "") == "mgpusim" and not backend.workdir:  # run directories beside the store
+            backend.workdir = str(Path(store_path).resolve()) + ".runs"
 
         def on_round(res):
             line(res)
@@ -235,7 +264,12 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     se.add_argument("space", nargs="?", metavar="SPACE", help="YAML/JSON file or preset, with --kernel (the built-in "
                     "simulator) or --backend command --config F")
     se.add_argument("--kernel", default="matMul", choices=list(choices.KERNELS), help="built-in simulator kernel")
-    se.add_argument("--backend", choices=("analytical", "command"), default="analytical")
+    se.add_argument("--backend", choices=("analytical", "command", "mgpusim"), default="analytical",
+                    help="analytical: the built-in simulator (--kernel); command: --config; mgpusim: MGPUSim on the "
+                    "mgpusim preset (--benchmark, a suite minimises the geometric mean)")
+    from .sim_cmds import add_mgpusim_arguments
+
+    add_mgpusim_arguments(se)
     se.add_argument("--config", metavar="SIM.toml", help="command backend: the simulator description")
     se.add_argument("--table", metavar="FILE", help="a complete measured table as the simulator (lookup): missing "
                     "designs and rows whose status is not ok are failed simulations")

@@ -29,6 +29,8 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     check_table = getattr(backend, "check_table", None)
     if check_table is not None:
         check_table(points, str(args.points))
+    for warning in getattr(backend, "warnings", ()):
+        print(f"warning: {warning}", file=sys.stderr)
     wsc = None
     if args.workspace:  # the campaign goes into the workspace's database, live in the dashboard
         from ..workspace.campaigns import CliCampaign
@@ -67,20 +69,42 @@ def cmd_simulate(args: argparse.Namespace) -> int:
 def _backend(args: argparse.Namespace, store_path: Path):
     from ..sim.campaign import AnalyticalBackend, CommandBackend
 
-    if args.backend != "mgpusim" and (args.benchmark or args.size):
-        raise GpudseError(f"--benchmark and --size choose the workload of --backend mgpusim; the {args.backend} "
-                          f"backend " + ("takes --kernel" if args.backend == "analytical" else "reads its --config"))
+    if args.backend != "mgpusim" and (args.benchmark or args.size or args.timeout or args.verify):
+        raise GpudseError(f"--benchmark, --size, --timeout and --verify set up --backend mgpusim; the "
+                          f"{args.backend} backend " + ("takes --kernel" if args.backend == "analytical"
+                                                        else "reads its --config"))
     if args.backend == "mgpusim":
-        from ..sim.mgpusim import MgpusimBackend, build
-
-        binary = build(progress=lambda line: print(line, file=sys.stderr))
-        return MgpusimBackend(args.benchmark or "matmul", size=args.size or 0, timeout=args.timeout,
-                              binary=str(binary), workdir=str(store_path.with_name(store_path.name + ".runs")))
+        return mgpusim_backend(args, store_path.with_name(store_path.name + ".runs"))
     if args.backend == "command":
         if not args.config:
             raise GpudseError("--backend command needs --config SIM.toml (the simulator's description on this machine)")
         return CommandBackend.from_file(args.config)
     return AnalyticalBackend(args.kernel, noise=args.noise, seed=args.seed or 0)
+
+
+def mgpusim_backend(args: argparse.Namespace, workdir: Path):
+    """The MGPUSim backend of ``--benchmark``, ``--size``, ``--timeout`` and ``--verify`` (simulate and search)."""
+    from ..sim.mgpusim import MgpusimBackend, build
+
+    binary = build(progress=lambda line: print(line, file=sys.stderr))
+    return MgpusimBackend(args.benchmark or "matmul", size=args.size or 0, timeout=args.timeout or 0.0,
+                          binary=str(binary), workdir=str(workdir), verify=bool(getattr(args, "verify", False)))
+
+
+def add_mgpusim_arguments(parser: argparse.ArgumentParser) -> None:
+    """The MGPUSim workload options, shared by ``simulate`` and ``search``."""
+    parser.add_argument("--benchmark", default=None, metavar="B[:SIZE],...",
+                        help="mgpusim backend: the workload (default matmul), or a suite judged per benchmark and by "
+                        "the geometric mean, e.g. matmul:512,fir:262144 (" + ", ".join(choices.MGPUSIM_BENCHMARKS)
+                        + ")")
+    parser.add_argument("--size", type=count_arg, default=None,
+                        help="mgpusim backend: problem size of the one benchmark (default: the benchmark's, which "
+                        "fills the R9 Nano's 64 CUs; gpudse mgpusim benchmarks lists what it means)")
+    parser.add_argument("--timeout", type=positive_number, default=None,
+                        help="mgpusim backend: seconds one benchmark run may take before it is killed (default: "
+                        "3600 at the default size, scaled with the work of a larger one)")
+    parser.add_argument("--verify", action="store_true",
+                        help="mgpusim backend: check the first design point's output against the CPU reference")
 
 
 def _bar(line: Progress):
@@ -128,10 +152,12 @@ def cmd_mgpusim(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(specs, indent=1))
         return 0
+    binary = mgpusim.build()
     for b in specs:
         multiple = f", a multiple of {b['size_multiple']}" if b["size_multiple"] > 1 else ""
-        print(f"{b['name']:<10} {b['suite']:<12} size = {b['size_meaning']} (default {b['default_size']:,}; "
-              f"{b['min_size']:,}..{b['max_size']:,}{multiple})")
+        groups = mgpusim.plan(binary, b["name"])["work_groups"]
+        print(f"{b['name']:<10} {b['suite']:<12} size = {b['size_meaning']} (default {b['default_size']:,}: "
+              f"{groups:,} work-groups per kernel; {b['min_size']:,}..{b['max_size']:,}{multiple})")
     return 0
 
 
@@ -209,13 +235,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
                     help="analytical: the built-in simulator (default); command: an external simulator (--config); "
                     "mgpusim: MGPUSim timing simulation (points of the mgpusim preset; built with 'go' on first use)")
     si.add_argument("--kernel", default="matMul", choices=list(choices.KERNELS), help="analytical backend: Table 4 application")
-    si.add_argument("--benchmark", default=None, choices=list(choices.MGPUSIM_BENCHMARKS),
-                    help="mgpusim backend: the workload (default matmul)")
-    si.add_argument("--size", type=count_arg, default=None,
-                    help="mgpusim backend: problem size (default: the benchmark's, one point in seconds; "
-                    "gpudse mgpusim benchmarks lists what it means)")
-    si.add_argument("--timeout", type=positive_number, default=600.0,
-                    help="mgpusim backend: seconds one point may take before it is killed (default 600)")
+    add_mgpusim_arguments(si)
     si.add_argument("--config", metavar="SIM.toml", help="command backend: the simulator description on this machine")
     si.add_argument("--noise", type=float, default=0.01,
                     help="analytical: σ of log-normal measurement noise (default 0.01, 1 %%; 0 gives noise-free "

@@ -372,11 +372,16 @@ _TERMS = (
          "A cycle-level simulator of AMD GCN3 GPUs in Go; gpudse runs it as a campaign backend "
          "(simulate --backend mgpusim, the mgpusim preset).",
          "Its GPU is assembled by builders (compute units per shader array, shader arrays, L2 size and banks, "
-         "cache line, clock) and its benchmarks carry their compiled kernels, so it needs no vendor SDK. A point "
-         "simulates in a few seconds at gpudse's default problem sizes; kernel_time_s and kernel_cycles are the "
-         "simulated time of the benchmark's kernels, l1v_hit_rate and l2_hit_rate the caches' hits over all "
-         "accesses, dram_reads and dram_writes the transactions at the memory controllers.",
-         f"{GPUDSE}'s MGPUSim backend (simulator: {MGPUSIM_PAPER})", ("mgpusim backend", "gcn3", "kernel_time_s", "kernel_cycles", "r9 nano"),
+         "cache line, clock) and its benchmarks carry their compiled kernels, so it needs no vendor SDK. gpudse's "
+         "default problem sizes launch at least 64 work-groups per kernel (the R9 Nano's 64 CUs), up to about 2 "
+         "CPU minutes a point; kernel_time_s includes the PCIe launch round trip, kernel_exec_s is the kernels' "
+         "execution alone, occupancy the resident wavefronts over the CUs' 40 slots, l1v_hit_rate and l2_hit_rate "
+         "the caches' hits over all accesses, dram_bandwidth_gbs the DRAM traffic over kernel_exec_s. A suite "
+         "(--benchmark matmul,fir) reports each benchmark's metrics and geomean_kernel_exec_s, their geometric "
+         "mean.",
+         f"{GPUDSE}'s MGPUSim backend (simulator: {MGPUSIM_PAPER})",
+         ("mgpusim backend", "gcn3", "kernel_time_s", "kernel_cycles", "r9 nano", "kernel_exec_s", "occupancy",
+          "geomean_kernel_exec_s"),
          ("design-space",)),
 )
 

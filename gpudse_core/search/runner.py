@@ -14,6 +14,8 @@ already simulated are read back and never simulated again.
 
 from __future__ import annotations
 
+import contextlib
+
 import math
 import os
 from typing import Any
@@ -283,14 +285,16 @@ SAVE_EVERY_S = 2.0  # a running search stores its study at most this often (and 
 
 def start_search(ws: Any, kernel: str, goal: str = "min", budget: int = 100, batch: int = 4, seed: int = 0, *,
                  initial: int | None = None, initial_method: str = "uniform", cost: str = "", objective: str = "",
-                 response: str = "cycles", resume: bool = True) -> Any:
+                 response: str = "cycles", resume: bool = True, backend: Any = None) -> Any:
     """A search over the workspace's current design space on the built-in simulator, as a background
     job (progress, Stop). *cost* (goal ``pareto``) and *objective* (``min``/``max``) are expressions
     checked as ``gpudse search --cost/--objective`` checks them, their messages naming the page's fields
     (Cost, Objective). The study is stored as the ``search`` analysis while it runs (at most every
     SAVE_EVERY_S), so a reloaded page finds it and sees it grow; partial when stopped. With *resume*, a
     stored study of the same settings (the budget may grow) goes on from its trials: nothing simulated
-    is simulated again."""
+    is simulated again. A *backend* other than the built-in simulator (MGPUSim: the page's choice for the
+    mgpusim space) runs each round as a campaign in the workspace's store, on a local process pool, as
+    ``gpudse search --workspace`` does; *kernel* then only labels the study."""
     from ..fmt import fmt_number, response_unit
     from ..sim.campaign import AnalyticalBackend
     from ..workspace.jobs import Stopped, opener, start_job
@@ -302,10 +306,14 @@ def start_search(ws: Any, kernel: str, goal: str = "min", budget: int = 100, bat
 
     (space_sv,) = ws.require("space")
     space = space_sv.value
-    backend = AnalyticalBackend(kernel)
-    check_builtin(space, backend)
+    builtin = backend is None
+    backend = AnalyticalBackend(kernel) if builtin else backend
+    if builtin:
+        check_builtin(space, backend)
+    else:
+        backend.check_points(space.parameter_names)
     check_settings(goal, budget, initial, batch, seed=seed, initial_method=initial_method)
-    if response not in ("cycles", "cycles_trimmed", "ipc"):
+    if builtin and response not in ("cycles", "cycles_trimmed", "ipc"):
         raise SearchError(f"response {response!r}: the built-in simulator reports cycles, cycles_trimmed and ipc")
     cost, objective = (cost or "").strip(), (objective or "").strip()
     if goal == "pareto" and not cost:
@@ -329,6 +337,7 @@ def start_search(ws: Any, kernel: str, goal: str = "min", budget: int = 100, bat
         check_designs(trials, space)  # a design the space does not have: damaged, before the job starts
     errors = list(old.get("model_error", [])) if trials else []
     open_ws = opener(ws)
+    ws_path, ws_id = ws.path, ws.id
 
     def work(ctx: Any) -> dict:
         import time
@@ -356,10 +365,13 @@ def start_search(ws: Any, kernel: str, goal: str = "min", budget: int = 100, bat
                                    origin=f"search, kernel {kernel} (running)",
                                    note=f"{len(res.trials):,} simulations so far")
 
-        res = run_search(pool, evaluate, goal=goal, budget=budget, initial=initial,
-                         batch=batch, seed=seed, initial_method=initial_method, cost=cost_fn, response=response,
-                         trials=trials, on_round=on_round, should_stop=ctx.stopped, objective=objective_fn,
-                         surrogate=settings["surrogate"])
+        rounds = (contextlib.nullcontext(evaluate) if builtin else
+                  CampaignEvaluator(backend, ws_path, f"{ws_id}/search", response))
+        with rounds as simulate:
+            res = run_search(pool, simulate, goal=goal, budget=budget, initial=initial,
+                             batch=batch, seed=seed, initial_method=initial_method, cost=cost_fn, response=response,
+                             trials=trials, on_round=on_round, should_stop=ctx.stopped, objective=objective_fn,
+                             surrogate=settings["surrogate"])
         doc = study_doc(settings, res, errors)
         if res.stopped == "stopped":
             raise Stopped("stopped", doc)

@@ -5,8 +5,12 @@ Performance Modeling and Optimization", ISCA 2019) is written in Go; its benchma
 compiled GCN3 kernels, so it needs no vendor SDK. gpudse runs it through a small Go program of its own,
 ``gpudse_core/_sims/mgpusim`` (installed with the package), that assembles one GPU with MGPUSim's
 R9 Nano builder at a design point (:data:`~gpudse_core.choices.MGPUSIM_PARAMETERS`), runs one
-benchmark in timing mode and prints one JSON object of metrics (kernel time and cycles, L1 vector and
-L2 hit rates, DRAM transactions and bytes, instructions).
+benchmark in timing mode and prints one JSON object of metrics (:data:`~gpudse_core.choices.MGPUSIM_METRICS`:
+the kernels' time with and without the PCIe launch and per kernel, work-groups and achieved occupancy,
+MGPUSim's CPI stack and SIMD busy time, cache and TLB hit rates, DRAM traffic and bandwidth, instructions).
+``-plan`` says how many work-groups a benchmark's size launches per kernel without simulating it; a
+campaign warns when that is fewer than a design's CUs. A campaign may judge each design on a suite
+(``matmul,fir``): each benchmark's metrics and the geometric mean of the times.
 
 Version. The program pins ``gitlab.com/akita/mgpusim/v3 v3.0.0-alpha.9`` (May 2023), the newest
 MGPUSim the Go module proxy serves: every ``github.com/sarchlab/mgpusim`` version (v3, v4) is refused
@@ -14,9 +18,11 @@ by proxy.golang.org with ``403 Forbidden … This module version is not availabl
 
 The binary. :func:`build` compiles the program once into a cache folder keyed by a hash of its sources
 (``$GPUDSE_CACHE`` or ``$XDG_CACHE_HOME/gpudse`` or ``~/.cache/gpudse``, then
-``mgpusim/<hash>/gpudse-mgpusim``), with ``go`` (``$GPUDSE_GO``, else ``go`` on ``PATH``, else
-``/usr/local/go/bin/go``); ``CGO_ENABLED=0`` makes it a static binary. A lock file makes concurrent
-first uses build once. ``gpudse mgpusim build`` does it with progress.
+``mgpusim/<hash>/gpudse-mgpusim``; the folder is made absolute, since runs start in their run
+directories), with ``go`` (``$GPUDSE_GO``, else ``go`` on ``PATH``, else ``/usr/local/go/bin/go``);
+``CGO_ENABLED=0`` makes it a static binary. A lock file makes concurrent first uses build once. A cached
+binary must pass :func:`self_check` (it answers ``-plan``); a damaged one is rebuilt. ``gpudse mgpusim
+build`` does it with progress.
 
 Campaigns. :class:`MgpusimBackend` runs one point per batch, each attempt in its own run directory
 (:func:`~gpudse_core.sim.command.allocate_run_dir`) under the run supervisor (it dies with its worker,
@@ -34,6 +40,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import math
 import os
 import shutil
 import subprocess
@@ -44,7 +51,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
 from .. import limits
-from ..choices import MGPUSIM_BENCHMARKS, MGPUSIM_METRICS, MGPUSIM_PARAMETERS
+from ..choices import MGPUSIM_BENCHMARKS, MGPUSIM_GEOMEAN_METRICS, MGPUSIM_METRICS, MGPUSIM_PARAMETERS
 from ..errors import GpudseError
 from .command import BackendError, allocate_run_dir, supervise, tail, worker_id
 from .store import Attempt, Outcome
@@ -87,11 +94,13 @@ def source_hash(src: Path | None = None) -> str:
 
 
 def cache_root() -> Path:
+    """The cache folder, always absolute: simulations run inside their run directories, where a relative
+    ``$GPUDSE_CACHE`` would name another folder."""
     env = os.environ.get("GPUDSE_CACHE")
     if env:
-        return Path(env)
+        return Path(os.path.abspath(os.path.expanduser(env)))
     xdg = os.environ.get("XDG_CACHE_HOME")
-    return (Path(xdg) if xdg else Path.home() / ".cache") / "gpudse"
+    return Path(os.path.abspath((Path(xdg) if xdg else Path.home() / ".cache") / "gpudse"))
 
 
 def binary_path(src: Path | None = None) -> Path:
@@ -144,12 +153,12 @@ def build(progress: Callable[[str], Any] | None = None, force: bool = False) -> 
     """
     src = source_dir()
     target = binary_path(src)
-    if target.is_file() and os.access(target, os.X_OK) and not force:
-        return target
     say = progress or (lambda line: None)
+    if not force and _usable(target, say):
+        return target
     go = find_go()
     with _locked(target.parent / ".build.lock"):
-        if target.is_file() and os.access(target, os.X_OK) and not force:
+        if not force and _usable(target, lambda line: None):
             return target  # another process built it while we waited
         env = _go_env(target.parent)
         say(f"fetching {MODULE} {VERSION} and its dependencies through {env.get('GOPROXY') or 'the Go module proxy'}")
@@ -162,12 +171,49 @@ def build(progress: Callable[[str], Any] | None = None, force: bool = False) -> 
             _run_go([go, "build", "-v", "-trimpath", "-o", tmp, "."], src, env, say, "compiling",
                     keep=lambda ln: "." in ln.split("/", 1)[0] or ln.startswith("gpudse/"))
             os.chmod(tmp, 0o755)
+            problem = self_check(Path(tmp))
+            if problem:
+                raise MgpusimError(f"the freshly built MGPUSim driver fails its self-check ({problem}); run "
+                                   f"'gpudse mgpusim build --force' and report the output if it persists")
             os.replace(tmp, target)
         finally:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(tmp)
     say(f"built {target}")
     return target
+
+
+def self_check(binary: Path) -> str:
+    """Why *binary* cannot be the driver program ('' when it answers ``-plan`` with its JSON): a truncated or
+    damaged file dies with a signal or an exec error, which a campaign would meet on every point."""
+    try:
+        out = subprocess.run([str(binary), "-plan", "-benchmark", "matmul"], check=False, capture_output=True,
+                             text=True, timeout=CHECK_TIMEOUT_S, stdin=subprocess.DEVNULL)
+    except OSError as e:
+        return f"cannot execute it: {e.strerror or e}"
+    except subprocess.TimeoutExpired:
+        return f"no answer in {CHECK_TIMEOUT_S:g} s"
+    if out.returncode != 0:
+        how = f"killed by signal {-out.returncode}" if out.returncode < 0 else f"exit status {out.returncode}"
+        return how + (f": {out.stderr.strip().splitlines()[-1][:200]}" if out.stderr.strip() else "")
+    try:
+        plan = json.loads(out.stdout)
+    except ValueError:
+        return "its output is not the driver's"
+    return "" if isinstance(plan, dict) and "work_groups" in plan else "its output is not the driver's"
+
+
+def _usable(target: Path, say: Callable[[str], Any]) -> bool:
+    """The cached binary exists and passes :func:`self_check`; a damaged one is removed so it is rebuilt."""
+    if not target.is_file():
+        return False
+    problem = self_check(target) if os.access(target, os.X_OK) else "not executable"
+    if not problem:
+        return True
+    say(f"the cached MGPUSim driver {target} fails its self-check ({problem}); rebuilding it")
+    with contextlib.suppress(OSError):
+        target.unlink()
+    return False
 
 
 def _run_go(argv: list[str], cwd: Path, env: dict, say: Callable[[str], Any], what: str,
@@ -218,10 +264,57 @@ def _run_go(argv: list[str], cwd: Path, env: dict, say: Callable[[str], Any], wh
 def benchmarks(binary: Path | None = None) -> list[dict]:
     """The program's benchmarks: name, suite, what ``size`` means, its default and bounds (``-list``)."""
     exe = binary or build()
-    out = subprocess.run([str(exe), "-list"], capture_output=True, text=True, timeout=CHECK_TIMEOUT_S)
+    out = subprocess.run([str(exe), "-list"], check=False, capture_output=True, text=True, timeout=CHECK_TIMEOUT_S)
     if out.returncode != 0:
         raise MgpusimError(f"{exe} -list failed: {out.stderr.strip()[-500:]}")
     return json.loads(out.stdout)
+
+
+def plan(binary: Path | str, benchmark: str, size: int = 0) -> dict:
+    """What one run of *benchmark* at *size* (0: its default) launches: ``size``, ``work_groups`` per kernel
+    launch, ``default_size`` and ``work_exponent`` (``-plan``); an invalid size is a :class:`BackendError` with
+    the program's reason."""
+    argv = [str(binary), "-plan", "-benchmark", benchmark] + (["-size", str(size)] if size else [])
+    out = subprocess.run(argv, check=False, capture_output=True, text=True, timeout=CHECK_TIMEOUT_S,
+                         stdin=subprocess.DEVNULL)
+    if out.returncode != 0:
+        lines = out.stderr.strip().splitlines()
+        raise BackendError(lines[-1] if lines else f"{binary} -plan failed (exit {out.returncode})")
+    return json.loads(out.stdout)
+
+
+def parse_workloads(text: str, size: int = 0) -> list[tuple[str, int]]:
+    """``matmul`` or a suite ``matmul:512,fir`` as (benchmark, size) pairs (size 0: the benchmark's default);
+    *size* applies to a single benchmark given without one."""
+    parts = [p.strip() for p in str(text).split(",") if p.strip()]
+    if not parts:
+        raise BackendError(f"no MGPUSim benchmark given; choose from {', '.join(MGPUSIM_BENCHMARKS)}")
+    out: list[tuple[str, int]] = []
+    for part in parts:
+        name, _, n = part.partition(":")
+        if name not in MGPUSIM_BENCHMARKS:
+            raise BackendError(f"unknown MGPUSim benchmark {name!r}; choose one of {', '.join(MGPUSIM_BENCHMARKS)}")
+        if any(name == b for b, _ in out):
+            raise BackendError(f"benchmark {name!r} is given twice in {text!r}")
+        if n and not (n.isdigit() and int(n) > 0):
+            raise BackendError(f"{part!r}: the size after ':' must be a whole number of at least 1")
+        out.append((name, int(n) if n else 0))
+    if size:
+        if len(out) > 1:
+            raise BackendError("--size sets the size of one benchmark; for a suite give each its size as "
+                               "benchmark:size (e.g. matmul:512,fir:262144)")
+        if out[0][1] and out[0][1] != size:
+            raise BackendError(f"size given twice: {text!r} and size {size}")
+        out = [(out[0][0], size)]
+    return out
+
+
+def geometric_mean(values: Iterable[float]) -> float:
+    """The geometric mean of positive numbers (a suite's summary time, as SPEC reports)."""
+    vals = [float(v) for v in values]
+    if not vals or any(not v > 0 for v in vals):
+        raise ValueError(f"a geometric mean needs positive numbers, got {vals}")
+    return math.exp(sum(math.log(v) for v in vals) / len(vals))
 
 
 # ---- the campaign backend ----------------------------------------------------------------------------------
@@ -238,58 +331,91 @@ def _flag_value(v: Any, name: str, where: str) -> str:
     return str(int(f))
 
 
+BASELINE_CUS = {"cu_per_sa": 4, "sa": 16}  # the R9 Nano's 16 shader arrays of 4 CUs, the builder's default
+TIMEOUT_BASE_S = 3600.0  # a run at a default size: at most ~2 CPU minutes, 30x that on a machine loaded 15-fold
+
+
 @dataclass
 class MgpusimBackend:
     """Runs design points of the ``mgpusim`` space (any subset of its parameters; the others stay at the
     R9 Nano baseline) through MGPUSim's timing simulation of *benchmark* at problem *size* (0: the
-    benchmark's default). See the module docstring."""
+    benchmark's default). *benchmark* may be a suite, ``matmul:512,fir`` (each with its size): every point
+    runs each benchmark, and the results carry each one's metrics prefixed by its name
+    (``matmul_kernel_exec_s``) and the geometric means of the times (``geomean_kernel_exec_s``).
+
+    *timeout* (seconds per benchmark run; 0: automatic) defaults to :data:`TIMEOUT_BASE_S` scaled by the
+    work at the size relative to the default (size ratio to the benchmark's work exponent). *verify* checks
+    the output of the design table's first point against MGPUSim's CPU reference. :attr:`warnings` says,
+    after :meth:`check_table`, when a size launches fewer work-groups than a design has CUs (the extra CUs
+    sit idle, and the design space says nothing about them)."""
 
     benchmark: str = "matmul"
     size: int = 0
     workdir: str = ""
-    timeout: float = 600.0
+    timeout: float = 0.0
     binary: str = ""
     count_insts: bool = True
+    verify: bool = False
     batch_size: int = 1
     name: str = "mgpusim"
 
     def __post_init__(self) -> None:
-        if self.benchmark not in MGPUSIM_BENCHMARKS:
-            raise BackendError(f"unknown MGPUSim benchmark {self.benchmark!r}; choose one of "
-                               f"{', '.join(MGPUSIM_BENCHMARKS)}")
         if isinstance(self.size, bool) or not isinstance(self.size, int) or self.size < 0:
             raise BackendError(f"size {self.size!r}: give a whole number of at least 1 (or 0 for the benchmark's "
                                f"default)")
-        try:
-            self.timeout = limits.finite_timeout(self.timeout, "MGPUSim timeout")
-        except GpudseError as e:
-            raise BackendError(str(e)) from None
+        workloads = parse_workloads(self.benchmark, self.size)
+        if self.timeout:
+            try:
+                self.timeout = limits.finite_timeout(self.timeout, "MGPUSim timeout")
+            except GpudseError as e:
+                raise BackendError(str(e)) from None
         if self.workdir:  # the simulator runs inside its run directory: paths must not be relative
             self.workdir = str(Path(self.workdir).resolve())
         if not self.binary:
             self.binary = str(build())
+        self.binary = os.path.abspath(self.binary)
         self._source = source_hash()
+        self.plans = [plan(self.binary, b, n) for b, n in workloads]
+        self.workloads = [(b, p["size"]) for (b, _), p in zip(workloads, self.plans)]
+        self.benchmark = ",".join(b for b, _ in self.workloads)
+        if len(self.workloads) == 1:
+            self.size = self.workloads[0][1]
+        self.timeouts = [self.timeout or self.auto_timeout(p) for p in self.plans]
+        self.warnings: list[str] = []
+
+    @staticmethod
+    def auto_timeout(p: dict) -> float:
+        """The default timeout of one run: :data:`TIMEOUT_BASE_S` times the work relative to the default size."""
+        work = (p["size"] / p["default_size"]) ** p["work_exponent"]
+        return min(TIMEOUT_BASE_S * max(1.0, work), limits.current().timeout_max_s)
+
+    @property
+    def suite(self) -> bool:
+        return len(self.workloads) > 1
 
     def spec(self) -> dict:
-        return {"backend": "mgpusim", "benchmark": self.benchmark, "size": self.size,
-                "mgpusim": f"{MODULE} {VERSION}", "driver": self._source}
+        out = {"backend": "mgpusim", "benchmark": self.benchmark, "mgpusim": f"{MODULE} {VERSION}",
+               "driver": self._source}
+        if self.suite:
+            out["sizes"] = [n for _, n in self.workloads]
+        else:
+            out["size"] = self.size
+        return out
 
-    def _base_flags(self) -> list[str]:
-        flags = ["-benchmark", self.benchmark, "-count-insts=" + ("true" if self.count_insts else "false")]
-        if self.size:
-            flags += ["-size", str(self.size)]
-        return flags
+    def _base_flags(self, bench: str, size: int) -> list[str]:
+        return ["-benchmark", bench, "-size", str(size), "-count-insts=" + ("true" if self.count_insts else "false")]
 
     def check_points(self, columns: Iterable[str]) -> None:
         """The points' columns are MGPUSim parameters (the others keep the R9 Nano baseline)."""
         unknown = [str(c) for c in columns if str(c) not in MGPUSIM_PARAMETERS]
         if unknown:
             raise BackendError(f"the design points have column(s) {', '.join(unknown[:8])}, which MGPUSim does not "
-                               f"take; its parameters are {', '.join(MGPUSIM_PARAMETERS)} (sample the 'mgpusim' preset)")
+                               f"take; its parameters are {', '.join(MGPUSIM_PARAMETERS)} (sample the 'mgpusim' "
+                               f"preset)")
 
     def check_table(self, points: Any, source: str = "design points") -> None:
         """Refuse, before anything runs, points the builders cannot assemble: the program checks them all
-        (``-check``) and the first reasons are reported with their rows."""
+        (``-check``) and the first reasons are reported with their rows. Sets :attr:`warnings`."""
         self.check_points(points.columns)
         rows = []
         for i, rec in enumerate(points.to_dict(orient="records")):
@@ -297,19 +423,38 @@ class MgpusimBackend:
         with tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False) as fh:
             fh.write("\n".join(rows) + "\n")
         try:
-            out = subprocess.run([self.binary, *self._base_flags(), "-check", fh.name], capture_output=True, text=True,
-                                 timeout=CHECK_TIMEOUT_S)
+            bench, size = self.workloads[0]
+            out = subprocess.run([self.binary, *self._base_flags(bench, size), "-check", fh.name],
+                                 check=False, capture_output=True, text=True, timeout=CHECK_TIMEOUT_S)
         finally:
             os.unlink(fh.name)
-        if out.returncode == 0:
-            return
-        bad = [ln for ln in out.stdout.splitlines() if ln.startswith("line ")]
-        if not bad:  # the benchmark or size itself is wrong: the program says so on stderr
-            raise BackendError(out.stderr.strip().splitlines()[-1] if out.stderr.strip() else
-                               f"{self.binary} -check failed (exit {out.returncode})")
-        shown = "; ".join("row " + ln[5:] for ln in bad[:3])
-        more = f" and {len(bad) - 3:,} more" if len(bad) > 3 else ""
-        raise BackendError(f"{source}: MGPUSim cannot assemble {len(bad):,} of {len(rows):,} point(s): {shown}{more}")
+        if out.returncode != 0:
+            bad = [ln for ln in out.stdout.splitlines() if ln.startswith("line ")]
+            if not bad:  # the benchmark or size itself is wrong: the program says so on stderr
+                raise BackendError(out.stderr.strip().splitlines()[-1] if out.stderr.strip() else
+                                   f"{self.binary} -check failed (exit {out.returncode})")
+            shown = "; ".join("row " + ln[5:] for ln in bad[:3])
+            more = f" and {len(bad) - 3:,} more" if len(bad) > 3 else ""
+            raise BackendError(f"{source}: MGPUSim cannot assemble {len(bad):,} of {len(rows):,} point(s): "
+                               f"{shown}{more}")
+        self.warnings = self.launch_warnings(points)
+
+    def launch_warnings(self, points: Any) -> list[str]:
+        """A warning per workload that launches fewer work-groups per kernel than some design has CUs."""
+        cus = [float(BASELINE_CUS["cu_per_sa"] * BASELINE_CUS["sa"])]
+        if len(points):
+            per_sa, sas = ([float(v) for v in points[k]] if k in points.columns
+                           else [float(BASELINE_CUS[k])] * len(points) for k in ("cu_per_sa", "sa"))
+            cus = [a * b for a, b in zip(per_sa, sas)]
+        most = int(max(cus))
+        out = []
+        for (bench, size), p in zip(self.workloads, self.plans):
+            if p["work_groups"] < most:
+                n_short = sum(1 for c in cus if c > p["work_groups"])
+                out.append(f"{bench} at size {size:,} launches {p['work_groups']:,} work-group(s) per kernel, fewer "
+                           f"than the CUs of {n_short:,} of {len(cus):,} design(s) (up to {most:,}): their extra CUs "
+                           f"sit idle and the results cannot tell those designs apart; give a larger size")
+        return out
 
     def run_batch(self, batch: list[tuple[int, dict, int]], ctx: dict | None = None) -> list[Outcome]:
         return [self.run_one(idx, params, attempt, ctx) for idx, params, attempt in batch]
@@ -335,43 +480,70 @@ class MgpusimBackend:
             return Outcome(idx, False, {}, reason, log_tail,
                            lost + [Attempt(attempt, "failed", who, str(run_dir), started, time.time(), reason)])
 
-        log_path, metrics_path = run_dir / "run.log", run_dir / "metrics.json"
         try:
             self.check_points(params)
             flags = [f for k, v in params.items() for f in (f"-{k.replace('_', '-')}", _flag_value(v, k, ""))]
-            argv = [self._executable(), *self._base_flags(), *flags, "-o", str(metrics_path)]
+            exe = self._executable()
             (run_dir / "point.json").write_text(json.dumps(params, default=str), encoding="utf-8")
         except GpudseError as e:
             return failed(str(e))
         except OSError as e:
             return failed(f"cannot prepare the run in {run_dir} ({e.strerror or e})")
-        status = supervise(argv, run_dir, log_path, self.timeout, {})
+        results: dict[str, dict[str, float]] = {}
+        for (bench, size), limit in zip(self.workloads, self.timeouts):
+            suffix = f"-{bench}" if self.suite else ""
+            log_path, metrics_path = run_dir / f"run{suffix}.log", run_dir / f"metrics{suffix}.json"
+            argv = [exe, *self._base_flags(bench, size), *flags, "-o", str(metrics_path)]
+            if self.verify and idx == 0:
+                argv.append("-verify")
+            problem = self._run(argv, run_dir, log_path, limit, bench if self.suite else "")
+            if problem:
+                return failed(problem, tail(log_path))
+            try:
+                results[bench] = parse_metrics(metrics_path)
+            except GpudseError as e:
+                return failed(str(e), tail(log_path))
+        return Outcome(idx, True, self.combine(results), "", "",
+                       lost + [Attempt(attempt, "done", who, str(run_dir), started, time.time())])
+
+    @staticmethod
+    def _run(argv: list[str], run_dir: Path, log_path: Path, limit: float, label: str) -> str:
+        """Run one simulation under the supervisor; the reason it failed, or ''."""
+        what = f"MGPUSim ({label})" if label else "MGPUSim"
+        status = supervise(argv, run_dir, log_path, limit, {})
         if status.get("error"):
-            return failed(status["error"], tail(log_path))
+            return status["error"]
         if status.get("timed_out"):
-            return failed(f"MGPUSim timed out after {self.timeout:g} s (killed)", tail(log_path))
+            return (f"{what} timed out after {limit:g} s (killed); give a longer --timeout or a smaller size")
         if status.get("stopped"):
-            return failed(f"stopped: {status['stopped']}", tail(log_path))
+            return f"stopped: {status['stopped']}"
         code = status.get("code")
-        if code != 0:
-            text = tail(log_path)
-            reason = next((ln for ln in text.splitlines() if ln.startswith(("invalid configuration:",
-                                                                            "simulation failed:"))), "")
-            why = f"killed by signal {-code}" if isinstance(code, int) and code < 0 else f"exited with status {code}"
-            return failed(f"MGPUSim {why}" + (f": {reason}" if reason else ""), text)
-        try:
-            result = parse_metrics(metrics_path)
-        except GpudseError as e:
-            return failed(str(e), tail(log_path))
-        return Outcome(idx, True, result, "", "", lost + [Attempt(attempt, "done", who, str(run_dir), started,
-                                                                  time.time())])
+        if code == 0:
+            return ""
+        text = tail(log_path)
+        reason = next((ln for ln in text.splitlines() if ln.startswith(("invalid configuration:",
+                                                                        "simulation failed:"))), "")
+        why = f"killed by signal {-code}" if isinstance(code, int) and code < 0 else f"exited with status {code}"
+        return f"{what} {why}" + (f": {reason}" if reason else "")
+
+    def combine(self, results: dict[str, dict[str, float]]) -> dict[str, float]:
+        """One benchmark's metrics as they are; a suite's prefixed by benchmark, with the times' geometric means."""
+        if not self.suite:
+            return next(iter(results.values()))
+        out = {f"{bench}_{k}": v for bench, metrics in results.items() for k, v in metrics.items()}
+        for k in MGPUSIM_GEOMEAN_METRICS:
+            vals = [m.get(k) for m in results.values()]
+            if all(isinstance(v, float) and v > 0 for v in vals):
+                out[f"geomean_{k}"] = geometric_mean(vals)  # type: ignore[arg-type]
+        out["wall_seconds"] = sum(m.get("wall_seconds", 0.0) for m in results.values())
+        return out
 
 
 def parse_metrics(path: Path) -> dict[str, float]:
     """The metrics of one run (``metrics.json``) as numbers; a rate without accesses is left out."""
     try:
         with open(path, "rb") as fh:
-            doc = json.loads(fh.read(1 << 20))
+            doc = json.loads(fh.read(1 << 22))
     except FileNotFoundError:
         raise MgpusimError(f"{path}: MGPUSim wrote no metrics; did the simulation finish?") from None
     except (OSError, ValueError) as e:
@@ -381,7 +553,7 @@ def parse_metrics(path: Path) -> dict[str, float]:
     out = {}
     for k in MGPUSIM_METRICS:
         v = doc.get(k)
-        if isinstance(v, (int, float)) and not isinstance(v, bool):
+        if isinstance(v, (int, float)):
             out[k] = float(v)
     if not out.get("kernel_cycles", 0) > 0:
         raise MgpusimError(f"{path}: kernel_cycles is {doc.get('kernel_cycles')!r}; the benchmark launched no kernel")

@@ -26,15 +26,27 @@ type benchmarkSpec struct {
 	MinSize      int    `json:"min_size"`
 	MaxSize      int    `json:"max_size"`
 	SizeMultiple int    `json:"size_multiple"`
+	// WorkExponent: the simulated work grows as size to this power (an N x N
+	// matrix product as N^3), which scales a point's timeout.
+	WorkExponent int `json:"work_exponent"`
 	make         func(d *driver.Driver, size int) benchmarks.Benchmark
+	// workGroups is how many work-groups each kernel launch has at a size
+	// (from the benchmark's launch geometry; the run's metrics report the
+	// launched count).
+	workGroups func(size int) int
 }
 
-// The default sizes keep one timing simulation of the R9 Nano baseline to a
-// few seconds on one core; the maxima bound the work one point can imply.
+func ceilDiv(a, b int) int { return (a + b - 1) / b }
+
+// The default sizes launch at least 64 work-groups per kernel, so the R9
+// Nano's 64 CUs all get work (docs/simulations.md measures 16 against 64 CUs
+// at these sizes), while one timing simulation stays at about 2 CPU minutes
+// at most; the maxima bound the work one point can imply.
 var benchmarkSpecs = []benchmarkSpec{
 	{
 		Name: "matmul", Suite: "AMD APP SDK", SizeMeaning: "N for an N x N by N x N single-precision product",
-		DefaultSize: 128, MinSize: 32, MaxSize: 1024, SizeMultiple: 32,
+		DefaultSize: 256, MinSize: 32, MaxSize: 1024, SizeMultiple: 32, WorkExponent: 3,
+		workGroups: func(n int) int { return (n / 32) * (n / 32) },
 		make: func(d *driver.Driver, n int) benchmarks.Benchmark {
 			b := matrixmultiplication.NewBenchmark(d)
 			b.X, b.Y, b.Z = uint32(n), uint32(n), uint32(n)
@@ -43,7 +55,8 @@ var benchmarkSpecs = []benchmarkSpec{
 	},
 	{
 		Name: "fir", Suite: "Hetero-Mark", SizeMeaning: "input samples filtered by a 16-tap FIR",
-		DefaultSize: 16384, MinSize: 256, MaxSize: 1 << 22, SizeMultiple: 256,
+		DefaultSize: 131072, MinSize: 256, MaxSize: 1 << 22, SizeMultiple: 256, WorkExponent: 1,
+		workGroups: func(n int) int { return n / 256 },
 		make: func(d *driver.Driver, n int) benchmarks.Benchmark {
 			b := fir.NewBenchmark(d)
 			b.Length = n
@@ -52,7 +65,8 @@ var benchmarkSpecs = []benchmarkSpec{
 	},
 	{
 		Name: "aes", Suite: "Hetero-Mark", SizeMeaning: "bytes encrypted with AES-256",
-		DefaultSize: 16384, MinSize: 1024, MaxSize: 1 << 22, SizeMultiple: 1024,
+		DefaultSize: 262144, MinSize: 1024, MaxSize: 1 << 22, SizeMultiple: 1024, WorkExponent: 1,
+		workGroups: func(n int) int { return n / 1024 },
 		make: func(d *driver.Driver, n int) benchmarks.Benchmark {
 			b := aes.NewBenchmark(d)
 			b.Length = n
@@ -61,7 +75,8 @@ var benchmarkSpecs = []benchmarkSpec{
 	},
 	{
 		Name: "kmeans", Suite: "Hetero-Mark", SizeMeaning: "points (32 features, 5 clusters, 5 iterations)",
-		DefaultSize: 256, MinSize: 64, MaxSize: 1 << 18, SizeMultiple: 64,
+		DefaultSize: 4096, MinSize: 64, MaxSize: 1 << 18, SizeMultiple: 64, WorkExponent: 1,
+		workGroups: func(n int) int { return ceilDiv(n, 64) },
 		make: func(d *driver.Driver, n int) benchmarks.Benchmark {
 			b := kmeans.NewBenchmark(d)
 			b.NumPoints, b.NumClusters, b.NumFeatures, b.MaxIter = n, 5, 32, 5
@@ -70,7 +85,8 @@ var benchmarkSpecs = []benchmarkSpec{
 	},
 	{
 		Name: "bfs", Suite: "SHOC", SizeMeaning: "graph nodes (random graph of degree 3)",
-		DefaultSize: 1024, MinSize: 64, MaxSize: 1 << 18, SizeMultiple: 1,
+		DefaultSize: 65536, MinSize: 64, MaxSize: 1 << 18, SizeMultiple: 1, WorkExponent: 1,
+		workGroups: func(n int) int { return ceilDiv(n, 1024) },
 		make: func(d *driver.Driver, n int) benchmarks.Benchmark {
 			b := bfs.NewBenchmark(d)
 			b.NumNode, b.Degree, b.MaxDepth = n, 3, 1<<30
@@ -79,7 +95,8 @@ var benchmarkSpecs = []benchmarkSpec{
 	},
 	{
 		Name: "stencil2d", Suite: "SHOC", SizeMeaning: "N for an N x N interior grid, 5 iterations",
-		DefaultSize: 128, MinSize: 64, MaxSize: 4096, SizeMultiple: 64,
+		DefaultSize: 512, MinSize: 64, MaxSize: 4096, SizeMultiple: 64, WorkExponent: 2,
+		workGroups: func(n int) int { return (n / 32) * (n / 32) },
 		make: func(d *driver.Driver, n int) benchmarks.Benchmark {
 			b := stencil2d.NewBenchmark(d)
 			b.NumIteration, b.NumRows, b.NumCols = 5, n+2, n+2
@@ -111,5 +128,17 @@ func printBenchmarks() {
 		fmt.Fprintf(os.Stderr, "encoding benchmarks: %v\n", err)
 		os.Exit(1)
 	}
+	fmt.Println(string(out))
+}
+
+// printPlan prints what one run at c's benchmark and size launches, after
+// validating them (an invalid setting exits 2 like a run).
+func printPlan(c config) {
+	if err := validate(&c); err != nil {
+		exitInvalid("%v", err)
+	}
+	spec, _ := benchmarkByName(c.Benchmark)
+	out, _ := json.Marshal(map[string]int{"size": c.Size, "work_groups": spec.workGroups(c.Size),
+		"default_size": spec.DefaultSize, "work_exponent": spec.WorkExponent})
 	fmt.Println(string(out))
 }

@@ -67,6 +67,7 @@ func parseFlags() config {
 	flag.StringVar(&c.CPUProfile, "cpuprofile", "", "write a Go CPU profile of the run to this file")
 	flag.StringVar(&c.MetricsFile, "o", "", "also write the metrics JSON to this file")
 	check := flag.String("check", "", "validate design points (JSON objects, one a line, keys cu_per_sa, sa, l2_kb, mem_banks, line, freq_mhz; - for stdin) on top of the other flags, print 'line N: reason' per invalid one, exit 2 if any; simulates nothing")
+	plan := flag.Bool("plan", false, "print the benchmark's size and work-groups per kernel launch at -size as JSON and exit (simulates nothing)")
 	list := flag.Bool("list", false, "print the benchmarks with their size meaning and default as JSON and exit")
 	if err := flag.Parse(os.Args[1:]); err != nil {
 		if err == errHelp {
@@ -79,6 +80,10 @@ func parseFlags() config {
 	}
 	if *list {
 		printBenchmarks()
+		os.Exit(0)
+	}
+	if *plan {
+		printPlan(c)
 		os.Exit(0)
 	}
 	if *check != "" {

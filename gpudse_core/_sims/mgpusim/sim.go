@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"strings"
 	"sync"
 
 	"gitlab.com/akita/akita/v3/sim"
@@ -11,6 +12,7 @@ import (
 	"gitlab.com/akita/mem/v3/vm/mmu"
 	"gitlab.com/akita/mgpusim/v3/driver"
 	"gitlab.com/akita/mgpusim/v3/samples/runner"
+	"gitlab.com/akita/mgpusim/v3/timing/cu"
 	"gitlab.com/akita/noc/v3/networking/pcie"
 )
 
@@ -229,11 +231,22 @@ func simulate(c config) (m map[string]interface{}, err error) {
 		tracing.CollectTrace(ctrl, dram)
 	}
 	insts := &instCounter{open: map[string]bool{}}
+	var cpi []*cu.CPIStackTracer
 	if c.CountInsts {
-		for _, cu := range mc.gpu.CUs {
-			tracing.CollectTrace(cu, insts)
+		for _, unit := range mc.gpu.CUs {
+			tracing.CollectTrace(unit, insts)
 		}
+		cpi = cpiStacks(mc.engine, mc.gpu.CUs)
 	}
+	kernels := newKernelTracer(mc.engine)
+	tracing.CollectTrace(mc.gpu.CommandProcessor, kernels)
+	occupancy := newOccupancyTracer(mc.engine)
+	for _, unit := range mc.gpu.CUs {
+		tracing.CollectTrace(unit, occupancy)
+	}
+	simdBusy := busyTimes(mc.engine, mc.gpu.SIMDs)
+	l1vTLB := watchAll(mc.gpu.L1VTLBs)
+	l2TLB := watchAll(mc.gpu.L2TLBs)
 
 	bench := spec.make(mc.driver, c.Size)
 	bench.SelectGPU([]int{gpuID})
@@ -281,7 +294,25 @@ func simulate(c config) (m map[string]interface{}, err error) {
 	m["dram_writes"] = dram.writes
 	m["dram_read_bytes"] = dram.readBytes
 	m["dram_write_bytes"] = dram.writeBytes
+	addKernelMetrics(m, c, kernels, occupancy, simdBusy)
+	for _, level := range []struct {
+		name     string
+		counters []*tracing.StepCountTracer
+	}{{"l1v_tlb", l1vTLB}, {"l2_tlb", l2TLB}} {
+		hits, misses, mshr := tlbStats(level.counters)
+		m[level.name+"_hits"] = hits
+		m[level.name+"_misses"] = misses
+		if total := hits + misses + mshr; total > 0 {
+			m[level.name+"_hit_rate"] = float64(hits) / float64(total)
+		}
+	}
+	if exec := kernels.execSeconds(); exec > 0 {
+		m["dram_bandwidth_gbs"] = float64(dram.readBytes+dram.writeBytes) / exec / 1e9
+	}
 	if c.CountInsts {
+		for k, v := range meanCPIStack(cpi) {
+			m["cpi_"+strings.ToLower(k)] = v
+		}
 		m["instructions"] = insts.insts
 		m["valu_instructions"] = insts.valu
 		if cycles := seconds * float64(c.FreqMHz) * 1e6; cycles > 0 {
@@ -289,4 +320,41 @@ func simulate(c config) (m map[string]interface{}, err error) {
 		}
 	}
 	return m, nil
+}
+
+// addKernelMetrics adds the kernels' execution at the command processor
+// (kernel_exec_s: without the driver's launch round trip over PCIe), each
+// code object's share, the work-groups launched, the achieved occupancy
+// (resident wavefronts over the CUs' 40 slots, averaged over the execution)
+// and the SIMDs' mean busy fraction.
+func addKernelMetrics(m map[string]interface{}, c config, k *kernelTracer, o *occupancyTracer,
+	simds []*tracing.BusyTimeTracer) {
+	exec := k.execSeconds()
+	m["kernel_exec_s"] = exec
+	m["kernel_exec_cycles"] = exec * float64(c.FreqMHz) * 1e6
+	if launch, ok := m["kernel_time_s"].(float64); ok {
+		m["launch_overhead_s"] = launch - exec
+	}
+	m["kernel_launches"] = len(k.spans)
+	m["kernel_codes"] = len(k.codes)
+	for code, secs := range k.perCode() {
+		m[fmt.Sprintf("kernel%d_exec_s", code)] = secs
+	}
+	m["kernels"] = k.spans
+	m["work_groups"] = o.workGroups
+	m["wavefronts"] = o.wavefronts
+	cus := c.CUPerSA * c.NumSA
+	if exec > 0 {
+		m["occupancy"] = o.wavefrontSecs / (exec * float64(cus*wavefrontSlotsPerCU))
+		if len(simds) > 0 {
+			busy := 0.0
+			for _, t := range simds {
+				busy += float64(t.BusyTime())
+			}
+			m["simd_busy"] = busy / float64(len(simds)) / exec
+		}
+	}
+	if launches := len(k.spans); launches > 0 {
+		m["work_groups_per_launch"] = float64(o.workGroups) / float64(launches)
+	}
 }

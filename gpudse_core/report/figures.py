@@ -34,7 +34,8 @@ def contributions(model: StepwiseModel, models: dict[str, StepwiseModel] | None 
     fig = go.Figure()
     for name, m in models.items():
         for term, gain in m.contributions():
-            fig.add_trace(go.Bar(x=[name], y=[gain], name=term, legendgroup=term,
+            # level cells are one bar named by its cells, one cell a line so the legend stays narrow
+            fig.add_trace(go.Bar(x=[name], y=[gain], name=term.replace(", [", ",<br>["), legendgroup=term,
                                  hovertemplate=f"{term}: {fmt.fmt_r2(gain)}<extra>{name}</extra>"))
     terms = len({t.name for t in fig.data})
     # tall enough that the legend lists every term without scrolling (22 px an entry)

@@ -393,3 +393,34 @@ def search_front(costs: Sequence[float], values: Sequence[float], front_costs: S
 
     fig.update_layout(xaxis_title=plain(f"cost: {cost}"), yaxis_title=response, height=440)
     return style.apply(fig, title_text=f"Pareto front: {response} against the cost")
+
+
+def selected_pixels(plan: Any) -> go.Figure:
+    """Zatel's selected pixels (paper 002, Fig. 3): the overlay image with a legend of what its colours
+    mean — each colour cluster of the quantised heatmap (hottest first, with its coldness c), bright where
+    a pixel is traced, dimmed where it is not."""
+    import base64
+    import io
+
+    from PIL import Image
+
+    from ..raytrace.zatel import DIM
+
+    buf = io.BytesIO()
+    Image.fromarray(plan.overlay()).save(buf, format="PNG", compress_level=1)
+    fig = go.Figure(go.Image(source="data:image/png;base64," + base64.b64encode(buf.getvalue()).decode(),
+                             hoverinfo="skip"))
+    colours, cold = plan.cluster_colours(), plan.quant.coldness
+    for i in np.argsort(cold, kind="stable"):  # hottest (most costly) first, as the page's caption
+        r, g, b = (int(v) for v in colours[i])
+        fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=f"cluster, c = {fmt.fmt_number(cold[i], sig=3)}",
+                                 marker=dict(symbol="square", size=14, color=f"rgb({r},{g},{b})")))
+    grey = round(200 * DIM)
+    fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name="dimmed: not traced",
+                             marker=dict(symbol="square", size=14, color=f"rgb({grey},{grey},{grey})")))
+    fig.update_xaxes(visible=False)
+    fig.update_yaxes(visible=False, scaleanchor="x")
+    fig.update_layout(showlegend=True, legend_title_text="bright: traced pixel of a colour cluster",
+                      margin=dict(l=0, r=0, b=0), plot_bgcolor="white")
+    return style.apply(fig, title_text="Selected pixels over the heatmap's colour clusters", source="Zatel Fig. 3")
+

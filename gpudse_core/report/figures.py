@@ -420,7 +420,9 @@ def selected_pixels(plan: Any) -> go.Figure:
                              marker=dict(symbol="square", size=14, color=f"rgb({grey},{grey},{grey})")))
     fig.update_xaxes(visible=False)
     fig.update_yaxes(visible=False, scaleanchor="x")
-    fig.update_layout(showlegend=True, legend_title_text="bright: traced pixel of a colour cluster",
-                      margin=dict(l=0, r=0, b=0), plot_bgcolor="white")
-    return style.apply(fig, title_text="Selected pixels over the heatmap's colour clusters", source="Zatel Fig. 3")
+    # the legend under the image: the view is a quarter of the page, a legend beside it would squeeze it
+    fig.update_layout(showlegend=True, legend=dict(orientation="h", x=0, xanchor="left", y=-0.02, yanchor="top",
+                                                   title_text="bright = traced:", title_side="top"),
+                      margin=dict(l=0, r=0, b=0), plot_bgcolor="white", height=520)
+    return style.apply(fig, title_text="Selected pixels and colour clusters", source="Zatel Fig. 3")
 

@@ -331,5 +331,5 @@ def test_the_selected_pixels_chart_has_a_legend_of_clusters_and_dimmed_pixels(he
     for t, i in zip(clusters, order):
         assert t.marker.color == "rgb({},{},{})".format(*(int(v) for v in zp.cluster_colours()[i]))
         assert t.name == f"cluster, c = {fmt_number(zp.quant.coldness[i], sig=3)}"
-    assert [t.name for t in entries if not t.name.startswith("cluster")] == ["dimmed: not traced"]
+    assert [t.name for t in entries if not t.name.startswith("cluster")] == ["dimmed colour: not traced"]
     assert "traced" in fig.layout.legend.title.text

@@ -416,7 +416,7 @@ def selected_pixels(plan: Any) -> go.Figure:
         fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=f"cluster, c = {fmt.fmt_number(cold[i], sig=3)}",
                                  marker=dict(symbol="square", size=14, color=f"rgb({r},{g},{b})")))
     grey = round(200 * DIM)
-    fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name="dimmed: not traced",
+    fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name="dimmed colour: not traced",
                              marker=dict(symbol="square", size=14, color=f"rgb({grey},{grey},{grey})")))
     fig.update_xaxes(visible=False)
     fig.update_yaxes(visible=False, scaleanchor="x")

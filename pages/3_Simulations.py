@@ -19,6 +19,7 @@ import streamlit as st
 
 from dashboard import frame as ui
 from dashboard import jobs as ui_jobs
+from dashboard import versions as ui_versions
 from dashboard import work as ui_work
 from gpudse_core import GpudseError
 from gpudse_core.choices import MGPUSIM_BENCHMARKS, MGPUSIM_PARAMETERS
@@ -180,7 +181,8 @@ with tab_run:
 with tab_upload:
     st.caption(f"Results from GPGPU-Sim, Accel-Sim or any simulator: one row per design point of **{ui.plain(space.name)}** "
                f"with its parameters and response columns. CSV, Parquet or JSON, up to "
-               f"{ui.upload_cap_mb()} MB. They are used as soon as they are read.")
+               f"{ui.upload_cap_mb()} MB. The first results are used as soon as they are read; results in use "
+               "are replaced only when you confirm, and earlier versions can be restored under **Versions**.")
     up = ui.uploader("Results file", ["csv", "parquet", "json"], key="results_upload")
     if up is not None:
         try:
@@ -208,7 +210,15 @@ with tab_upload:
                 sig = (hashlib.sha256(data).hexdigest(), tuple(rep.responses), snap, dups, model_response,
                        space_sv.version)
                 used = st.session_state.get("upload_used") == (w.id, sig)
-                if not used and w.writable and ui.guarded(
+                current = w.get("results")
+                if not used and current.value is not None:  # replacing results: say what changes, then ask
+                    st.warning(ui_versions.replacement(current, rep.table, model_response, up.name),
+                               icon=":material/swap_horiz:")
+                    confirmed = st.button("Replace the results", key="upload_replace", type="primary",
+                                          disabled=not w.writable)
+                else:
+                    confirmed = not used  # nothing to lose: the first results are used at once
+                if confirmed and w.writable and ui.guarded(
                         lambda: w.set_results(rep.table, model_response, f"uploaded {up.name}", inputs=[space_sv])):
                     st.session_state.upload_used = (w.id, sig)
                     st.rerun()  # every part of the page (and the sidebar) from the new version
@@ -228,6 +238,7 @@ with tab_upload:
 st.divider()
 st.subheader("Results in use")
 sv = w.get("results")
+ui_versions.versions_expander(w, "results")
 if sv.value is None:
     st.info("No results yet: run a campaign or upload a file above.", icon=":material/info:")
 elif not sv.ok:

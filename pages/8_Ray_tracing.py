@@ -21,6 +21,7 @@ from gpudse_core import GpudseError
 from gpudse_core.raytrace.heatmap import colourise, read_heatmap
 from gpudse_core.raytrace.result import HeatmapResult
 from gpudse_core.raytrace.zatel import DISTRIBUTIONS, counts_from_config, downscale_config, plan
+from gpudse_core.report import figures
 from gpudse_core.sim.gpgpusim import GpgpuSimConfig
 
 w = ui.page("Ray tracing")
@@ -164,7 +165,7 @@ with right:
     views[1].image(colourise(1 - zp.quant.coldness[zp.quant.labels]),
                    caption=f"{len(zp.quant.coldness)} quantised colours", width="stretch")
     views[2].image(palette[zp.groups], caption=f"{s['K']} groups ({division})", width="stretch")
-    views[3].image(zp.overlay(), caption="selected pixels", width="stretch")
+    ui.chart(figures.selected_pixels(zp), views[3], narrow=True)  # a legend: which colour is which cluster
     if image is not None:
         st.image((image * 255).astype(np.uint8), caption="the rendered scene", width=260)
     table = pd.DataFrame(s["groups"]).rename(columns={"mean_coldness": "mean coldness", "fraction_target": "P",

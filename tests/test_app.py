@@ -904,3 +904,33 @@ def test_presentation_mode_toggle_writes_the_address(app):
     linked.run()
     ok(linked, "present link")
     assert linked.session_state["_present"] and next(t for t in linked.toggle if t.label == "Presentation mode").value
+
+
+def test_an_upload_replaces_the_results_only_when_confirmed_and_can_be_restored(app):
+    """Careless use: a results upload over the results in use says what it would replace (the version,
+    rows and columns) and waits for "Replace the results"; the replaced version is listed under
+    Versions and Restore makes its content current again."""
+    w = ws(app)
+    before = w.get("results")
+    params = list(w.get("space").value.parameter_names)
+    table = before.value.table
+    csv = table[params + ["cycles"]].head(120).assign(energy_j=range(1, 121)).to_csv(index=False).encode()
+    goto(app, "Simulations")
+    app.file_uploader(key="results_upload").upload("big.csv", csv).run()
+    ok(app, "upload")
+    assert w.get("results").version == before.version  # nothing replaced yet
+    ask = [t for t in texts(app, "warning") if "This replaces the results in use" in t]
+    assert ask and f"version {before.version}" in ask[0] and "120 rows" in ask[0], texts(app, "warning")
+    assert f"{len(table):,} rows" in ask[0] and "Columns added: energy_j" in ask[0], ask[0]
+    app.button(key="upload_replace").click().run()
+    ok(app, "replace")
+    now = w.get("results")
+    assert now.version > before.version and len(now.value.table) == 120 and now.origin == "uploaded big.csv"
+    assert any("are the results in use" in s for s in texts(app, "success"))
+    assert not [t for t in texts(app, "warning") if "This replaces" in t]  # asked once, not again
+    assert any(e.label.startswith("Versions") for e in app.expander)
+    app.button(key=f"restore_results_{before.version}").click().run()
+    ok(app, "restore")
+    back = w.get("results")
+    assert back.version > now.version and back.digest == before.digest and len(back.value.table) == len(table)
+    assert back.ok  # restored content: current again

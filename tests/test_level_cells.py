@@ -270,3 +270,20 @@ def test_settings_and_the_cli_flag(tmp_path, capsys):
     # the paper model's own values may be stated
     assert main(["fit", str(data), "--response", "y", "--model", "paper", "--cells", "off", "--robust", "none",
                  "-o", str(tmp_path / "p.json")]) == 0
+
+
+def test_the_contribution_chart_names_the_level_cells():
+    """Stargazer Fig. 3's chart lists every accepted step's R² gain: the level cells (Lee & Brooks'
+    cells, accepted after the search) are a bar of their own named by their cells, and the bars add up
+    to the model's R²."""
+    from gpudse_core.report.figures import contributions
+
+    train, _ = widths(300, 0)
+    m = StepwiseRegression(response="y").fit(train).model_
+    labels = [lab for cell in cells_of(m) for lab in m.column_labels if all(f"[{p}={v:g}]" in lab for p, v in cell)]
+    assert labels, "this seed finds cells"
+    fig = contributions(m)
+    named = [t.name for t in fig.data if t.name.startswith("level cells")]
+    assert len(named) == 1 and all(lab in named[0] for lab in labels), (named, labels)
+    assert "[a=80] * [flag=1]" in named[0]
+    assert np.isclose(sum(t.y[0] for t in fig.data), m.r2)

@@ -303,3 +303,33 @@ def test_benchmarks_pure_python_reference_selects_the_same_pixels(tmp_path, sour
     for g in range(4):
         assert (tmp_path / "python" / f"group_{g}.coords").read_bytes() == \
             (tmp_path / "product" / f"group_{g}.coords").read_bytes()
+
+
+def test_the_selected_pixels_chart_has_a_legend_of_clusters_and_dimmed_pixels(heatmaps):
+    """The selected-pixels view says what its colours mean: one legend entry per colour cluster of the
+    quantised heatmap, in the cluster's overlay colour, hottest (lowest coldness c) first, and one for the
+    dimmed pixels that are not traced; the image is the plan's overlay, pixel for pixel."""
+    import base64
+    import io
+
+    from PIL import Image
+
+    from gpudse_core.fmt import fmt_number
+    from gpudse_core.report.figures import selected_pixels
+
+    zp = plan(heatmaps["wknd_path-tracer"], {"sms": 8, "mem": 4}, clusters=4, seed=2)
+    fig = selected_pixels(zp)
+    image = [t for t in fig.data if t.type == "image"]
+    assert len(image) == 1
+    png = base64.b64decode(image[0].source.split(",", 1)[1])
+    assert np.array_equal(np.asarray(Image.open(io.BytesIO(png)).convert("RGB")), zp.overlay())
+    entries = [t for t in fig.data if t.type == "scatter"]
+    assert fig.layout.showlegend and all(t.showlegend is not False for t in entries)
+    clusters = [t for t in entries if t.name.startswith("cluster")]
+    assert len(clusters) == len(zp.quant.coldness) == 4
+    order = np.argsort(zp.quant.coldness, kind="stable")
+    for t, i in zip(clusters, order):
+        assert t.marker.color == "rgb({},{},{})".format(*(int(v) for v in zp.cluster_colours()[i]))
+        assert t.name == f"cluster, c = {fmt_number(zp.quant.coldness[i], sig=3)}"
+    assert [t.name for t in entries if not t.name.startswith("cluster")] == ["dimmed colour: not traced"]
+    assert "traced" in fig.layout.legend.title.text

@@ -306,12 +306,26 @@ class StepwiseModel:
                 kept = set(step.get("terms") or [])
                 out = [(t, g) for t, g in out if t in kept]
                 continue
+            if step.get("kind") == "cells" and step.get("accepted") and step.get("r2") is not None:
+                out.append((self._cells_term(step), step["r2"] - last))  # Lee & Brooks' cells: their own bar
+                last = step["r2"]
+                continue
             if step.get("kind") not in TERM_STEPS:
                 continue
             if step.get("accepted") and step.get("chosen"):
                 out.append((step["chosen"], step["r2"] - last))
                 last = step["r2"]
         return out
+
+    def _cells_term(self, step: dict) -> str:
+        """The name of an accepted level-cells step: its cells, e.g. ``level cells: [a=80] * [flag=1]``
+        (the cell columns are the model's last ones, as many as the step's "k cells" says)."""
+        try:
+            k = int(str(step["chosen"]).split()[0])
+        except (ValueError, IndexError):
+            k = 0
+        labels = list(self.column_labels[-k:]) if 0 < k <= len(self.column_labels) else []
+        return "level cells: " + ", ".join(labels) if labels else "level cells"
 
     def equation(self, digits: int = 6) -> str:
         """The fitted equation with each spline written as truncated cubics, as ``rms::Function`` does; an

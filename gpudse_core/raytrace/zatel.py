@@ -419,6 +419,9 @@ def self_check(hm: Heatmap, groups: np.ndarray, sel: Selection) -> dict[str, flo
     return {"true_total": total, "estimated_total": est, "relative_error": abs(est - total) / total if total else 0.0}
 
 
+DIM = 0.35  # brightness of a pixel that is not traced in the overlay
+
+
 @dataclass
 class ZatelPlan:
     heatmap: Heatmap
@@ -449,14 +452,18 @@ class ZatelPlan:
             "self_check": self.check,
         }
 
-    def overlay(self) -> np.ndarray:
-        """RGB image: the quantised heatmap dimmed, selected pixels at full brightness."""
+    def cluster_colours(self) -> np.ndarray:
+        """(clusters × 3) uint8: each colour cluster's colour in :meth:`overlay` (a selected pixel's colour)."""
         base = self.quant.colours
         if base.shape[-1] == 1:  # time arrays: cluster level from blue (fast) to red (slow)
             v = base[:, 0]
             base = np.stack([v * 255, np.zeros_like(v), (1 - v) * 255], axis=-1)
-        bright = np.clip(base, 0, 255).astype(np.uint8)
-        dim = np.clip(base.astype(np.float32) * 0.35, 0, 255).astype(np.uint8)
+        return np.clip(base, 0, 255).astype(np.uint8)
+
+    def overlay(self) -> np.ndarray:
+        """RGB image: the quantised heatmap dimmed (× DIM), selected pixels at full brightness."""
+        bright = self.cluster_colours()
+        dim = np.clip(bright.astype(np.float32) * DIM, 0, 255).astype(np.uint8)
         h, w = self.quant.labels.shape
         img = np.empty((h, w, 3), dtype=np.uint8)
         for rows in row_bands(h, w):

@@ -34,7 +34,8 @@ def contributions(model: StepwiseModel, models: dict[str, StepwiseModel] | None 
     fig = go.Figure()
     for name, m in models.items():
         for term, gain in m.contributions():
-            fig.add_trace(go.Bar(x=[name], y=[gain], name=term, legendgroup=term,
+            # level cells are one bar named by its cells, one cell a line so the legend stays narrow
+            fig.add_trace(go.Bar(x=[name], y=[gain], name=term.replace(", [", ",<br>["), legendgroup=term,
                                  hovertemplate=f"{term}: {fmt.fmt_r2(gain)}<extra>{name}</extra>"))
     terms = len({t.name for t in fig.data})
     # tall enough that the legend lists every term without scrolling (22 px an entry)
@@ -392,3 +393,36 @@ def search_front(costs: Sequence[float], values: Sequence[float], front_costs: S
 
     fig.update_layout(xaxis_title=plain(f"cost: {cost}"), yaxis_title=response, height=440)
     return style.apply(fig, title_text=f"Pareto front: {response} against the cost")
+
+
+def selected_pixels(plan: Any) -> go.Figure:
+    """Zatel's selected pixels (paper 002, Fig. 3): the overlay image with a legend of what its colours
+    mean — each colour cluster of the quantised heatmap (hottest first, with its coldness c), bright where
+    a pixel is traced, dimmed where it is not."""
+    import base64
+    import io
+
+    from PIL import Image
+
+    from ..raytrace.zatel import DIM
+
+    buf = io.BytesIO()
+    Image.fromarray(plan.overlay()).save(buf, format="PNG", compress_level=1)
+    fig = go.Figure(go.Image(source="data:image/png;base64," + base64.b64encode(buf.getvalue()).decode(),
+                             hoverinfo="skip"))
+    colours, cold = plan.cluster_colours(), plan.quant.coldness
+    for i in np.argsort(cold, kind="stable"):  # hottest (most costly) first, as the page's caption
+        r, g, b = (int(v) for v in colours[i])
+        fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=f"cluster, c = {fmt.fmt_number(cold[i], sig=3)}",
+                                 marker=dict(symbol="square", size=14, color=f"rgb({r},{g},{b})")))
+    grey = round(200 * DIM)
+    fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name="dimmed colour: not traced",
+                             marker=dict(symbol="square", size=14, color=f"rgb({grey},{grey},{grey})")))
+    fig.update_xaxes(visible=False)
+    fig.update_yaxes(visible=False, scaleanchor="x")
+    # the legend under the image: the view is a quarter of the page, a legend beside it would squeeze it
+    fig.update_layout(showlegend=True, legend=dict(orientation="h", x=0, xanchor="left", y=-0.02, yanchor="top",
+                                                   title_text="bright = traced:", title_side="top"),
+                      margin=dict(l=0, r=0, b=0), plot_bgcolor="white", height=520)
+    return style.apply(fig, title_text="Selected pixels and colour clusters", source="Zatel Fig. 3")
+

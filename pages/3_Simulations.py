@@ -111,7 +111,7 @@ with tab_run:
         elif not external:
             st.info(f"No external simulator is configured on this server. An administrator describes one in a TOML "
                     f"file (command, config template, metrics, timeout) in {backends_dir} or the folder named by "
-                    f"GPUDSE_BACKENDS; see the README.")
+                    f"GPUDSE_BACKENDS; see docs/simulations.md 'Simulation campaigns'.")
         else:
             chosen = c2.selectbox("Simulator description", external, format_func=lambda p: p.name)
             try:

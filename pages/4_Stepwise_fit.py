@@ -79,7 +79,8 @@ else:
                       horizontal=True, help="Stargazer as written: the authors' released implementation (Stargazer "
                                             "1.0) exactly: R's natural splines on its own knots, pairwise "
                                             "interactions, adjusted R² against R² with θ = φ = 0 relative to R², the "
-                                            "raw response (README 'Stargazer as written'). Robust defaults: F-tests, knots at distinct values on a log2 "
+                                            "raw response (docs/models.md 'Stargazer as written'). Robust "
+                                            "defaults: F-tests, knots at distinct values on a log2 "
                                             "scale where the values are powers of two, three-way terms, a revisit "
                                             "pass.")
     paper = preset.startswith("Stargazer")

@@ -237,7 +237,7 @@ def test_switching_space_samples_results_and_model_under_every_page(app):
 
 
 def test_switching_to_lee_brooks_leaves_every_page_usable_with_a_fresh_model(app):
-    """The issue's tracebacks (TypeError on curves, FitError on Explore, ValueError on Validate)
+    """The tracebacks this guards against (TypeError on curves, FitError on Explore, ValueError on Validate)
     came from the old model meeting the new space; with the whole pipeline redone on lee-brooks
     every page works on its own data."""
     from gpudse_core import load_preset, sample

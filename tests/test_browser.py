@@ -1,6 +1,6 @@
 """Real-browser test: the dashboard served by `streamlit run app.py`, driven in headless Chromium.
 
-Walks the issue's path: the example → lee-brooks → every page (no exception box; banners where inputs
+Walks a user's path: the example → lee-brooks → every page (no exception box; banners where inputs
 are missing) → back to stargazer → sample 200 → simulate BFS → fit → every page shows only current
 results → F5 → the same state → a second browser with the link sees it read-only → Stop a long
 validation. Also: the HTML report, bad uploads while a second browser keeps loading pages, and no

@@ -1,4 +1,4 @@
-"""The gpudse command line: the issue's acceptance commands, outputs, and error handling."""
+"""The gpudse command line: the acceptance commands, outputs, and error handling."""
 
 from __future__ import annotations
 

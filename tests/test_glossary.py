@@ -1,4 +1,4 @@
-"""The glossary: every term the issue names is explained, with the paper section it comes from
+"""The glossary: every term the dashboard uses is explained, with the paper section it comes from
 (checked against the papers' headings), in gpudse's own words (no eight-word run copied from a paper), and the
 `gpudse glossary` command shows it."""
 

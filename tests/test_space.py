@@ -177,7 +177,7 @@ def test_constraint_on_fixed_values():
         DesignSpace(dims, fixed=(Fixed("smem_kb", 48),), constraints=(Constraint("smem_kb > 64"),)).check()
 
 
-# ---- bad input: every case the issue names, each with a message that says where and what ----
+# ---- bad input: every malformed-file case, each with a message that says where and what ----
 def parse(text):
     return parse_space_text(text, source="space.yaml")
 

@@ -239,6 +239,6 @@ def test_benchmark_hub_validation_table(shared, capsys):
     s = table.set_index("model")
     assert (s["count"] == 1000).all()
     assert (s["median"] < 0.3).all()
-    # what the issue expected on real measured spaces: tree ensembles beat the stepwise spline model
+    # on real measured spaces tree ensembles beat the stepwise spline model
     assert s.loc["boosting", "median"] < s.loc["stepwise", "median"]
     assert "use_cmem" in r.notes[0]

@@ -312,8 +312,8 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
                     help="response transform; default auto (log, sqrt or none, whichever predicts the training "
                          "rows best left out one at a time; with --preset stargazer: none)")
     fi.add_argument("--preset", choices=choices.FIT_PRESETS,
-                    help="stargazer: the paper model, Stargazer 1.0 exactly (the same as --model paper; README "
-                         "'Stargazer as written'). Default: the robust settings (README)")
+                    help="stargazer: the paper model, Stargazer 1.0 exactly (the same as --model paper; docs/models.md "
+                         "'Stargazer as written'). Default: the robust settings (docs/models.md)")
     fi.add_argument("--theta", type=float, default=None, help="θ: threshold to add a parameter (default 0.001, "
                                                               "a p-value with the default ftest criterion)")
     fi.add_argument("--phi", type=float, default=None, help="φ: threshold to add a pairwise interaction")

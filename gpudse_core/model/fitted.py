@@ -221,7 +221,7 @@ class StepwiseModel:
         in a combination it never saw it is unconstrained (up to 20 % off on the built-in RAY
         kernel from 300 rows). The lower-order fit keeps every (d − 1)-way pattern of the term and
         assumes no further interaction in that one combination, which is Algorithm 1's own
-        hierarchy (README "Regression choices"). Computed once per model and cached."""
+        hierarchy (docs/models.md "Regression choices"). Computed once per model and cached."""
         if self._fill is None:
             self._fill = self._corrections()
         return self._fill

@@ -1,4 +1,4 @@
-"""Value-set syntax of design-space files (foundation issue; Lee & Brooks Table 2 notation).
+"""Value-set syntax of design-space files (Lee & Brooks Table 2 notation; docs/design-spaces.md).
 
 A parameter's ordered set of values can be written as
 

@@ -23,3 +23,12 @@ def shared() -> Path:
     if not SHARED.is_dir():
         pytest.skip("../shared (papers and real data) is not present beside this checkout")
     return SHARED
+
+
+def pytest_collection_modifyitems(config, items):
+    """A test that drives Chromium or serves the dashboard (the ``browser`` or ``server`` fixture) is a
+    ``browser`` test, and ``slow``: the fast loop (CONTRIBUTING.md) leaves both out."""
+    for item in items:
+        if {"browser", "server"} & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.browser)
+            item.add_marker(pytest.mark.slow)

@@ -27,7 +27,7 @@ TIMINGS: dict[str, object] = {}
 
 
 @pytest.mark.slow
-def test_the_issue_walk_in_a_real_browser(server, browser, home):
+def test_a_walk_through_every_page_in_a_real_browser(server, browser, home):
     SHOTS.mkdir(parents=True, exist_ok=True)
     a = Tab(browser, server, "a")
     page = a.page

@@ -323,7 +323,8 @@ def test_the_architecture_map_names_every_module_and_nothing_else():
 
 # ---- citations ----
 
-CITES_AN_ISSUE = [re.compile(p, re.I) for p in (r"\bthe issue\b", r"\bissue's\b", r"\b[a-z]+(?:-[a-z]+)* issue\s*[);]")]
+CITES_AN_ISSUE = [re.compile(p, re.I) for p in (r"(?<![a-z])the[ _]issue(?![a-z])", r"\bissue's\b",
+                                                r"\b[a-z]+(?:-[a-z]+)* issue\s*[);]")]
 
 
 def test_code_tests_and_manual_cite_papers_and_concepts_not_an_issue():

@@ -18,13 +18,14 @@ import ast
 import io
 import re
 import tokenize
+import tomllib
 from pathlib import Path
 
 import pytest
 
 from conftest import ROOT
 
-MANUAL = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+MANUAL = [ROOT / "README.md", ROOT / "CONTRIBUTING.md", *sorted((ROOT / "docs").glob("*.md"))]
 CODE_DIRS = ("gpudse_core", "dashboard", "pages", "benchmarks", "tests")
 THIS = Path(__file__).resolve()
 
@@ -333,3 +334,15 @@ def test_code_tests_and_manual_cite_papers_and_concepts_not_an_issue():
              for k, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1)
              if any(c.search(line) for c in CITES_AN_ISSUE)]
     assert not found, "cite the paper, section or concept instead:\n" + "\n".join(found)
+
+
+# ---- the fast loop ----
+
+def test_the_markers_contributing_md_selects_by_are_registered():
+    registered = {m.split(":")[0].strip() for m in
+                  tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]["markers"]}
+    text = (ROOT / "CONTRIBUTING.md").read_text()
+    expressions = re.findall(r"pytest[^\n]*? -m \"([^\"]+)\"", text)
+    assert expressions, "CONTRIBUTING.md gives no fast-loop command (python -m pytest -m \"…\")"
+    used = {w for e in expressions for w in re.findall(r"\w+", e)} - {"not", "and", "or"}
+    assert used and used <= registered, f"unregistered markers: {used - registered}"

@@ -135,7 +135,8 @@ def test_no_import_cycle_among_the_projects_modules():
 
 
 ROOT_ENTRIES = {"app.py", "pages", "dashboard", "gpudse_core", "data", "docs", "tests", "benchmarks",
-                "README.md", "requirements.txt", "pyproject.toml", ".ci", ".streamlit", ".gitignore", ".git"}
+                "README.md", "CONTRIBUTING.md", "requirements.txt", "pyproject.toml", ".ci", ".streamlit", ".gitignore",
+                ".git"}
 
 
 def test_the_checkout_root_holds_the_dashboard_the_core_and_packaging_only():

@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import ast
+import functools
 import io
 import re
 import tokenize
@@ -50,6 +51,7 @@ def without_code(text: str) -> str:
     return "\n".join(out)
 
 
+@functools.cache
 def headings(path: Path) -> list[str]:
     return [m.group(1).strip() for m in re.finditer(r"^#{1,6}\s+(.+?)\s*#*\s*$", without_code(path.read_text()),
                                                     re.M)]

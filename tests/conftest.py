@@ -25,10 +25,18 @@ def shared() -> Path:
     return SHARED
 
 
+# fixtures that make a test slow (CONTRIBUTING.md's fast loop leaves it out); the first two make it a browser test
+SLOW_FIXTURES = {"server": "a served dashboard", "browser": "headless Chromium",
+                 "binary": "the MGPUSim program, built with Go on first use", "cluster": "a Dask cluster"}
+BROWSER_FIXTURES = {"server", "browser"}
+
+
 def pytest_collection_modifyitems(config, items):
-    """A test that drives Chromium or serves the dashboard (the ``browser`` or ``server`` fixture) is a
-    ``browser`` test, and ``slow``: the fast loop (CONTRIBUTING.md) leaves both out."""
+    """A test that uses a fixture of :data:`SLOW_FIXTURES` is marked ``slow`` (and ``browser`` if it drives
+    Chromium or serves the dashboard), so no file has to remember to."""
     for item in items:
-        if {"browser", "server"} & set(getattr(item, "fixturenames", ())):
+        used = set(getattr(item, "fixturenames", ()))
+        if used & BROWSER_FIXTURES:
             item.add_marker(pytest.mark.browser)
+        if used & set(SLOW_FIXTURES):
             item.add_marker(pytest.mark.slow)

@@ -25,6 +25,7 @@ def _killed_mid_validation(w) -> str:
     return "deadbeefdeadbeef"
 
 
+@pytest.mark.slow
 def test_accuracy_page_says_a_killed_validation_was_interrupted_and_reruns_it():
     app = new_app()
     goto(app, "Accuracy")
@@ -88,6 +89,7 @@ EVERY_JOB_PAGE = [
 
 @pytest.mark.parametrize("title,kind,stage,label,settings", EVERY_JOB_PAGE,
                          ids=[f"{p[0]}-{p[1]}" for p in EVERY_JOB_PAGE])
+@pytest.mark.slow
 def test_every_page_whose_work_runs_as_a_job_says_it_was_interrupted_and_reruns_it(title, kind, stage, label,
                                                                                    settings):
     app = new_app()

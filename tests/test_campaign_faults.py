@@ -76,6 +76,7 @@ def _sha(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
+@pytest.mark.slow
 def test_sigkill_of_the_cli_alone_leaves_no_orphan(tmp_path):
     """SIGKILL only the CLI's pid (not its group): pool workers, supervisors, simulators and the simulators'
     grandchildren are all gone within 5 s; the next run resumes and completes."""
@@ -103,6 +104,7 @@ def test_sigkill_of_the_cli_alone_leaves_no_orphan(tmp_path):
         assert (st.attempts().outcome == "interrupted").sum() >= 2
 
 
+@pytest.mark.slow
 def test_two_writers_on_one_campaign(tmp_path):
     """A second process on a running campaign is refused, naming the holder, and changes nothing; the first
     finishes every point exactly once and exits 0. Another campaign in the same file runs meanwhile, and a
@@ -233,6 +235,7 @@ def test_store_error_mid_run_stops_cleanly(tmp_path, how):
             CampaignStore(store)
 
 
+@pytest.mark.slow
 def test_cli_exits_nonzero_and_counts_missing_results(tmp_path):
     mode = tmp_path / "mode.txt"
     mode.write_text("crash")

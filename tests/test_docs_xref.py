@@ -220,6 +220,7 @@ def test_references_in_code_are_found_and_checked():
         "x.py:2: docs/nowhere.md does not exist"]
 
 
+@pytest.mark.slow
 def test_every_section_named_in_the_code_exists():
     problems, pending = [], {}
     for path in code_files():

@@ -117,6 +117,7 @@ def test_top_0_with_pareto_gives_the_front_alone(model_file, tmp_path, capsys):
     assert not out.exists() and len(pd.read_csv(tmp_path / "best_pareto.csv")) >= 2
 
 
+@pytest.mark.slow
 def test_progress_in_a_log_has_no_carriage_returns(model_file, tmp_path):
     """stderr redirected to a file (a batch job): plain lines, no \\r or terminal escapes."""
     import subprocess

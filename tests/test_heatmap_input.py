@@ -23,6 +23,7 @@ ONE = np.array([[[0, 0, 255], [255, 0, 0]]], dtype=np.uint8)  # 2x1: blue, red
 
 
 # ---- amplification: the pixel count is checked from the header, before decoding ------------------------------
+@pytest.mark.slow
 @bounded(mem_mb=2048, max_rss_mb=1024, timeout=120)
 def test_png_bomb_is_refused_before_decoding():
     data = png_bomb(7000, 7000)  # 147 MB of pixels in ~150 KB
@@ -66,6 +67,7 @@ def test_csv_rows_times_columns_counted_before_parsing():
         read_heatmap("t.csv", b"1\n" * 101)
 
 
+@pytest.mark.slow
 @bounded(mem_mb=3072, max_rss_mb=1024, timeout=240)
 def test_a_heatmap_at_the_pixel_limit_stays_in_bounded_memory():
     # a tiny file that decodes to 36 M pixels of two colours passes the limit: the whole plan must still fit

@@ -156,6 +156,7 @@ def _paths(node, prefix=()):
 
 # address space: NumPy's and SciPy's OpenBLAS each reserve (not use) hundreds of MB of buffers; the
 # resident peak is what is checked against 1 GB
+@pytest.mark.slow
 @bounded(mem_mb=3072, max_rss_mb=1024, timeout=300)
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.data())

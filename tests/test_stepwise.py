@@ -121,6 +121,7 @@ def test_recovers_the_true_terms(stargazer_data):
 
 @pytest.mark.parametrize("theta, phi, compare", [(0.003, 0.0, "r2"), (0.01, 0.01, "r2"), (0.0, 0.0, "adj_r2"),
                                                   (0.05, 0.2, "r2")])
+@pytest.mark.slow
 def test_trace_matches_brute_force_algorithm_1(stargazer_data, theta, phi, compare):
     ref = brute_force(stargazer_data, "cycles", theta, phi, compare)
     est = StepwiseRegression(response="cycles", theta=theta, phi=phi, compare=compare, **PAPER)
@@ -350,6 +351,7 @@ def test_constant_response_is_refused(values, transform):
         fit_stepwise(df, "y", transform=transform)
 
 
+@pytest.mark.slow
 def test_scikit_learn_estimator_checks():
     from sklearn.utils.estimator_checks import check_estimator
 

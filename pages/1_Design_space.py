@@ -28,7 +28,8 @@ def put_space(new, origin: str, expect: int | None = None) -> None:
     st.session_state[FORM] = stored.version
     later = [ui.STAGE_TITLE[s].lower() for s in ("samples", "results", "model") if not w.get(s).ok and
              w.get(s).value is not None]
-    ui.flash("success", f"Design space **{ui.plain(new.name)}** loaded ({ui.plain(origin)}): {ui.fmt_count(new.size, 'design points')}."
+    ui.flash("success", f"Design space **{ui.plain(new.name)}** loaded ({ui.plain(origin)}): "
+                        f"{ui.fmt_count(new.size, 'design points')}."
              + (f" Out of date now: {', '.join(later)} — each page offers to redo its part." if later else ""))
 
 

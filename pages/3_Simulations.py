@@ -80,8 +80,8 @@ with tab_run:
     else:
         samples = w.get("samples").value
         points = samples.table()
-        st.caption(f"{ui.fmt_count(len(points), 'sampled points')} of **{ui.plain(space.name)}** ({samples.method}, seed "
-                   f"{samples.seed}). Finished results are saved as they arrive and used as soon as the campaign "
+        st.caption(f"{ui.fmt_count(len(points), 'sampled points')} of **{ui.plain(space.name)}** ({samples.method}, "
+                   f"seed {samples.seed}). Finished results are saved as they arrive and used as soon as the campaign "
                    "ends; a stopped campaign resumes where it left off.")
         last = next((c.spec for c in campaigns if c.spec and c.spec.get("backend") == "analytical"), None) or {}
         c1, c2 = st.columns(2)
@@ -131,8 +131,8 @@ with tab_run:
             done_before = next((c for c in campaigns if c.name == name), None)
             label = "Resume" if done_before is not None and done_before.progress.remaining else "Start"
             if done_before is not None and not done_before.progress.remaining:
-                st.caption(f"This campaign ({ui.plain(name)}) has finished: {ui.fmt_count(done_before.progress.done, 'points')}"
-                           " done. Its results are listed below.")
+                st.caption(f"This campaign ({ui.plain(name)}) has finished: "
+                           f"{ui.fmt_count(done_before.progress.done, 'points')} done. Its results are listed below.")
             else:
                 def start() -> None:
                     local = runner == "Local processes"
@@ -153,7 +153,8 @@ with tab_run:
             with st.container(border=True):
                 a, b = st.columns([4, 1], vertical_alignment="center")
                 kernel = (c.spec or {}).get("kernel") or (c.spec or {}).get("benchmark")
-                a.markdown(f"**{ui.plain(c.name)}** · {ui.plain(c.origin)}" + (f" · {ui.plain(kernel)}" if kernel else "")
+                a.markdown(f"**{ui.plain(c.name)}** · {ui.plain(c.origin)}"
+                           + (f" · {ui.plain(kernel)}" if kernel else "")
                            + f" · *{state}*")
                 a.progress(p.done / max(p.total, 1), text=f"{ui.fmt_count(p.done)} of {ui.fmt_count(p.total)} points "
                            f"done, {ui.fmt_count(p.failed)} failed")
@@ -166,8 +167,8 @@ with tab_run:
                     st.rerun()
 
 with tab_upload:
-    st.caption(f"Results from GPGPU-Sim, Accel-Sim or any simulator: one row per design point of **{ui.plain(space.name)}** "
-               f"with its parameters and response columns. CSV, Parquet or JSON, up to "
+    st.caption("Results from GPGPU-Sim, Accel-Sim or any simulator: one row per design point of "
+               f"**{ui.plain(space.name)}** with its parameters and response columns. CSV, Parquet or JSON, up to "
                f"{ui.upload_cap_mb()} MB. They are used as soon as they are read.")
     up = ui.uploader("Results file", ["csv", "parquet", "json"], key="results_upload")
     if up is not None:
@@ -223,7 +224,8 @@ elif not sv.ok:
 else:
     res = sv.value
     st.caption(f"{ui.fmt_count(len(res.table), 'rows')} from {ui.plain(sv.origin)} (version {sv.version}); response "
-               f"**{ui.plain(res.response)}**" + (f", application column **{ui.plain(res.app_column)}**" if res.app_column else "")
+               f"**{ui.plain(res.response)}**"
+               + (f", application column **{ui.plain(res.app_column)}**" if res.app_column else "")
                + (f". Partial: {ui.plain(sv.note)}." if sv.partial else "."))
     unit_map = {**ui.units(w.get("space").value), res.response: ui.response_unit(res.response)}
     ui.data_table(res.table, units=unit_map, height=260)

@@ -24,8 +24,8 @@ space, model = space_sv.value, model_sv.value
 fitted_on = w.input_of(model_sv, "results")
 data = fitted_on.value.table
 params = [p for p in space.parameter_names if p in data.columns]
-st.caption(f"Model version {model_sv.version} ({ui.plain(model_sv.origin)}), fitted on {ui.fmt_count(len(data), 'results')} "
-           f"({ui.plain(fitted_on.origin)}).")
+st.caption(f"Model version {model_sv.version} ({ui.plain(model_sv.origin)}), fitted on "
+           f"{ui.fmt_count(len(data), 'results')} ({ui.plain(fitted_on.origin)}).")
 
 tab_val, tab_diag, tab_true, tab_cmp = st.tabs(["Validation", "Diagnostics", "True error over the space",
                                                 "Runs side by side"])
@@ -145,16 +145,16 @@ with tab_true:
 
         if sv.value is not None and sv.value.get("kernel") != kernel:
             # computed against another application: not an answer for these results, and said so
-            st.warning(f"The true error computed earlier was against {ui.plain(sv.value.get('kernel'))}; these results come "
-                       f"from {kernel}. Compute it again for them.", icon=":material/warning:")
+            st.warning(f"The true error computed earlier was against {ui.plain(sv.value.get('kernel'))}; these results "
+                       f"come from {kernel}. Compute it again for them.", icon=":material/warning:")
             sv = None
         if sv is None or sv.value is None:
             if not running and st.button(label, type="primary", disabled=not w.writable) and ui.guarded(compute):
                 st.rerun()
         elif ui.analysis_banner(sv, compute, key="fix_true_error"):
             errs = sv.value
-            st.caption(f"Against the built-in simulator's **{ui.plain(errs['kernel'])}** (the application the results were "
-                       f"simulated with), at {ui.fmt_count(errs['points'], 'design points')}.")
+            st.caption(f"Against the built-in simulator's **{ui.plain(errs['kernel'])}** (the application the results "
+                       f"were simulated with), at {ui.fmt_count(errs['points'], 'design points')}.")
             m = st.columns(4)
             m[0].metric("Points", ui.fmt_count(errs["points"]))
             m[1].metric("Mean error", ui.fmt_pct(errs["mean"]))

@@ -182,15 +182,15 @@ elif ui.analysis_banner(sv, lambda: compute(dict(sv.value.get("request", request
     best = value["best"]
     how = {"exact": "cells of the parameters the model uses enumerated",
            "stream": "designs streamed through the model", "predict": "designs predicted one by one"}
-    st.markdown(f"**The {len(best)} {goal_word} predicted {ui.plain(model.response)} of {ui.fmt_count(designs)} designs** "
-                f"(model version {model_sv.version}; exact: {ui.fmt_count(value['evaluated'])} "
+    st.markdown(f"**The {len(best)} {goal_word} predicted {ui.plain(model.response)} of {ui.fmt_count(designs)} "
+                f"designs** (model version {model_sv.version}; exact: {ui.fmt_count(value['evaluated'])} "
                 f"{how.get(value['method'], value['method'] + ' scan')})")
     for note in value.get("notes", []):
         st.caption(f":material/info: {ui.plain(note)}")
     shown = value.get("shown")
     if shown is not None:  # one row per group of designs the model cannot tell apart
-        st.caption(f"The model reads {ui.plain(', '.join(value.get('used', [])))}: each row stands for every design with "
-                   f"those values (**designs**); **any** marks a parameter the model does not read."
+        st.caption(f"The model reads {ui.plain(', '.join(value.get('used', [])))}: each row stands for every design "
+                   f"with those values (**designs**); **any** marks a parameter the model does not read."
                    + (" The interval is where a simulation is expected to land (95 %)."
                       if value.get("level") is not None else ""))
         ui.table(shown)

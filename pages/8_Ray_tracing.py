@@ -144,7 +144,8 @@ with right:
         st.stop()
     s = zp.summary()
     m = st.columns(4)
-    m[0].metric("K (downscaling)", s["K"], help=ui.help_for("k") + " Here: " + ", ".join(f"{n} {v} → {s['downscaled'][n]}"
+    m[0].metric("K (downscaling)", s["K"], help=ui.help_for("k") + " Here: " + ", ".join(f"{n} {v} → "
+                                                                                         f"{s['downscaled'][n]}"
                                                           for n, v in s["components"].items()))
     m[1].metric("Pixels traced", ui.fmt_pct(s["traced_percent"] / 100), help=ui.help_for("p-traced"))
     m[2].metric("Speedup (eq. 4)", f"{ui.fmt_num(s['predicted_speedup'], sig=3)}×" if s["predicted_speedup"]
@@ -190,5 +191,6 @@ with right:
         zf.writestr("summary.json", json.dumps(s, indent=1))
         if downscaled is not None:
             zf.writestr(f"downscaled_k{s['K']}.config", downscaled)
-    st.download_button("Coordinate files, summary" + (" and downscaled config" if downscaled is not None else "") + " (zip)",
+    st.download_button("Coordinate files, summary" + (" and downscaled config" if downscaled is not None else "")
+                       + " (zip)",
                        buf.getvalue(), file_name="zatel_selection.zip", mime="application/zip")

@@ -484,7 +484,8 @@ def test_search_page_optimises_an_objective_and_shows_it_beside_the_response(app
     history = [df.value for df in app.dataframe if len(df.value) == 20][0]
     i, j = list(history.columns).index("cycles"), list(history.columns).index("objective")
     assert j == i + 1  # side by side
-    assert history["cycles"].tolist() == pytest.approx([t["measured"] for t in trials], abs=0.5)  # shown as whole cycles
+    # shown as whole cycles
+    assert history["cycles"].tolist() == pytest.approx([t["measured"] for t in trials], abs=0.5)
     again = goto(new_app(ws(app).id), "Search")  # a reload: the page opens on the stored search's settings
     assert again.text_input(key="se_objective").value == "cycles * (40 + simd + 4 * smp)"
     assert again.number_input(key="se_budget").value == 20 and again.number_input(key="se_batch").value == 5
@@ -493,7 +494,8 @@ def test_search_page_optimises_an_objective_and_shows_it_beside_the_response(app
     # another objective: the caption names the setting with its stored and its given value, as text
     again.text_input(key="se_objective").set_value("cycles * simd").run()
     said = [c for c in texts(again, "caption") if "Starting replaces" in c]
-    assert len(said) == 1 and "objective: stored 'cycles \\* (40 + simd + 4 \\* smp)', given 'cycles \\* simd'" in said[0], said
+    assert len(said) == 1, said
+    assert "objective: stored 'cycles \\* (40 + simd + 4 \\* smp)', given 'cycles \\* simd'" in said[0], said
 
 
 @pytest.mark.parametrize("text,said", [
@@ -761,7 +763,8 @@ def test_replay_steps_through_the_trace_on_the_fit_page(app):
     assert any(m.startswith(f"**Row {n} of {n}**") for m in texts(app, "markdown")) and button(app, "Step").disabled
     for i, row in enumerate(ws(app).get("model").value.trace):  # every row of the example, the revisit pass too
         text = ui_replay_explain(row, ws(app).get("model").value, i)
-        if row["kind"] in ("prune", "transform", "robust"):  # the robust default's leave-one-out steps, with their errors
+        # the robust default's leave-one-out steps, with their errors
+        if row["kind"] in ("prune", "transform", "robust"):
             assert "leave-one-out" in text and f"**{row['chosen']}**" in text and "%" in text, text
         elif row["kind"] == "cells":  # the level cells' decision, kept or not, with both errors
             assert "leave-one-out" in text and "level cell" in text and "without cells" in text, text
@@ -791,7 +794,6 @@ def test_replay_survives_unscored_candidates_and_names_the_look_ahead_block():
     """A row whose candidates could not be scored (None: no degrees of freedom left, as in a refit near
     saturation) and a look-ahead row (chosen P, scored as the block 'P + P:Q') are explained, charted and
     tabled instead of raising TypeError."""
-    from dashboard import frame as ui
     from dashboard import replay as ui_replay
 
     settings = {"criterion": "ftest", "theta": 0.001, "phi": 0.001, "phi3": 0.001}

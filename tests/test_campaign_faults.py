@@ -224,7 +224,8 @@ def test_store_error_mid_run_stops_cleanly(tmp_path, how):
     with pytest.raises(StoreError) as err:
         run_campaign(st, AnalyticalBackend(batch_size=100), workers=2, progress=sabotage)
     assert str(store) in str(err.value) and ("damaged" in str(err.value) or "failed" in str(err.value))
-    assert not [p for p in psutil.Process().children(recursive=True) if p.pid not in earlier]  # the pool's workers stopped
+    # the pool's workers stopped
+    assert not [p for p in psutil.Process().children(recursive=True) if p.pid not in earlier]
     st.db.set_authorizer(None)
     st.close()
     if how == "authorizer":  # the file is intact: everything committed before the error is there

@@ -157,8 +157,9 @@ def test_values_the_back_transform_merges_are_ties_the_design_index_decides(tran
     covers what the back-transform merges."""
     from gpudse_core.space.design import Group
 
-    space = DesignSpace(dimensions=(Group(name="g0", members=(Parameter(name="p0", values=("v0", "v1"), kind="categorical"),
-                                                              Parameter(name="p1", values=("v0", "v1"), kind="categorical"))),
+    space = DesignSpace(dimensions=(Group(name="g0",
+                                          members=(Parameter(name="p0", values=("v0", "v1"), kind="categorical"),
+                                                   Parameter(name="p1", values=("v0", "v1"), kind="categorical"))),
                                     Parameter(name="p2", values=("v0", "v1"), kind="categorical")), name="h")
     model = TableModel(space, 0.0, [(("p0",), np.array(values))], transform)
     for maximize in (True, False):

@@ -28,7 +28,8 @@ ONE = np.array([[[0, 0, 255], [255, 0, 0]]], dtype=np.uint8)  # 2x1: blue, red
 def test_png_bomb_is_refused_before_decoding():
     data = png_bomb(7000, 7000)  # 147 MB of pixels in ~150 KB
     assert len(data) < 400_000
-    with pytest.raises(limits.LimitError, match=r"bomb.png: a 7000x7000 image: 49,000,000 is more than .*\(image_pixels\)"):
+    with pytest.raises(limits.LimitError, match=r"bomb.png: a 7000x7000 image: 49,000,000 is more than "
+                                                r".*\(image_pixels\)"):
         read_heatmap("bomb.png", data)
     assert own_peak_mb() < 250  # nothing was decoded (decoding it peaks at ~690 MB)
 
@@ -349,7 +350,8 @@ def test_every_group_gets_at_least_one_block():
     ("r.csv", b"1,2\n3\n", [], "row 2 has 1 cells"),
     ("ok.ppm", ppm(b"P3", 64, 8, 255, gradient_rgb(8, 64)), ["--clusters", "1" + "0" * 100], "colour_clusters"),
     ("ok.ppm", ppm(b"P3", 64, 8, 255, gradient_rgb(8, 64)), ["--sms", "1" + "0" * 100], "gpu_components"),
-    ("ok.ppm", ppm(b"P3", 64, 8, 255, gradient_rgb(8, 64)), ["--config", "gpu.config"], "gpu.config: -gpgpu_n_clusters"),
+    ("ok.ppm", ppm(b"P3", 64, 8, 255, gradient_rgb(8, 64)), ["--config", "gpu.config"],
+     "gpu.config: -gpgpu_n_clusters"),
 ]])
 def test_cli_refuses_hostile_heatmaps_cleanly(tmp_path, name, data, extra, pattern):
     (tmp_path / name).write_bytes(data)

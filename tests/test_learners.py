@@ -436,7 +436,8 @@ def test_cli_fit_auto_and_predict_any_kind(smooth, tmp_path, capsys):
                      "--cells", "off", "-o", str(tmp_path / "flags.json")]) == 2
         err = capsys.readouterr().err
         assert "--knots, --robust, --cells: these tune the stepwise search, and --model " + (
-            "auto compares the stepwise search at fixed settings" if kind == "auto" else "forest does not run it") in err
+            "auto compares the stepwise search at fixed settings" if kind == "auto"
+            else "forest does not run it") in err
         assert not (tmp_path / "flags.json").exists()
 
 

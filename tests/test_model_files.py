@@ -172,7 +172,8 @@ def test_fuzz_model_json_our_error_or_a_finite_model(data):
                 node = node[key]
             if action == "delete":
                 del node[path[-1]]
-            elif action == "scale" and isinstance(node[path[-1]], (int, float)) and not isinstance(node[path[-1]], bool):
+            elif (action == "scale" and isinstance(node[path[-1]], (int, float))
+                  and not isinstance(node[path[-1]], bool)):
                 node[path[-1]] = node[path[-1]] * data.draw(st.sampled_from([-1, 0, 1e10, 1e300, 1e-300]))
             else:
                 node[path[-1]] = data.draw(json_values)

@@ -4,7 +4,6 @@ estimated error; which stored study a search resumes."""
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
 from gpudse_core.errors import GpudseError

@@ -11,11 +11,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-pytestmark = pytest.mark.filterwarnings("ignore::pandas.errors.PerformanceWarning")
-
 from gpudse_core import limits
 from gpudse_core.csvout import CHUNK_CELLS, frame_text, write_frame
 from gpudse_core.space.design import space_from_dict
+
+pytestmark = pytest.mark.filterwarnings("ignore::pandas.errors.PerformanceWarning")
 
 
 def _space(n_constraints: int, values: int = 45, body: str = "a * b + c * d - a * c + b * d + {i} < 100000 + a*a"):
@@ -228,8 +228,8 @@ def test_a_scan_of_every_point_is_refused_beyond_scan_work_before_it_starts():
                      lambda: check_scan_work(model, s)):
             with pytest.raises(limits.LimitError,
                                match=r"scanning every point of space 'w' evaluates its 2 constraints "
-                                     r"\(88 syntax nodes\) at each of its 20,736 points.*1,824,768 is more than the limit of 1,824,767 "
-                                     r"\(scan_work\); combine or simplify the constraints"):
+                                     r"\(88 syntax nodes\) at each of its 20,736 points.*1,824,768 is more than the "
+                                     r"limit of 1,824,767 \(scan_work\); combine or simplify the constraints"):
                 call()
         assert not calls  # refused before the first block
         # a --where is evaluated at every point too: it counts

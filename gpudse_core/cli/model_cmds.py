@@ -73,7 +73,8 @@ def fit_settings(args: argparse.Namespace) -> tuple[dict, list[str]]:
              "row_guard": None if args.row_guard is None else args.row_guard == "on",
              "powers_of_two": None if args.powers_of_two is None else args.powers_of_two == "on"}
     if paper:
-        own = {"max_order": 2, "robust": "none", "cells": False, "row_guard": False}  # the paper model's own values may be stated
+        # the paper model's own values may be stated
+        own = {"max_order": 2, "robust": "none", "cells": False, "row_guard": False}
         unused = [f"--{k.replace('_', '-')}" for k in PAPER_FIXED if flags.get(k) is not None
                   and not (k in own and flags[k] == own[k])] + (["--scale"] if args.scale is not None else [])
         if unused:
@@ -94,7 +95,8 @@ def fit_settings(args: argparse.Namespace) -> tuple[dict, list[str]]:
         per, notes = scales_from_space(load_space(args.space))
         if isinstance(scale, dict):
             per.update({k: v for k, v in scale.items() if k != "__default__"})
-        kw["scale"] = {"__default__": scale.get("__default__", "auto") if isinstance(scale, dict) else (scale or "auto"),
+        kw["scale"] = {"__default__": (scale.get("__default__", "auto") if isinstance(scale, dict)
+                                       else (scale or "auto")),
                        **per}
     elif scale is not None:
         kw["scale"] = scale
@@ -374,13 +376,15 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     pr2.add_argument("-o", "--output", required=True, metavar="predictions.csv")
     pr2.set_defaults(func=cmd_predict)
 
-    va = sub.add_parser("validate", help="sample-train-test accuracy of several models (Stargazer §7.3, Lee & Brooks §5)")
+    va = sub.add_parser("validate",
+                        help="sample-train-test accuracy of several models (Stargazer §7.3, Lee & Brooks §5)")
     va.add_argument("data", metavar="DATA", help="results table: .csv, .parquet or .json")
     va.add_argument("--response", required=True, metavar="COL")
     va.add_argument("--params", metavar="a,b,...", help="parameter columns (default: every other column but "
                     "simulator outputs such as cycles_trimmed, ipc)")
     va.add_argument("--transform", choices=choices.FIT_TRANSFORMS, default="auto",
-                    help="response transform; auto (default): the stepwise models choose log, sqrt or none by leave-one-out error, the other models use log for positive responses")
+                    help="response transform; auto (default): the stepwise models choose log, sqrt or none by "
+                         "leave-one-out error, the other models use log for positive responses")
     va.add_argument("--train-sizes", default="30,60,90,120,150,180,210,240,270,300", metavar="N1,N2,...")
     va.add_argument("--test-size", type=count_arg, default=200)
     va.add_argument("--repeats", type=count_arg, default=5)

@@ -285,7 +285,8 @@ class MgpusimBackend:
         unknown = [str(c) for c in columns if str(c) not in MGPUSIM_PARAMETERS]
         if unknown:
             raise BackendError(f"the design points have column(s) {', '.join(unknown[:8])}, which MGPUSim does not "
-                               f"take; its parameters are {', '.join(MGPUSIM_PARAMETERS)} (sample the 'mgpusim' preset)")
+                               f"take; its parameters are {', '.join(MGPUSIM_PARAMETERS)} "
+                               "(sample the 'mgpusim' preset)")
 
     def check_table(self, points: Any, source: str = "design points") -> None:
         """Refuse, before anything runs, points the builders cannot assemble: the program checks them all

@@ -223,6 +223,7 @@ def test_a_noise_free_report_shows_no_r2_headline_and_no_f_test(home):
 
 
 # ---- the dashboard (Streamlit's AppTest, as tests/test_app.py) ---------------------------------------------
+@pytest.mark.slow
 def test_a_noise_free_fit_on_every_page_and_two_runs_side_by_side(home):
     pytest.importorskip("streamlit")
     from streamlit.testing.v1 import AppTest

@@ -140,6 +140,7 @@ def reference(df: pd.DataFrame, response: str, limit: float = 0.001) -> list[tup
     return steps
 
 
+@pytest.mark.slow
 def test_search_matches_a_plain_statsmodels_implementation():
     df = joint_data()
     ref = reference(df, "y")

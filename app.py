@@ -15,7 +15,8 @@ import streamlit as st
 
 # The first paint: the frame and the title are drawn before the dashboard's own modules (and
 # through them pandas, Plotly and the core) are imported, which on a cold server takes ~0.3 s.
-st.set_page_config(page_title="Home · gpudse", page_icon=str(Path(__file__).parent / "dashboard" / "assets" / "gpudse.png"),
+st.set_page_config(page_title="Home · gpudse",
+                   page_icon=str(Path(__file__).parent / "dashboard" / "assets" / "gpudse.png"),
                    layout="wide",  # the same frame as ui.configure("Home"), presentation mode (?present=1) too
                    initial_sidebar_state="collapsed" if st.query_params.get("present") == "1" else "auto")
 st.title("gpudse — GPU design space exploration")  # drawn before the workspace opens: the first paint
@@ -24,7 +25,8 @@ st.markdown(
 GPU simulators are five to six orders of magnitude slower than hardware, and a design space of ten
 parameters has a million points. gpudse samples a few hundred design points uniformly at random,
 simulates them in parallel, and fits a regression model that predicts every other point
-(**Stargazer**: forward-stepwise natural cubic splines with pairwise interactions, three-way ones too by default; **Lee & Brooks**:
+(**Stargazer**: forward-stepwise natural cubic splines with pairwise interactions, three-way ones too by default;
+**Lee & Brooks**:
 restricted cubic splines, F-tests, residual checks, error CDFs). For ray-tracing workloads it picks
 representative pixels from a per-pixel cost heatmap (**Zatel**).
 """
@@ -167,7 +169,8 @@ with c2:
             st.session_state.pop(f"ws_name_{w.id}", None)  # the Name box shows the adopted name
             got = [ui.STAGE_TITLE[s].lower() for s in ui.PIPELINE
                    if loaded[s].value is not None]
-            ui.flash("success", f"Loaded {ui.plain(up.name)} into workspace '{ui.plain(w.name)}': {', '.join(got)}. Earlier versions "
+            ui.flash("success", f"Loaded {ui.plain(up.name)} into workspace '{ui.plain(w.name)}': {', '.join(got)}. "
+                                "Earlier versions "
                      "are kept in its history.")
             st.rerun()
 with c3:

@@ -10,7 +10,7 @@ One table, one row per data set:
   from the rest, N = 300 training points (disjoint). Response scale: ``--transform auto`` (default)
   lets the robust stepwise model choose log, sqrt or none by leave-one-out error on its training
   rows (its default) while paper, forest, boosting, hybrid and EBM use log; ``--transform log``
-  forces log on every model (the issue's reading of "log response");
+  forces log on every model (Stargazer's "log response" read as every model's);
 * ``../shared/data/benchmark_hub/*.csv`` (three real GPUs, the whole tuning space measured): rows
   whose status is not ``ok`` are dropped, the same draws, N = 300.
 

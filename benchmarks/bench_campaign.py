@@ -1,4 +1,4 @@
-"""Benchmark: a campaign end to end (simulation-campaigns issue; hostile input for the fault-tolerance costs).
+"""Benchmark: a campaign end to end (docs/simulations.md; hostile input for the fault-tolerance costs).
 
 Run: python benchmarks/bench_campaign.py
 

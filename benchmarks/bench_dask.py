@@ -1,4 +1,4 @@
-"""Benchmark: an external-command campaign on one and on two Dask workers (simulation-campaigns issue).
+"""Benchmark: an external-command campaign on one and on two Dask workers (docs/simulations.md "Running on a cluster").
 
 Run: python benchmarks/bench_dask.py
 

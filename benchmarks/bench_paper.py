@@ -1,4 +1,4 @@
-"""The paper model (Stargazer 1.0 exactly) on the authors' own training half (README "Stargazer as written").
+"""The paper model (Stargazer 1.0 exactly) on the authors' own training half (docs/models.md "Stargazer as written").
 
 Run: python benchmarks/bench_paper.py [--repeats 3]
 Reads ../shared/data/stargazer/matrix-training.csv (300 GPGPU-Sim runs of the matrix-multiply example;

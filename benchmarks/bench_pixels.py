@@ -4,7 +4,7 @@ same run with the obvious pure-Python implementation of the same selection (per-
 Run: python benchmarks/bench_pixels.py [--heatmap PATH] [--runs 5] [--skip-python]
 
 Prints the minimum over *runs* of ``python -m gpudse_core pixels HEATMAP --sms 8 --mem 4 -o DIR``
-(interpreter start, imports, reading, K-means, division, selection and writing; the issue asks for
+(interpreter start, imports, reading, K-means, division, selection and writing; the goal was
 ≤ 1.0 s), the time of one whole-process run of :func:`pure_python_pixels` (same steps, per-pixel
 loops in plain Python, also a fresh interpreter), their ratio (the goal was ≥ 50×), and whether the
 two wrote the same ``group_*.coords`` files.

@@ -1,4 +1,4 @@
-"""Benchmark: sample 1,000 design points from very large spaces (foundation issue).
+"""Benchmark: sample 1,000 design points from very large spaces (docs/design-spaces.md).
 
 Run: python benchmarks/bench_sampling.py
 

@@ -3,7 +3,7 @@ model --goal accuracy builds — every space and method side by side, in one run
 
 One command (optuna is a benchmark-only dependency: benchmarks/requirements.txt)::
 
-    python benchmarks/bench_search.py --jobs 2         # the full run: 10 seeds (accuracy 20), B = 50/100/200, all spaces
+    python benchmarks/bench_search.py --jobs 2         # full run: 10 seeds (accuracy 20), B = 50/100/200, all spaces
     python benchmarks/bench_search.py --quick          # 3 seeds, conv-A100 and matMul, while developing
 
 Spaces with exhaustive truth: the three benchmark_hub convolution tables in ../shared (real GPU
@@ -449,7 +449,8 @@ def summary(done: list, groups: list, methods: list, judged_only: bool = False) 
             print(f"\nmedian regret %, B = {b_s}: " + ("one best design" if unique else
                   "raw cycles, where many designs TIE for the best (the largest design is fastest)"))
             print(f"{'space':<13}" + "".join(f"{m:>19}" for m in methods)
-                  + ("   gpudse below all (or both 0.0), every B; gpudse/random at B=100" if unique else "   designs tied"))
+                  + ("   gpudse below all (or both 0.0), every B; gpudse/random at B=100" if unique
+                     else "   designs tied"))
             for g, name in rows:
                 r = reg[g]["res"][name]
                 cells = "".join(f"{'/'.join(f'{med(r[m][b]):.1f}' for b in BUDGETS):>19}" for m in methods)
@@ -509,7 +510,8 @@ def huge_run(batch: int, rounds: int = 200) -> int:
     n_step = sum(t.surrogate == "stepwise" for t in res.trials)
     print(f"1e9-point space, {len(own)} rounds of {batch}: own time per batch (proposal minus fits) median "
           f"{np.median(own - fit):.3f} s, max {np.max(own - fit):.3f} s; fits median "
-          f"{np.median(fit):.3f} s, max {np.max(fit):.3f} s; {n_step} designs chosen by the stepwise model; total {total:.0f} s; best {res.best().value:.3f} (optimum 1.0); "
+          f"{np.median(fit):.3f} s, max {np.max(fit):.3f} s; {n_step} designs chosen by the stepwise model; "
+          f"total {total:.0f} s; best {res.best().value:.3f} (optimum 1.0); "
           f"load average {os.getloadavg()[0]:.1f}", flush=True)
     return 0
 

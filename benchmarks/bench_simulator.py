@@ -1,4 +1,4 @@
-"""Benchmark: the built-in simulator over the entire Stargazer space (analytical-models issue).
+"""Benchmark: the built-in simulator over the entire Stargazer space.
 
 Run: python benchmarks/bench_simulator.py
 

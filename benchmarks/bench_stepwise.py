@@ -1,4 +1,4 @@
-"""Benchmark: Stargazer Algorithm 1 search and whole-space prediction (regression-engine issue).
+"""Benchmark: Stargazer Algorithm 1 search and whole-space prediction.
 
 Run: python benchmarks/bench_stepwise.py [--big]
 

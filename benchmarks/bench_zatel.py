@@ -1,4 +1,4 @@
-"""Benchmark: Zatel's pixel selection end to end (ray-tracing issue).
+"""Benchmark: Zatel's pixel selection end to end.
 
 Run: python benchmarks/bench_zatel.py
 

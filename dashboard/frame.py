@@ -118,8 +118,8 @@ def page(title: str):
             if c2.button("Make my own copy", type="primary", key="fork_top",
                          width="stretch") and guarded(lambda: ui_state.fork(w)):
                 st.session_state.setdefault("_flash", []).append(
-                    ("success", f"This is your own copy, *{plain(ui_state.current().name)}*: changes go here; the original "
-                                "is unchanged. Its address is in the browser's address bar."))
+                    ("success", f"This is your own copy, *{plain(ui_state.current().name)}*: changes go here; the "
+                                "original is unchanged. Its address is in the browser's address bar."))
                 st.rerun()
     ui_state.flush_cookies()
     for kind, text in st.session_state.pop("_flash", []):

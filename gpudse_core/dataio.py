@@ -315,8 +315,8 @@ def _exact_json_integers(rows: list[dict], name: str) -> None:
             v = r[k]
             if v is None:
                 j = big[k]
-                raise TableError(f"{name}: column {k!r}: record {j + 1} holds {rows[j][k]}, a whole number beyond 2^53, "
-                                 f"and record {i + 1} an empty cell (null); a column with empty cells is read as "
+                raise TableError(f"{name}: column {k!r}: record {j + 1} holds {rows[j][k]}, a whole number beyond "
+                                 f"2^53, and record {i + 1} an empty cell (null); a column with empty cells is read as "
                                  f"floating point, where it could silently equal another value; fill the cell")
             if type(v) is float:
                 if not v.is_integer():

@@ -379,7 +379,8 @@ def column_formats(df: Any, units: Mapping[str, str] | None = None, kinds: Mappi
     fmts = {}
     for col in df.columns:
         kind = column_kind(str(col), df[col].dtype.kind, kinds)
-        f = {"pvalue": "%.3f", "r2": "%.4f", "statistic": "%.4g", "count": "localized", "percent": "%.1f %%", "fraction": "percent",
+        f = {"pvalue": "%.3f", "r2": "%.4f", "statistic": "%.4g", "count": "localized", "percent": "%.1f %%",
+             "fraction": "percent",
              "error": "percent",
              "number": "localized"}.get(kind)
         if f:

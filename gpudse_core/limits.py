@@ -116,7 +116,8 @@ class Limits:
     workspace_analyses: int = 64  # named analyses in one workspace
     workspace_jobs: int = 4  # jobs running at once in one workspace (validation, scans, campaigns, ray casting)
     workspace_name_chars: int = 200  # a workspace's name
-    visitor_workspaces_per_hour: int = 20  # workspaces first visits from one client (address, /64, user) make in an hour
+    # workspaces first visits from one client (address, /64, user) make in an hour
+    visitor_workspaces_per_hour: int = 20
     visitor_idle_hours: float = 72.0  # a first visit's workspace, never changed, not opened for this long, is deleted
     # ---- exploration (gpudse explore, the Explore page) ------------------------------------------------
     explore_top: int = 10_000  # best designs one request may ask for (--top)

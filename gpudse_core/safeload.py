@@ -125,9 +125,11 @@ def strict_loader() -> type:
 
             def construct_yaml_int(self, node: Any) -> int:
                 v = node.value.lstrip("+-")
-                if "_" in v or ":" in v or v.startswith(("0b", "0B")) or (len(v) > 1 and v[0] == "0" and v[1].isdigit()):
+                if ("_" in v or ":" in v or v.startswith(("0b", "0B"))
+                        or (len(v) > 1 and v[0] == "0" and v[1].isdigit())):
                     raise yaml.constructor.ConstructorError(
-                        None, None, f"the number {node.value!r} reads differently in YAML 1.1 ({_yaml11_hint(node.value)}) "
+                        None, None, f"the number {node.value!r} reads differently in YAML 1.1 "
+                                    f"({_yaml11_hint(node.value)}) "
                         f"and YAML 1.2; write it as a plain decimal number, or quote it for text", node.start_mark)
                 return super().construct_yaml_int(node)
 

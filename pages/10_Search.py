@@ -44,7 +44,8 @@ for key, value in {"se_kernel": source_kernel if source_kernel in KERNELS else "
                    "se_goal": stored.get("goal") if stored.get("goal") in GOALS else "min",
                    "se_response": stored.get("response") if stored.get("response") in RESPONSES else "cycles",
                    "se_objective": stored.get("objective", ""), "se_cost": stored.get("cost", ""),
-                   "se_budget": min(max(int(stored.get("budget") or 100), 12), 2000), "se_batch": min(max(int(stored.get("batch") or 4), 1), 64),
+                   "se_budget": min(max(int(stored.get("budget") or 100), 12), 2000),
+                   "se_batch": min(max(int(stored.get("batch") or 4), 1), 64),
                    "se_initial": int(stored.get("initial") or default_initial(int(stored.get("budget") or 100))),
                    "se_method": stored.get("initial_method") if stored.get("initial_method") in METHODS else "uniform",
                    "se_seed": int(stored.get("seed") or 0)}.items():

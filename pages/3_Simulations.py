@@ -124,7 +124,7 @@ with tab_run:
         elif not external:
             st.info(f"No external simulator is configured on this server. An administrator describes one in a TOML "
                     f"file (command, config template, metrics, timeout) in {backends_dir} or the folder named by "
-                    f"GPUDSE_BACKENDS; see the README.")
+                    f"GPUDSE_BACKENDS; see docs/simulations.md 'Simulation campaigns'.")
         else:
             chosen = c2.selectbox("Simulator description", external, format_func=lambda p: p.name)
             try:
@@ -144,8 +144,8 @@ with tab_run:
             done_before = next((c for c in campaigns if c.name == name), None)
             label = "Resume" if done_before is not None and done_before.progress.remaining else "Start"
             if done_before is not None and not done_before.progress.remaining:
-                st.caption(f"This campaign ({ui.plain(name)}) has finished: {ui.fmt_count(done_before.progress.done, 'points')}"
-                           " done. Its results are listed below.")
+                st.caption(f"This campaign ({ui.plain(name)}) has finished: "
+                           f"{ui.fmt_count(done_before.progress.done, 'points')} done. Its results are listed below.")
             else:
                 def start() -> None:
                     local = runner == "Local processes"
@@ -166,7 +166,8 @@ with tab_run:
             with st.container(border=True):
                 a, b = st.columns([4, 1], vertical_alignment="center")
                 kernel = (c.spec or {}).get("kernel") or (c.spec or {}).get("benchmark")
-                a.markdown(f"**{ui.plain(c.name)}** · {ui.plain(c.origin)}" + (f" · {ui.plain(kernel)}" if kernel else "")
+                a.markdown(f"**{ui.plain(c.name)}** · {ui.plain(c.origin)}"
+                           + (f" · {ui.plain(kernel)}" if kernel else "")
                            + f" · *{state}*")
                 a.progress(p.done / max(p.total, 1), text=f"{ui.fmt_count(p.done)} of {ui.fmt_count(p.total)} points "
                            f"done, {ui.fmt_count(p.failed)} failed")
@@ -246,7 +247,8 @@ elif not sv.ok:
 else:
     res = sv.value
     st.caption(f"{ui.fmt_count(len(res.table), 'rows')} from {ui.plain(sv.origin)} (version {sv.version}); response "
-               f"**{ui.plain(res.response)}**" + (f", application column **{ui.plain(res.app_column)}**" if res.app_column else "")
+               f"**{ui.plain(res.response)}**"
+               + (f", application column **{ui.plain(res.app_column)}**" if res.app_column else "")
                + (f". Partial: {ui.plain(sv.note)}." if sv.partial else "."))
     unit_map = {**ui.units(w.get("space").value), res.response: ui.response_unit(res.response)}
     ui.data_table(res.table, units=unit_map, height=260)

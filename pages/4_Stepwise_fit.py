@@ -80,7 +80,8 @@ else:
                       horizontal=True, help="Stargazer as written: the authors' released implementation (Stargazer "
                                             "1.0) exactly: R's natural splines on its own knots, pairwise "
                                             "interactions, adjusted R² against R² with θ = φ = 0 relative to R², the "
-                                            "raw response (README 'Stargazer as written'). Robust defaults: F-tests, knots at distinct values on a log2 "
+                                            "raw response (docs/models.md 'Stargazer as written'). Robust "
+                                            "defaults: F-tests, knots at distinct values on a log2 "
                                             "scale where the values are powers of two, three-way terms, a revisit "
                                             "pass.")
     paper = preset.startswith("Stargazer")
@@ -96,8 +97,9 @@ trace_box = st.empty()
 if kind == "stepwise":
     with st.form("fit"):
         c1, c2, c3, c4 = st.columns(4)
-        response = c1.selectbox("Response", numeric, index=pick(numeric, prev.response if prev is not None
-                                                                          and prev.response in numeric else res.response))
+        response = c1.selectbox("Response", numeric,
+                                index=pick(numeric, prev.response if prev is not None and prev.response in numeric
+                                           else res.response))
         fixed = "Stargazer 1.0 fixes this" if paper else None  # the paper model's own knots, splines, search
         tf_options = [t for t in FIT_TRANSFORMS if t != "auto"] if paper else FIT_TRANSFORMS
         transform = c1.selectbox("Transform", tf_options,
@@ -121,7 +123,8 @@ if kind == "stepwise":
         placement = c4.selectbox("Knot placement", PLACEMENTS, index=pick(PLACEMENTS, base["knot_placement"]),
                                  help=fixed or "even: Stargazer; quantile: Lee & Brooks (rms); distinct: quantiles of "
                                                "the distinct values", disabled=paper)
-        interactions = c4.selectbox("Interactions", INTERACTION_FORMS, index=pick(INTERACTION_FORMS, base["interactions"]),
+        interactions = c4.selectbox("Interactions", INTERACTION_FORMS,
+                                    index=pick(INTERACTION_FORMS, base["interactions"]),
                                     disabled=paper, help=fixed)
         max_order = c2.selectbox("Largest interaction", [2, 3], index=pick([2, 3], base["max_order"]),
                                  format_func=lambda v: {2: "pairs (Algorithm 1)", 3: "pairs and three-way"}[v],
@@ -135,8 +138,8 @@ if kind == "stepwise":
                                 disabled=paper, help=fixed or ui.help_for("one-row guard"))
         params = st.multiselect("Parameters", params_all, default=params_all)
         app_col = res.app_column
-        per_app = bool(app_col) and st.checkbox(f"Also fit one model per {ui.plain(app_col)} (a bar each in the contribution "
-                                                f"chart, Stargazer Fig. 3)", value=True)
+        per_app = bool(app_col) and st.checkbox(f"Also fit one model per {ui.plain(app_col)} (a bar each in the "
+                                                f"contribution chart, Stargazer Fig. 3)", value=True)
         go_fit = st.form_submit_button("Fit", type="primary", disabled=running or not w.writable)
 
     if go_fit:

@@ -21,8 +21,8 @@ data = w.input_of(model_sv, "results").value.table
 stepwise = hasattr(model, "bases")
 used = [p for p in space.parameter_names if p in (model.bases if stepwise else getattr(model, "parameters", ()))]
 if not used:
-    st.info(f"The model ({ui.plain(model_sv.origin)}) uses no parameter of the design space, so its prediction is the same "
-            "everywhere: there is no curve to draw.", icon=":material/info:")
+    st.info(f"The model ({ui.plain(model_sv.origin)}) uses no parameter of the design space, so its prediction is the "
+            "same everywhere: there is no curve to draw.", icon=":material/info:")
     st.stop()
 st.caption(f"Model version {model_sv.version} of {ui.plain(model.response)} "
            f"({ui.plain(' + '.join(model.terms) if stepwise else model.summary())}). Parameters the model does not "

@@ -24,8 +24,8 @@ space, model = space_sv.value, model_sv.value
 fitted_on = w.input_of(model_sv, "results")
 data = fitted_on.value.table
 params = [p for p in space.parameter_names if p in data.columns]
-st.caption(f"Model version {model_sv.version} ({ui.plain(model_sv.origin)}), fitted on {ui.fmt_count(len(data), 'results')} "
-           f"({ui.plain(fitted_on.origin)}).")
+st.caption(f"Model version {model_sv.version} ({ui.plain(model_sv.origin)}), fitted on "
+           f"{ui.fmt_count(len(data), 'results')} ({ui.plain(fitted_on.origin)}).")
 
 tab_val, tab_diag, tab_true, tab_cmp = st.tabs(["Validation", "Diagnostics", "True error over the space",
                                                 "Runs side by side"])

@@ -191,5 +191,6 @@ with right:
         zf.writestr("summary.json", json.dumps(s, indent=1))
         if downscaled is not None:
             zf.writestr(f"downscaled_k{s['K']}.config", downscaled)
-    st.download_button("Coordinate files, summary" + (" and downscaled config" if downscaled is not None else "") + " (zip)",
+    st.download_button("Coordinate files, summary" + (" and downscaled config" if downscaled is not None else "")
+                       + " (zip)",
                        buf.getvalue(), file_name="zatel_selection.zip", mime="application/zip")

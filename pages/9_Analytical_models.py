@@ -100,7 +100,8 @@ with tab_wfg:
         try:
             view = graph_view(doc)
         except GpudseError as e:
-            ui.upload_error(up.name if choice.startswith("Upload") else choice, e, "Correct the graph and upload it again.")
+            ui.upload_error(up.name if choice.startswith("Upload") else choice, e,
+                            "Correct the graph and upload it again.")
         else:
             res = view["result"]
             st.caption("In cycles:")  # the unit once: five metrics side by side at 1280 px are not cut off
@@ -160,7 +161,8 @@ with tab_sim:
     for i, name in enumerate(PARAMETERS):
         p = space.parameter(name)
         default = p.values[len(p.values) // 2]
-        point[name] = cols[i % 5].select_slider(ui.plain(f"{p.display} ({p.unit})"), options=list(p.values), value=default,
+        point[name] = cols[i % 5].select_slider(ui.plain(f"{p.display} ({p.unit})"), options=list(p.values),
+                                                value=default,
                                                 key=f"sim_{name}")
     r = simulate(pd.DataFrame([point]), kernel).iloc[0]
     m = st.columns(4)

@@ -29,7 +29,8 @@ CHILD_ENV = "GPUDSE_BOUNDED_CHILD"
 ROOT = Path(__file__).resolve().parent.parent
 _RUNNER = """
 import resource, sys, pytest
-rc = pytest.main(["-q", "-p", "no:cacheprovider", "-x", "--no-header", "-W", "ignore::pytest.PytestUnraisableExceptionWarning", sys.argv[1]])
+rc = pytest.main(["-q", "-p", "no:cacheprovider", "-x", "--no-header", "-W",
+                  "ignore::pytest.PytestUnraisableExceptionWarning", sys.argv[1]])
 # the child's own peak (VmHWM): ru_maxrss would carry over the forking parent's peak
 hwm = [l.split()[1] for l in open("/proc/self/status") if l.startswith("VmHWM:")]
 open(sys.argv[2], "w").write(hwm[0] if hwm else str(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss))

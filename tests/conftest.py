@@ -23,3 +23,20 @@ def shared() -> Path:
     if not SHARED.is_dir():
         pytest.skip("../shared (papers and real data) is not present beside this checkout")
     return SHARED
+
+
+# fixtures that make a test slow (CONTRIBUTING.md's fast loop leaves it out); the first two make it a browser test
+SLOW_FIXTURES = {"server": "a served dashboard", "browser": "headless Chromium",
+                 "binary": "the MGPUSim program, built with Go on first use", "cluster": "a Dask cluster"}
+BROWSER_FIXTURES = {"server", "browser"}
+
+
+def pytest_collection_modifyitems(config, items):
+    """A test that uses a fixture of :data:`SLOW_FIXTURES` is marked ``slow`` (and ``browser`` if it drives
+    Chromium or serves the dashboard), so no file has to remember to."""
+    for item in items:
+        used = set(getattr(item, "fixturenames", ()))
+        if used & BROWSER_FIXTURES:
+            item.add_marker(pytest.mark.browser)
+        if used & set(SLOW_FIXTURES):
+            item.add_marker(pytest.mark.slow)

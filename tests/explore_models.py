@@ -158,7 +158,8 @@ def brute_force(model: Any, space: DesignSpace, k: int, maximize: bool = False, 
                 keep.append(i)
                 bestk = key[i]
         keep = np.asarray(keep, dtype=np.int64)
-        front = frame.iloc[keep].assign(cost=c[keep], predicted=pred[keep], design_index=idx[keep]).reset_index(drop=True)
+        front = (frame.iloc[keep].assign(cost=c[keep], predicted=pred[keep], design_index=idx[keep])
+                 .reset_index(drop=True))
     return best, front
 
 

@@ -334,7 +334,8 @@ def _cases() -> Iterator[Case]:  # noqa: C901 - a flat list of cases
         ("constraints-5", space(tail="constraints: 5\n"), r"'constraints' must be a list"),
         ("constraint-number", space(tail="constraints: [5]\n"), r"a constraint is text"),
         ("constraint-expr-list", space(tail="constraints: [{expr: [a]}]\n"), r"'expr' must be"),
-        ("constraint-1990-digits", space(tail="constraints: ['simd < " + "9" * 1990 + "']\n"), r"more than 400 digits|a number with 1,990 digits \(limit 400, number_digits\)"),
+        ("constraint-1990-digits", space(tail="constraints: ['simd < " + "9" * 1990 + "']\n"),
+         r"more than 400 digits|a number with 1,990 digits \(limit 400, number_digits\)"),
         ("constraint-inf-literal", space(tail="constraints: ['simd < 1e999']\n"), r"beyond the range"),
         ("constraint-syntax", space(tail="constraints: ['simd >']\n"), r"not a valid expression"),
         ("constraint-unknown-name", space(tail="constraints: ['simdd > 1']\n"), r"did you mean 'simd'"),
@@ -442,7 +443,8 @@ def _cases() -> Iterator[Case]:  # noqa: C901 - a flat list of cases
                r"beyond the range of whole-number values")
     yield Case(S, sp, "yaml11-no-yes", "s.yaml", space("  - {name: a, values: [no, yes]}\n"), E,
                r"'no' is False in YAML 1\.1")
-    yield Case(S, sp, "yaml11-octal", "s.yaml", space("  - {name: a, values: [010, 8]}\n"), E, r"'010'.*YAML 1\.1 \(8\)")
+    yield Case(S, sp, "yaml11-octal", "s.yaml", space("  - {name: a, values: [010, 8]}\n"), E,
+               r"'010'.*YAML 1\.1 \(8\)")
     yield Case(S, sp, "yaml11-sexagesimal", "s.yaml", space("  - {name: a, values: [1:30, 90]}\n"), E,
                r"'1:30'.*YAML 1\.1 \(90\)")
     yield Case(S, sp, "underflow-1e-400", "s.yaml", space("  - {name: a, values: ['1e-400', 1]}\n"), E,
@@ -559,8 +561,10 @@ def _cases() -> Iterator[Case]:  # noqa: C901 - a flat list of cases
                r"kept 20 of 20 rows")
     yield Case(T, rs, "empty", "r.csv", b"", E, r"cannot be read as CSV|holds no table")
     yield Case(T, rs, "header-only", "r.csv", b"blk,cycles\n", E, r"no rows")
-    yield Case(T, rs, "binary-csv", "r.csv", bytes(range(256)) * 64, E, r"cannot be read as CSV|lack parameter|not UTF-8|control character")
-    yield Case(T, rs, "utf16-csv", "r.csv", results_csv().decode().encode("utf-16"), E, r"cannot be read as CSV|not UTF-8")
+    yield Case(T, rs, "binary-csv", "r.csv", bytes(range(256)) * 64, E,
+               r"cannot be read as CSV|lack parameter|not UTF-8|control character")
+    yield Case(T, rs, "utf16-csv", "r.csv", results_csv().decode().encode("utf-16"), E,
+               r"cannot be read as CSV|not UTF-8")
     yield Case(T, rs, "nul-bytes", "r.csv", results_csv().replace(b",", b"\0,", 3), E,
                r"cannot be read|lack parameter|no usable|appear more than once|control character")
     yield Case(T, rs, "missing-parameters", "r.csv", b"a,b\n1,2\n", E, r"lack parameter column")
@@ -623,13 +627,15 @@ def _cases() -> Iterator[Case]:  # noqa: C901 - a flat list of cases
                r"meta.method")
     yield Case(P, pj, "settings-list", "p.zip", project(settings_json=b"[1]"), E, r"settings.json: must be an object")
     yield Case(S, pj, "samples-repeated-point", "p.zip",
-               project(samples_json=samples_doc([{"simd": 8, "blk": 1}, {"simd": 16, "blk": 4}, {"simd": 8, "blk": 1}])),
+               project(samples_json=samples_doc([{"simd": 8, "blk": 1}, {"simd": 16, "blk": 4},
+                                                 {"simd": 8, "blk": 1}])),
                E, r"point 3 repeats point 1")
     yield Case(S, pj, "results-value-outside-space", "p.zip",
                project(results_csv=RESULTS_CSV.replace(b"\n8,2,", b"\n8,3,", 1)), E,
                r"results.csv: row 2: blk = 3 is not a value")
     yield Case(S, pj, "model-of-a-column-not-in-results", "p.zip",
-               project(model_json=json.dumps(_model_doc("ipc")).encode()), E, r"a model of 'ipc', which is not a column")
+               project(model_json=json.dumps(_model_doc("ipc")).encode()), E,
+               r"a model of 'ipc', which is not a column")
     yield Case(P, pj, "results-missing-params", "p.zip", project(results_csv=b"x,cycles\n1,2\n"), E,
                r"lacks the space's parameter column")
     yield Case(P, pj, "results-duplicated", "p.zip", project(results_csv=b"simd,blk,blk,cycles\n8,1,1,5\n"), E,

@@ -113,6 +113,7 @@ def sidebar_text(at: AppTest) -> str:
 
 
 # ---- first visit ---------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_first_visit_opens_a_copy_of_the_example_with_every_page_filled(app):
     w = ws(app)
     assert app.query_params["ws"] == w.id and w.writable and w.name == "Built-in example"
@@ -149,6 +150,7 @@ def visit_all(at: AppTest) -> dict[str, list[str]]:
     return seen
 
 
+@pytest.mark.slow
 def test_switching_space_samples_results_and_model_under_every_page(app):
     w = ws(app)
     # 1. another design space: every page stays usable, those computed from the old one say so
@@ -236,8 +238,9 @@ def test_switching_space_samples_results_and_model_under_every_page(app):
         assert not app.dataframe  # neither old validation errors nor old best designs
 
 
+@pytest.mark.slow
 def test_switching_to_lee_brooks_leaves_every_page_usable_with_a_fresh_model(app):
-    """The issue's tracebacks (TypeError on curves, FitError on Explore, ValueError on Validate)
+    """The tracebacks this guards against (TypeError on curves, FitError on Explore, ValueError on Validate)
     came from the old model meeting the new space; with the whole pipeline redone on lee-brooks
     every page works on its own data."""
     from gpudse_core import load_preset, sample
@@ -268,6 +271,7 @@ def test_switching_to_lee_brooks_leaves_every_page_usable_with_a_fresh_model(app
 
 
 # ---- sharing ---------------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_a_link_without_the_key_opens_read_only_and_a_copy_is_writable(app):
     owner = ws(app)
     guest = new_app(owner.id)
@@ -299,6 +303,7 @@ def test_an_unknown_link_says_so_and_offers_a_new_workspace():
     assert ws(at).writable and at.query_params["ws"] == ws(at).id
 
 
+@pytest.mark.slow
 def test_home_renames_lists_and_deletes_this_browsers_workspaces(app):
     first = ws(app).id
     button(app, "New: an empty workspace").click().run()
@@ -329,6 +334,7 @@ def test_home_renames_lists_and_deletes_this_browsers_workspaces(app):
 
 
 # ---- long work -------------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_validation_runs_as_a_job_with_stop_and_keeps_what_was_done(app):
     from gpudse_core.workspace import jobs as jobs_mod
 
@@ -363,6 +369,7 @@ def test_validation_runs_as_a_job_with_stop_and_keeps_what_was_done(app):
     assert again.slider[0].value == 10 and again.multiselect[0].value == [30, 60, 90, 120, 150]
 
 
+@pytest.mark.slow
 def test_ray_casting_is_a_job_whose_heatmap_stays_in_the_workspace(app):
     goto(app, "Ray tracing")
     wait_jobs(app)
@@ -432,6 +439,7 @@ def test_sampling_page_fraction_mode(app):
     assert not app.error and metrics(app)["Points"] == f"{round(0.001 * 933120):,}"
 
 
+@pytest.mark.slow
 def test_search_page_runs_a_search_as_a_job_and_shows_the_study(app):
     goto(app, "Search")
     assert any("No search yet" in b for b in banners(app))
@@ -450,6 +458,7 @@ def test_search_page_runs_a_search_as_a_job_and_shows_the_study(app):
     assert any(len(df.value) == 20 for df in app.dataframe)
 
 
+@pytest.mark.slow
 def test_search_page_optimises_an_objective_and_shows_it_beside_the_response(app):
     """--objective on the page: cycles times a die-area expression is what the search minimises; the
     history shows the simulated cycles and the objective side by side, and the model's error is shown."""
@@ -475,7 +484,8 @@ def test_search_page_optimises_an_objective_and_shows_it_beside_the_response(app
     history = [df.value for df in app.dataframe if len(df.value) == 20][0]
     i, j = list(history.columns).index("cycles"), list(history.columns).index("objective")
     assert j == i + 1  # side by side
-    assert history["cycles"].tolist() == pytest.approx([t["measured"] for t in trials], abs=0.5)  # shown as whole cycles
+    # shown as whole cycles
+    assert history["cycles"].tolist() == pytest.approx([t["measured"] for t in trials], abs=0.5)
     again = goto(new_app(ws(app).id), "Search")  # a reload: the page opens on the stored search's settings
     assert again.text_input(key="se_objective").value == "cycles * (40 + simd + 4 * smp)"
     assert again.number_input(key="se_budget").value == 20 and again.number_input(key="se_batch").value == 5
@@ -484,7 +494,8 @@ def test_search_page_optimises_an_objective_and_shows_it_beside_the_response(app
     # another objective: the caption names the setting with its stored and its given value, as text
     again.text_input(key="se_objective").set_value("cycles * simd").run()
     said = [c for c in texts(again, "caption") if "Starting replaces" in c]
-    assert len(said) == 1 and "objective: stored 'cycles \\* (40 + simd + 4 \\* smp)', given 'cycles \\* simd'" in said[0], said
+    assert len(said) == 1, said
+    assert "objective: stored 'cycles \\* (40 + simd + 4 \\* smp)', given 'cycles \\* simd'" in said[0], said
 
 
 @pytest.mark.parametrize("text,said", [
@@ -503,6 +514,7 @@ def test_search_page_refuses_a_bad_objective_and_keeps_the_settings(app, text, s
     assert app.text_input(key="se_objective").value == text and app.number_input(key="se_budget").value == 30
 
 
+@pytest.mark.slow
 def test_search_page_pareto_needs_a_cost_then_draws_the_front(app):
     goto(app, "Search")
     app.text_input(key="se_objective").set_value("cycles * simd").run()  # typed, then another goal chosen
@@ -543,6 +555,7 @@ def test_search_page_accuracy_goal_shows_the_model_error_not_a_best_design(app):
     assert len(titles) == 1 and "estimated error" in titles[0]  # the model's error, no best-so-far curve
 
 
+@pytest.mark.slow
 def test_search_page_resumes_a_search_with_a_larger_budget(app):
     goto(app, "Search")
     app.number_input(key="se_budget").set_value(14)
@@ -609,6 +622,7 @@ def test_stepwise_page_fits_with_live_trace_and_per_application_models(app):
     assert not app.error
 
 
+@pytest.mark.slow
 def test_html_report_holds_only_current_parts(app):
     from dashboard import frame as ui
 
@@ -652,6 +666,7 @@ def test_the_server_does_no_housekeeping_after_every_run():
 
 
 # ---- bad uploads: 0 exception boxes, 0 partial loads --------------------------------------
+@pytest.mark.slow
 def test_bad_uploads_through_every_uploader_change_nothing(app):
     from dashboard_uploads import UPLOADERS, bad_uploads
 
@@ -682,6 +697,7 @@ def test_bad_uploads_through_every_uploader_change_nothing(app):
     assert count >= 20 and surfaces == set(UPLOADERS)
 
 
+@pytest.mark.slow
 def test_a_learner_as_the_model_under_every_page(app):
     """model accuracy's learners through the pages: fitted as a job, every page works with it (no terms,
     no equation), and what was computed with the stepwise model is out of date."""
@@ -747,6 +763,7 @@ def test_replay_explains_each_row_with_its_rule_and_numbers():
     assert len(fig.data[0].y) == len(robust.trace[1]["candidates"]) and fig.layout.shapes  # the threshold line
 
 
+@pytest.mark.slow
 def test_replay_steps_through_the_trace_on_the_fit_page(app):
     goto(app, "Stepwise fit")
     n = len(ws(app).get("model").value.trace)
@@ -758,7 +775,8 @@ def test_replay_steps_through_the_trace_on_the_fit_page(app):
     assert any(m.startswith(f"**Row {n} of {n}**") for m in texts(app, "markdown")) and button(app, "Step").disabled
     for i, row in enumerate(ws(app).get("model").value.trace):  # every row of the example, the revisit pass too
         text = ui_replay_explain(row, ws(app).get("model").value, i)
-        if row["kind"] in ("prune", "transform", "robust"):  # the robust default's leave-one-out steps, with their errors
+        # the robust default's leave-one-out steps, with their errors
+        if row["kind"] in ("prune", "transform", "robust"):
             assert "leave-one-out" in text and f"**{row['chosen']}**" in text and "%" in text, text
         elif row["kind"] == "cells":  # the level cells' decision, kept or not, with both errors
             assert "leave-one-out" in text and "level cell" in text and "without cells" in text, text
@@ -788,7 +806,6 @@ def test_replay_survives_unscored_candidates_and_names_the_look_ahead_block():
     """A row whose candidates could not be scored (None: no degrees of freedom left, as in a refit near
     saturation) and a look-ahead row (chosen P, scored as the block 'P + P:Q') are explained, charted and
     tabled instead of raising TypeError."""
-    from dashboard import frame as ui
     from dashboard import replay as ui_replay
 
     settings = {"criterion": "ftest", "theta": 0.001, "phi": 0.001, "phi3": 0.001}
@@ -884,6 +901,7 @@ def test_home_cards_and_workspace_list_speak_in_stages(app):
     assert "space current" in listed and "true_error" not in listed and "scan" not in listed, listed
 
 
+@pytest.mark.slow
 def test_presentation_mode_toggle_writes_the_address(app):
     """The sidebar's toggle turns presentation mode on and off and keeps it in the address (?present=1), so a
     reload or a copied link opens the same way; a session opened with ?present=1 starts in it."""

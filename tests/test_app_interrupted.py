@@ -19,12 +19,14 @@ def _killed_mid_validation(w) -> str:
     heartbeat stopped two minutes ago, and no process here watching it."""
     then = time.time() - 120
     with w._lock, dbm.transaction(w._db):
-        w._db.execute("INSERT INTO ws_job (id, kind, state, done, total, message, started, heartbeat, pid, host, stage) "
-                      "VALUES ('deadbeefdeadbeef', 'validation', 'running', 12, 40, 'fits', ?, ?, ?, ?, 'validation')",
+        w._db.execute("INSERT INTO ws_job (id, kind, state, done, total, message, started, heartbeat, pid, host, "
+                      "stage) VALUES ('deadbeefdeadbeef', 'validation', 'running', 12, 40, 'fits', ?, ?, ?, ?, "
+                      "'validation')",
                       (then - 60, then, os.getpid() + 999_999, socket.gethostname()))
     return "deadbeefdeadbeef"
 
 
+@pytest.mark.slow
 def test_accuracy_page_says_a_killed_validation_was_interrupted_and_reruns_it():
     app = new_app()
     goto(app, "Accuracy")
@@ -66,8 +68,8 @@ def _killed_mid(w, kind: str, stage: str, job_id: str) -> str:
     newest = max((j.started for j in w.jobs()), default=0.0)
     then = time.time() - 120
     with w._lock, dbm.transaction(w._db):
-        w._db.execute("INSERT INTO ws_job (id, kind, state, done, total, message, started, heartbeat, pid, host, stage) "
-                      "VALUES (?, ?, 'running', 3, 10, 'work', ?, ?, ?, ?, ?)",
+        w._db.execute("INSERT INTO ws_job (id, kind, state, done, total, message, started, heartbeat, pid, host, "
+                      "stage) VALUES (?, ?, 'running', 3, 10, 'work', ?, ?, ?, ?, ?)",
                       (job_id, kind, max(then - 60, newest + 1e-3), then, os.getpid() + 999_999,
                        socket.gethostname(), stage))
     return job_id
@@ -88,6 +90,7 @@ EVERY_JOB_PAGE = [
 
 @pytest.mark.parametrize("title,kind,stage,label,settings", EVERY_JOB_PAGE,
                          ids=[f"{p[0]}-{p[1]}" for p in EVERY_JOB_PAGE])
+@pytest.mark.slow
 def test_every_page_whose_work_runs_as_a_job_says_it_was_interrupted_and_reruns_it(title, kind, stage, label,
                                                                                    settings):
     app = new_app()
@@ -113,7 +116,8 @@ def test_every_page_whose_work_runs_as_a_job_says_it_was_interrupted_and_reruns_
     assert next(j for j in w.jobs() if j.kind == kind).id != job_id, "the press started nothing"
     wait_jobs(app)
     newest = next(j for j in w.jobs() if j.kind == kind)
-    assert newest.id != job_id and newest.state == "finished", [(j.id, j.kind, j.state, j.started, j.message) for j in w.jobs()]
+    assert newest.id != job_id and newest.state == "finished", \
+        [(j.id, j.kind, j.state, j.started, j.message) for j in w.jobs()]
     if stage is not None:
         assert newest.result_version is not None and w.get(stage).version == newest.result_version
     app.run()

@@ -49,6 +49,7 @@ def test_per_area_truth_is_cycles_times_the_area_expression():
     assert int(np.sum(t.values == t.best)) == 1  # the judged objective has one best design
 
 
+@pytest.mark.slow
 def test_each_method_runs_and_reports_a_regret_curve():
     cache: dict = {}
     t = bs.make_truth("LPS×area", cache)

@@ -27,6 +27,7 @@ def feasible_frame(space, where=None) -> pd.DataFrame:
     return space.frame(digits[ok]).assign(design_index=idx[ok])
 
 
+@pytest.mark.slow
 @settings(max_examples=100, suppress_health_check=[HealthCheck.too_slow])
 @given(st.data())
 def test_rows_are_the_distinct_predictions_their_designs_and_values_exactly(data):
@@ -155,6 +156,7 @@ def test_results_without_the_used_parameters_are_refused():
         best_designs(model, space, top=2, results=pd.DataFrame({"simd": [8], "cycles": [1.0]}))
 
 
+@pytest.mark.slow
 def test_the_report_and_the_explore_scan_show_grouped_rows_with_intervals(tmp_path, monkeypatch):
     from dashboard import work as ui_work
 
@@ -200,6 +202,7 @@ def test_group_designs_lists_a_rows_feasible_designs_in_index_order():
         assert part.design_index.tolist() == every.design_index.iloc[:50].tolist()
 
 
+@pytest.mark.slow
 def test_simulate_these_on_a_command_backend_appends_its_results(tmp_path, monkeypatch):
     """The dashboard's "Simulate these" path (ui_work.start_simulate_best) on an external command
     simulator (tests/fake_sim.py, GPGPU-Sim-style output): the chosen rows' designs are simulated,
@@ -242,6 +245,7 @@ def test_simulate_these_on_a_command_backend_appends_its_results(tmp_path, monke
     assert not ws.get("model").ok  # fitted before the new results
 
 
+@pytest.mark.slow
 def test_a_design_the_command_simulator_failed_on_is_recorded_and_never_recommended_again(tmp_path, monkeypatch):
     """The page's "Simulate these" on a command simulator that crashes at 16 blocks per core: the failed
     design is recorded (the page's table says failed, with the reason), the others join the results,

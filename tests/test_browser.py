@@ -1,6 +1,6 @@
 """Real-browser test: the dashboard served by `streamlit run app.py`, driven in headless Chromium.
 
-Walks the issue's path: the example → lee-brooks → every page (no exception box; banners where inputs
+Walks a user's path: the example → lee-brooks → every page (no exception box; banners where inputs
 are missing) → back to stargazer → sample 200 → simulate BFS → fit → every page shows only current
 results → F5 → the same state → a second browser with the link sees it read-only → Stop a long
 validation. Also: the HTML report, bad uploads while a second browser keeps loading pages, and no
@@ -27,7 +27,7 @@ TIMINGS: dict[str, object] = {}
 
 
 @pytest.mark.slow
-def test_the_issue_walk_in_a_real_browser(server, browser, home):
+def test_a_walk_through_every_page_in_a_real_browser(server, browser, home):
     SHOTS.mkdir(parents=True, exist_ok=True)
     a = Tab(browser, server, "a")
     page = a.page

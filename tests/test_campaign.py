@@ -204,6 +204,7 @@ def _done(store: Path) -> dict[int, str]:
         return {}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("moment", ["first run started", "8 done", "32 done"])
 def test_resume_after_sigkill(tmp_path, moment, uninterrupted):
     """Kill the whole campaign process group at three moments; run again: every point done, none that was

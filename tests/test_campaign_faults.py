@@ -76,6 +76,7 @@ def _sha(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
+@pytest.mark.slow
 def test_sigkill_of_the_cli_alone_leaves_no_orphan(tmp_path):
     """SIGKILL only the CLI's pid (not its group): pool workers, supervisors, simulators and the simulators'
     grandchildren are all gone within 5 s; the next run resumes and completes."""
@@ -103,6 +104,7 @@ def test_sigkill_of_the_cli_alone_leaves_no_orphan(tmp_path):
         assert (st.attempts().outcome == "interrupted").sum() >= 2
 
 
+@pytest.mark.slow
 def test_two_writers_on_one_campaign(tmp_path):
     """A second process on a running campaign is refused, naming the holder, and changes nothing; the first
     finishes every point exactly once and exits 0. Another campaign in the same file runs meanwhile, and a
@@ -222,7 +224,8 @@ def test_store_error_mid_run_stops_cleanly(tmp_path, how):
     with pytest.raises(StoreError) as err:
         run_campaign(st, AnalyticalBackend(batch_size=100), workers=2, progress=sabotage)
     assert str(store) in str(err.value) and ("damaged" in str(err.value) or "failed" in str(err.value))
-    assert not [p for p in psutil.Process().children(recursive=True) if p.pid not in earlier]  # the pool's workers stopped
+    # the pool's workers stopped
+    assert not [p for p in psutil.Process().children(recursive=True) if p.pid not in earlier]
     st.db.set_authorizer(None)
     st.close()
     if how == "authorizer":  # the file is intact: everything committed before the error is there
@@ -233,6 +236,7 @@ def test_store_error_mid_run_stops_cleanly(tmp_path, how):
             CampaignStore(store)
 
 
+@pytest.mark.slow
 def test_cli_exits_nonzero_and_counts_missing_results(tmp_path):
     mode = tmp_path / "mode.txt"
     mode.write_text("crash")

@@ -1,4 +1,4 @@
-"""The gpudse command line: the issue's acceptance commands, outputs, and error handling."""
+"""The gpudse command line: the acceptance commands, outputs, and error handling."""
 
 from __future__ import annotations
 
@@ -137,8 +137,8 @@ def results_csv(tmp_path):
 
 def test_fit_prints_trace_and_json(results_csv, tmp_path, capsys):
     model = tmp_path / "model.json"
-    assert main(["fit", str(results_csv), "--response", "cycles", "--preset", "stargazer", "--theta", "0.003", "--phi", "0",
-                 "-o", str(model)]) == 0
+    assert main(["fit", str(results_csv), "--response", "cycles", "--preset", "stargazer", "--theta", "0.003",
+                 "--phi", "0", "-o", str(model)]) == 0
     out = capsys.readouterr().out
     assert "final model" in out and "cycles = " in out
     lines = out.splitlines()  # Stargazer Table 1: a column per parameter, the accepted value in [brackets]
@@ -147,7 +147,8 @@ def test_fit_prints_trace_and_json(results_csv, tmp_path, capsys):
     first = lines[head + 2]
     assert first.split()[:2] == ["1", "R²"] and first.count("[") == 1 and "added" in first
     assert any(s.split()[1:3] == ["adj.", "R²"] for s in lines[head + 3:] if s[:4].strip().isdigit())
-    assert main(["fit", str(results_csv), "--response", "cycles", "--preset", "stargazer", "-o", str(model), "--json"]) == 0
+    assert main(["fit", str(results_csv), "--response", "cycles", "--preset", "stargazer", "-o", str(model),
+                 "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert set(doc) >= {"terms", "r2", "adj_r2", "trace", "trace_table"}
     rows = doc["trace_table"]["rows"]
@@ -269,7 +270,8 @@ def test_wfg_built_in_graph_by_name_from_any_folder(tmp_path):
 
 
 def test_counts_of_zero_are_refused_by_the_argument_parser(tmp_path, capsys):
-    for args in (["simulate", "x.csv", "--workers", "0", "-o", "o.csv"], ["sample", "stargazer", "-n", "0", "-o", "s.csv"],
+    for args in (["simulate", "x.csv", "--workers", "0", "-o", "o.csv"],
+                 ["sample", "stargazer", "-n", "0", "-o", "s.csv"],
                  ["validate", "x.csv", "--response", "y", "--repeats", "0"]):
         with pytest.raises(SystemExit) as e:
             main(args)

@@ -13,7 +13,6 @@ import sys
 import numpy as np
 import pandas as pd
 
-import hostile_corpus as hc
 from conftest import ROOT
 from gpudse_core import csvout
 

@@ -25,6 +25,7 @@ def base_point():
     return {p.name: p.values[len(p.values) // 2] for p in SPACE.parameters}
 
 
+@pytest.mark.slow
 def test_response_curve_band_contains_the_prediction(fitted):
     model, data = fitted
     curve = response_curve(model, data, "blk", base_point(), SPACE, points=50)

@@ -74,6 +74,7 @@ def check_best(model, space, k, maximize, where, configs=CONFIGS):
         assert r.complete and r.space_size == space.size
 
 
+@pytest.mark.slow
 @settings(max_examples=120, suppress_health_check=[HealthCheck.too_slow])
 @given(st.data())
 def test_top_k_equals_brute_force_on_random_table_models(data):
@@ -95,6 +96,7 @@ def check_distinct(model, space, k, maximize, where, configs=CONFIGS):
         assert not r.best[used].astype(str).duplicated().any()  # never two rows the model cannot tell apart
 
 
+@pytest.mark.slow
 @settings(max_examples=120, suppress_health_check=[HealthCheck.too_slow])
 @given(st.data())
 def test_distinct_top_k_equals_grouped_brute_force(data):
@@ -117,6 +119,7 @@ def test_distinct_top_k_of_a_non_additive_model_and_with_a_front(data, seed):
     assert r.best.design_index.tolist() == expected.design_index.tolist()
 
 
+@pytest.mark.slow
 @settings(max_examples=60, suppress_health_check=[HealthCheck.too_slow])
 @given(st.data(), st.integers(0, 2**32 - 1))
 def test_top_k_equals_brute_force_on_random_spline_models(data, seed):
@@ -154,8 +157,9 @@ def test_values_the_back_transform_merges_are_ties_the_design_index_decides(tran
     covers what the back-transform merges."""
     from gpudse_core.space.design import Group
 
-    space = DesignSpace(dimensions=(Group(name="g0", members=(Parameter(name="p0", values=("v0", "v1"), kind="categorical"),
-                                                              Parameter(name="p1", values=("v0", "v1"), kind="categorical"))),
+    space = DesignSpace(dimensions=(Group(name="g0",
+                                          members=(Parameter(name="p0", values=("v0", "v1"), kind="categorical"),
+                                                   Parameter(name="p1", values=("v0", "v1"), kind="categorical"))),
                                     Parameter(name="p2", values=("v0", "v1"), kind="categorical")), name="h")
     model = TableModel(space, 0.0, [(("p0",), np.array(values))], transform)
     for maximize in (True, False):
@@ -184,6 +188,7 @@ def cost_of(draw, space: DesignSpace) -> str:
     return draw(st.sampled_from([a, f"{a} + 2 * {b}", f"{a} * {b} - {b}", f"{a} / 3 + {b} * 0.1", f"max({a}, {b})"]))
 
 
+@pytest.mark.slow
 @settings(max_examples=100, suppress_health_check=[HealthCheck.too_slow])
 @given(st.data())
 def test_pareto_front_equals_brute_force(data):
@@ -217,6 +222,7 @@ def test_pareto_with_per_value_costs_is_the_sum_of_the_tables():
     assert r.pareto.design_index.tolist() == [space.index({**first, "blk": b}) for b in (1, 2, 4, 8, 16)]
 
 
+@pytest.mark.slow
 @settings(max_examples=60, suppress_health_check=[HealthCheck.too_slow])
 @given(st.data(), st.integers(0, 2**32 - 1))
 def test_float32_scan_keeps_every_candidate_its_rounding_could_hide(data, seed):
@@ -308,6 +314,7 @@ def lee_brooks_model(groups: int):
     return space, model_over(space, groups)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("groups", [3, 12])
 def test_lee_brooks_exact_equals_every_point(groups):
     space, model = lee_brooks_model(groups)
@@ -323,6 +330,7 @@ def test_lee_brooks_exact_equals_every_point(groups):
 
 
 # ---- progress, stop, errors ------------------------------------------------------------------------
+@pytest.mark.slow
 def test_progress_reaches_the_total_and_stop_keeps_what_was_done():
     space, model = lee_brooks_model(12)
     seen = []

@@ -117,6 +117,7 @@ def test_top_0_with_pareto_gives_the_front_alone(model_file, tmp_path, capsys):
     assert not out.exists() and len(pd.read_csv(tmp_path / "best_pareto.csv")) >= 2
 
 
+@pytest.mark.slow
 def test_progress_in_a_log_has_no_carriage_returns(model_file, tmp_path):
     """stderr redirected to a file (a batch job): plain lines, no \\r or terminal escapes."""
     import subprocess
@@ -133,6 +134,16 @@ def test_progress_in_a_log_has_no_carriage_returns(model_file, tmp_path):
     assert "cells (100 %)" in text and "\r" not in text and "\033" not in text
 
 
+def same_group(row: dict, other: dict) -> bool:
+    """Two rows of best designs are one group: the same values of the parameters the model reads, and the same
+    prediction. Scans asked for different numbers of groups predict tables of different lengths in one
+    matrix product each, and BLAS may round a row differently with the rows around it (seen in the 15th
+    digit with newer wheels): the prediction agrees to rounding (1e-12 relative), not to the last bit."""
+    used = [p for p in SPACE.parameter_names if p not in row["any"]]
+    return (row["any"] == other["any"] and {p: row[p] for p in used} == {p: other[p] for p in used}
+            and row["predicted"] == pytest.approx(other["predicted"], rel=1e-12))
+
+
 def test_results_mark_simulated_groups_and_exclude_simulated_leaves_them_out(model_file, tmp_path, capsys):
     plain = explore_json(capsys, model_file, "stargazer", "--top", "3")["best"]
     first = {p: plain[0][p] for p in SPACE.parameter_names}
@@ -143,10 +154,10 @@ def test_results_mark_simulated_groups_and_exclude_simulated_leaves_them_out(mod
                                                                                                        index=False)
     marked = explore_json(capsys, model_file, "stargazer", "--top", "3", "--results", res)
     assert marked["best"][0]["simulated"] == 2 and marked["best"][0]["measured"] == 1500.0
-    assert marked["best"][1]["predicted"] == plain[2]["predicted"]  # the failed group is left out
+    assert same_group(marked["best"][1], plain[2])  # the failed group is left out
     assert marked["left_out"] == 1
     fresh = explore_json(capsys, model_file, "stargazer", "--top", "3", "--exclude-simulated", res)
-    assert fresh["best"][0]["predicted"] == plain[2]["predicted"] and fresh["left_out"] == 2
+    assert same_group(fresh["best"][0], plain[2]) and fresh["left_out"] == 2
     assert all(r["simulated"] == 0 for r in fresh["best"])
     assert main(["explore", str(model_file), "stargazer", "--top", "3", "--results", str(res)]) == 0
     text = capsys.readouterr().out

@@ -26,7 +26,7 @@ def model_for(space):
 
 
 @pytest.mark.parametrize("method", ["exact", "stream", "predict"])
-def test_dask_scan_equals_the_local_scan(cluster, method):
+def test_dask_scan_equals_the_local_scan(cluster, method):  # noqa: F811 — the fixture imported above
     address, _ = cluster
     space = load_preset("stargazer")
     model = model_for(space) if method != "predict" else StepModel(space, 2)
@@ -40,7 +40,7 @@ def test_dask_scan_equals_the_local_scan(cluster, method):
         assert remote.feasible == local.feasible == 933_120 * 2 // 3
 
 
-def test_stop_on_dask_keeps_what_was_done(cluster):
+def test_stop_on_dask_keeps_what_was_done(cluster):  # noqa: F811 — the fixture imported above
     address, _ = cluster
     space = load_preset("stargazer")
     calls = []

@@ -16,7 +16,7 @@ from gpudse_core.sim.simulator import simulate
 
 @pytest.fixture
 def n30_csv(tmp_path):
-    """The issue's N = 30 matMul case (blk = 8 only seen with simd = 32) and points to predict."""
+    """The extrapolation guard's N = 30 matMul case (blk = 8 only seen with simd = 32) and points to predict."""
     space = load_preset("stargazer")
     train = sample(space, 30, seed=91).points
     train["cycles"] = simulate(train, "matMul").cycles

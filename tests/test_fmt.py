@@ -108,6 +108,7 @@ anything = st.one_of(st.floats(), st.integers(), st.none(), st.text(max_size=5),
                      st.decimals(allow_nan=True))
 
 
+@pytest.mark.slow
 @given(anything, st.sampled_from([None, "cycles", "%", "KB", "points", "blocks/core"]), st.integers(-3, 30))
 def test_never_raises_and_never_writes_machine_notation(x, unit, sig):
     for out in (fmt_number(x, unit, sig), fmt_percent(x), fmt_count(x), fmt_pvalue(x), fmt_r2(x), fmt_duration(x)):

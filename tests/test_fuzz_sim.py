@@ -54,6 +54,7 @@ def _valid(log) -> None:
        st.dictionaries(st.from_regex(r"[a-z]{1,6}", fullmatch=True),
                        st.sampled_from([r"rays\s*=\s*(\d+)", r"^(\d+)$", r"(\S+)", r"x(\d*)y", r"(a|b)+", r"(=)"]),
                        max_size=3))
+@pytest.mark.slow
 def test_log_parser_gives_a_result_or_our_error(tmp_path_factory, lines, nl, extra):
     text = nl.join(lines) + nl
     try:
@@ -75,6 +76,7 @@ def test_log_parser_gives_a_result_or_our_error(tmp_path_factory, lines, nl, ext
             assert got.totals() == from_text.totals() and got.dropped == from_text.dropped
 
 
+@pytest.mark.slow
 @bounded(mem_mb=1536, max_rss_mb=400, timeout=600)
 @FUZZ
 @given(st.lists(LOG_LINE, max_size=30), st.integers(1, 64), st.integers(4, 64))
@@ -109,6 +111,7 @@ PIECE = st.sampled_from(["a", "b", "=", " ", "x", "1", "23", r"\d", r"\d+", r"\s
 @FUZZ
 @given(st.lists(PIECE, max_size=4), st.lists(PIECE, min_size=1, max_size=3), st.lists(PIECE, max_size=3),
        st.lists(st.text(alphabet="ab= x123\t", max_size=20), max_size=12))
+@pytest.mark.slow
 def test_user_patterns_match_line_by_line_like_python_re(before, inside, after, lines):
     """RE2 over whole blocks (never_nl) finds the same last match as Python's re applied line by line
     (matches with an empty group carry no number and are skipped)."""
@@ -137,6 +140,7 @@ def _bomb(path: Path, mib: int, line: bytes = b"0" * 1023 + b"\n") -> None:
         fh.write(comp.flush())
 
 
+@pytest.mark.slow
 @bounded(mem_mb=1024, max_rss_mb=250, timeout=600)
 def test_gzipped_log_bomb_stops_at_the_limit(tmp_path):
     bomb = tmp_path / "run.log.gz"
@@ -164,6 +168,7 @@ def test_a_dense_log_is_bounded_by_its_statistics(tmp_path):
     assert parse_log(path).totals()["kernels"] == 30_000
 
 
+@pytest.mark.slow
 @bounded(mem_mb=1024, max_rss_mb=250, timeout=600)
 def test_a_large_log_is_parsed_in_bounded_memory(tmp_path):
     """300 MiB of kernel dumps (the old reader held the text and its lines: > 1 GB) in < 250 MB."""
@@ -181,6 +186,7 @@ def test_a_large_log_is_parsed_in_bounded_memory(tmp_path):
     assert t["kernels"] == 4 * reps and t["cycles"] == 1000 * 4 * reps and t["ipc"] == 2.0
 
 
+@pytest.mark.slow
 @bounded(mem_mb=1024, max_rss_mb=300, timeout=120)
 def test_catastrophic_user_pattern_runs_in_linear_time():
     line = "a" * 200_000 + "!"
@@ -192,6 +198,7 @@ def test_catastrophic_user_pattern_runs_in_linear_time():
 _REFERENCE = re.compile(r"^(\s*)(-\S+)(\s+)([^#\n]*?)(\s*)(#.*)?$")  # the grammar, as the old quadratic regex
 
 
+@pytest.mark.slow
 @bounded(mem_mb=1536, max_rss_mb=400, timeout=600)
 @FUZZ
 @given(st.text(alphabet=st.sampled_from(list("-ab# \t\r\x0b\x1c\u2003=:,1")), max_size=30))
@@ -208,6 +215,7 @@ def test_config_line_split_matches_the_grammar(line):
 @FUZZ
 @given(st.text(max_size=400), st.from_regex(r"-?[a-z_:]{1,12}", fullmatch=True),
        st.text(min_size=1, max_size=20), st.one_of(st.none(), st.text(max_size=10)))
+@pytest.mark.slow
 def test_config_round_trip_and_set_on_any_text(text, option, value, comment):
     cfg = GpgpuSimConfig.parse(text)
     assert cfg.to_text() == text
@@ -223,6 +231,7 @@ def test_config_round_trip_and_set_on_any_text(text, option, value, comment):
     assert {k: v for k, v in again.options().items() if k != name} == {k: v for k, v in before.items() if k != name}
 
 
+@pytest.mark.slow
 @bounded(mem_mb=1024, max_rss_mb=300, timeout=120)
 def test_pathological_config_line_is_linear():
     cfg = GpgpuSimConfig.parse("-gpgpu_a b" + " " * 2_000_000 + "x\n")
@@ -275,6 +284,7 @@ def _check_backend(be: CommandBackend) -> None:
     compile_patterns(be.extra)
 
 
+@pytest.mark.slow
 @bounded(mem_mb=1536, max_rss_mb=400, timeout=600)
 @FUZZ
 @given(backend_docs(), st.sampled_from(["toml", "yaml"]))
@@ -294,6 +304,7 @@ def test_backend_reader_gives_a_valid_backend_or_our_error(tmp_path_factory, doc
     _check_backend(be)
 
 
+@pytest.mark.slow
 @bounded(mem_mb=1536, max_rss_mb=400, timeout=600)
 @FUZZ
 @given(st.binary(max_size=600), st.sampled_from(["toml", "yaml"]))

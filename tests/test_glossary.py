@@ -1,4 +1,4 @@
-"""The glossary: every term the issue names is explained, with the paper section it comes from
+"""The glossary: every term the dashboard uses is explained, with the paper section it comes from
 (checked against the papers' headings), in gpudse's own words (no eight-word run copied from a paper), and the
 `gpudse glossary` command shows it."""
 
@@ -16,15 +16,15 @@ from gpudse_core.cli import main
 from gpudse_core.report import glossary
 from gpudse_core.report.glossary import GlossaryError, TERMS, find, help_text, lookup
 
-ISSUE_TERMS = ["θ", "theta", "φ", "phi", "adjusted R²", "adjr2", "knots", "restricted cubic spline", "S+R", "S+A",
+DASHBOARD_TERMS = ["θ", "theta", "φ", "phi", "adjusted R²", "adjr2", "knots", "restricted cubic spline", "S+R", "S+A",
                "coldness", "K", "lintmp", "exptmp", "N_PE", "MWP", "CWP", "PWP", "Pareto front", "extrapolation",
                "bounded prediction", "R²", "ANOVA", "p-value", "varclus", "Spearman ρ²", "error CDF"]
 PAPERS = {"Stargazer": "000_", "Lee & Brooks": "003_", "Zatel": "002_", "Ye (2009)": "001_",
           "Baghsorkhi et al. (2010)": "004_"}
 
 
-@pytest.mark.parametrize("name", ISSUE_TERMS)
-def test_every_term_the_issue_names_is_explained(name):
+@pytest.mark.parametrize("name", DASHBOARD_TERMS)
+def test_every_term_the_dashboard_uses_is_explained(name):
     t = lookup(name)
     assert t.short and t.long and t.source
     assert "\n" not in t.short and len(t.short) <= 160  # one line, for a tooltip

@@ -16,7 +16,7 @@ from gpudse_core.sim.simulator import simulate
 
 @pytest.fixture(scope="module")
 def n30():
-    """The issue's N = 30 case: seed 91 samples blk = 8 only with simd = 32."""
+    """The guard's N = 30 case: seed 91 samples blk = 8 only with simd = 32."""
     space = load_preset("stargazer")
     train = sample(space, 30, seed=91).points
     train = train.assign(cycles=simulate(train, "matMul").cycles)

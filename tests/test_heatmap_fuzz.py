@@ -9,6 +9,7 @@ exact pixels, when the input was well formed). Each runs in a memory-limited chi
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from bounded import bounded
 from heatmap_inputs import gradient_rgb, npy_of, png_of
 from hypothesis import HealthCheck, given, settings
@@ -17,6 +18,8 @@ from hypothesis import strategies as st
 from gpudse_core.errors import GpudseError
 from gpudse_core.raytrace.heatmap import read_heatmap
 from gpudse_core.raytrace.zatel import plan
+
+pytestmark = pytest.mark.slow  # each fuzz test takes seconds of CPU
 
 BUDGET = {"mem_mb": 2048, "max_rss_mb": 1024, "timeout": 900}  # no process over 1 GB
 FUZZ = settings(max_examples=250, suppress_health_check=list(HealthCheck))

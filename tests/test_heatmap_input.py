@@ -23,11 +23,13 @@ ONE = np.array([[[0, 0, 255], [255, 0, 0]]], dtype=np.uint8)  # 2x1: blue, red
 
 
 # ---- amplification: the pixel count is checked from the header, before decoding ------------------------------
+@pytest.mark.slow
 @bounded(mem_mb=2048, max_rss_mb=1024, timeout=120)
 def test_png_bomb_is_refused_before_decoding():
     data = png_bomb(7000, 7000)  # 147 MB of pixels in ~150 KB
     assert len(data) < 400_000
-    with pytest.raises(limits.LimitError, match=r"bomb.png: a 7000x7000 image: 49,000,000 is more than .*\(image_pixels\)"):
+    with pytest.raises(limits.LimitError, match=r"bomb.png: a 7000x7000 image: 49,000,000 is more than "
+                                                r".*\(image_pixels\)"):
         read_heatmap("bomb.png", data)
     assert own_peak_mb() < 250  # nothing was decoded (decoding it peaks at ~690 MB)
 
@@ -66,6 +68,7 @@ def test_csv_rows_times_columns_counted_before_parsing():
         read_heatmap("t.csv", b"1\n" * 101)
 
 
+@pytest.mark.slow
 @bounded(mem_mb=3072, max_rss_mb=1024, timeout=240)
 def test_a_heatmap_at_the_pixel_limit_stays_in_bounded_memory():
     # a tiny file that decodes to 36 M pixels of two colours passes the limit: the whole plan must still fit
@@ -347,7 +350,8 @@ def test_every_group_gets_at_least_one_block():
     ("r.csv", b"1,2\n3\n", [], "row 2 has 1 cells"),
     ("ok.ppm", ppm(b"P3", 64, 8, 255, gradient_rgb(8, 64)), ["--clusters", "1" + "0" * 100], "colour_clusters"),
     ("ok.ppm", ppm(b"P3", 64, 8, 255, gradient_rgb(8, 64)), ["--sms", "1" + "0" * 100], "gpu_components"),
-    ("ok.ppm", ppm(b"P3", 64, 8, 255, gradient_rgb(8, 64)), ["--config", "gpu.config"], "gpu.config: -gpgpu_n_clusters"),
+    ("ok.ppm", ppm(b"P3", 64, 8, 255, gradient_rgb(8, 64)), ["--config", "gpu.config"],
+     "gpu.config: -gpgpu_n_clusters"),
 ]])
 def test_cli_refuses_hostile_heatmaps_cleanly(tmp_path, name, data, extra, pattern):
     (tmp_path / name).write_bytes(data)

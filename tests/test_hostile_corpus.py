@@ -22,6 +22,7 @@ ENV = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_N
        "MALLOC_ARENA_MAX": "2", "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "tests")])}
 
 
+@pytest.mark.slow
 def test_corpus_covers_every_class_and_surface():
     cases = list(hc.cases())
     keys = [f"{c.surface}/{c.name}" for c in cases]
@@ -65,6 +66,7 @@ def test_scenarios_are_data_and_their_checks_can_fail(tmp_path):
         os.environ.pop("GPUDSE_HOME", None) if prior is None else os.environ.__setitem__("GPUDSE_HOME", prior)
 
 
+@pytest.mark.slow
 def test_corpus_through_the_cli(tmp_path):
     """One forked process per case, started from an interpreter that has imported gpudse (the same
     ``main()`` as ``python -m gpudse_core``, without paying the imports 200 times)."""
@@ -84,6 +86,7 @@ def test_corpus_through_the_cli(tmp_path):
 @pytest.mark.parametrize("key", ["space/laughs-description-9x9", "space/fixed-7", "space/division-by-zero",
                                  "sample/fraction-1e-300", "results/duplicated-blk-csv", "results/constant-response",
                                  "wfg/inf-yaml", "table/table-deep"])
+@pytest.mark.slow
 def test_real_entry_point(key, tmp_path):
     """A sample of the corpus through ``python -m gpudse_core`` itself, in a fresh process."""
     case = next(c for c in hc.cases() if f"{c.surface}/{c.name}" == key)
@@ -123,6 +126,7 @@ def uploader(case: hc.Case):
     return None
 
 
+@pytest.mark.slow
 @bounded(mem_mb=4096, max_rss_mb=1024, timeout=900)
 def test_corpus_through_the_uploaders():
     """The dashboard's uploaders raise our error (never another exception) exactly where the CLI

@@ -44,6 +44,7 @@ cells = st.one_of(st.sampled_from(["8", "16", "32", "1", "4", "nan", "inf", "-in
 @FUZZ
 @given(st.lists(names, min_size=1, max_size=6), st.lists(st.lists(cells, max_size=7), max_size=12),
        st.sampled_from(["\n", "\r\n"]))
+@pytest.mark.slow
 def test_csv_fuzz(header, rows, newline):
     text = ",".join(header) + newline + "".join(",".join(r) + newline for r in rows)
     try:
@@ -65,6 +66,7 @@ json_values = st.recursive(st.one_of(st.none(), st.booleans(), st.integers(), st
                            max_leaves=20)
 
 
+@pytest.mark.slow
 @bounded(mem_mb=4096, max_rss_mb=768, timeout=400)
 @FUZZ
 @given(json_values)
@@ -89,6 +91,7 @@ GOOD_PARQUET = parquet_of(pd.DataFrame({"simd": [8, 16, 32], "blk": [1, 2, 4], "
 @FUZZ
 @given(st.lists(st.tuples(st.integers(0, len(GOOD_PARQUET) - 1), st.integers(0, 255)), max_size=6),
        st.integers(0, len(GOOD_PARQUET)))
+@pytest.mark.slow
 def test_parquet_byte_mutation_fuzz(edits, cut):
     data = bytearray(GOOD_PARQUET)
     for pos, val in edits:
@@ -164,6 +167,7 @@ PARTS = {
 @given(st.dictionaries(st.sampled_from(sorted(PARTS) + ["extra.txt", "../x", "/abs"]), st.integers(0, 4), max_size=7),
        st.lists(st.tuples(st.sampled_from(["flags", "method", "crc", "size"]), st.integers(0, 2**32 - 1)), max_size=2),
        st.booleans())
+@pytest.mark.slow
 def test_project_zip_fuzz(choice, header_edits, truncate):
     entries = []
     for name, i in choice.items():
@@ -208,6 +212,7 @@ def test_streamed_size_is_counted_not_declared():
         load_project(data, "p.zip")
 
 
+@pytest.mark.slow
 def test_bad_project_leaves_the_workspace_untouched(tmp_path):
     """Every partial-state case of the corpus (and a few more): import_project raises our error and
     the workspace's space, samples, results and model are exactly the versions they were."""
@@ -262,6 +267,7 @@ arc = st.one_of(st.lists(st.sampled_from(["entry", "exit", "C1", "C2", "M", "B",
        st.lists(st.lists(st.sampled_from(["M", "C1", "C2"]), min_size=2, max_size=2), max_size=2),
        st.dictionaries(st.sampled_from(list(hc.WFG_GOOD["hardware"]) + ["active_blocks"]),
                        st.one_of(st.integers(-5, 10**9), st.floats()), max_size=7))
+@pytest.mark.slow
 def test_wfg_fuzz(nodes, arcs, deps, hw):
     doc = {"hardware": {**hc.WFG_GOOD["hardware"], **hw}, "kernel": {"nodes": nodes, "arcs": arcs,
                                                                      "dependences": deps}}

@@ -48,6 +48,7 @@ value_spec = st.one_of(value_text, st.lists(st.one_of(st.integers(), st.floats()
 @example(
     spec='-179769314.0::1e-300::0',
 ).via('discovered failure')
+@pytest.mark.slow
 def test_values_fuzz_our_error_or_a_bounded_parameter(spec):
     try:
         vals = parse_values(spec, "ctx: ")
@@ -171,6 +172,7 @@ COLS = {"a": np.array([g[0] for g in GRID]), "b": np.array([g[1] for g in GRID])
         "s": np.array([g[2] for g in GRID], dtype=object)}
 
 
+@pytest.mark.slow
 @bounded(mem_mb=4096, max_rss_mb=512, timeout=300)
 @FUZZ
 @given(cond)
@@ -198,6 +200,7 @@ def test_constraint_semantics_match_python_with_undefined_points(text):
         assert (mask | undefined).all(), text
 
 
+@pytest.mark.slow
 @bounded(mem_mb=4096, max_rss_mb=512, timeout=300)
 @FUZZ
 @given(st.text(max_size=120))
@@ -282,6 +285,7 @@ def test_joined_enumeration_is_exact_and_proves_emptiness():
 @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
 @given(radices=st.lists(st.integers(1, 7), min_size=2, max_size=4), k=st.integers(0, 14),
        ops=st.lists(st.sampled_from(["+", "-", "*", "%"]), min_size=3, max_size=3), cap=st.integers(1, 60))
+@pytest.mark.slow
 def test_every_analysis_path_agrees_with_brute_force(radices, k, ops, cap):
     """Enumerated, joined, probed and searched components against itertools.product on small spaces
     (the limits are lowered so that every path is taken)."""
@@ -321,6 +325,7 @@ def test_every_analysis_path_agrees_with_brute_force(radices, k, ops, cap):
      "      - {name: d, values: {pow2: 1..2}}", "name: &x [1, 2]", "description: *x", "fixed: 7", "- 1",
      "constraints: ['log(b - 5) < 1 and a < f']", "x: !!binary aGk=", "? [a]\n: b"])), max_size=12),
     st.sampled_from(["s.yaml", "s.json"]))
+@pytest.mark.slow
 def test_space_file_fuzz(lines, name):
     text = "\n".join(lines)
     try:
@@ -358,6 +363,7 @@ def test_per_dimension_fraction_below_one_value_is_noted():
 @settings(max_examples=150, deadline=None)
 @given(n=st.one_of(st.none(), st.integers(-5, 10**12)), fraction=st.one_of(st.none(), st.floats(allow_nan=True)),
        pdf=st.one_of(st.none(), st.floats(allow_nan=True)), seed=st.one_of(st.none(), st.integers(-1, 2**70)))
+@pytest.mark.slow
 def test_sampling_requests_fuzz(n, fraction, pdf, seed):
     space = big(3, 50, "p0 + p1 > 60")
     try:

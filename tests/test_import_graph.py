@@ -15,6 +15,8 @@ import ast
 import sys
 from pathlib import Path
 
+import pytest
+
 from conftest import ROOT
 
 DASHBOARD_ROOTS = ("app.py",)
@@ -121,6 +123,7 @@ def test_the_finder_sees_a_cycle_through_a_lazy_import():
     assert cycles({"a": {"b"}, "b": set()}) == []
 
 
+@pytest.mark.slow
 def test_the_graph_reads_function_level_and_relative_imports():
     graph = import_graph()
     # registry imports the learners at module level and is imported lazily by the model package
@@ -128,6 +131,7 @@ def test_the_graph_reads_function_level_and_relative_imports():
     assert "gpudse_core.model.registry" in graph["gpudse_core.model"]
 
 
+@pytest.mark.slow
 def test_no_import_cycle_among_the_projects_modules():
     found = cycles(import_graph())
     assert not found, "import cycles (each line one circle of modules):\n" + "\n".join(
@@ -135,7 +139,8 @@ def test_no_import_cycle_among_the_projects_modules():
 
 
 ROOT_ENTRIES = {"app.py", "pages", "dashboard", "gpudse_core", "data", "docs", "tests", "benchmarks",
-                "README.md", "requirements.txt", "pyproject.toml", ".ci", ".streamlit", ".gitignore", ".git"}
+                "README.md", "CONTRIBUTING.md", "requirements.txt", "pyproject.toml", ".ci", ".streamlit", ".gitignore",
+                ".git"}
 
 
 def test_the_checkout_root_holds_the_dashboard_the_core_and_packaging_only():

@@ -83,6 +83,7 @@ def test_stepwise_95_intervals_cover_90_percent_of_held_out_truths(kernel):
     assert coverage("stepwise", kernel) >= 0.90
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind, kernel", [("forest", "BFS"), ("forest", "LPS"), ("boosting", "AES")])
 def test_learner_95_intervals_cover_90_percent_of_held_out_truths(kind, kernel):
     assert coverage(kind, kernel) >= 0.90
@@ -104,6 +105,7 @@ def test_a_model_file_without_the_noise_has_no_interval_and_bad_levels_are_refus
         StepwiseModel.from_dict(d, "m.json")
 
 
+@pytest.mark.slow
 def test_a_saved_forest_keeps_its_trees_spread_and_interval():
     """The spread of a forest's trees comes from the saved trees themselves: a model loaded from its
     file gives the same spread and interval as the one just fitted, and the spread is the standard

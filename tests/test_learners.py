@@ -37,6 +37,7 @@ def test_guard_and_bounds():
     assert np.isfinite(z).all() and list(flags) == [True, False] and z[1] == 3.0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", sorted(KINDS))
 def test_learner_accuracy_bounds_and_persistence(kind, smooth, tmp_path):
     train, test = smooth
@@ -86,6 +87,7 @@ def _library_prediction(m, X: pd.DataFrame) -> np.ndarray:
     return raw
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("categorical", [False, True], ids=["numeric", "with-levels"])
 @pytest.mark.parametrize("kind", sorted(KINDS))
 def test_stored_model_predicts_exactly_as_the_fitted_object(kind, categorical, smooth):
@@ -220,6 +222,7 @@ def test_bad_training_data(smooth):
         fit_learner("svm", train, "t")
 
 
+@pytest.mark.slow
 def test_ebm_additive_terms_rebuild_the_prediction(smooth):
     train, test = smooth
     m = fit_learner("ebm", train, "t")
@@ -296,6 +299,7 @@ def test_registry_names_and_stepwise_files(smooth, tmp_path):
 
 
 # ---- automatic choice ------------------------------------------------------------------------
+@pytest.mark.slow
 def test_auto_picks_the_additive_model_for_additive_data():
     """log(t) is exactly linear in the parameters: the spline model wins cross-validation."""
     rng = np.random.default_rng(5)
@@ -313,6 +317,7 @@ def test_auto_picks_the_additive_model_for_additive_data():
     assert "picked" in m.selection["reason"] and m.selection["folds"] == 3
 
 
+@pytest.mark.slow
 def test_auto_picks_a_tree_for_a_three_way_step():
     """t jumps 8x only where x ≥ 20 and two flags are on: no additive or pairwise model has that shape,
     and x has too many levels (40) for a level cell."""
@@ -358,6 +363,7 @@ def test_cross_validation_table_and_choice(smooth):
         cross_validate(train, "t", ["blk"], candidates=("auto",))
 
 
+@pytest.mark.slow
 def test_stopping_a_candidate_that_cannot_matter_keeps_the_choice(smooth):
     """A learner whose errors on the folds done already exceed the bar is stopped; the choice, the
     reason and the finished candidates' figures are those of the full cross-validation."""
@@ -394,6 +400,7 @@ def test_choice_rule():
     assert chosen == "forest" and "next: stepwise 1.03 %" in reason
 
 
+@pytest.mark.slow
 def test_cli_fit_auto_and_predict_any_kind(smooth, tmp_path, capsys):
     train, test = smooth
     data, pts = tmp_path / "r.csv", tmp_path / "p.csv"
@@ -427,10 +434,12 @@ def test_cli_fit_auto_and_predict_any_kind(smooth, tmp_path, capsys):
                      "--cells", "off", "-o", str(tmp_path / "flags.json")]) == 2
         err = capsys.readouterr().err
         assert "--knots, --robust, --cells: these tune the stepwise search, and --model " + (
-            "auto compares the stepwise search at fixed settings" if kind == "auto" else "forest does not run it") in err
+            "auto compares the stepwise search at fixed settings" if kind == "auto"
+            else "forest does not run it") in err
         assert not (tmp_path / "flags.json").exists()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["forest", "boosting", "hybrid", "ebm"])
 def test_learners_predict_no_rows(kind, smooth):
     """A scan's last chunk may be empty: every learner answers it with no predictions, not an error."""
@@ -455,6 +464,7 @@ def test_default_transform_reaches_every_model_kind(transform, smooth):
         assert np.isfinite(m.predict(test.drop(columns="t"))).all()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["forest", "boosting", "hybrid"])
 def test_grown_in_parts_is_the_same_model_and_stops_between_parts(kind, smooth, monkeypatch):
     """Forests and boosting are fitted in parts (warm_start) so that a Stop lands within a fraction of

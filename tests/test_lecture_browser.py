@@ -126,7 +126,7 @@ PRIMARY = """() => [...document.querySelectorAll('button')]
 
 
 def test_the_smaller_lecture_items_in_presentation_mode(browser, server):
-    """The issue's smaller items, each seen at 1280×800 in presentation mode with an input changed."""
+    """The lecture's smaller items, each seen at 1280×800 in presentation mode with an input changed."""
     SHOTS.mkdir(parents=True, exist_ok=True)
     a = Tab(browser, server, "lecture_items")
     page = a.page

@@ -72,7 +72,8 @@ def test_the_corner_is_found_and_predicted():
         assert rounds[0].endswith(f"pass 1 of {lc.ROUNDS}") and row["chosen"] in rounds
         assert row["candidates"][row["chosen"]] == min(row["candidates"][k] for k in rounds)
         found += {("a", 80.0), ("flag", 1.0)} in cells_of(with_cells)
-        err = {k: np.mean(np.abs(m.predict(x) - truth) / truth) for k, m in (("with", with_cells), ("without", without))}
+        err = {k: np.mean(np.abs(m.predict(x) - truth) / truth)
+               for k, m in (("with", with_cells), ("without", without))}
         assert err["with"] < 0.85 * err["without"], (seed, err)
         # the kept model's leave-one-out error is the one the trace reports, below the one without
         assert row["candidates"]["without cells"] > row["gain"] * (1 + lc.TIE)

@@ -156,6 +156,7 @@ def _paths(node, prefix=()):
 
 # address space: NumPy's and SciPy's OpenBLAS each reserve (not use) hundreds of MB of buffers; the
 # resident peak is what is checked against 1 GB
+@pytest.mark.slow
 @bounded(mem_mb=3072, max_rss_mb=1024, timeout=300)
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.data())
@@ -171,7 +172,8 @@ def test_fuzz_model_json_our_error_or_a_finite_model(data):
                 node = node[key]
             if action == "delete":
                 del node[path[-1]]
-            elif action == "scale" and isinstance(node[path[-1]], (int, float)) and not isinstance(node[path[-1]], bool):
+            elif (action == "scale" and isinstance(node[path[-1]], (int, float))
+                  and not isinstance(node[path[-1]], bool)):
                 node[path[-1]] = node[path[-1]] * data.draw(st.sampled_from([-1, 0, 1e10, 1e300, 1e-300]))
             else:
                 node[path[-1]] = data.draw(json_values)

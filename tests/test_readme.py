@@ -242,7 +242,8 @@ def test_readme_parser_reads_markers_and_continuations():
     assert [c.argv[0] for c in cmds] == ["fit", "simulate", "glossary", "presets"]
     assert cmds[0].argv[-2:] == ["-o", "m.json"] and cmds[0].outputs == ["m.json"] and cmds[0].line == 2
     assert cmds[1].skip == "needs GPGPU-Sim" and cmds[2].exit == 2 and cmds[3].skip == "just because"
-    two = readme_commands('```bash\ngpudse workspace rename ID "a; b" && gpudse workspace delete ID --yes  # sets X\n```')
+    two = readme_commands('```bash\ngpudse workspace rename ID "a; b" && gpudse workspace delete ID --yes  # sets '
+                          'X\n```')
     assert [c.argv for c in two] == [["workspace", "rename", "ID", "a; b"], ["workspace", "delete", "ID", "--yes"]]
     assert two[0].sets == "X" and two[0].id != two[1].id
     order = run_order(readme_commands("```bash\ngpudse fit r.csv -o m.json\ngpudse simulate s.csv -o r.csv\n"

@@ -56,6 +56,7 @@ def test_a_noise_free_fit_interpolates_and_loses_its_r2_headline(noise_free):
     assert anova(model, data).F.max() > F_LIMIT
 
 
+@pytest.mark.slow
 def test_a_noisy_fit_is_headed_by_its_leave_one_out_error(noisy):
     model, data = noisy
     h = fit_headline(model, data)
@@ -102,6 +103,7 @@ def cli(*argv: str, cwd=None) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, timeout=600)
 
 
+@pytest.mark.slow
 def test_the_simulator_adds_one_per_cent_noise_by_default_and_fit_says_when_it_interpolates(tmp_path):
     s, r, r0 = tmp_path / "s.csv", tmp_path / "r.csv", tmp_path / "r0.csv"
     assert cli("sample", "stargazer", "-n", "100", "--seed", "1", "-o", str(s)).returncode == 0
@@ -165,6 +167,7 @@ def headings(html: str) -> list[str]:
     return [re.sub("<.*?>", "", h) for h in re.findall(r"<h[123]>.*?</h[123]>", html)]
 
 
+@pytest.mark.slow
 def test_a_bfs_report_names_bfs_its_noise_and_every_current_analysis(home):
     from gpudse_core.explore.best import find_best
     from gpudse_core.model.validation import validate
@@ -220,6 +223,7 @@ def test_a_noise_free_report_shows_no_r2_headline_and_no_f_test(home):
 
 
 # ---- the dashboard (Streamlit's AppTest, as tests/test_app.py) ---------------------------------------------
+@pytest.mark.slow
 def test_a_noise_free_fit_on_every_page_and_two_runs_side_by_side(home):
     pytest.importorskip("streamlit")
     from streamlit.testing.v1 import AppTest

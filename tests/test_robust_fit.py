@@ -140,6 +140,7 @@ def reference(df: pd.DataFrame, response: str, limit: float = 0.001) -> list[tup
     return steps
 
 
+@pytest.mark.slow
 def test_search_matches_a_plain_statsmodels_implementation():
     df = joint_data()
     ref = reference(df, "y")
@@ -225,6 +226,7 @@ def test_unseen_combination_takes_the_lower_order_fit():
     assert StepwiseModel.from_dict(old).unseen == "model"
 
 
+@pytest.mark.slow
 def test_pruning_scores_are_leave_one_out_refits():
     df = joint_data(200, seed=3)
     # a lax rule lets noise terms onto the path; restricted terms: no row alone in a cell (leverage < 1)
@@ -266,6 +268,7 @@ def test_pruning_scores_are_leave_one_out_refits():
     assert math.isclose(sum(g for _, g in pruned.contributions()), pruned.r2, rel_tol=1e-9)
 
 
+@pytest.mark.slow
 def test_auto_transform_chooses_by_leave_one_out_error():
     df = joint_data(300, seed=6)
     times = df.assign(y=np.exp(3 * df.y))  # multiplicative: additive on the log scale, spanning ~100x

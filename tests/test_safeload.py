@@ -102,6 +102,7 @@ def test_timeouts_must_be_finite_positive_and_bounded(v):
         limits.finite_timeout(v, "timeout")
 
 
+@pytest.mark.slow
 @bounded(mem_mb=1536, max_rss_mb=1024, timeout=300)
 @settings(max_examples=300)
 @given(st.text(alphabet="[]{}:,-&*!ab1 \n\"'|>#%@`.\\", max_size=400))

@@ -8,6 +8,7 @@ import json
 
 import numpy as np
 import pandas as pd
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -24,6 +25,7 @@ columns = st.one_of(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(st.dictionaries(names, columns, min_size=1, max_size=4))
 def test_csv_is_byte_for_byte_what_pandas_writes(cols):

@@ -4,7 +4,6 @@ estimated error; which stored study a search resumes."""
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
 from gpudse_core.errors import GpudseError
@@ -51,6 +50,7 @@ def _evaluate(space):
     return evaluate
 
 
+@pytest.mark.slow
 def test_model_error_is_the_out_of_bag_error_and_falls_as_the_search_learns():
     space = load_space("stargazer")
     res = run_search(make_pool(space), _evaluate(space), goal="min", budget=120, batch=10, seed=2, response="cycles")

@@ -44,6 +44,7 @@ def test_wider_simd_is_faster(kernel):
     assert np.all(np.diff(c) <= 1e-9) and c[0] / c[-1] > 1.5
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kernel", SIMD_DOMINANT)
 def test_simd_is_the_dominant_factor(fits, kernel):
     assert fits[kernel].terms[0] == "simd"
@@ -149,6 +150,7 @@ def test_bad_input(call, pattern):
         call(pd.DataFrame([BASE] * 3))
 
 
+@pytest.mark.slow
 def test_cli_loop_sample_simulate_fit(tmp_path, capsys):
     s, r, m = tmp_path / "s.csv", tmp_path / "r.csv", tmp_path / "m.json"
     assert main(["sample", "stargazer", "-n", "200", "--seed", "1", "-o", str(s)]) == 0

@@ -10,8 +10,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from gpudse_core import limits
-from gpudse_core import (Constraint, DesignSpace, Fixed, GpudseError, Group, Parameter, SpaceError, load_preset, load_space,
-                         parse_space_text)
+from gpudse_core import (Constraint, DesignSpace, Fixed, GpudseError, Group, Parameter, SpaceError, load_preset,
+                         load_space, parse_space_text)
 
 
 # ---- presets against the papers ------------------------------------------------------------
@@ -177,7 +177,7 @@ def test_constraint_on_fixed_values():
         DesignSpace(dims, fixed=(Fixed("smem_kb", 48),), constraints=(Constraint("smem_kb > 64"),)).check()
 
 
-# ---- bad input: every case the issue names, each with a message that says where and what ----
+# ---- bad input: every malformed-file case, each with a message that says where and what ----
 def parse(text):
     return parse_space_text(text, source="space.yaml")
 
@@ -205,8 +205,10 @@ def test_good_file():
         ("parameters: [\n", r"^space.yaml:\d+: not valid YAML"),
         ("parameters:\n  - {name: a, values: []}\n", r"space.yaml:2: parameters\[0\] \(a\).*value list is empty"),
         ("parameters:\n  - {name: a, values: [1]}\n  - {name: a, values: [2]}\n", r"'a' is used twice"),
-        ("parameters:\n  - {name: a, values: [1, x2, 3]}\n", r"space.yaml:2: parameters\[0\] \(a\).*'x2' is not a number"),
-        ("parameters:\n  - {name: a, kind: numeric, values: [one, two]}\n", r"'one' is not a number.*kind: categorical"),
+        ("parameters:\n  - {name: a, values: [1, x2, 3]}\n",
+         r"space.yaml:2: parameters\[0\] \(a\).*'x2' is not a number"),
+        ("parameters:\n  - {name: a, kind: numeric, values: [one, two]}\n",
+         r"'one' is not a number.*kind: categorical"),
         ("parameters:\n  - {name: a, values: [1, 2]}\nconstraints: [b > 1]\n",
          r"constraints\[0\] 'b > 1': unknown name 'b'.*known parameters: a"),
         ("parameters:\n  - {name: a, values: [1, 2]}\nconstraints: ['a > 5']\n", r"'a > 5' can never hold.*a 1\.\.2"),

@@ -121,6 +121,7 @@ def test_recovers_the_true_terms(stargazer_data):
 
 @pytest.mark.parametrize("theta, phi, compare", [(0.003, 0.0, "r2"), (0.01, 0.01, "r2"), (0.0, 0.0, "adj_r2"),
                                                   (0.05, 0.2, "r2")])
+@pytest.mark.slow
 def test_trace_matches_brute_force_algorithm_1(stargazer_data, theta, phi, compare):
     ref = brute_force(stargazer_data, "cycles", theta, phi, compare)
     est = StepwiseRegression(response="cycles", theta=theta, phi=phi, compare=compare, **PAPER)
@@ -200,7 +201,8 @@ def test_fewer_rows_than_terms_is_handled():
         (lambda d: d.assign(cycles=d.cycles.where(d.index != 7, np.nan)), {}, r"rows 8 .*NaN"),
         (lambda d: d.assign(cycles=d.cycles.where(d.index != 3, np.inf)), {}, r"rows 4 "),
         (lambda d: d.assign(cycles=d.cycles.astype(object).where(d.index != 0, "n/a")), {}, r"rows 1 .*'n/a'"),
-        (lambda d: d.assign(cycles=d.cycles - d.cycles.median()), {"transform": "log"}, r"log transform needs positive"),
+        (lambda d: d.assign(cycles=d.cycles - d.cycles.median()), {"transform": "log"},
+         r"log transform needs positive"),
         (lambda d: d.assign(cc=4), {}, r"'cc' .*constant"),
         (lambda d: d, {"params": ["simd", "nope"]}, r"unknown column\(s\) 'nope'"),
         (lambda d: d.rename(columns={"cycles": "time"}), {}, r"response column 'cycles' is not in the data"),
@@ -251,7 +253,8 @@ def test_model_files_are_validated(tmp_path, stargazer_data):
         "coef": ({**good, "coefficients": good["coefficients"][:-1]}, "coefficients for"),
         "nan": ({**good, "coefficients": [float("nan")] * len(good["coefficients"])}, "finite"),
         "basis": ({**good, "bases": [{"name": "simd", "kind": "__import__('os')"}]}, "unknown kind"),
-        "column": ({**good, "columns": [{"params": ["zz"], "index": [0]}] * len(good["columns"])}, "unknown parameters"),
+        "column": ({**good, "columns": [{"params": ["zz"], "index": [0]}] * len(good["columns"])},
+                   "unknown parameters"),
         "list": ([1, 2], "not a gpudse model"),
         "robust": ({**good, "robust": {"method": "huber", "k": -1, "scale": 0.1, "rounds": 3}}, "robust must be"),
         "robust method": ({**good, "robust": {"method": "tukey", "k": 1, "scale": 0.1, "rounds": 3}}, "robust must be"),
@@ -350,6 +353,7 @@ def test_constant_response_is_refused(values, transform):
         fit_stepwise(df, "y", transform=transform)
 
 
+@pytest.mark.slow
 def test_scikit_learn_estimator_checks():
     from sklearn.utils.estimator_checks import check_estimator
 
@@ -367,7 +371,8 @@ def test_fit_takes_arrays_and_frames(stargazer_data):
     assert list(by_frame.feature_names_in_) == list(X.columns) and by_array.n_features_in_ == 10
     assert by_array.model_.parameters[0].startswith("x")
     # the model keeps its response transform under the JSON key "transform"; fit_stepwise keeps transform=
-    assert by_frame.model_.transform == "log" and fit_stepwise(stargazer_data, "cycles", transform="sqrt").transform == "sqrt"
+    assert by_frame.model_.transform == "log"
+    assert fit_stepwise(stargazer_data, "cycles", transform="sqrt").transform == "sqrt"
     assert "transform" not in StepwiseRegression().get_params() and not hasattr(StepwiseRegression(), "transform")
     with pytest.raises(ValueError, match="Feature names must be in the same order"):
         by_frame.predict(X[X.columns[::-1]])

@@ -23,7 +23,8 @@ SCHEMA_V1 = """
 CREATE TABLE campaign (name TEXT PRIMARY KEY, spec TEXT NOT NULL, created REAL NOT NULL);
 CREATE TABLE point (campaign TEXT NOT NULL REFERENCES campaign(name), idx INTEGER NOT NULL, params TEXT NOT NULL,
     status TEXT NOT NULL CHECK (status IN ('pending', 'running', 'done', 'failed')),
-    attempts INTEGER NOT NULL DEFAULT 0, result TEXT, error TEXT, log_tail TEXT, started REAL, finished REAL, PRIMARY KEY (campaign, idx));
+    attempts INTEGER NOT NULL DEFAULT 0, result TEXT, error TEXT, log_tail TEXT, started REAL, finished REAL,
+    PRIMARY KEY (campaign, idx));
 CREATE INDEX point_status ON point (campaign, status);
 """
 

@@ -83,6 +83,7 @@ def test_validation_tables_count_bounded_predictions():
     assert len(r.bounded["paper"][30]) == len(r.errors["paper"][30]) == 600
 
 
+@pytest.mark.slow
 def test_dummies_from_training_rows_only():
     """A level absent from the training rows is flagged as extrapolation, never given a column."""
     rng = np.random.default_rng(1)
@@ -119,6 +120,7 @@ def gpu_data():
     return pts.assign(cycles=y)
 
 
+@pytest.mark.slow
 def test_automated_beats_fixed_factor(gpu_data):
     r = validate(gpu_data, "cycles", train_sizes=[60, 300], test_size=200, repeats=3, models=["stepwise", "fixed"])
     s = r.summary().set_index(["model", "train_size"])
@@ -152,6 +154,7 @@ def test_application_specific_models():
     assert s.loc["application", "median"] < 0.5 * s.loc["stepwise", "median"]
 
 
+@pytest.mark.slow
 def test_tree_models_and_hybrid_run(gpu_data):
     r = validate(gpu_data, "cycles", train_sizes=[150], repeats=1,
                  models=["forest", "boosting", "hybrid", "stepwise", "ebm"], transform="log")
@@ -162,6 +165,7 @@ def test_tree_models_and_hybrid_run(gpu_data):
     assert s.loc["hybrid", "mean"] < 1.5 * s.loc["stepwise", "mean"]
 
 
+@pytest.mark.slow
 def test_progress_and_cancel(gpu_data):
     """Progress after every model of every draw (so a page's bar moves and Stop acts between fits);
     a cancel keeps every fit finished before it, identical to the same fits of a full run."""
@@ -208,6 +212,7 @@ def test_bad_response(gpu_data):
         validate(bad, "cycles")
 
 
+@pytest.mark.slow
 def test_cli_validate_json(gpu_data, tmp_path, capsys):
     path = tmp_path / "r.csv"
     gpu_data.to_csv(path, index=False)
@@ -226,6 +231,7 @@ def test_cli_validate_json(gpu_data, tmp_path, capsys):
     assert "stepwise" in capsys.readouterr().out
 
 
+@pytest.mark.slow
 def test_benchmark_hub_validation_table(shared, capsys):
     """Real measured GPU kernel times (FAIR Benchmark Hub, 2D convolution on an A100): N = 300."""
     d = pd.read_csv(shared / "data/benchmark_hub/convolution_A100.csv")
@@ -239,6 +245,6 @@ def test_benchmark_hub_validation_table(shared, capsys):
     s = table.set_index("model")
     assert (s["count"] == 1000).all()
     assert (s["median"] < 0.3).all()
-    # what the issue expected on real measured spaces: tree ensembles beat the stepwise spline model
+    # on real measured spaces tree ensembles beat the stepwise spline model
     assert s.loc["boosting", "median"] < s.loc["stepwise", "median"]
     assert "use_cmem" in r.notes[0]

@@ -11,11 +11,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-pytestmark = pytest.mark.filterwarnings("ignore::pandas.errors.PerformanceWarning")
-
 from gpudse_core import limits
 from gpudse_core.csvout import CHUNK_CELLS, frame_text, write_frame
 from gpudse_core.space.design import space_from_dict
+
+pytestmark = pytest.mark.filterwarnings("ignore::pandas.errors.PerformanceWarning")
 
 
 def _space(n_constraints: int, values: int = 45, body: str = "a * b + c * d - a * c + b * d + {i} < 100000 + a*a"):
@@ -138,6 +138,7 @@ def constant():
 CONSTANT = r"column 't' has the same value \(5\) in all 30 training rows, so this model predicts 5 for every design"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["forest", "auto"])
 def test_a_model_of_a_constant_response_says_so(constant, name):
     import re
@@ -168,6 +169,7 @@ def test_an_old_learner_file_refitted_on_a_constant_response_warns_and_the_cli_s
     assert re.search("note: model: " + CONSTANT, capsys.readouterr().err)
 
 
+@pytest.mark.slow
 def test_the_sampling_page_refuses_a_costly_rejection_request_with_the_limit_named_at_once(tmp_path, monkeypatch):
     """A legal space whose chain of comparisons keeps one draw in 5,040: the Sampling page's request
     for 20,000 points is refused before drawing (sampling_work), the previous samples kept."""
@@ -226,8 +228,8 @@ def test_a_scan_of_every_point_is_refused_beyond_scan_work_before_it_starts():
                      lambda: check_scan_work(model, s)):
             with pytest.raises(limits.LimitError,
                                match=r"scanning every point of space 'w' evaluates its 2 constraints "
-                                     r"\(88 syntax nodes\) at each of its 20,736 points.*1,824,768 is more than the limit of 1,824,767 "
-                                     r"\(scan_work\); combine or simplify the constraints"):
+                                     r"\(88 syntax nodes\) at each of its 20,736 points.*1,824,768 is more than the "
+                                     r"limit of 1,824,767 \(scan_work\); combine or simplify the constraints"):
                 call()
         assert not calls  # refused before the first block
         # a --where is evaluated at every point too: it counts
@@ -252,6 +254,7 @@ def test_a_scan_without_constraints_is_bounded_by_its_points_only():
             find_best(model, s, top=3, method="stream", where="a > 1")
 
 
+@pytest.mark.slow
 def test_the_explore_page_refuses_a_scan_beyond_scan_work_before_starting_it(tmp_path, monkeypatch):
     """A forest (not additive) over a constrained space is scanned point by point, its constraint
     checked at each: beyond scan_work the Explore page's Recompute says so (st.error naming the limit)

@@ -220,6 +220,7 @@ print(json.dumps({{"writable": ws.writable, "states": {{s: v.state for s, v in w
     assert got["states"] == states(ws) and got["reason"] == "the results changed after this model was fitted"
 
 
+@pytest.mark.slow
 def test_a_process_that_read_stored_tables_exits_cleanly(home, pipeline):
     """Stored tables (samples, results) are Parquet. Read through io.BytesIO, pyarrow's thread pool
     aborted the interpreter at exit (SIGABRT, "terminate called without an active exception";
@@ -386,6 +387,7 @@ def in_threads(n, fn):
         raise errors[0]
 
 
+@pytest.mark.slow
 def test_concurrent_writers_threads_and_processes(home):
     ws, key = create_workspace("busy")
     versions = []
@@ -508,6 +510,7 @@ def test_export_leaves_out_stale_stages_and_import_is_atomic(home, pipeline):
     assert other.revision == before
 
 
+@pytest.mark.slow
 def test_the_built_in_example_and_the_cli_round_trip(home, tmp_path):
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
 

@@ -265,6 +265,7 @@ def test_a_stopped_scan_keeps_the_designs_predicted_so_far(home, pipeline):
     assert len(sv.value.best) == 5 and set(sv.inputs) == {"model", "space"}
 
 
+@pytest.mark.slow
 def test_cli_simulate_with_workspace_records_a_campaign_the_workspace_sees_and_adopts(home, tmp_path, pipeline):
     space, samples = pipeline["space"], pipeline["samples"]
     ws, _ = create_workspace()
@@ -292,6 +293,7 @@ def test_cli_simulate_with_workspace_records_a_campaign_the_workspace_sees_and_a
     assert r.returncode == 2 and "not both" in r.stderr
 
 
+@pytest.mark.slow
 def test_the_dashboard_stops_a_cli_campaign_and_adopts_the_partial_results(home, tmp_path, pipeline):
     space, samples = pipeline["space"], pipeline["samples"]
     ws, _ = create_workspace()

@@ -275,6 +275,7 @@ def test_p3_with_a_bad_token_is_named():
         parse_ppm(b"P3\n2 1\n255\n1 2 3 4 five 6\n", "x.ppm")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("source", ["synthetic", "wknd_path-tracer", "bunny_ambient-occlusion"])
 def test_benchmarks_pure_python_reference_selects_the_same_pixels(tmp_path, source):
     # benchmarks/bench_pixels.py compares the product with a per-pixel pure-Python implementation of the same

@@ -92,7 +92,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _error(str(e))
     except MemoryError:
         return _error("ran out of memory reading or processing the input; it is larger than this machine can "
-                      "handle — see 'Limits and hostile input' in the README")
+                      "handle — see 'Limits and hostile input' in docs/limits.md")
     except BrokenPipeError:  # the reader of our output went away (e.g. `gpudse space show x | head`)
         try:
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

@@ -96,7 +96,8 @@ def _level(text: str) -> float:
 
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:
-    ex = sub.add_parser("explore", help="the best designs of a whole space by a fitted model, exactly (and a Pareto front)",
+    ex = sub.add_parser("explore",
+                        help="the best designs of a whole space by a fitted model, exactly (and a Pareto front)",
                         description="Find the designs a fitted model predicts best over a whole design space, "
                                     "exactly as predicting every feasible point would, without visiting every "
                                     "point when the model is additive.")

@@ -87,7 +87,8 @@ def fit_settings(args: argparse.Namespace) -> tuple[dict, list[str]]:
         per, notes = scales_from_space(load_space(args.space))
         if isinstance(scale, dict):
             per.update({k: v for k, v in scale.items() if k != "__default__"})
-        kw["scale"] = {"__default__": scale.get("__default__", "auto") if isinstance(scale, dict) else (scale or "auto"),
+        kw["scale"] = {"__default__": (scale.get("__default__", "auto") if isinstance(scale, dict)
+                                       else (scale or "auto")),
                        **per}
     elif scale is not None:
         kw["scale"] = scale
@@ -374,8 +375,8 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
                     help="response transform; default auto (log, sqrt or none, whichever predicts the training "
                          "rows best left out one at a time; with --preset stargazer: none)")
     fi.add_argument("--preset", choices=choices.FIT_PRESETS,
-                    help="stargazer: the paper model, Stargazer 1.0 exactly (the same as --model paper; README "
-                         "'Stargazer as written'). Default: the robust settings (README)")
+                    help="stargazer: the paper model, Stargazer 1.0 exactly (the same as --model paper; docs/models.md "
+                         "'Stargazer as written'). Default: the robust settings (docs/models.md)")
     fi.add_argument("--theta", type=float, default=None, help="θ: threshold to add a parameter (default 0.001, "
                                                               "a p-value with the default ftest criterion)")
     fi.add_argument("--phi", type=float, default=None, help="φ: threshold to add a pairwise interaction")
@@ -440,13 +441,15 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     pr2.add_argument("-o", "--output", required=True, metavar="predictions.csv")
     pr2.set_defaults(func=cmd_predict)
 
-    va = sub.add_parser("validate", help="sample-train-test accuracy of several models (Stargazer §7.3, Lee & Brooks §5)")
+    va = sub.add_parser("validate",
+                        help="sample-train-test accuracy of several models (Stargazer §7.3, Lee & Brooks §5)")
     va.add_argument("data", metavar="DATA", help="results table: .csv, .parquet or .json")
     va.add_argument("--response", required=True, metavar="COL")
     va.add_argument("--params", metavar="a,b,...", help="parameter columns (default: every other column but "
                     "simulator outputs such as cycles_trimmed, ipc)")
     va.add_argument("--transform", choices=choices.FIT_TRANSFORMS, default="auto",
-                    help="response transform; auto (default): the stepwise models choose log, sqrt or none by leave-one-out error, the other models use log for positive responses")
+                    help="response transform; auto (default): the stepwise models choose log, sqrt or none by "
+                         "leave-one-out error, the other models use log for positive responses")
     va.add_argument("--train-sizes", default="30,60,90,120,150,180,210,240,270,300", metavar="N1,N2,...")
     va.add_argument("--test-size", type=count_arg, default=200)
     va.add_argument("--repeats", type=count_arg, default=5)

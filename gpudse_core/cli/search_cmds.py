@@ -25,7 +25,8 @@ def cmd_search(args: argparse.Namespace) -> int:
     if args.table is None and (args.params or args.status_column):
         raise GpudseError("--params and --status-column describe a --table; a SPACE names its own parameters")
     if args.goal == "pareto" and not args.cost:
-        raise GpudseError("--goal pareto needs --cost EXPR, a cost computed from the parameters (e.g. --cost 'simd * smp')")
+        raise GpudseError("--goal pareto needs --cost EXPR, a cost computed from the parameters "
+                          "(e.g. --cost 'simd * smp')")
     if args.cost and args.goal != "pareto":
         raise GpudseError("--cost is for --goal pareto")
     given = [f"--{k}" for k in ("acquisition", "surrogate") if getattr(args, k) is not None]
@@ -273,7 +274,8 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     se.add_argument("--config", metavar="SIM.toml", help="command backend: the simulator description")
     se.add_argument("--table", metavar="FILE", help="a complete measured table as the simulator (lookup): missing "
                     "designs and rows whose status is not ok are failed simulations")
-    se.add_argument("--response", metavar="COL", help="the column to optimise (table default: time_ms; built-in: cycles)")
+    se.add_argument("--response", metavar="COL",
+                    help="the column to optimise (table default: time_ms; built-in: cycles)")
     se.add_argument("--params", metavar="a,b,…", help="--table: the parameter columns (default: every other column)")
     se.add_argument("--status-column", metavar="COL", help="--table: rows whose COL is not 'ok' failed (default: "
                     "'status' if present)")
@@ -283,7 +285,8 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     se.add_argument("--objective", metavar="EXPR", help="min/max: optimise this expression of the response and "
                     "the parameters instead of the response, e.g. performance per area: "
                     "'cycles * (40 + simd + 4 * smp)'")
-    se.add_argument("--budget", required=True, type=count_arg, metavar="N", help="simulations in all (failed ones count)")
+    se.add_argument("--budget", required=True, type=count_arg, metavar="N",
+                    help="simulations in all (failed ones count)")
     se.add_argument("--initial", type=count_arg, metavar="N0", help="space-filling simulations first (default 10)")
     se.add_argument("--batch", type=count_arg, metavar="B", help="proposals per round (default: the workers)")
     se.add_argument("--seed", type=nonnegative_int, default=0)

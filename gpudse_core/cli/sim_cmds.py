@@ -230,7 +230,8 @@ def cmd_wfg(args: argparse.Namespace) -> int:
 def add_parsers(sub: argparse._SubParsersAction) -> None:
     si = sub.add_parser("simulate", help="run design points through a simulator backend, resumably (a campaign)")
     add_precision(si)
-    si.add_argument("points", metavar="SAMPLES", help="design points: .csv, .parquet or .json (e.g. from gpudse sample)")
+    si.add_argument("points", metavar="SAMPLES",
+                    help="design points: .csv, .parquet or .json (e.g. from gpudse sample)")
     si.add_argument("--backend", choices=("analytical", "command", "mgpusim"), default="analytical",
                     help="analytical: the built-in simulator (default); command: an external simulator (--config); "
                     "mgpusim: MGPUSim timing simulation (points of the mgpusim preset; built with 'go' on first use)")
@@ -286,7 +287,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     ea.set_defaults(func=cmd_equal_area)
 
     wf = sub.add_parser("wfg", help="004's work flow graph model of a kernel (JSON/YAML graph + hardware)")
-    wf.add_argument("graph", metavar="GRAPH", help="a JSON/YAML graph file, or a built-in graph by name: figure1 (004 Fig. 1), "
-                                                   "loop_branch")
+    wf.add_argument("graph", metavar="GRAPH", help="a JSON/YAML graph file, or a built-in graph by name: figure1 (004 "
+                                                   "Fig. 1), loop_branch")
     wf.add_argument("--json", action="store_true")
     wf.set_defaults(func=cmd_wfg)

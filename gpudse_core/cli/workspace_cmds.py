@@ -193,7 +193,8 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
         p = wsub.add_parser(name, help=help)
         if with_id:
             p.add_argument("id", metavar="ID", help="the workspace's id (the dashboard's ?ws=…)")
-        p.add_argument("--home", metavar="DIR", help="the folder holding workspaces (default: $GPUDSE_HOME or ~/.gpudse)")
+        p.add_argument("--home", metavar="DIR",
+                       help="the folder holding workspaces (default: $GPUDSE_HOME or ~/.gpudse)")
         p.set_defaults(func=func)
         return p
 

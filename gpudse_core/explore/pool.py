@@ -12,7 +12,8 @@ those intervals, and nothing that certainly does not:
 * :class:`TopK` keeps cells whose lower end is at most the k-th smallest upper end; of cells tied
   exactly at that value (both ends equal, e.g. clipped by the bound) it keeps the k with the
   smallest first design index. With ``distinct`` it keeps one cell per tie group (the one with the
-  smallest first design), so its k are k designs the model can tell apart. A block is skipped when k kept cells certainly precede every cell it
+  smallest first design), so its k are k designs the model can tell apart. A block is skipped when k kept cells
+  certainly precede every cell it
   could hold.
 * :class:`Front` keeps cells that no other cell certainly dominates on (cost, key), ties going to the
   smaller index, and skips a block whose best corner is certainly dominated.
@@ -239,7 +240,8 @@ class Front(_Pool):
         certain = np.flatnonzero(keep & (self._lk == self._uk) & (self.eps_c == 0))
         if certain.shape[0] > 1:
             sub = certain[np.lexsort((*self.w[certain].T[::-1], self._uk[certain], self.c[certain]))]
-            same = np.concatenate([[False], (self.c[sub][1:] == self.c[sub][:-1]) & (self._uk[sub][1:] == self._uk[sub][:-1])])
+            same = np.concatenate([[False], (self.c[sub][1:] == self.c[sub][:-1])
+                                   & (self._uk[sub][1:] == self._uk[sub][:-1])])
             keep[sub[same]] = False
         self._take(keep)
         self._stair()

@@ -47,7 +47,8 @@ DEFAULT_BOUND_MARGIN = 0.25
 UNSEEN = ("model", "lower-order")
 # trace steps that add a term (the others: "prune" drops a tail of the path, "transform" records
 # the response transform chosen by response_transform="auto", "robust" the Huber reruns)
-TERM_STEPS = ("forced", "initial", "main", "lookahead", "interaction", "interaction3", "nonlinear", "revisit")  # how a term with a full tensor part predicts an unseen combination
+# how a term with a full tensor part predicts an unseen combination
+TERM_STEPS = ("forced", "initial", "main", "lookahead", "interaction", "interaction3", "nonlinear", "revisit")
 FILL_CELLS = 1 << 18  # largest term table (combinations of levels) the lower-order fill handles
 COEF_LIMIT = 1e300  # no sensible transformed-scale model has a coefficient near the float range
 # the transformed-scale values whose inverse is finite (exp overflows above 709.78)
@@ -221,7 +222,7 @@ class StepwiseModel:
         in a combination it never saw it is unconstrained (up to 20 % off on the built-in RAY
         kernel from 300 rows). The lower-order fit keeps every (d − 1)-way pattern of the term and
         assumes no further interaction in that one combination, which is Algorithm 1's own
-        hierarchy (README "Regression choices"). Computed once per model and cached."""
+        hierarchy (docs/models.md "Regression choices"). Computed once per model and cached."""
         if self._fill is None:
             self._fill = self._corrections()
         return self._fill
@@ -354,8 +355,9 @@ class StepwiseModel:
             c = coef[k + 1]
             term = "*".join(spline_text(self.bases[p], i) for p, i in zip(t, lab))
             parts.append(f"{'-' if c < 0 else '+'} {abs(c):.{digits}g}*{term}")
-        ns = [f"ns({b.label}) = splines::ns({b.label}, knots = c({', '.join(f'{t:.{digits}g}' for t in b.knots[1:-1])}), "
-              f"Boundary.knots = c({b.knots[0]:.{digits}g}, {b.knots[-1]:.{digits}g}))"
+        ns = [f"ns({b.label}) = splines::ns({b.label}, knots = "
+              f"c({', '.join(f'{t:.{digits}g}' for t in b.knots[1:-1])}), Boundary.knots = c({b.knots[0]:.{digits}g}, "
+              f"{b.knots[-1]:.{digits}g}))"
               for b in self.bases.values() if b.kind == "ns"]
         return f"{lhs} = " + " ".join(parts) + "".join(f"\n  where {w}" for w in ns)
 
@@ -627,7 +629,8 @@ def mad_scale(e: np.ndarray) -> float:
 def working_response(A: np.ndarray, z: np.ndarray, coefficients: np.ndarray, k: float, scale: float) -> np.ndarray:
     """The pseudo-observations of a Huber fit with columns *A* (Huber 1981, §7.8): the fitted values
     f plus the residuals, centred on their median, clipped at *k* × *scale* and divided by the share m
-    of residuals inside the clip (Huber's correction, so their spread gives the M-estimator's covariance), with their part
+    of residuals inside the clip (Huber's correction, so their spread gives the M-estimator's covariance), with their
+    part
     along the columns removed, so that least squares on them gives the model's *coefficients*
     exactly. The coefficient table, the F-tests and the intervals of a robust model are those of
     least squares on this response."""

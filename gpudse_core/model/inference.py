@@ -250,7 +250,8 @@ def stratified_association(data: pd.DataFrame, response: str, params: list[str],
         idx = np.clip(np.searchsorted(edges, x.to_numpy(), side="right") - 1, 0, groups - 1)
         for k in range(groups):
             part = y[idx == k]
-            rows.append({"parameter": p, "group": f"[{edges[k]:.4g}, {edges[k + 1]:.4g}{']' if k == groups - 1 else ')'}",
+            rows.append({"parameter": p, "group": f"[{edges[k]:.4g}, "
+                                                  f"{edges[k + 1]:.4g}{']' if k == groups - 1 else ')'}",
                          "low": edges[k], "high": edges[k + 1], "mean": float(part.mean()) if part.size else np.nan,
                          "count": int(part.size)})
     return pd.DataFrame(rows)

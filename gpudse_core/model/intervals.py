@@ -15,7 +15,7 @@
   wide where the trees disagree and narrow where they agree. The folds are refitted once per
   model object and cached.
 
-Measured (tests/test_intervals.py; README "Best designs"): nominal 95 % intervals cover at least
+Measured (tests/test_intervals.py; the coverage table in docs/cli.md): nominal 95 % intervals cover at least
 90 % of 1,000 held-out simulations on the built-in kernels after fitting 300 samples at 1 % noise.
 """
 

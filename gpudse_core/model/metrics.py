@@ -3,7 +3,8 @@ Figs. 9 and 12).
 
 One place says how an error is measured and summarised, for validation, cross-validated model
 choice and the pages: the relative error |ŷ − y| / |y|; Stargazer's mean, median, 75th and 98th
-percentile and true maximum, and the 90th percentile between them; Lee & Brooks Table 6's minimum and quartiles; the empirical CDF.
+percentile and true maximum, and the 90th percentile between them; Lee & Brooks Table 6's minimum and quartiles; the
+empirical CDF.
 :class:`Cancelled` is what a long computation raises when its progress callback asks it to stop.
 """
 

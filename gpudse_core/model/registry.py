@@ -22,7 +22,6 @@ import json
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
-import numpy as np
 import pandas as pd
 
 from .. import limits

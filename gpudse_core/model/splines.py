@@ -566,7 +566,8 @@ def make_basis(name: str, values: Any, knots: int | Sequence[float] = 4, placeme
     if isinstance(knots, (list, tuple, np.ndarray)):
         kn = np.asarray(knots, dtype=float)
         if kn.size < 3 or not np.all(np.isfinite(kn)) or np.any(np.diff(kn) <= 0):
-            raise GpudseError(f"parameter {name!r}: explicit knots must be at least 3 increasing numbers (got {list(kn)})")
+            raise GpudseError(f"parameter {name!r}: explicit knots must be at least 3 increasing numbers (got "
+                              f"{list(kn)})")
         b = Basis(name, "rcs", knots=[float(t) for t in kn], norm=norm, lo=lo, hi=hi, scale=scale)
     else:
         kn = place_knots(x, int(knots), placement) if int(knots) >= 3 else np.array([])

@@ -204,7 +204,8 @@ def validate(data: pd.DataFrame, response: str, params: Sequence[str] | None = N
     if "application" in models and not app_column:
         raise GpudseError("the application model (S+A) needs the application column (app_column / --app-column)")
     if response not in data.columns:
-        raise GpudseError(f"response column {response!r} is not in the data; columns: {', '.join(map(str, data.columns))}")
+        raise GpudseError(f"response column {response!r} is not in the data; columns: "
+                          f"{', '.join(map(str, data.columns))}")
     y = pd.to_numeric(data[response], errors="coerce")
     bad = np.flatnonzero(~np.isfinite(y.to_numpy(float)))
     notes: list[str] = []

@@ -100,7 +100,8 @@ def lloyd(x: np.ndarray, w: np.ndarray, centres: np.ndarray, max_iter: int = 300
     return KMeansResult(centres, labels, float(dist @ w), it)
 
 
-def kmeans(x: np.ndarray, w: np.ndarray, k: int, *, n_init: int = 10, max_iter: int = 300, seed: int = 0) -> KMeansResult:
+def kmeans(x: np.ndarray, w: np.ndarray, k: int, *, n_init: int = 10, max_iter: int = 300,
+           seed: int = 0) -> KMeansResult:
     """Best of *n_init* seeded Lloyd runs of weighted K-means of the points *x* (n × d) with weights *w*.
 
     *k* must be between 1 and the number of distinct points (the caller checks and says so)."""

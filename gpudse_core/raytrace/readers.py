@@ -316,7 +316,8 @@ def _csv_rows(text: bytes, out: np.ndarray, done: int, name: str) -> int:
     text = text[: int(ends[-1])]
     b = b[: int(ends[-1]) + 1]
     commas = np.concatenate([[0], np.cumsum(b == 44, dtype=np.int64)[ends]])
-    filled = np.concatenate([[0], np.cumsum(np.isin(b, np.frombuffer(_WS, np.uint8), invert=True), dtype=np.int64)[ends]])
+    filled = np.concatenate([[0], np.cumsum(np.isin(b, np.frombuffer(_WS, np.uint8), invert=True),
+                                            dtype=np.int64)[ends]])
     cells, blank = np.diff(commas) + 1, np.diff(filled) == 0
     if blank.any():
         i = int(np.flatnonzero(blank)[0])

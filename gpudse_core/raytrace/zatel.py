@@ -10,7 +10,8 @@
 4. The frame is cut into chunks (32×2 by default). Fine-grained division deals chunks round-robin in
    row-major order (Fig. 6); when a row holds a multiple of K chunks that would repeat the same
    columns on every row (vertical stripes), so the chunk in row r, column c goes to (r + c) mod K —
-   Fig. 6's diagonal pattern, still exactly balanced — and each group samples the whole scene. Coarse-grained division orders chunks by column band, then row, then
+   Fig. 6's diagonal pattern, still exactly balanced — and each group samples the whole scene. Coarse-grained division
+   orders chunks by column band, then row, then
    column, and cuts that order into K equal runs. With c bands (c the divisor of K nearest
    √(K·W/H), rows = K/c) the groups are the rectangles of Fig. 5 when the chunk grid divides evenly,
    and near-rectangles otherwise. Either way every group has the same number of chunks ±1.
@@ -206,7 +207,8 @@ def counts_from_config(cfg: GpgpuSimConfig, source: str = "the config") -> dict[
     counts = {"sms": number("-gpgpu_n_clusters") * number("-gpgpu_n_cores_per_cluster", 1),
               "mem": number("-gpgpu_n_mem")}
     for name, v in counts.items():
-        limits.check("gpu_components", v, f"{source}: {v:,} {name}", "give the GPU's real SM and memory-partition counts")
+        limits.check("gpu_components", v, f"{source}: {v:,} {name}",
+                     "give the GPU's real SM and memory-partition counts")
     return counts
 
 
@@ -577,7 +579,8 @@ def combine(group_metrics: Sequence[Mapping[str, float]], fractions: Sequence[fl
             if how == "hmean" and not np.all(vals > 0):
                 raise ZatelError(f"{m}: the harmonic mean needs a positive value in every group (got "
                                  f"{', '.join(f'{v:g}' for v in vals)}); aggregate it with mean or sum")
-            value = float(vals.sum() if how == "sum" else vals.mean() if how == "mean" else len(vals) / np.sum(1.0 / vals))
+            value = float(vals.sum() if how == "sum" else vals.mean() if how == "mean"
+                          else len(vals) / np.sum(1.0 / vals))
         if not math.isfinite(value):
             raise ZatelError(f"{m}: the combined value is not a finite number (the groups' values divided by their "
                              f"traced fractions overflow); check the fractions "

@@ -375,7 +375,8 @@ def search_progress(values: Sequence[Any], rounds: Sequence[int], response: str,
 def search_model_error(simulated: Sequence[int], errors: Sequence[float]) -> go.Figure:
     """A search's model error as it learns: the forest's mean relative out-of-bag error after each round."""
     fig = go.Figure(go.Scatter(x=list(simulated), y=[100 * e for e in errors], mode="lines+markers",
-                               name="out-of-bag error", line=dict(color=style.PALETTE[1], width=2), marker=dict(size=4)))
+                               name="out-of-bag error", line=dict(color=style.PALETTE[1], width=2),
+                               marker=dict(size=4)))
     fig.update_layout(xaxis_title="simulations", yaxis_title="mean relative error (%)", height=340, showlegend=False)
     return style.apply(fig, title_text="The model's estimated error (out of bag)")
 

@@ -263,7 +263,8 @@ _TERMS = (
          "its parameters (tile_size_x:use_shmem) and shows as [tile_size_x=3] * [use_shmem=1] in the "
          "coefficient table and the equation. It catches a tuning space's corners that no smooth curve follows. "
          "The paper model has none.",
-         "Friedman & Popescu (2008), Predictive learning via rule ensembles §2 (rules as 0/1 terms); gpudse's level cells",
+         "Friedman & Popescu (2008), Predictive learning via rule ensembles §2 (rules as 0/1 terms); "
+         "gpudse's level cells",
          ("level cells", "cells", "--cells", "cell"), ("stepwise", "robust-fit")),
     Term("one-row-guard", "one-row guard",
          "An interaction term must pass its test without the one training row that carries most of its fit.",
@@ -279,7 +280,8 @@ _TERMS = (
          "A prediction clipped to the training response range (widened by a documented margin), and counted.",
          "On a log scale a model can return absurd values (1e27 cycles) far from the data; gpudse bounds "
          "predictions on the transformed scale by default and reports how many were bounded, never silently.",
-         f"{GPUDSE}'s guarded predictions", ("bound", "clipped", "bounded predictions"), ("extrapolation", "transform")),
+         f"{GPUDSE}'s guarded predictions", ("bound", "clipped", "bounded predictions"),
+         ("extrapolation", "transform")),
     Term("response-curve", "response curve",
          "The model's prediction along one parameter with the others held fixed, with a 95 % band.",
          "It is the spline the model fitted for that parameter (plus any interactions at the chosen values of "

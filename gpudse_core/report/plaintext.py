@@ -11,7 +11,8 @@ coloured or iconic text. So:
   every character that can start Markdown — `` \\ ` * ~ [ ] < > $ | # ``, an ``_`` that could open
   emphasis, a list or underline marker at a line's start — which leaves no image, link, autolink,
   emphasis, heading, HTML, colour directive (``:red[…]``) or math in the text; the reader sees
-  the characters typed, and the text keeps its commas, dots and hyphens unescaped. GFM's autolink literals (``http://…``, ``www.…``, ``a@b.c``) are
+  the characters typed, and the text keeps its commas, dots and hyphens unescaped. GFM's autolink literals
+  (``http://…``, ``www.…``, ``a@b.c``) are
   found in the text *after* escapes are read (Streamlit turned an escaped ``http\://`` into a link in
   the browser test), so a word joiner (U+2060, invisible) goes before ``://``, after ``www`` and
   before ``@``. Our own Markdown around the text (``**Workspace** {name}``) is kept.

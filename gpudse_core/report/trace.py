@@ -214,7 +214,8 @@ def term_text(row: Row) -> str:
     if row.kind == "robust":  # StepwiseRegression._robust: the search rerun on Huber pseudo-observations
         if not row.scores:  # a round as it ran (live progress)
             return f"{row.chosen}: search rerun on Huber pseudo-observations"
-        others = ", ".join(f"{k} {fmt.fmt_percent(v)}" for k, v in row.scores.items() if k != row.chosen and v is not None)
+        others = ", ".join(f"{k} {fmt.fmt_percent(v)}" for k, v in row.scores.items()
+                           if k != row.chosen and v is not None)
         return f"kept {row.chosen}" + (f" (LOO error of the others: {others})" if others else "")
     if row.kind == "cells":  # StepwiseRegression._cells: level-combination indicator columns
         return f"level cells added ({row.chosen})" if row.accepted else "no level cells added"
@@ -305,7 +306,8 @@ def html(table: Table, *, current: int | None = None, follow: bool = False, mode
             tds.append(f"<td{cls}" + (f' title="{e(tip)}"' if tip else "") + f">{e(cell(r, c))}</td>")
         kind = KIND_WORDS.get(r.kind, r.kind)
         words = term_text(r)
-        if r.chosen is not None and r.kind not in ("prune", "transform", "robust", "cells"):  # narrow: '+ simd:blk', '✗ dramq'
+        # narrow: '+ simd:blk', '✗ dramq'
+        if r.chosen is not None and r.kind not in ("prune", "transform", "robust", "cells"):
             words = f"+ {r.chosen}" if r.accepted else f"✗ {r.chosen}"
         elif r.kind == "robust" and r.scores:  # narrow too: the others' errors are in the cell's tooltip
             words = f"kept {r.chosen}"

@@ -104,7 +104,6 @@ def workspace_report(ws: Any, *, include_stale: bool = False) -> str:
     rc = report_contents(ws, include_stale=include_stale)
     proj = rc.project
     space = proj.space
-    units = fmt.space_units(space)
     model, data = proj.model, rc.model_data
     model_sv = ws.get("model")
     sections: list[tuple[str, list]] = []

@@ -38,7 +38,8 @@ from ..errors import GpudseError
 GOALS = ("min", "max", "accuracy", "pareto")
 ACQUISITIONS = ("ei", "lcb")
 FEASIBLE = 0.5  # a design the classifier gives a lower chance of simulating is proposed only when no other is left
-ACCURACY_START = 150  # accuracy: simulated designs before the spread's skill is first checked (100: worse than uniform at 125–150 on BFS)
+# accuracy: simulated designs before the spread's skill is first checked (100: worse than uniform at 125–150 on BFS)
+ACCURACY_START = 150
 ACCURACY_SKILL = 0.8  # accuracy: out-of-bag spread–error rank correlation from which the spread is followed
 ACCURACY_SHARE = 0.3  # accuracy: the part of the simulations that follows the spread once it is skilled
 ACCURACY_TREES = 30  # accuracy: trees of the forest whose spread is checked and followed

@@ -8,10 +8,10 @@ simulate next. Here:
 * :class:`Forest` — ``n_trees`` regression trees (bootstrap samples, every feature considered per
   split, leaves of one row) on the response, log-transformed when every value is positive (times and
   cycles are multiplicative). :meth:`Forest.predict` returns the mean and the standard deviation of
-  the trees' predictions on that scale. Measured on the benchmark_hub tables (README, "Sequential
-  search"): a third of the features per split, or adding the spread inside each tree's leaf (SMAC's law
-  of total variance, leaves of 3 rows) found worse designs at the same budget than this plain
-  between-tree spread.
+  the trees' predictions on that scale. Measured on the benchmark_hub tables (docs/search.md,
+  "Measured: regret against random search"): a third of the features per split, or adding the spread
+  inside each tree's leaf (SMAC's law of total variance, leaves of 3 rows) found worse designs at the
+  same budget than this plain between-tree spread.
 * :meth:`Forest.spread_skill` — whether the spread knows where the model is wrong: the rank
   correlation of the out-of-bag spread with the out-of-bag error (Breiman 2001's out-of-bag estimate),
   which decides whether ``accuracy`` follows the spread.

@@ -70,8 +70,8 @@ class AnalyticalBackend:
 
         missing = [p for p in PARAMETERS if p not in points.columns]
         if missing:
-            raise BackendError(f"{source}: the points lack column(s) {', '.join(missing)}; the built-in simulator needs "
-                               f"Stargazer's parameters {', '.join(PARAMETERS)} (sample them with "
+            raise BackendError(f"{source}: the points lack column(s) {', '.join(missing)}; the built-in simulator "
+                               f"needs Stargazer's parameters {', '.join(PARAMETERS)} (sample them with "
                                f"gpudse sample stargazer)")
         space = load_preset("stargazer")
         for p in PARAMETERS:

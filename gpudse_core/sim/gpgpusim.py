@@ -6,7 +6,8 @@ Logs: :func:`parse_log` reads a simulator's stdout (plain or ``.gz``) as a strea
 bounded whatever the log's size (lines longer than 1 MiB are cut), and at most ``limits.log_bytes``
 (decompressed) are read, and a ``.gz`` that expands more than ``limits.log_gzip_ratio`` times (checked
 from 16 MiB on; real logs compress about 10×) is refused, so a gzipped log bomb stops with a clear
-error within seconds (a parse costs 6–40 MB/s of log, so 4 GiB from a few MB would take minutes). Each kernel's statistics start
+error within seconds (a parse costs 6–40 MB/s of log, so 4 GiB from a few MB would take minutes). Each kernel's
+statistics start
 at ``kernel_name = …``; the metrics read are ``gpu_sim_cycle``, ``gpu_tot_sim_cycle``,
 ``gpu_sim_insn``, ``gpu_tot_sim_insn``, ``gpu_ipc``, ``gpu_tot_ipc``, ``L1D_total_cache_miss_rate``,
 ``L2_total_cache_miss_rate``, ``bwutil`` and ``dram_eff`` (printed once per memory channel: averaged),

@@ -166,7 +166,8 @@ class LookupTable:
         t = cls(space, digits, values, errors, response, source)
         for i, k in enumerate(map(tuple, digits.tolist())):
             if k in t.answers:
-                raise TableLookupError(f"{source}: rows {t.answers[k][2] + 2} and {i + 2} are the same design; a lookup "
+                raise TableLookupError(f"{source}: rows {t.answers[k][2] + 2} and {i + 2} are the same design; a "
+                                       "lookup "
                                    f"table needs one row per design (average the repeats first)")
             t.answers[k] = (None if np.isnan(values[i]) else float(values[i]), errors[i], i)
         return t

@@ -1,5 +1,5 @@
 """Durable campaign state in SQLite (standard library, WAL mode): nothing finished is ever lost, nothing is
-run twice without a record (simulation-campaigns issue; hostile input, campaign faults).
+run twice without a record (docs/simulations.md "Simulation campaigns"; hostile input, campaign faults).
 
 One file holds any number of named campaigns (and may hold other gpudse tables, e.g. the dashboard's
 workspace): the campaign spec (space, sampling, backend) and every design point with its status

@@ -1,4 +1,4 @@
-"""Validating uploaded simulation results against a design space (simulation-campaigns issue).
+"""Validating uploaded simulation results against a design space (results simulated elsewhere).
 
 Results come as CSV, Parquet or JSON from the dashboard or the CLI. :func:`validate_results` checks
 them against the :class:`~gpudse_core.space.DesignSpace` and returns the good rows plus a list of

@@ -1,4 +1,4 @@
-"""Safe, vectorised evaluation of feasibility constraints (foundation issue).
+"""Safe, vectorised evaluation of feasibility constraints (docs/design-spaces.md).
 
 Constraints such as ``smem_kb * 1024 >= threads * 12`` are user text, so they are never given to
 Python's ``eval``/``exec``. The text is *parsed* with :func:`ast.parse` (which only builds a syntax

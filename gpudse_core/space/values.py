@@ -1,4 +1,4 @@
-"""Value-set syntax of design-space files (foundation issue; Lee & Brooks Table 2 notation).
+"""Value-set syntax of design-space files (Lee & Brooks Table 2 notation; docs/design-spaces.md).
 
 A parameter's ordered set of values can be written as
 
@@ -251,7 +251,8 @@ def _fmt(f: Fraction) -> str:
 
 
 def format_values_text(values: tuple[Value, ...] | list[Value]) -> str:
-    """One-line text form used in tables and the dashboard's editor (``"pow2: 1..16"``, ``"9::3::36"``, ``"4, 8, 16"``)."""
+    """One-line text form used in tables and the dashboard's editor (``"pow2: 1..16"``, ``"9::3::36"``,
+    ``"4, 8, 16"``)."""
     spec = format_values(values)
     if isinstance(spec, dict):
         return f"pow2: {spec['pow2']}"

@@ -118,7 +118,8 @@ def adopt_campaign(ws: Any, name: str, response: str | None = None, app_column: 
         response = "cycles" if "cycles" in numeric else numeric[0]
     inputs: list[Any] = [space]
     samples = ws.get("samples")
-    if samples.value is not None and points_spec(samples.value.table()).get("points_sha256") == spec.get("points_sha256"):
+    if (samples.value is not None
+            and points_spec(samples.value.table()).get("points_sha256") == spec.get("points_sha256")):
         inputs.append(samples)
     partial = prog.remaining > 0
     note = f"{prog.done:,} of {prog.total:,} points done, {prog.failed:,} failed" if partial or prog.failed else ""
@@ -167,7 +168,8 @@ def append_campaign(ws: Any, name: str) -> Any:
     merged = pd.concat([old.table, table[[c for c in table.columns if c in old.table.columns]]], ignore_index=True)
     spec = info.spec or {}
     note = f"{len(table):,} simulated designs added" + (f", {prog.failed:,} failed" if prog.failed else "")
-    return ws.set_results(merged, old.response, f"{results.origin} + campaign {name} ({spec.get('backend', 'simulator')})",
+    return ws.set_results(merged, old.response, f"{results.origin} + campaign {name} "
+                                                f"({spec.get('backend', 'simulator')})",
                           app_column=old.app_column, inputs=("space",), note=note)
 
 

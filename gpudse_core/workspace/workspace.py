@@ -14,7 +14,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Self
 
@@ -271,8 +271,8 @@ class Workspace:
                 status = Status(stage, "stale", f"version {version} is not the current {noun(stage)}",
                                 f"Use the current {noun(stage)}", stage)
             value = None if row[5] is None else self._decode(stage, version, row[6], row[7])
-        return StageValue(stage, value, version, status, row[5], _inputs(row[4], stage, version), row[3], row[2], bool(row[8]),
-                          row[9], row[1])
+        return StageValue(stage, value, version, status, row[5], _inputs(row[4], stage, version), row[3], row[2],
+                          bool(row[8]), row[9], row[1])
 
     def value(self, stage: str) -> Any:
         """The stage's value when it is current, else None (for code that only shows current values)."""
@@ -410,8 +410,8 @@ class Workspace:
             revision = int(self._meta()[4]) + 1
             now = time.time()
             self._db.execute(
-                "INSERT INTO ws_stage (stage, version, revision, created, origin, inputs, digest, format, value, bytes, "
-                "partial, note) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "INSERT INTO ws_stage (stage, version, revision, created, origin, inputs, digest, format, value, "
+                "bytes, partial, note) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (stage, version, revision, now, str(origin)[:1000], json.dumps(refs, sort_keys=True), digest, fmt,
                  blob, len(blob or b""), int(partial), str(note)[:1000]))
             self._db.execute("INSERT INTO ws_head (stage, version) VALUES (?, ?) ON CONFLICT(stage) DO UPDATE SET "
@@ -547,7 +547,8 @@ class Workspace:
                 else:
                     self._db.backup(out)
                 now = time.time()
-                out.execute("UPDATE ws_meta SET id = ?, name = ?, key_hash = ?, forked_from = ?, created = ?, updated = ?",
+                out.execute("UPDATE ws_meta SET id = ?, name = ?, key_hash = ?, forked_from = ?, created = ?, "
+                            "updated = ?",
                             (new_id, _check_name(name or f"{src_name} (copy)"), dbm.key_hash(key), self.id, now, now))
                 out.execute("DELETE FROM ws_job")
                 out.commit()
@@ -689,8 +690,10 @@ def _check_value(stage: str, value: Any) -> None:
     expected = {"space": "DesignSpace", "samples": "SampleSet", "results": "Results"}
     if stage in expected and type(value).__name__ != expected[stage]:
         raise StageError(f"the {noun(stage)} stage holds a {expected[stage]}, not a {type(value).__name__}")
-    if stage == "model" and not (callable(getattr(value, "to_dict", None)) and callable(getattr(value, "predict", None))):
-        raise StageError(f"the model stage holds a fitted model (with predict and to_dict), not a {type(value).__name__}")
+    if stage == "model" and not (callable(getattr(value, "to_dict", None))
+                                 and callable(getattr(value, "predict", None))):
+        raise StageError("the model stage holds a fitted model (with predict and to_dict), not a "
+                         f"{type(value).__name__}")
     if stage == "results":
         t = value.table
         lim = limits.current()

@@ -111,7 +111,8 @@ _NUMBER = re.compile(r"\s*[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?\s*\Z|\s*[+-]?(
 
 def _numeric_cell(v: Any) -> bool:
     """A cell a numeric column may hold: a number, the text of one, or empty."""
-    return v is None or isinstance(v, (int, float)) or (isinstance(v, str) and (not v.strip() or bool(_NUMBER.match(v))))
+    return v is None or isinstance(v, (int, float)) or (isinstance(v, str)
+                                                         and (not v.strip() or bool(_NUMBER.match(v))))
 
 
 def wide_integer_error(name: str, row: int, column: Any, text: Any) -> TableError:

@@ -28,7 +28,8 @@ def put_space(new, origin: str, expect: int | None = None) -> None:
     st.session_state[FORM] = stored.version
     later = [ui.STAGE_TITLE[s].lower() for s, status in w.overview().items()
              if s in ("samples", "results", "model") and status.state == "stale"]  # no value read: never damaged
-    ui.flash("success", f"Design space **{ui.plain(new.name)}** loaded ({ui.plain(origin)}): {ui.fmt_count(new.size, 'design points')}."
+    ui.flash("success", f"Design space **{ui.plain(new.name)}** loaded ({ui.plain(origin)}): "
+             f"{ui.fmt_count(new.size, 'design points')}."
              + (f" Out of date now: {', '.join(later)} — each page offers to redo its part." if later else ""))
 
 

@@ -180,7 +180,8 @@ with tab_run:
                     st.rerun()
 
 with tab_upload:
-    st.caption(f"Results from GPGPU-Sim, Accel-Sim or any simulator: one row per design point of **{ui.plain(space.name)}** "
+    st.caption(f"Results from GPGPU-Sim, Accel-Sim or any simulator: one row per design point of "
+               f"**{ui.plain(space.name)}** "
                f"with its parameters and response columns. CSV, Parquet or JSON, up to "
                f"{ui.upload_cap_mb()} MB. The first results are used as soon as they are read; results in use "
                "are replaced only when you confirm, and earlier versions can be restored under **Versions**.")

@@ -153,8 +153,8 @@ with tab_true:
                 st.rerun()
         elif ui.analysis_banner(sv, compute, key="fix_true_error"):
             errs = sv.value
-            st.caption(f"Against the built-in simulator's **{ui.plain(errs.kernel)}** (the application the results were "
-                       f"simulated with), at {ui.fmt_count(errs.points, 'design points')}.")
+            st.caption(f"Against the built-in simulator's **{ui.plain(errs.kernel)}** (the application the results "
+                       f"were simulated with), at {ui.fmt_count(errs.points, 'design points')}.")
             m = st.columns(4)
             m[0].metric("Points", ui.fmt_count(errs.points))
             m[1].metric("Mean error", ui.fmt_pct(errs.mean))

@@ -181,7 +181,8 @@ elif ui.analysis_banner(sv, lambda: compute(ui_work.scan_request(sv.value, reque
     designs = value.designs if value.designs is not None else space.size
     best = value.best
     evaluated = value.evaluated if value.evaluated is not None else len(best)
-    st.markdown(f"**The {len(best)} {goal_word} predicted {ui.plain(model.response)} of {ui.fmt_count(designs)} designs** "
+    st.markdown(f"**The {len(best)} {goal_word} predicted {ui.plain(model.response)} of "
+                f"{ui.fmt_count(designs)} designs** "
                 f"(model version {model_sv.version}; exact: {ui.fmt_count(evaluated)} {ui.plain(value.how())})")
     for note in value.notes:
         st.caption(f":material/info: {ui.plain(note)}")

@@ -145,8 +145,8 @@ with right:
         st.stop()
     s = zp.summary()
     m = st.columns(4)
-    m[0].metric("K (downscaling)", s["K"], help=ui.help_for("k") + " Here: " + ui.plain(", ".join(f"{n} {v} → {s['downscaled'][n]}"
-                                                          for n, v in s["components"].items())))
+    scaled = ", ".join(f"{n} {v} → {s['downscaled'][n]}" for n, v in s["components"].items())
+    m[0].metric("K (downscaling)", s["K"], help=ui.help_for("k") + " Here: " + ui.plain(scaled))
     m[1].metric("Pixels traced", ui.fmt_pct(s["traced_percent"] / 100), help=ui.help_for("p-traced"))
     m[2].metric("Speedup (eq. 4)", f"{ui.fmt_num(s['predicted_speedup'], sig=3)}×" if s["predicted_speedup"]
                 else "–",

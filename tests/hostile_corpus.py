@@ -555,8 +555,8 @@ def _cases() -> Iterator[Case]:  # noqa: C901 - a flat list of cases
                E, wide.format(2, "ipc"))
     yield Case(S, rs, "wide-ints-beside-decimal", "r.csv", results_csv(extra={"ipc": [1.5, 2 ** 70, 2 ** 70 + 1]}), E,
                wide.format(2, "ipc"))
-    yield Case(S, rs, "wide-ints-json", "r.json", json.dumps([{**STARGAZER_ROW, "blk": b, "cycles": 10 ** 30 + b}
-                                                              for b in (1, 2, 4)]).encode(), E, wide.format(1, "cycles"))
+    wide_json = json.dumps([{**STARGAZER_ROW, "blk": b, "cycles": 10 ** 30 + b} for b in (1, 2, 4)]).encode()
+    yield Case(S, rs, "wide-ints-json", "r.json", wide_json, E, wide.format(1, "cycles"))
     yield Case(V, rs, "int64-edges-exact", "r.csv", results_csv(extra={"ipc": [2 ** 63 - 1, 2 ** 63 - 2, 7]}), OK,
                r"kept 20 of 20 rows")
     yield Case(T, rs, "empty", "r.csv", b"", E, r"cannot be read as CSV|holds no table")

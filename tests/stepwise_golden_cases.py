@@ -7,7 +7,8 @@ the built-in kernels drawn as benchmarks/bench_accuracy.py draws them, the three
 tables (300 random ``ok`` rows each) and a noise-free kernel. :func:`summary` is what the fixture stores of a
 fit: its terms, coefficients, settings, trace rows (Table 1) and notes, and the steps the fit showed as it ran.
 
-Regenerate deliberately (a change to the model's results): ``PYTHONPATH=$PWD python tests/fixtures/make_stepwise_golden.py``.
+Regenerate deliberately (a change to the model's results):
+``PYTHONPATH=$PWD python tests/fixtures/make_stepwise_golden.py``.
 """
 
 from __future__ import annotations
@@ -69,7 +70,9 @@ def cases() -> Iterator[Case]:
     from gpudse_core.model.stepwise import ALGORITHM1_SETTINGS, PAPER_SETTINGS
 
     for name, c in sorted(_reference_cases().items()):
-        data = (lambda c=c: pd.DataFrame(c["data"]))
+        def data(c=c):
+            return pd.DataFrame(c["data"])
+
         paper = {**PAPER_SETTINGS, "theta": c["theta"], "phi": c["phi"], "threshold_rule": c["rule"]}
         yield f"reference/{name}/paper", data, c["response"], paper, False
         yield f"reference/{name}/algorithm1", data, c["response"], dict(ALGORITHM1_SETTINGS), False
@@ -83,7 +86,9 @@ def cases() -> Iterator[Case]:
     yield "kernel/matMul/noise-free", (lambda: _kernel("matMul", 3, noise=0.0)), "cycles", {}, False
     for gpu in ("A100", "A4000", "MI250X"):
         yield f"hub/{gpu}", (lambda g=gpu: _hub(g)), "time_ms", {}, True
-    a4000 = (lambda: _hub("A4000"))
+    def a4000():
+        return _hub("A4000")
+
     variants = {
         "robust-off": {"robust": "none"},
         "cells-off": {"cells": False},
@@ -94,7 +99,9 @@ def cases() -> Iterator[Case]:
     for v, s in variants.items():
         yield f"hub/A4000/{v}", a4000, "time_ms", s, True
     yield from _planted()
-    aes = (lambda: _kernel("AES", 1))
+    def aes():
+        return _kernel("AES", 1)
+
     search = {
         "aic": {"criterion": "aic", "theta": 2.0, "phi": 2.0, "phi3": 2.0},
         "bic": {"criterion": "bic", "theta": 2.0, "phi": 2.0, "phi3": 2.0, "robust": "none", "cells": False},

@@ -275,7 +275,8 @@ def test_a_design_the_command_simulator_failed_on_is_recorded_and_never_recommen
     assert job.wait(300) and ws.job(job.id).state == "finished", ws.job(job.id).error
     check = ui_work.latest_simulated_best(ws)
     shown = check.table
-    assert shown["in interval"].tolist() == ["failed", "no interval", "no interval"] and len(check.failed) == 1  # noise-free: no interval
+    # noise-free: no interval
+    assert shown["in interval"].tolist() == ["failed", "no interval", "no interval"] and len(check.failed) == 1
     assert "status 1" in shown.why.iloc[0] and shown.why.iloc[1:].eq("").all()
     assert len(ws.get("results").value.table) == 42  # the two that simulated
     cols = list(space.parameter_names) + ["gpu_tot_sim_cycle"]

@@ -79,7 +79,8 @@ def test_a_kill_mid_write_leaves_the_old_file_or_none_never_half(workspace, tmp_
                  "stage-table": (tmp_path / "s.csv", "csv")}[what]
     argv = {"report": ["workspace", "report", workspace, "-o", str(out), "--home", home],
             "project": ["workspace", "export", workspace, "-o", str(out), "--home", home],
-            "stage-table": ["workspace", "export", workspace, "--stage", "samples", "-o", str(out), "--home", home]}[what]
+            "stage-table": ["workspace", "export", workspace, "--stage", "samples", "-o", str(out),
+                            "--home", home]}[what]
     if prior:
         out.write_bytes(OLD)
     _kill_mid_write(argv, tmp_path / "paused")

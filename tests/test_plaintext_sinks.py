@@ -72,9 +72,19 @@ OURS = {
                            "language of the Design space page'"): "response: one of RESPONSES",
     ("pages/10_Search.py", "f'a cost computed from the parameters; the front is {response} against it'"):
         "response: one of RESPONSES",
-    ("pages/3_Simulations.py", "f'No external simulator is configured on this server. An administrator describes "
+    ("pages/3_Simulations.py", "f\"No external simulator is configured on this server. An administrator describes "
                                "one in a TOML file (command, config template, metrics, timeout) in {backends_dir} or "
-                               "the folder named by GPUDSE_BACKENDS; see the README.'"): "the server's own folder",
+                               "the folder named by GPUDSE_BACKENDS; see docs/simulations.md "
+                               "'Simulation campaigns'.\""):
+        "the server's own folder",
+    ("pages/3_Simulations.py", "ui_versions.replacement(current, rep.table, model_response, up.name)"):
+        "versions.replacement() passes every name, origin and column through ui.plain",
+    ("dashboard/versions.py", "f'The workspace keeps the last versions of the {stage}; restoring one makes it the "
+                              "current version again (what was computed from it is current again).'"):
+        "stage: a stage name of the workspace (stages.BASE_STAGES)",
+    ("dashboard/versions.py", "f\"**v{v.version}** · {ui.plain(v.origin) or 'unknown origin'} · {_when(v.created)}\" "
+                              "+ (' · *partial*' if v.partial else '')"):
+        "the version number and its time, written by _when(); the origin goes through ui.plain",
     ("pages/3_Simulations.py", "f'{p.kind}: {ui.plain(p)}'"): "p.kind: a results problem's kind, upload.py's names",
     ("pages/4_Stepwise_fit.py", "head.label if head is not None and head.value is not None else "
                                 "'Out-of-sample error'"): "Headline.label: where the error was measured",

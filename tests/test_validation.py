@@ -10,7 +10,7 @@ import pytest
 
 from gpudse_core import GpudseError, load_preset, sample
 from gpudse_core.cli import main
-from gpudse_core.model.learners import fit_learner, response_bounds, stepwise_fit
+from gpudse_core.model.learners import fit_learner, response_bounds
 from gpudse_core.model.validation import Cancelled, ecdf, relative_distance, relative_errors, summarize, validate
 from gpudse_core.model.stepwise import fit_stepwise
 from gpudse_core.sim.simulator import simulate

@@ -235,7 +235,8 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     si.add_argument("--backend", choices=("analytical", "command", "mgpusim"), default="analytical",
                     help="analytical: the built-in simulator (default); command: an external simulator (--config); "
                     "mgpusim: MGPUSim timing simulation (points of the mgpusim preset; built with 'go' on first use)")
-    si.add_argument("--kernel", default="matMul", choices=list(choices.KERNELS), help="analytical backend: Table 4 application")
+    si.add_argument("--kernel", default="matMul", choices=list(choices.KERNELS),
+                    help="analytical backend: Table 4 application")
     add_mgpusim_arguments(si)
     si.add_argument("--config", metavar="SIM.toml", help="command backend: the simulator description on this machine")
     si.add_argument("--noise", type=float, default=0.01,

@@ -97,7 +97,8 @@ class ScanResult:
         f = Fields(stored, cls.WHAT)
         request = f.mapping("request", {})
         for key, ok in (("k", lambda v: isinstance(v, int) and not isinstance(v, bool) and v > 0),
-                        ("maximize", lambda v: isinstance(v, bool)), ("cost", lambda v: v is None or isinstance(v, str))):
+                        ("maximize", lambda v: isinstance(v, bool)),
+                        ("cost", lambda v: v is None or isinstance(v, str))):
             if key in request and not ok(request[key]):
                 raise f.error("request", f"has {key} = {request[key]!r}")
         best = f.table("best")

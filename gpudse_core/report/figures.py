@@ -414,7 +414,8 @@ def selected_pixels(plan: Any) -> go.Figure:
     colours, cold = plan.cluster_colours(), plan.quant.coldness
     for i in np.argsort(cold, kind="stable"):  # hottest (most costly) first, as the page's caption
         r, g, b = (int(v) for v in colours[i])
-        fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=f"cluster, c = {fmt.fmt_number(cold[i], sig=3)}",
+        fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers",
+                                 name=f"cluster, c = {fmt.fmt_number(cold[i], sig=3)}",
                                  marker=dict(symbol="square", size=14, color=f"rgb({r},{g},{b})")))
     grey = round(200 * DIM)
     fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name="dimmed colour: not traced",

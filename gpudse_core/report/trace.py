@@ -143,7 +143,8 @@ def build(trace: Iterable[Mapping[str, Any]], params: Sequence[str]) -> Table:
             label = f"{label} of {prefix}:"
         if not scores:
             label = "–"
-            if kind in ("robust", "transform", "cells"):  # a decision among fits, not candidates in columns: keep its scores
+            # a decision among fits, not candidates in columns: keep its scores
+            if kind in ("robust", "transform", "cells"):
                 crit = {str(k): (float(v) if finite_number(v) else None) for k, v in cands.items()}
         metric = str(r.get("metric", ""))
         stat_name = STATISTIC.get(metric, metric)
@@ -292,7 +293,8 @@ def html(table: Table, *, current: int | None = None, follow: bool = False, mode
     cols = used_columns(table)
     # what decided the step first (a projector shows ~1,200 px: 20-odd candidate columns would push the
     # statistic out of view), then the paper's candidate values, whose box scrolls sideways
-    head = ("<tr><th class='st'>step</th><th class='tm'>term</th>" + "".join(f"<th class='sm'>{h}</th>" for h in SUMMARY)
+    head = ("<tr><th class='st'>step</th><th class='tm'>term</th>"
+            + "".join(f"<th class='sm'>{h}</th>" for h in SUMMARY)
             + "<th class='lb'>values</th>" + "".join(f"<th>{e(c)}</th>" for c in cols)
             + ("<th class='model'>model after the step</th>" if model_column else "") + "</tr>")
     body = []

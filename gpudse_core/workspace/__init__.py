@@ -95,9 +95,9 @@ from .workspace import (
                         open_workspace,
 )
 
-__all__ = ["BASE_STAGES", "CampaignInfo", "CliCampaign", "Conflict", "Damaged", "StageDamaged", "Job", "JobContext", "JobInfo", "NotFound",
-           "NotReady", "ProjectExport", "ReadOnly", "ReportContents", "Results", "StageError", "StageValue", "Status",
-           "Stopped", "VersionInfo", "Workspace", "WorkspaceError", "WorkspaceInfo", "adopt_campaign",
-           "application_column", "create_workspace", "export_project", "fill_example", "home", "import_project", "list_workspaces",
-           "open_workspace", "register", "report_contents", "result_class", "samples_from_dict", "single_user", "start_campaign",
-           "start_job", "start_scan", "start_validation"]
+__all__ = ["BASE_STAGES", "CampaignInfo", "CliCampaign", "Conflict", "Damaged", "StageDamaged", "Job", "JobContext",
+           "JobInfo", "NotFound", "NotReady", "ProjectExport", "ReadOnly", "ReportContents", "Results", "StageError",
+           "StageValue", "Status", "Stopped", "VersionInfo", "Workspace", "WorkspaceError", "WorkspaceInfo",
+           "adopt_campaign", "application_column", "create_workspace", "export_project", "fill_example", "home",
+           "import_project", "list_workspaces", "open_workspace", "register", "report_contents", "result_class",
+           "samples_from_dict", "single_user", "start_campaign", "start_job", "start_scan", "start_validation"]

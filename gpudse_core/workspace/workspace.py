@@ -476,7 +476,8 @@ class Workspace:
         with self._write(f"store the {noun(stage)}"):
             sv = self.put(stage, value, inputs=inputs, origin=origin, expect=expect)
             self._db.execute("INSERT INTO ws_fit (stage, version, fingerprint) VALUES (?, ?, ?) ON CONFLICT(stage, "
-                             "version) DO UPDATE SET fingerprint = excluded.fingerprint", (stage, sv.version, fingerprint))
+                             "version) DO UPDATE SET fingerprint = excluded.fingerprint",
+                             (stage, sv.version, fingerprint))
         return sv
 
     def fitted_version(self, stage: str, fingerprint: str) -> int | None:
@@ -484,7 +485,8 @@ class Workspace:
         with self._lock:
             try:
                 row = self._db.execute(
-                    "SELECT MAX(f.version) FROM ws_fit f JOIN ws_stage s ON s.stage = f.stage AND s.version = f.version "
+                    "SELECT MAX(f.version) FROM ws_fit f "
+                    "JOIN ws_stage s ON s.stage = f.stage AND s.version = f.version "
                     "WHERE f.stage = ? AND f.fingerprint = ? AND s.digest IS NOT NULL AND s.partial = 0",
                     (stage, fingerprint)).fetchone()
             except sqlite3.OperationalError:  # a file written before fits were fingerprinted, opened read-only

@@ -14,7 +14,7 @@ The search, exactly as Algorithm 1:
    own threshold ``phi3`` until none passes. Stargazer found three-way terms unneeded on GPGPU-Sim
    (§5.2); the built-in simulator's matMul depends on blk:simd:smp.
 
-The robust default adds (each measured in README "Regression choices", each off in
+The robust default adds (each measured in docs/models.md "Regression choices", each off in
 :data:`PAPER_SETTINGS`):
 
 4. ``revisit``: when Algorithm 1 stops, every pair of chosen parameters not in M (and every triple
@@ -59,7 +59,7 @@ Settings: :data:`PAPER_SETTINGS` is Stargazer as written: ``reference=True`` run
 released implementation exactly (:mod:`..reference`, R's ``ns`` and ``lm``); ``threshold_rule``
 says whether θ and φ are shares of the model's R² (``relative``, the released code) or absolute
 (the paper's text; the robust search's default). The estimator's defaults are the robust choice measured in
-README "Regression choices" (log2 scale for powers of two, categorical terms for parameters with at
+docs/models.md "Regression choices" (log2 scale for powers of two, categorical terms for parameters with at
 most three values, knots at distinct-value quantiles; see :mod:`..encoding`). Predictions are
 guarded by the training support and a bound (:mod:`..fitted`, :mod:`..support`).
 

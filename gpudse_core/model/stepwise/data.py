@@ -32,7 +32,8 @@ def check_response(data: pd.DataFrame, response: str) -> None:
 
     if response not in data.columns:
         hint = suggest(str(response), list(map(str, data.columns)))
-        raise FitError(f"response column {response!r} is not in the data" + (f" (did you mean {hint!r}?)" if hint else "")
+        raise FitError(f"response column {response!r} is not in the data"
+                       + (f" (did you mean {hint!r}?)" if hint else "")
                        + f"; columns: {', '.join(map(str, data.columns))}")
     if is_boolean_column(data[response]):
         raise FitError(f"response column {response!r} holds True/False values, not a measurement: a model of it would "

@@ -1,7 +1,7 @@
 """Named settings of the stepwise search: Stargazer as written (§5.2, Algorithm 1, and the authors' released
 implementation) and Algorithm 1 as the paper's text reads on this package's incremental search.
 
-The estimator's own defaults are the robust choice measured in README "Regression choices" (the F-test at
+The estimator's own defaults are the robust choice measured in docs/models.md "Regression choices" (the F-test at
 θ = φ = 0.001, revisit, look-ahead, prune, the one-row guard, Huber rounds, level cells, the automatic response
 transform); each of these is off in :data:`PAPER_SETTINGS` and :data:`ALGORITHM1_SETTINGS`.
 """

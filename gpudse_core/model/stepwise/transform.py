@@ -63,7 +63,7 @@ def auto_transform(settings: Mapping[str, Any], data: Data) -> Steps:
 
     Why: time adds up (rounds of blocks, memory + compute cycles), and where the runtime spans a few × an
     untransformed or square-root response is the more additive one (BFS, LPS, AES on the built-in simulator);
-    across 100× (real tuning spaces) the log is, and the errors choose it (README "Regression choices").
+    across 100× (real tuning spaces) the log is, and the errors choose it (docs/models.md "Regression choices").
 
     Parameters
     ----------

@@ -147,7 +147,7 @@ def _damaged(w) -> None:
 
 def stored(w, stage: str) -> Any:
     """The stage's stored version (a StageValue; its value None when there is none), or None when it
-    cannot be read — damaged, or not what gpudse writes (stages.VALIDATORS): the damaged banner, with
+    cannot be read — damaged, or not what gpudse writes: the damaged banner, with
     the owner's Drop button, is shown, and the page goes on without it (:func:`read` stops instead)."""
     try:
         return w.get(stage)

@@ -15,7 +15,8 @@ from dashboard.work import POLL_S
 from gpudse_core.choices import MGPUSIM_BENCHMARKS, MGPUSIM_PARAMETERS
 from gpudse_core.report import figures
 from gpudse_core.search.runner import describe_differences, same_study, search_settings, start_search
-from gpudse_core.search.study import SearchResult, Trial, default_initial
+from gpudse_core.search.result import SearchStudy
+from gpudse_core.search.study import default_initial
 from gpudse_core.sim.simulator import KERNELS
 
 GOALS = {"min": "min — the lowest value", "max": "max — the highest value",
@@ -34,9 +35,9 @@ st.caption("Simulate where a random-forest model expects the most improvement, r
            "docs/search.md.")
 (space_sv,) = ui.need("space")
 space = space_sv.value
-sv = ui.stored(w, "search")  # None when damaged or tampered: the banner says so and offers to drop it
-doc = sv.value if sv is not None and isinstance(sv.value, dict) else None
-stored = (doc or {}).get("settings") or {}
+sv = ui.analysis("search")  # a damaged or forged study: the banner names it, offers to drop it; read as missing
+study = sv.value  # a SearchStudy (gpudse_core.search.result) or None
+stored = study.settings if study is not None else {}
 # the widgets open on the stored search's settings (a reload, or coming back to the page), so resuming it
 # is one click; the defaults otherwise
 source_kernel = str(stored.get("source", "")).rsplit("kernel ", 1)[-1]
@@ -94,7 +95,7 @@ seed = c5.number_input("Seed", min_value=0, max_value=2**31 - 1, key="se_seed")
 
 wanted = search_settings(space, kernel, goal, int(budget), int(seed), initial=int(initial), initial_method=method,
                          cost=cost, objective=objective, response=response, batch=int(batch), stored=stored or None)
-resumable = bool(doc and doc.get("trials")) and same_study(stored, wanted) and len(doc["trials"]) < int(budget)
+resumable = bool(study and study.trials) and same_study(stored, wanted) and len(study.trials) < int(budget)
 
 
 def begin(resume: bool = True) -> None:
@@ -115,9 +116,9 @@ def begin(resume: bool = True) -> None:
 
 running = ui_jobs.job_panel(w, "search", "The search", rerun=begin)
 if not running:
-    label = (f"Resume the search ({len(doc['trials']):,} of {int(budget):,} simulated)" if resumable
+    label = (f"Resume the search ({len(study.trials):,} of {int(budget):,} simulated)" if resumable
              else "Start the search")
-    differ = describe_differences(stored, wanted) if doc and doc.get("trials") else ""
+    differ = describe_differences(stored, wanted) if study and study.trials else ""
     if differ:  # each differing setting with its stored and its given value, as the CLI's refusal says it
         st.caption("Starting replaces the stored search, whose settings differ from those above: "
                    + ui.plain(differ) + ".")
@@ -129,37 +130,33 @@ if not running:
             st.rerun()
 
 
-def show(doc: dict, partial: bool, live: bool) -> None:
-    trials = doc["trials"]
-    settings = doc.get("settings", {})
-    response = settings.get("response", "value")
-    g = settings.get("goal")
-    objective = settings.get("objective", "")
-    res = SearchResult(g, response, [Trial.from_dict(t, settings.get("params") or ()) for t in trials],
-                       doc.get("stopped", ""))
+def show(study: SearchStudy, partial: bool, live: bool) -> None:
+    trials = study.trials
+    response, g, objective = study.response, study.goal, study.objective
+    res = study.result()
     valued = "objective" if objective else response
     what = {"min": f"lowest {valued}", "max": f"highest {valued}", "accuracy": "a model good everywhere",
             "pareto": f"the front of {response} against the cost"}.get(g, str(g))
-    status = "running" if live else ("partial: stopped" if partial else "ended: " + str(doc.get("stopped", "")))
-    st.markdown(f"**{ui.plain(settings.get('source', 'search'))}** — goal: {ui.plain(what)} — {ui.plain(status)}")
+    status = "running" if live else ("partial: stopped" if partial else "ended: " + study.stopped)
+    st.markdown(f"**{ui.plain(study.source)}** — goal: {ui.plain(what)} — {ui.plain(status)}")
     if objective:
         st.markdown("Objective: " + ui.plain(objective))
-    if settings.get("cost"):
-        st.markdown("Cost: " + ui.plain(settings["cost"]))
+    if study.cost:
+        st.markdown("Cost: " + ui.plain(study.cost))
     ok = res.ok
-    best = res.best() if g in ("min", "max") else None
-    errors = doc.get("model_error") or []
+    best = study.best()
+    errors = study.model_error
     m = st.columns(5)
     m[0].metric("Simulated", ui.fmt_count(len(trials)))
     m[1].metric("Failed", ui.fmt_count(len(trials) - len(ok)))
-    m[2].metric("Rounds", ui.fmt_count(max(t["round"] for t in trials) + 1))
+    m[2].metric("Rounds", ui.fmt_count(study.rounds))
     if best is not None:
         m[3].metric(f"Best {ui.plain(valued)}",
                     ui.fmt_num(best.value, None if objective else ui.response_unit(response)))
     elif g == "pareto":
         m[3].metric("Designs on the front", ui.fmt_count(len(res.front())))
     if errors:
-        m[4].metric("Model error", ui.fmt_pct(errors[-1]["error"]),
+        m[4].metric("Model error", ui.fmt_pct(errors[-1][1]),
                     help="the forest's mean relative out-of-bag error on every design simulated so far")
     if best is not None:
         unit = ui.response_unit(response)
@@ -174,13 +171,13 @@ def show(doc: dict, partial: bool, live: bool) -> None:
         front = res.front()
         with_cost = [t for t in ok if t.cost is not None]
         ui.chart(figures.search_front([t.cost for t in with_cost], [t.value for t in with_cost],
-                                      [t.cost for t in front], [t.value for t in front], settings.get("cost", ""),
+                                      [t.cost for t in front], [t.value for t in front], study.cost,
                                       response), left, narrow=True)
     else:
-        ui.chart(figures.search_progress([t["value"] for t in trials], [t["round"] for t in trials], valued,
+        ui.chart(figures.search_progress([t.value for t in trials], [t.round for t in trials], valued,
                                          g == "max"), left, narrow=True)
     if errors:
-        ui.chart(figures.search_model_error([e["simulated"] for e in errors], [e["error"] for e in errors]), right,
+        ui.chart(figures.search_model_error([n for n, _ in errors], [e for _, e in errors]), right,
                  narrow=right is not None)
     else:
         (right or st).caption("The model's estimated error appears once ten designs have simulated.")
@@ -202,7 +199,7 @@ def show(doc: dict, partial: bool, live: bool) -> None:
     st.caption("How often each parameter value was simulated after the initial sample (model version ≥ 1).")
     chosen = table[table["model version"] > 0]
     if len(chosen):
-        counts = {p: chosen[p].astype(str).value_counts().to_dict() for p in settings.get("params", [])
+        counts = {p: chosen[p].astype(str).value_counts().to_dict() for p in study.params
                   if p in chosen.columns}
         ui.table(pd.DataFrame([{"parameter": p, "values (count)": ", ".join(f"{v} ({n})" for v, n in c.items())}
                                for p, c in counts.items()]))
@@ -216,8 +213,8 @@ def show(doc: dict, partial: bool, live: bool) -> None:
 def live() -> None:
     sv = ui.stored(w, "search")
     job = ui_jobs.active(w, "search")
-    if (sv is not None and job is not None and sv.created >= job.started and isinstance(sv.value, dict)
-            and sv.value.get("trials")):
+    if (sv is not None and job is not None and sv.created >= job.started and isinstance(sv.value, SearchStudy)
+            and sv.value.trials):
         show(sv.value, sv.partial, live=True)  # this search's own study, stored after its latest rounds
     else:
         st.caption("The search's simulations appear here after its first round.")
@@ -225,8 +222,8 @@ def live() -> None:
 
 if running:
     live()
-elif doc and doc.get("trials"):
-    show(doc, sv.partial, live=False)
-elif sv is not None:
+elif study is not None and study.trials:
+    show(study, sv.partial, live=False)
+elif "search" not in w.damaged():  # a damaged study is named above, with the offer to drop it
     st.info("No search yet in this workspace: choose a kernel, a goal and a budget, then start it.",
             icon=":material/info:")

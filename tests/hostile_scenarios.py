@@ -640,7 +640,8 @@ def op_store_analysis(ctx: Ctx, s: dict) -> None:
         try:
             h.put_analysis(s["stage"], doc, inputs=[], origin="scenario")
         except StageError:  # a typed analysis refuses it on write: forge the file, as a hand edit would
-            h.put_analysis(s["stage"], _stored("comparison-valid", h), inputs=[], origin="scenario")
+            valid = _study() if s["stage"] == "search" else _stored("comparison-valid", h)  # of the stage's type
+            h.put_analysis(s["stage"], valid, inputs=[], origin="scenario")
             fmt, blob = codec.encode(doc)
             con = sqlite3.connect(h.path)
             con.execute("UPDATE ws_stage SET format = ?, value = ? WHERE stage = ? AND version = "

@@ -448,12 +448,12 @@ def test_search_page_runs_a_search_as_a_job_and_shows_the_study(app):
     button(app, "Start the search").click().run()
     wait_jobs(app)
     study = ws(app).get("search")
-    assert study.ok and len(study.value["trials"]) == 20 and study.value["settings"]["goal"] == "min"
+    assert study.ok and len(study.value.trials) == 20 and study.value.goal == "min"
     m = metrics(app)
     assert m["Simulated"] == "20" and m["Failed"] == "0" and m["Rounds"] == "4"  # 10 initial, then 4 + 4 + 2
     from dashboard.frame import fmt_num
 
-    best = min(t["value"] for t in study.value["trials"])
+    best = min(t.value for t in study.value.trials)
     assert m["Best cycles"] == fmt_num(best, "cycles")
     assert any(len(df.value) == 20 for df in app.dataframe)
 
@@ -469,7 +469,7 @@ def test_search_page_optimises_an_objective_and_shows_it_beside_the_response(app
     button(app, "Start the search").click().run()
     wait_jobs(app)
     assert not app.error, texts(app, "error")
-    study = ws(app).get("search").value
+    study = ws(app).get("search").value.to_stored()
     assert study["settings"]["objective"] == "cycles * (40 + simd + 4 * smp)"
     trials = study["trials"]
     assert len(trials) == 20 and all(t["status"] == "ok" for t in trials)
@@ -529,7 +529,7 @@ def test_search_page_pareto_needs_a_cost_then_draws_the_front(app):
     app.text_input(key="se_cost").set_value("simd * smp").run()
     button(app, "Start the search").click().run()
     wait_jobs(app)
-    study = ws(app).get("search").value
+    study = ws(app).get("search").value.to_stored()
     assert study["settings"]["cost"] == "simd * smp" and len(study["trials"]) == 16
     assert all(t["cost"] == t["design"]["simd"] * t["design"]["smp"] for t in study["trials"])
     from gpudse_core.search.study import SearchResult, Trial
@@ -547,7 +547,7 @@ def test_search_page_accuracy_goal_shows_the_model_error_not_a_best_design(app):
     app.number_input(key="se_budget").set_value(24).run()
     button(app, "Start the search").click().run()
     wait_jobs(app)
-    study = ws(app).get("search").value
+    study = ws(app).get("search").value.to_stored()
     assert study["settings"]["goal"] == "accuracy" and len(study["trials"]) == 24
     m = metrics(app)
     assert "Best cycles" not in m and m["Model error"].endswith("%")
@@ -562,12 +562,12 @@ def test_search_page_resumes_a_search_with_a_larger_budget(app):
     app.number_input(key="se_batch").set_value(2).run()
     button(app, "Start the search").click().run()
     wait_jobs(app)
-    first = ws(app).get("search").value["trials"]
+    first = ws(app).get("search").value.to_stored()["trials"]
     assert len(first) == 14
     app.number_input(key="se_budget").set_value(20).run()
     button(app, "Resume the search (14 of 20 simulated)").click().run()
     wait_jobs(app)
-    trials = ws(app).get("search").value["trials"]
+    trials = ws(app).get("search").value.to_stored()["trials"]
     assert len(trials) == 20 and trials[:14] == first  # nothing simulated again
     assert len({tuple(sorted(t["design"].items())) for t in trials}) == 20
     app.number_input(key="se_seed").set_value(1).run()  # another study: starting replaces it

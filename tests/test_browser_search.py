@@ -60,15 +60,15 @@ def test_search_page_objective_live_reload_stop_resume_pareto(server, browser, h
     t.check("stopped")
     w = workspace(home, ws_id)
     stopped = w.get("search")
-    assert stopped.partial and 0 < len(stopped.value["trials"]) < 2000
-    fill(t, "Simulations in all", str(len(stopped.value["trials"]) + 20))
+    before = stopped.value.trials
+    assert stopped.partial and 0 < len(before) < 2000
+    fill(t, "Simulations in all", str(len(before) + 20))
     t.page.get_by_role("button", name="Resume the search", exact=False).first.click()
     wait_for(t, lambda: t.has("ended: budget"))
     t.settle()
     t.shot("resumed")
-    done = workspace(home, ws_id).get("search").value["trials"]
-    assert len(done) == len(stopped.value["trials"]) + 20 and done[:len(stopped.value["trials"])] == \
-        stopped.value["trials"]
+    done = workspace(home, ws_id).get("search").value.trials
+    assert len(done) == len(before) + 20 and done[:len(before)] == before
     t.choose("Goal", "pareto — the front against a cost")
     fill(t, "Simulations in all", "40")
     t.button("Start the search").click()

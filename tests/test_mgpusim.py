@@ -438,7 +438,7 @@ def test_search_page_core_runs_mgpusim_rounds_as_workspace_campaigns(binary, tmp
                        backend=backend)
     assert job.wait(900)
     w = open_workspace(ws.id, trusted=True)
-    doc = w.get("search").value
+    doc = w.get("search").value.to_stored()
     assert len(doc["trials"]) == 3 and all(t["value"] > 0 for t in doc["trials"])
     assert doc["settings"]["response"] == "kernel_exec_s"
     for k, n in enumerate((2, 1)):  # the initial sample's round, then one proposal, each a campaign in the store

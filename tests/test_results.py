@@ -95,11 +95,12 @@ def tiny_model():
 
 
 def test_every_registered_result_names_its_stage_and_has_a_stored_form():
-    assert set(RESULT_TYPES) == {"scan", "true_error", "heatmap", "validation", "comparison", "app_models"}
+    assert set(RESULT_TYPES) == {"scan", "true_error", "heatmap", "validation", "comparison", "app_models",
+                                 "search"}
     for stage in RESULT_TYPES:
         cls = result_class(stage)
         assert cls.STAGE == stage and callable(cls.from_stored) and callable(cls.to_stored)
-    assert result_class("search") is None  # untyped analyses stay plain data
+    assert result_class("my_notes") is None  # an analysis a caller names stays plain data
 
 
 def test_a_scan_result_stores_the_dashboards_record_and_reads_it_back(home):

@@ -342,7 +342,7 @@ def test_workspace_stores_every_round_and_resumes(table, tmp_path, monkeypatch, 
             "--workspace", ws.id, "--json"]
     assert main(base + ["--budget", "16"]) == 0
     first = json.loads(capsys.readouterr().out)
-    stored = open_workspace(ws.id).get("search").value
+    stored = open_workspace(ws.id).get("search").value.to_stored()
     assert len(stored["trials"]) == 16 and stored["settings"]["goal"] == "min"
     assert main(base + ["--budget", "24"]) == 0
     captured = capsys.readouterr()
@@ -353,7 +353,7 @@ def test_workspace_stores_every_round_and_resumes(table, tmp_path, monkeypatch, 
     assert len(set(designs)) == 24
     assert main(base + ["--budget", "20"]) == 0  # fewer than done: nothing runs, and it says so
     assert "--budget 20 is spent already, so nothing more is simulated" in capsys.readouterr().err
-    assert len(open_workspace(ws.id).get("search").value["trials"]) == 24
+    assert len(open_workspace(ws.id).get("search").value.trials) == 24
     assert main(base[:-1] + ["--budget", "30", "--seed", "9"]) == 2
     assert "holds a search with other settings (seed: stored 0, given 9)" in capsys.readouterr().err
 
@@ -363,7 +363,7 @@ def _forget_surrogate(ws_id: str) -> None:
     from gpudse_core.workspace import open_workspace
 
     w = open_workspace(ws_id, trusted=True)
-    doc = w.get("search").value
+    doc = w.get("search").value.to_stored()
     doc["settings"].pop("surrogate")
     w.put_analysis("search", doc, inputs=[], origin="an older gpudse search", partial=False)
 

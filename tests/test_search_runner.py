@@ -81,13 +81,13 @@ def test_a_search_started_on_the_page_is_resumed_by_the_command(workspace, capsy
 
     job = start_search(workspace, "BFS", "min", budget=14, batch=2, initial=10)
     assert job.wait(300)
-    first = open_workspace(workspace.id).get("search").value["trials"]
+    first = open_workspace(workspace.id).get("search").value.to_stored()["trials"]
     assert len(first) == 14 and all("round" in t for t in first)
     hist = tmp_path / "history.csv"
     assert main(["search", "stargazer", "--kernel", "BFS", "--goal", "min", "--budget", "18", "--initial", "10",
                  "--batch", "2", "--workers", "1", "--workspace", workspace.id, "-o", str(hist)]) == 0
     assert "resuming the search" in capsys.readouterr().err
-    trials = open_workspace(workspace.id).get("search").value["trials"]
+    trials = open_workspace(workspace.id).get("search").value.to_stored()["trials"]
     assert len(trials) == 18 and trials[:14] == first
     # the resumed trials keep the space's parameter order (blk, cc, tc, …), not the store's
     names = list(load_space("stargazer").parameter_names)
@@ -106,7 +106,7 @@ def test_the_page_resumes_a_stored_forest_study_with_the_forest(workspace):
     job = start_search(workspace, "BFS", "min", budget=12, batch=2, initial=10)
     assert job.wait(300)
     w = open_workspace(workspace.id, trusted=True)
-    doc = w.get("search").value
+    doc = w.get("search").value.to_stored()  # as gpudse stores it
     assert doc["settings"]["surrogate"] == "auto"
     doc["settings"].pop("surrogate")  # as stored before the setting existed: it ran the forest
     w.put_analysis("search", doc, inputs=[], origin="an older search", partial=False)
@@ -114,7 +114,7 @@ def test_the_page_resumes_a_stored_forest_study_with_the_forest(workspace):
     assert again["surrogate"] == "forest" and same_study(doc["settings"], again)
     job = start_search(workspace, "BFS", "min", budget=16, batch=2, initial=10)
     assert job.wait(300)
-    done = open_workspace(workspace.id).get("search").value
+    done = open_workspace(workspace.id).get("search").value.to_stored()
     assert len(done["trials"]) == 16 and done["trials"][:12] == doc["trials"]
     assert done["settings"]["surrogate"] == "forest"
     # another seed is another study: a new search, with the default

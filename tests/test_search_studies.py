@@ -16,9 +16,10 @@ from gpudse_core import limits
 from gpudse_core.cli import main
 from gpudse_core.report import compare
 from gpudse_core.search.pool import make_pool
+from gpudse_core.search.result import SearchStudy
 from gpudse_core.search.runner import CampaignEvaluator, study_doc
 from gpudse_core.search.stored import StudyDamaged, check_study
-from gpudse_core.search.study import SEED_MAX, SearchError, check_settings, run_search
+from gpudse_core.search.study import SEED_MAX, SearchError, Trial, check_settings, run_search
 from gpudse_core.sim.campaign import AnalyticalBackend, pool_size
 from gpudse_core.space.presets import load_space
 
@@ -191,21 +192,75 @@ def home(tmp_path, monkeypatch):
     return tmp_path / "home"
 
 
+def _forge(ws, valid, doc):
+    """Store *doc* as the workspace's study as a hand-edited workspace file would hold it (``put`` refuses a
+    malformed study): a valid study stored, then its value replaced in the database."""
+    import sqlite3
+
+    from gpudse_core.workspace import codec
+
+    ws.put_analysis("search", valid, inputs=[], origin="forged")
+    fmt, blob = codec.encode(doc)
+    con = sqlite3.connect(ws.path)
+    con.execute("UPDATE ws_stage SET format = ?, value = ? WHERE stage = 'search' AND version = "
+                "(SELECT version FROM ws_head WHERE stage = 'search')", (fmt, blob))
+    con.commit()
+    con.close()
+
+
+def test_a_study_reads_as_its_class_and_round_trips_to_the_same_stored_record(study):
+    s = SearchStudy.from_stored(study)
+    assert isinstance(s, SearchStudy) and s.goal == "min" and s.response == "cycles" and len(s.trials) == 14
+    assert all(isinstance(t, Trial) for t in s.trials) and s.model_error == ((12, 0.1),)
+    assert list(s.trials[0].design) == s.params  # the design in the space's parameter order
+    assert s.to_stored() == study  # the stored form unchanged: earlier workspaces open, and write the same
+    best = min((t for t in study["trials"] if t["status"] == "ok"), key=lambda t: t["value"])
+    assert s.best().number == best["number"] and s.rounds == study["trials"][-1]["round"] + 1
+
+
+def test_a_study_stored_by_an_earlier_version_reads_as_its_class(study):
+    old = json.loads(json.dumps(study))
+    old.pop("model_error")  # written by the CLI, which keeps no model error
+    old["settings"].pop("surrogate")  # stored before the surrogate setting existed
+    s = SearchStudy.from_stored(old)
+    assert s.model_error == () and "surrogate" not in s.settings and s.to_stored() == old
+
+
+@pytest.mark.parametrize("how,said", [("value-text", "trial 4's value 'fast'"), ("no-round", "trial 1 has no round"),
+                                      ("goal-unknown", "its goal 'best'"), ("trials-not-list", "its trials"),
+                                      ("model-error-text", "its model error")])
+def test_a_forged_study_reads_as_damaged_naming_the_field(study, how, said):
+    from gpudse_core.workspace.results import Damaged, read
+
+    got = read("search", 3, _tamper(study, how))
+    assert isinstance(got, Damaged) and got.version == 3 and said in got.why
+    assert got.message().startswith("The stored search (version 3) cannot be read: the stored search is damaged")
+
+
+def test_a_malformed_study_is_refused_when_stored_naming_the_field(study, home):
+    from gpudse_core.workspace import StageError, create_workspace
+
+    ws, _ = create_workspace("refused")
+    with pytest.raises(StageError, match="trial 4's value 'fast' is not a finite number"):
+        ws.put_analysis("search", _tamper(study, "value-text"), inputs=[], origin="forged")
+    assert ws.get("search").value is None  # nothing stored
+
+
 def test_a_tampered_study_in_a_workspace_is_a_damaged_stage_the_owner_can_drop(study, home):
-    from gpudse_core.workspace import StageDamaged, create_workspace, open_workspace
+    from gpudse_core.workspace import Damaged, create_workspace, open_workspace
 
     ws, key = create_workspace("tampered")
     ws.put("space", load_space("stargazer"))
-    ws.put_analysis("search", _tamper(study, "value-text"), inputs=[], origin="forged")
+    _forge(ws, study, _tamper(study, "value-text"))
     for k in (None, key):  # a visitor and the owner
         h = open_workspace(ws.id, k)
-        with pytest.raises(StageDamaged, match="trial 4's value 'fast' is not a finite number"):
-            h.get("search")
-        assert "search" in h.damaged() and h.get("space").value.name == "stargazer"  # the rest is readable
+        assert "search" in h.damaged()  # named before any page reads it
+        assert "trial 4's value 'fast' is not a finite number" in h.damaged()["search"]
+        got = h.get("search").value
+        assert isinstance(got, Damaged) and "trial 4's value 'fast' is not a finite number" in got.why
+        assert h.get("space").value.name == "stargazer"  # the rest is readable
         h.close()
     h = open_workspace(ws.id, key)
-    with pytest.raises(StageDamaged):
-        h.get("search")
     h.drop_damaged("search")
     assert h.get("search").value is None and not h.damaged()
 
@@ -218,8 +273,7 @@ def test_resuming_a_tampered_study_is_a_clear_error_before_anything_runs(study, 
     ws.put("space", space)
     argv = ["search", "stargazer", "--kernel", "BFS", "--goal", "min", "--budget", "20", "--batch", "2",
             "--seed", "1", "--workers", "1", "--workspace", ws.id]
-    forged = _tamper(study, "design-value-list")
-    ws.put_analysis("search", forged, inputs=[], origin="forged")
+    _forge(ws, study, _tamper(study, "design-value-list"))
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert "the stored search is damaged" in err and "Traceback" not in err
@@ -322,6 +376,6 @@ def test_a_second_run_of_a_study_is_refused_naming_the_first_and_a_dead_one_s_le
         holder.wait(30)
     assert main(argv) == 0  # the dead holder's lease is taken over
     capsys.readouterr()
-    assert len(open_workspace(ws.id).get("search").value["trials"]) == 12
+    assert len(open_workspace(ws.id).get("search").value.trials) == 12
     assert main(argv[:-4] + ["--budget", "14", "--workspace", ws.id]) == 0  # released at the end: resumable
-    assert len(open_workspace(ws.id).get("search").value["trials"]) == 14
+    assert len(open_workspace(ws.id).get("search").value.trials) == 14

@@ -149,17 +149,16 @@ class StudyStore:
         return self.ws.path
 
     def previous(self) -> list[Trial]:
-        sv = self.ws.get(STAGE)
-        doc = sv.value
-        if not isinstance(doc, dict) or not doc.get("trials"):
+        study = stored_study(self.ws)
+        if study is None or not study.trials:
             return []
-        old = doc.get("settings") or {}
-        if study_differences(old, self.settings):
+        if study_differences(study.settings, self.settings):
             raise GpudseError(f"workspace {self.ws.id[:6]}… holds a search with other settings "
-                              f"({describe_differences(old, self.settings)}); resume it with the stored settings "
-                              f"(e.g. --surrogate forest for a search stored before auto was the default), or "
-                              f"use another workspace")
-        return [Trial.from_dict(t, self.settings.get("params") or ()) for t in doc["trials"]]
+                              f"({describe_differences(study.settings, self.settings)}); resume it with the stored "
+                              f"settings (e.g. --surrogate forest for a search stored before auto was the default), "
+                              f"or use another workspace")
+        order = self.settings.get("params") or ()
+        return [Trial.from_dict(t.to_dict(), order) for t in study.trials]
 
     def save(self, res: SearchResult, partial: bool = True) -> None:
         doc = study_doc(self.settings, res)
@@ -195,12 +194,23 @@ def check_builtin(space: Any, backend: Any) -> None:
 
 
 def study_doc(settings: dict, res: SearchResult, model_error: list | None = None) -> dict:
-    """The stored form of a study (the ``search`` analysis): settings, why it stopped, every trial, and
-    (from the dashboard) the model's estimated error after each round."""
-    doc = {"settings": settings, "stopped": res.stopped, "trials": [t.to_dict() for t in res.trials]}
-    if model_error:
-        doc["model_error"] = model_error
-    return doc
+    """The stored form of a study (the ``search`` analysis, :class:`~.result.SearchStudy`): settings, why it
+    stopped, every trial, and (from the dashboard) the model's estimated error after each round."""
+    from .result import SearchStudy
+
+    return SearchStudy.of(settings, res, model_error).to_stored()
+
+
+def stored_study(ws: Any) -> Any:
+    """The workspace's stored study (a :class:`~.result.SearchStudy`), or None when there is none; a damaged
+    one is a :class:`~.stored.StudyDamaged` naming the field (a resume never starts from it)."""
+    from ..workspace.results import Damaged
+    from .stored import StudyDamaged
+
+    study = ws.get(STAGE).value
+    if isinstance(study, Damaged):
+        raise StudyDamaged(study.why)
+    return study
 
 
 def study_differences(old: dict, new: dict) -> list[str]:
@@ -327,15 +337,15 @@ def start_search(ws: Any, kernel: str, goal: str = "min", budget: int = 100, bat
     cost_fn = cost_function(cost, space, label="Cost") if cost else None
     objective_fn = objective_function(objective, space, response, label="Objective",
                                       cost_label="a Cost with the goal pareto") if objective else None
-    old = ws.get(STAGE).value
+    old = stored_study(ws)
     settings = search_settings(space, kernel, goal, budget, seed, initial=initial, initial_method=initial_method,
                                cost=cost, objective=objective, response=response, batch=batch,
-                               stored=old.get("settings") if isinstance(old, dict) else None)
+                               stored=old.settings if old is not None else None)
     trials: list = []
-    if resume and isinstance(old, dict) and old.get("trials") and same_study(old.get("settings") or {}, settings):
-        trials = [Trial.from_dict(t, space.parameter_names) for t in old["trials"]]
+    if resume and old is not None and old.trials and same_study(old.settings, settings):
+        trials = [Trial.from_dict(t.to_dict(), space.parameter_names) for t in old.trials]
         check_designs(trials, space)  # a design the space does not have: damaged, before the job starts
-    errors = list(old.get("model_error", [])) if trials else []
+    errors = [{"simulated": n, "error": e} for n, e in old.model_error] if trials else []
     open_ws = opener(ws)
     ws_path, ws_id = ws.path, ws.id
 

@@ -7,10 +7,10 @@ trial without a round, a value that is text, a design of a parameter the study n
 must be shown as damaged — with the way to drop it, like every other stage whose record cannot be read
 — rather than crash the Search page for its owner and its visitors, or a resume halfway through.
 
-:func:`check_study` is the workspace's validator for the ``search`` analysis
-(:data:`gpudse_core.workspace.stages.VALIDATORS`): :meth:`Workspace.get` runs it on every read, so a
-failure names the stage as damaged (:meth:`Workspace.damaged`) and can be dropped. :func:`check_designs`
-checks, before a resume, that every stored design is a point of the space being searched.
+:func:`check_study` is the one validation of a stored study: :meth:`.result.SearchStudy.from_stored` runs
+it, so the workspace (:mod:`gpudse_core.workspace.results`) refuses a malformed study when it is stored and
+reads a damaged or forged one as ``Damaged``, named (:meth:`Workspace.damaged`) and offered to be dropped.
+:func:`check_designs` checks, before a resume, that every stored design is a point of the space being searched.
 """
 
 from __future__ import annotations

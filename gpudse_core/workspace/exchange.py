@@ -152,7 +152,7 @@ def report_contents(ws: Workspace, *, include_stale: bool = False) -> ReportCont
     for name in ws.analyses():
         try:
             sv = ws.get(name)
-        except GpudseError as e:  # a damaged or tampered analysis (stages.VALIDATORS): named, left out
+        except GpudseError as e:  # a damaged analysis: named, left out
             left_out[name] = f"damaged: {e}"
             continue
         if sv.value is None:

@@ -13,8 +13,8 @@ knows. The workspace applies the registry at both ends:
   reader can show, never an ``AttributeError`` in a page.
 
 A class here has ``from_stored(value)`` (raising :class:`~gpudse_core.stored.StoredFormError`) and
-``to_stored()``. Analyses not listed (``search`` and any name a caller chooses) are stored and read
-as the plain data they are.
+``to_stored()``. Analyses not listed (any name a caller chooses) are stored and read as the plain
+data they are.
 """
 
 from __future__ import annotations
@@ -32,7 +32,11 @@ RESULT_TYPES = {"scan": "gpudse_core.explore.results:ScanResult",
                 "heatmap": "gpudse_core.raytrace.result:HeatmapResult",
                 "validation": "gpudse_core.model.validation:ValidationResult",
                 "comparison": "gpudse_core.report.comparison:Comparison",
-                "app_models": "gpudse_core.model.per_application:AppModels"}
+                "app_models": "gpudse_core.model.per_application:AppModels",
+                "search": "gpudse_core.search.result:SearchStudy"}
+# analyses :meth:`Workspace.damaged` reads to know, so a damaged one is named before any page reads it
+# (a study is small and a resume must not start from a forged one; a scan's tables are left until read)
+READ_TO_NAME = ("search",)
 
 
 @dataclass(frozen=True)

@@ -46,11 +46,6 @@ _REDO = {("samples", "space"): "Sample the new design space",
          ("model", "space"): "Refit for the new design space",
          ("model", "samples"): "Refit on the new samples"}
 
-# analyses whose stored value is checked on every read ("module:function", imported when first needed, as
-# codec's classes are): a value that is not what gpudse writes reads as a damaged stage, offered to be dropped
-VALIDATORS = {"search": "gpudse_core.search.stored:check_study"}  # typed analyses check themselves (results.py)
-
-
 class StageError(GpudseError):
     """An unknown stage name or an input the stage cannot be computed from."""
 

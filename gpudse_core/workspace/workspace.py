@@ -34,7 +34,6 @@ from .stages import (
     StageError,
     StageValue,
     Status,
-    VALIDATORS,
     blocker,
     check_inputs,
     check_stage,
@@ -188,11 +187,11 @@ class Workspace:
         return heads
 
     def damaged(self) -> dict[str, str]:
-        """{stage: what is wrong} for current versions whose stored record cannot be read (an analysis with
-        a validator, stages.VALIDATORS, is read to know: a tampered study or comparison is named here)."""
+        """{stage: what is wrong} for current versions whose stored record cannot be read (the analyses of
+        results.READ_TO_NAME are read to know: a tampered study is named here before any page reads it)."""
         heads = self.heads()
         out = dict(self._damaged)
-        for stage in VALIDATORS:  # analyses checked on read: read them (cached) so a damaged one is named here
+        for stage in typed_results.READ_TO_NAME:  # read (cached) so a damaged one is named here
             if stage in heads and stage not in out and heads[stage].digest is not None:
                 with contextlib.suppress(GpudseError):
                     self.get(stage)
@@ -304,7 +303,6 @@ class Workspace:
         try:
             value = codec.decode(fmt, blob, what=what)
             _check_stored(stage, value, what)  # a base stage's value
-            _validate(stage, value)  # an analysis with a validator (stages.VALIDATORS)
         except GpudseError as e:  # remembered so the page can name the stage and offer to drop it
             self._unreadable[stage] = (version, str(e))
             raise
@@ -765,24 +763,6 @@ def _tmp_removed_on_failure(tmp: Path) -> Iterator[None]:
 
 class StageDamaged(WorkspaceError):
     """A stored stage version's record cannot be read (a damaged row): that stage only is affected."""
-
-
-def _validate(stage: str, value: Any) -> None:
-    """Check an analysis's decoded value with its validator (stages.VALIDATORS), if it has one: a value
-    that is not what gpudse writes is a :class:`StageDamaged`, whatever the validator raised."""
-    path = VALIDATORS.get(stage)
-    if path is None or value is None:
-        return
-    import importlib
-
-    module, name = path.split(":")
-    try:
-        getattr(importlib.import_module(module), name)(value)
-    except GpudseError as e:
-        raise StageDamaged(str(e)) from None
-    except Exception as e:  # noqa: BLE001 - a validator tripped by a value it did not foresee: damaged too
-        raise StageDamaged(f"the stored {noun(stage)} is damaged ({type(e).__name__}: {str(e)[:200]}); drop it "
-                           f"and compute it again") from None
 
 
 def _inputs(raw: Any, stage: str = "", version: Any = None) -> dict[str, InputRef]:

@@ -216,6 +216,7 @@ def test_a_study_reads_as_its_class_and_round_trips_to_the_same_stored_record(st
     assert s.to_stored() == study  # the stored form unchanged: earlier workspaces open, and write the same
     best = min((t for t in study["trials"] if t["status"] == "ok"), key=lambda t: t["value"])
     assert s.best().number == best["number"] and s.rounds == study["trials"][-1]["round"] + 1
+    assert s.describe() == "a min search of 14 simulations (0 failed), stopped: budget"
 
 
 def test_a_study_stored_by_an_earlier_version_reads_as_its_class(study):

@@ -80,7 +80,7 @@ class SearchStudy:
 
         res = self.result()
         return (f"a {self.goal} search of {fmt_count(len(self.trials), 'simulations')} "
-                f"({fmt_count(res.failed, 'failed')}), {self.stopped or 'running'}")
+                f"({fmt_count(res.failed, 'failed')}), " + (f"stopped: {self.stopped}" if self.stopped else "running"))
 
     # ---- stored form ---------------------------------------------------------------------------
     def to_stored(self) -> dict:

@@ -219,7 +219,9 @@ def workspace_report(ws: Any, *, include_stale: bool = False) -> str:
     others = [(n, sv) for n, sv in sorted(rc.analyses.items()) if n not in shown]
     if others:
         sections.append(("Other analyses in the workspace",
-                         [pd.DataFrame([{"analysis": rc.label(n), "version": sv.version, "origin": sv.origin}
+                         [pd.DataFrame([{"analysis": rc.label(n), "version": sv.version, "origin": sv.origin,
+                                         # a typed analysis says what it holds (e.g. the search's SearchStudy)
+                                         "holds": sv.value.describe() if hasattr(sv.value, "describe") else ""}
                                         for n, sv in others])]))
     tables: dict[str, pd.DataFrame] = {}
     if rc.left_out:

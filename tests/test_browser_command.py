@@ -192,7 +192,7 @@ def walk(a: Tab, home) -> None:
         assert time.monotonic() < end, "the scan after the failure did not finish"
         page.wait_for_timeout(500)
     after = w.get("scan").value
-    assert FLAKY_BLK not in set(after["best"].blk) and after["left_out"] == 1, after["best"]
+    assert FLAKY_BLK not in set(after.best.blk) and after.left_out == 1, after.best
     wait_for(a, "left out: a design of theirs failed to simulate")
     a.settle()  # the run that shows the new scan has ended (the last run's button is gone)
     assert not a.has("Recompute the best designs without them")

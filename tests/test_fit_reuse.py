@@ -1,6 +1,6 @@
 """A fit is a function of its data and settings (gpudse_core.workspace.fits): pressing Fit again with a
 kept version's settings on the same results returns that version, and the analyses computed from it
-(validation, scan) stay current; another setting or other results give a new version."""
+(validation, scan, any analysis computed from the model) stay current; another setting or other results give a new version."""
 
 from __future__ import annotations
 
@@ -42,25 +42,25 @@ def test_the_same_settings_twice_is_one_version_and_its_analyses_stay_current(ho
     steps = []
     first = fit_stepwise_into(ws, ws.get("results"), PAPER, callback=steps.append)
     assert not first.reused and first.stored.version == 1 and steps
-    ws.put_analysis("validation", {"median": 0.05}, inputs=[ws.get("results"), first.stored])
+    ws.put_analysis("review_notes", {"median": 0.05}, inputs=[ws.get("results"), first.stored])
     steps.clear()
     again = fit_stepwise_into(ws, ws.get("results"), dict(PAPER))
     assert again.reused and again.stored.version == 1 and not steps  # not fitted a second time
     assert [v.version for v in ws.history("model")] == [1]
-    assert ws.status("validation").ok and ws.get("model").version == 1
+    assert ws.status("review_notes").ok and ws.get("model").version == 1
     assert again.message().startswith("Same settings and data as model v1: reused")
 
 
 def test_a_changed_setting_is_a_new_version_and_going_back_reuses_the_first(home, inputs):
     ws = _workspace(inputs)
     first = fit_stepwise_into(ws, ws.get("results"), PAPER).stored
-    ws.put_analysis("scan", {"best": [1, 2]}, inputs=[first, ws.get("space")])
+    ws.put_analysis("review_notes", {"best": [1, 2]}, inputs=[first, ws.get("space")])
     other = fit_stepwise_into(ws, ws.get("results"), {**PAPER, "theta": 0.01})
     assert not other.reused and other.stored.version == 2
-    assert ws.status("scan").state == "stale"  # computed from version 1, no longer current
+    assert ws.status("review_notes").state == "stale"  # computed from version 1, no longer current
     back = fit_stepwise_into(ws, ws.get("results"), PAPER)
     assert back.reused and back.stored.version == 1 and ws.get("model").version == 1
-    assert ws.status("scan").ok  # the analysis of version 1 is current again, nothing recomputed
+    assert ws.status("review_notes").ok  # the analysis of version 1 is current again, nothing recomputed
     assert ws.get("model").value.to_dict() == first.value.to_dict()
     fewer = fit_stepwise_into(ws, ws.get("results"), PAPER, params=["blk", "simd", "cc"])
     assert not fewer.reused and fewer.stored.version == 3  # another parameter list is another fit
@@ -80,11 +80,11 @@ def test_the_examples_own_settings_reuse_the_examples_model(home):
     """The lecture's step 4: Fit with the robust defaults the example was fitted with, on its data."""
     ws, _ = create_workspace("example")
     made = fill_example(ws)
-    ws.put_analysis("validation", {"median": 0.05}, inputs=[made["results"], made["model"]])
+    ws.put_analysis("review_notes", {"median": 0.05}, inputs=[made["results"], made["model"]])
     model = made["model"].value
     again = fit_stepwise_into(ws, ws.get("results"), model.settings, response=model.response)
     assert again.reused and again.stored.version == made["model"].version == 1
-    assert ws.status("validation").ok
+    assert ws.status("review_notes").ok
 
 
 def test_the_command_lines_workspace_fit_goes_through_the_same_reuse(home):

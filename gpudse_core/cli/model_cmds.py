@@ -124,14 +124,14 @@ def final_line(model, data) -> str:
 
 
 def cmd_fit(args: argparse.Namespace) -> int:
-    from ..dataio import read_table
-    from ..model.registry import fit_model
-
     if args.workspace:
         return _fit_workspace(args)
     missing = [w for w, v in (("DATA", args.data), ("--response", args.response), ("-o", args.output)) if v is None]
-    if missing:
+    if missing:  # before any heavy import: an argument error answers at once
         raise GpudseError(f"give {', '.join(missing)} (or --workspace ID to fit the workspace's current results)")
+    from ..dataio import read_table
+    from ..model.registry import fit_model
+
     data = read_table(args.data)
     out = writable(args.output, (".json",))
     params = [p.strip() for p in args.params.split(",") if p.strip()] if args.params else None

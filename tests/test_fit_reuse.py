@@ -1,6 +1,7 @@
 """A fit is a function of its data and settings (gpudse_core.workspace.fits): pressing Fit again with a
 kept version's settings on the same results returns that version, and the analyses computed from it
-(validation, scan, any analysis computed from the model) stay current; another setting or other results give a new version."""
+(validation, scan, any analysis computed from the model) stay current; another setting or other
+results give a new version."""
 
 from __future__ import annotations
 

@@ -251,12 +251,24 @@ def cases() -> Iterator[Case]:
         yield dataclasses.replace(case, concern=concern) if concern else case
 
 
-def _cases() -> Iterator[Case]:  # noqa: C901 - a flat list of cases
-    A, T, S, P, X, V = CLASSES[0], CLASSES[1], CLASSES[2], CLASSES[3], CLASSES[4], "valid"
-    E, F, OK = "error", "flagged", "ok"
-    NESTED = r"nested more than|too deeply"
+_K = (CLASSES[0], CLASSES[1], CLASSES[2], CLASSES[3], CLASSES[4], "valid", "error", "flagged", "ok",
+      r"nested more than|too deeply", "space", "results")  # classes, outcomes, messages, surfaces
 
+
+def _cases() -> Iterator[Case]:
+    """Every case, surface by surface."""
+    yield from _space_cases()
+    yield from _sample_cases()
+    yield from _results_cases()
+    yield from _points_cases()
+    yield from _project_cases()
+    yield from _wfg_cases()
+    yield from _scenario_cases()
+
+
+def _space_cases() -> Iterator[Case]:
     # == design-space files ===============================================================================
+    A, T, S, P, X, V, E, F, OK, NESTED, sp, rs = _K
     sp = "space"
     yield Case(V, sp, "good", "s.yaml", space(), OK, r"size: 15 design points")
     yield Case(V, sp, "good-json", "s.json", json.dumps({"parameters": [{"name": "a", "values": [1, 2]}]}).encode(),
@@ -380,6 +392,12 @@ def _cases() -> Iterator[Case]:  # noqa: C901 - a flat list of cases
     ]
     for n, data, pat in tc:
         yield Case(T, sp, n, "s.json" if n.endswith("-json") or n == "json-nan" else "s.yaml", data, E, pat)
+    yield from _space_cases_wrong()
+
+
+def _space_cases_wrong() -> Iterator[Case]:
+    """Design-space files that were read silently wrong."""
+    A, T, S, P, X, V, E, F, OK, NESTED, sp, rs = _K
     # -- silently wrong --
     for name in ("config", "run_dir", "design_index", "predicted"):
         yield Case(S, sp, f"reserved-parameter-{name}", "s.yaml", space(f"  - {{name: {name}, values: [1, 2]}}\n"), E,
@@ -463,7 +481,10 @@ def _cases() -> Iterator[Case]:  # noqa: C901 - a flat list of cases
                space("  - {name: a, values: [9007199254740993, 9007199254740992]}\n"), OK,
                r"9007199254740993, 9007199254740992.*size: 2 design points")
 
+
+def _sample_cases() -> Iterator[Case]:
     # == sampling requests ================================================================================
+    A, T, S, P, X, V, E, F, OK, NESTED, sp, rs = _K
     sa = "sample"
     small = space("  - {name: a, values: [1, 2, 3]}\n  - {name: b, values: [1, 2]}\n")
     yield Case(V, sa, "n-3", "s.yaml", small, OK, r"wrote 3 design points", ("-n", "3", "--seed", "1"))
@@ -512,7 +533,10 @@ def _cases() -> Iterator[Case]:  # noqa: C901 - a flat list of cases
                      tail="constraints: ['p0 == p1 and p2 == p3 and p4 == p5']\n"), OK, r"wrote 5 design points",
                ("-n", "5", "--seed", "2"))
 
+
+def _results_cases() -> Iterator[Case]:
     # == results tables (uploads and `gpudse import`) ===================================================
+    A, T, S, P, X, V, E, F, OK, NESTED, sp, rs = _K
     rs = "results"
     yield Case(V, rs, "good-csv", "r.csv", results_csv(), OK, r"kept 20 of 20 rows")
     yield Case(V, rs, "good-json", "r.json", json.dumps([{**STARGAZER_ROW, "blk": b, "cycles": 100 + b}
@@ -592,7 +616,10 @@ def _cases() -> Iterator[Case]:  # noqa: C901 - a flat list of cases
     yield Case(X, rs, "shell-in-column", "r.csv", results_csv(extra={f"$(touch {MARKER})": [1, 2]}), F,
                r"neither parameters nor responses|dropped|kept 20")
 
+
+def _points_cases() -> Iterator[Case]:
     # == points tables for the CLI (gpudse simulate reads them before any run) ==============================
+    A, T, S, P, X, V, E, F, OK, NESTED, sp, rs = _K
     tb = "table"
     for n, fn, data, pat in (("table-duplicate", "p.csv", b"blk,blk\n1,2\n", r"appear more than once"),
                              ("table-binary", "p.parquet", b"\x00" * 64, r"cannot be read as Parquet"),
@@ -610,7 +637,10 @@ def _cases() -> Iterator[Case]:  # noqa: C901 - a flat list of cases
     yield Case(S, rs, "nul-in-header", "r.csv", results_csv().replace(b"cycles", b"cyc\0les", 1), E,
                r"control character")
 
+
+def _project_cases() -> Iterator[Case]:
     # == project zips ===================================================================================
+    A, T, S, P, X, V, E, F, OK, NESTED, sp, rs = _K
     pj = "project"
     good_samples = samples_doc([{"simd": 8, "blk": 1, "design_index": 0}, {"simd": 16, "blk": 4, "design_index": 7}])
     yield Case(V, pj, "good", "p.zip", project(samples_json=good_samples), OK)
@@ -700,7 +730,10 @@ def _cases() -> Iterator[Case]:  # noqa: C901 - a flat list of cases
                project(space_yaml=f"!!python/object/apply:os.system ['touch {MARKER}']\n".encode()), E,
                r"not valid YAML")
 
+
+def _wfg_cases() -> Iterator[Case]:
     # == work flow graphs ===============================================================================
+    A, T, S, P, X, V, E, F, OK, NESTED, sp, rs = _K
     wf = "wfg"
     yield Case(V, wf, "good", "g.json", wfg(), OK, r"warp latency|Latency")
     yield Case(A, wf, "laughs", "g.yaml", (laughs(9, 9, "kernel") + "hardware: {}\n").encode(), E,
@@ -737,7 +770,9 @@ def _cases() -> Iterator[Case]:  # noqa: C901 - a flat list of cases
                r"not valid YAML")
 
 
+def _scenario_cases() -> Iterator[Case]:
     # == scenarios: sequences of events on a shared server (tests/hostile_scenarios/*.json) ==========
+    A, T, S, P, X, V, E, F, OK, NESTED, sp, rs = _K
     import hostile_scenarios
 
     for name, raw, doc in hostile_scenarios.load_cases():

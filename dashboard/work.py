@@ -13,7 +13,6 @@ from __future__ import annotations
 from typing import Any
 
 from gpudse_core import GpudseError
-from gpudse_core.explore.checks import EXPLORE_ORIGIN  # the chosen_by of the campaigns "Simulate these" starts
 from gpudse_core.workspace import JobContext, Stopped, start_validation
 
 POLL_S = 0.5  # a running job's panel refreshes this often
@@ -197,47 +196,62 @@ def external_backends() -> list:
 
 
 def start_simulate_best(ws: Any, backend: Any, rows: Any, every: bool = False, per_row: int = 1) -> Any:
-    """Run the chosen best-design *rows* of the scan (a representative design each, or with *every*
-    up to *per_row* designs of each row's group) through *backend* as a campaign whose results are
-    added to the workspace's results (a new version); the predictions go with the campaign so the
-    page can show them beside the simulations."""
-    import hashlib
-    import json
+    """"Simulate these": the chosen best-design *rows* of the scan (a shown design each, or with *every*
+    up to *per_row* designs of each row's group) run on *backend* as a check of the current model and
+    scan (:func:`gpudse_core.workspace.checks.start_check`): the results are not changed, so the model,
+    the best designs and the analyses stay current."""
+    from gpudse_core.workspace.checks import start_check
 
-    from gpudse_core import limits
-    from gpudse_core.explore.designs import group_designs
-    from gpudse_core.workspace import start_campaign
-
-    space, scan = ws.require("space", "scan")
-    params = list(space.value.parameter_names)
-    used = list(scan.value.used)
-    rows = rows.reset_index(drop=True)
-    if every:
-        limits.check("simulate_chosen", int(per_row), "designs per row to simulate", "choose fewer")
-        listed = group_designs(space.value, used, rows, per_row)
-        chosen = listed.join(rows[["predicted", "lower", "upper"]], on="group")
-    else:
-        chosen = rows.assign(group=range(len(rows)))
-    limits.check("simulate_chosen", len(chosen), "designs chosen to simulate", "choose fewer rows or fewer "
-                 "designs per row")
-    if not len(chosen):
-        raise GpudseError("choose at least one row to simulate")
-    points = chosen[params].reset_index(drop=True)
-    keep = params + ["predicted", "lower", "upper", "group"]
-    records = [{k: (v.item() if hasattr(v, "item") else v) for k, v in r.items()}
-               for r in chosen[keep].to_dict(orient="records")]
-    records = [{k: (None if isinstance(v, float) and v != v else v) for k, v in r.items()} for r in records]
-    extra = {"chosen_by": EXPLORE_ORIGIN, "scan_version": int(scan.version), "rows": records}
-    digest = hashlib.sha256(json.dumps(extra, sort_keys=True, default=str).encode()).hexdigest()[:8]
-    return start_campaign(ws, backend, name=f"explore {digest}", points=points, extra=extra, append=True,
-                          origin=EXPLORE_ORIGIN)
+    return start_check(ws, backend, rows, every, per_row)
 
 
 def latest_simulated_best(ws: Any) -> Any:
     """The latest "Simulate these" as a :class:`~gpudse_core.explore.checks.SimulatedCheck`, or None."""
-    from gpudse_core.workspace.campaigns import latest_check
+    from gpudse_core.workspace.checks import latest_check
 
     return latest_check(ws)
+
+
+def start_add_check(ws: Any) -> Any:
+    """"Add these to the results and refit": the current check's simulated designs appended to the
+    results (a new version), the model fitted again with its own settings
+    (:func:`gpudse_core.workspace.fits.refit_into`) and the best designs scanned again with the shown
+    scan's settings, as one job (progress, Stop). Stopped or failed midway, what was done is kept and
+    the pages say what is stale."""
+    from gpudse_core.workspace.checks import STAGE, add_check_to_results
+    from gpudse_core.workspace.fits import refit_into
+    from gpudse_core.workspace.jobs import opener
+
+    model, scan, check = ws.require("model", "scan", STAGE)  # refused with the banner's reason when stale
+    request = scan_request(scan.value, EXAMPLE_SCAN)
+    open_ws = opener(ws)
+    n = check.value.simulated
+
+    def work(ctx: JobContext) -> None:
+        with open_ws(True) as own:
+            ctx.progress(0, 3, f"adding {n:,} simulated designs to the results")
+            results = add_check_to_results(own)
+            if ctx.stopped():
+                raise Stopped(partial=None)
+            ctx.progress(1, 3, f"refitting on {len(results.value.table):,} results with the same settings")
+            fitted = refit_into(own, results, model).stored
+            if ctx.stopped():
+                raise Stopped(partial=None)
+            ctx.progress(2, 3, "scanning for the best designs")
+            space = own.get("space")
+            params = list(space.value.parameter_names)
+            table = with_failures(own, results.value.table, params)
+            try:
+                value = scan_work(fitted.value, space.value, request, ctx, table)
+            except Stopped as e:  # the designs scanned so far, labelled partial, as the scan's own Stop keeps
+                if e.partial is not None:
+                    own.put("scan", e.partial, inputs=[fitted, space, results], partial=True,
+                            origin=f"scan: {describe_scan(request)}", note="stopped while scanning")
+                raise
+            own.put_analysis("scan", value, inputs=[fitted, space, results], origin=f"scan: {describe_scan(request)}")
+            ctx.progress(3, 3, "added, refitted and scanned")
+
+    return ws.start_job("add_check", work, origin=f"add check {check.value.campaign} to the results")
 
 
 def start_true_error(ws: Any, kernel: str):

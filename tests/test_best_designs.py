@@ -203,10 +203,11 @@ def test_group_designs_lists_a_rows_feasible_designs_in_index_order():
 
 
 @pytest.mark.slow
-def test_simulate_these_on_a_command_backend_appends_its_results(tmp_path, monkeypatch):
+def test_simulate_these_on_a_command_backend_checks_then_adds_its_results(tmp_path, monkeypatch):
     """The dashboard's "Simulate these" path (ui_work.start_simulate_best) on an external command
-    simulator (tests/fake_sim.py, GPGPU-Sim-style output): the chosen rows' designs are simulated,
-    the predictions stand beside the simulations and the results gain the designs as a new version."""
+    simulator (tests/fake_sim.py, GPGPU-Sim-style output): the chosen rows' designs are simulated and
+    the predictions stand beside the simulations as a check that leaves the results and the model
+    current; "Add these to the results and refit" then gives the results the designs (a new version)."""
     from dashboard import work as ui_work
     from test_campaign import backend_file
 
@@ -240,16 +241,19 @@ def test_simulate_these_on_a_command_backend_appends_its_results(tmp_path, monke
     assert (shown["in interval"] == "no interval").all() and shown.simulated.notna().all()
     # the fake simulator's cycles depend on blk alone: what it gave is 100000 // (8 blk) + 17
     assert (shown.simulated == 100000 // (8 * shown.blk) + 17).all()
+    assert len(ws.get("results").value.table) == 30 and ws.get("model").ok and ws.get("scan").ok  # confirmed
+    job = ui_work.start_add_check(ws)
+    assert job.wait(300) and ws.job(job.id).state == "finished", ws.job(job.id).error
     results = ws.get("results")
     assert len(results.value.table) == 36 and "6 simulated designs added" in results.note
-    assert not ws.get("model").ok  # fitted before the new results
+    assert ws.get("model").ok and ws.get("model").value.n == 36 and ws.get("scan").ok  # refitted, rescanned
 
 
 @pytest.mark.slow
 def test_a_design_the_command_simulator_failed_on_is_recorded_and_never_recommended_again(tmp_path, monkeypatch):
     """The page's "Simulate these" on a command simulator that crashes at 16 blocks per core: the failed
-    design is recorded (the page's table says failed, with the reason), the others join the results,
-    and the next scan leaves out every row holding the failed design."""
+    design is recorded (the page's table says failed, with the reason), the others stand beside their
+    predictions, and the next scan leaves out every row holding the failed design."""
     from dashboard import work as ui_work
     from test_campaign import backend_file
 
@@ -278,7 +282,7 @@ def test_a_design_the_command_simulator_failed_on_is_recorded_and_never_recommen
     # noise-free: no interval
     assert shown["in interval"].tolist() == ["failed", "no interval", "no interval"] and len(check.failed) == 1
     assert "status 1" in shown.why.iloc[0] and shown.why.iloc[1:].eq("").all()
-    assert len(ws.get("results").value.table) == 42  # the two that simulated
+    assert len(ws.get("results").value.table) == 40  # a check: the results are not changed
     cols = list(space.parameter_names) + ["gpu_tot_sim_cycle"]
     ws.set_model(fit_stepwise(ws.get("results").value.table[cols], "gpu_tot_sim_cycle"), "refit")
     job = ui_work.start_scan(ws, dict(ui_work.EXAMPLE_SCAN, k=3))

@@ -96,7 +96,7 @@ def tiny_model():
 
 def test_every_registered_result_names_its_stage_and_has_a_stored_form():
     assert set(RESULT_TYPES) == {"scan", "true_error", "heatmap", "validation", "comparison", "app_models",
-                                 "search"}
+                                 "search", "check"}
     for stage in RESULT_TYPES:
         cls = result_class(stage)
         assert cls.STAGE == stage and callable(cls.from_stored) and callable(cls.to_stored)

@@ -3,15 +3,19 @@
 The Explore page's "Simulate these" runs designs chosen from the scan's best rows through a
 simulator as a campaign whose spec records, per design, its parameters, the prediction and its
 interval (:func:`gpudse_core.explore.designs.predicted_vs_simulated` puts the simulations beside
-them). :class:`SimulatedCheck` is that comparison for one campaign; :func:`gpudse_core.workspace.campaigns.latest_check`
-finds the workspace's latest. The campaign's record is read with each field checked: a damaged one raises
+them). :class:`SimulatedCheck` is that comparison for one campaign, bound to the model and the scan
+it checked: the workspace stores it as the ``check`` analysis computed from them
+(:mod:`gpudse_core.workspace.checks`), so a check *confirms* a recommendation — the results, the
+model, the best designs and every analysis stay current — and adding the simulated designs to the
+results is a separate step. :func:`choose_designs` picks the designs to simulate from the chosen rows.
+The campaign's record is read with each field checked: a damaged one raises
 :class:`~gpudse_core.stored.StoredFormError` naming the campaign and the field.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from ..stored import Fields, StoredFormError
 
@@ -26,10 +30,15 @@ class SimulatedCheck:
     (simulated / predicted − 1), ``in interval`` (yes, no, no interval, pending or failed) and
     ``why`` (a failed simulation's reason, else empty)."""
 
+    STAGE: ClassVar[str] = "check"
+    WHAT: ClassVar[str] = "simulated check"
+
     campaign: str
     backend: str | None
     scan_version: int | None
     table: Any  # pandas.DataFrame
+    model_version: int | None = None  # the model version whose predictions were checked
+    response: str = ""
 
     @property
     def simulated(self) -> int:
@@ -71,7 +80,58 @@ class SimulatedCheck:
                         for i, s in enumerate(shown["in interval"])]  # a failed design's reason
         backend = spec.get("backend")
         return cls(campaign=name, backend=backend if isinstance(backend, str) else None,
-                   scan_version=f.integer("scan_version", None), table=shown)
+                   scan_version=f.integer("scan_version", None), table=shown,
+                   model_version=f.integer("model_version", None), response=str(response))
+
+    def describe(self) -> str:
+        """One line for a listing: how many designs, how many inside their interval."""
+        inside = f", {self.inside} of {self.judged} inside the interval" if self.judged else ""
+        failed = f", {len(self.failed)} failed" if len(self.failed) else ""
+        return f"{self.simulated} of {len(self.table)} designs simulated{inside}{failed} (campaign {self.campaign})"
+
+    # ---- stored form (the workspace's ``check`` analysis) ------------------------------------------
+    def to_stored(self) -> dict:
+        return {"campaign": self.campaign, "backend": self.backend, "scan_version": self.scan_version,
+                "model_version": self.model_version, "response": self.response, "table": self.table}
+
+    @classmethod
+    def from_stored(cls, stored: Any) -> SimulatedCheck:
+        """The check from its stored record; a damaged one raises
+        :class:`~gpudse_core.stored.StoredFormError` naming the field."""
+        if isinstance(stored, cls):
+            return stored
+        f = Fields(stored, cls.WHAT)
+        table = f.table("table")
+        missing = [c for c in ("group", "predicted", "lower", "upper", "simulated", "error", "in interval", "why")
+                   if c not in table.columns]
+        if missing:
+            raise f.error("table", f"lacks the column(s) {', '.join(missing)}")
+        return cls(campaign=f.text("campaign"), backend=f.text("backend", None),
+                   scan_version=f.integer("scan_version", None), table=table,
+                   model_version=f.integer("model_version", None), response=f.text("response", ""))
 
 
-__all__ = ["EXPLORE_ORIGIN", "SimulatedCheck", "StoredFormError"]
+def choose_designs(space: Any, used: list[str], rows: Any, every: bool = False, per_row: int = 1) -> Any:
+    """The designs to simulate for the chosen best-design *rows* (a scan's ``best`` rows): each row's
+    shown design, or with *every* up to *per_row* designs of each row's group
+    (:func:`gpudse_core.explore.designs.group_designs`); a table of the parameters, ``predicted``,
+    ``lower``, ``upper`` (the row's) and ``group`` (the chosen row it came from, 0-based)."""
+    from .. import limits
+    from ..errors import GpudseError
+    from .designs import group_designs
+
+    rows = rows.reset_index(drop=True)
+    if every:
+        limits.check("simulate_chosen", int(per_row), "designs per row to simulate", "choose fewer")
+        listed = group_designs(space, used, rows, int(per_row))
+        chosen = listed.join(rows[["predicted", "lower", "upper"]], on="group")
+    else:
+        chosen = rows.assign(group=range(len(rows)))
+    limits.check("simulate_chosen", len(chosen), "designs chosen to simulate", "choose fewer rows or fewer "
+                 "designs per row")
+    if not len(chosen):
+        raise GpudseError("choose at least one row to simulate")
+    return chosen[[*space.parameter_names, "predicted", "lower", "upper", "group"]].reset_index(drop=True)
+
+
+__all__ = ["EXPLORE_ORIGIN", "SimulatedCheck", "StoredFormError", "choose_designs"]

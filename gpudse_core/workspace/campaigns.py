@@ -16,7 +16,7 @@ import json
 import sqlite3
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -175,7 +175,9 @@ def append_campaign(ws: Any, name: str) -> Any:
 
 def start_campaign(ws: Any, backend: Any, *, name: str | None = None, workers: int | None = None,
                    scheduler: str | None = None, adopt: bool = False, points: Any = None,
-                   extra: dict | None = None, append: bool = False, origin: str = "dashboard") -> Any:
+                   extra: dict | None = None, append: bool = False, origin: str = "dashboard",
+                   stage: str | None = None, inputs: Sequence[Any] = (),
+                   result: Callable[[Any, str], Any] | None = None) -> Any:
     """Run the workspace's current samples (or the given *points*) through *backend* as a background
     job (resumable: a campaign of the same points and backend picks up where it stopped). Returns
     the job. *extra* is recorded in the campaign's spec (e.g. the predictions the points were chosen by).
@@ -183,7 +185,10 @@ def start_campaign(ws: Any, backend: Any, *, name: str | None = None, workers: i
     With *adopt* the campaign's results become the results stage as soon as it ends (finished or
     stopped; a stopped one labelled partial), as the dashboard does: results are used as soon as
     they are simulated, and what was fitted on the old ones turns stale at once. With *append* they
-    are added to the current results instead (:func:`append_campaign`: a new version)."""
+    are added to the current results instead (:func:`append_campaign`: a new version). With *result*
+    (a function of the workspace, opened again in the job's thread, and the campaign's name), what it
+    returns once the campaign ends is stored as analysis *stage* computed from *inputs* (partial when
+    stopped): how a "Simulate these" check is kept without touching the results."""
     from ..sim.campaign import points_spec, run_campaign
 
     if not ws.writable:  # the connection would refuse the writes anyway (query_only): say why first
@@ -203,7 +208,7 @@ def start_campaign(ws: Any, backend: Any, *, name: str | None = None, workers: i
         raise
     open_ws = opener(ws)
 
-    def work(ctx: JobContext) -> None:
+    def work(ctx: JobContext) -> Any:
         try:
             final = run_campaign(store, backend, workers=workers, scheduler=scheduler, progress=_reporter(ctx),
                                  should_stop=ctx.stopped)
@@ -212,8 +217,13 @@ def start_campaign(ws: Any, backend: Any, *, name: str | None = None, workers: i
         if (adopt or append) and final.done:
             with open_ws(True) as own:
                 (append_campaign if append else adopt_campaign)(own, name)
+        if result is not None:
+            with open_ws(False) as own:
+                return result(own, name)
+        return None
 
-    return start_job(ws, "campaign", work, campaign=name)
+    return start_job(ws, "campaign", work, campaign=name, stage=stage, inputs=inputs,
+                     origin=f"campaign {name} ({spec.get('backend', 'simulator')})")
 
 
 def _reporter(ctx: JobContext, then: Callable | None = None) -> Callable:
@@ -269,15 +279,3 @@ class CliCampaign:
             self.ws.close()
             atexit.unregister(self._abandon)
 
-
-def latest_check(ws: Any) -> Any:
-    """The workspace's latest "Simulate these" (its newest campaign chosen from the Explore page), or
-    None when there is none: a :class:`~gpudse_core.explore.checks.SimulatedCheck`."""
-    from ..explore.checks import EXPLORE_ORIGIN, SimulatedCheck
-
-    for c in ws.campaigns():  # newest first
-        if isinstance(c.spec, dict) and c.spec.get("chosen_by") == EXPLORE_ORIGIN:
-            model = ws.get("model")
-            response = model.value.response if model.value is not None else "cycles"
-            return SimulatedCheck.of(c.name, c.spec, campaign_table(ws, c.name, include_failed=True), response)
-    return None

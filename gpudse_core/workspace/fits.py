@@ -8,7 +8,8 @@ would leave those analyses stale. The fingerprint is a SHA-256 of the results' c
 settings as canonical JSON (keys sorted, tuples as lists, the response and the parameters named).
 
 :func:`fit_into` is the one way a fit enters a workspace: the dashboard's Fit button and the example
-both go through it.
+both go through it; :func:`refit_into` fits again with a model's own settings (after designs a check
+simulated were added to the results).
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
+
+from ..errors import GpudseError
 
 
 @dataclass(frozen=True)
@@ -87,3 +90,21 @@ def fit_stepwise_into(ws: Any, results: Any, settings: Mapping[str, Any], params
         return fit_model(kind, res.table, response, params, transform=transform, stepwise_kw=kw, callback=callback)
 
     return fit_into(ws, results, "stepwise", canonical_settings(full, response, params), fit, origin)
+
+
+REFIT_NOTE = " (refitted on new results)"
+
+
+def refit_into(ws: Any, results: Any, model: Any) -> FitOutcome:
+    """Fit again on *results* (a StageValue) with the settings of *model* (the StageValue of the model
+    it replaces): its response, parameters and estimator settings, through :func:`fit_stepwise_into`.
+    A learner's refit is left to the fit page (its settings are chosen there): refused with that said."""
+    prev = model.value
+    settings = getattr(prev, "settings", None)
+    if not hasattr(prev, "trace") or not isinstance(settings, Mapping):
+        raise GpudseError(f"model version {model.version} is a {getattr(prev, 'kind', 'learner')} model: refit it "
+                          f"on the Stepwise fit page")
+    res = results.value
+    response = prev.response if prev.response in res.table.columns else None
+    base = model.origin.split(REFIT_NOTE)[0] or "stepwise (Algorithm 1)"
+    return fit_stepwise_into(ws, results, settings, response=response, origin=base + REFIT_NOTE)

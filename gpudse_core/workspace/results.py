@@ -33,7 +33,8 @@ RESULT_TYPES = {"scan": "gpudse_core.explore.results:ScanResult",
                 "validation": "gpudse_core.model.validation:ValidationResult",
                 "comparison": "gpudse_core.report.comparison:Comparison",
                 "app_models": "gpudse_core.model.per_application:AppModels",
-                "search": "gpudse_core.search.result:SearchStudy"}
+                "search": "gpudse_core.search.result:SearchStudy",
+                "check": "gpudse_core.explore.checks:SimulatedCheck"}
 # analyses :meth:`Workspace.damaged` reads to know, so a damaged one is named before any page reads it
 # (a study is small and a resume must not start from a forged one; a scan's tables are left until read)
 READ_TO_NAME = ("search",)

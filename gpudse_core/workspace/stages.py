@@ -30,11 +30,12 @@ DEFAULT_INPUTS = {"space": (), "samples": ("space",), "results": ("space",), "mo
 
 _NOUN = {"space": "design space", "samples": "samples", "results": "results", "model": "model",
          "validation": "validation", "true_error": "true error", "scan": "best designs", "heatmap": "heatmap",
-         "app_models": "per-application models"}
+         "app_models": "per-application models", "check": "simulated check"}
 _THIS = {"samples": "these samples were drawn", "results": "these results were recorded",
          "model": "this model was fitted", "validation": "this validation was run",
          "true_error": "the true error was computed", "scan": "the best designs were found",
-         "heatmap": "this heatmap was made", "app_models": "the per-application models were fitted"}
+         "heatmap": "this heatmap was made", "app_models": "the per-application models were fitted",
+         "check": "these designs were simulated"}
 _FIRST = {"space": ("no design space has been chosen yet", "Choose a design space"),
           "samples": ("no design points have been sampled yet", "Sample design points"),
           "results": ("no results have been simulated or uploaded yet", "Simulate or upload results"),
@@ -128,7 +129,8 @@ class Status:
 
 TITLES = {"space": "Design space", "samples": "Samples", "results": "Results", "model": "Model",
           "validation": "Validation", "true_error": "True error", "scan": "Best designs (Explore)",
-          "heatmap": "Ray-tracing heatmap", "app_models": "Per-application models"}
+          "heatmap": "Ray-tracing heatmap", "app_models": "Per-application models",
+          "check": "Simulated check (Explore)"}
 
 
 def title(stage: str) -> str:

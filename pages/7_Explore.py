@@ -18,18 +18,23 @@ from gpudse_core.explore.results import ScanResult
 from gpudse_core.explore.scan import sensitivity
 from gpudse_core.fmt import fmt_value
 from gpudse_core.report import figures
+from gpudse_core.workspace.stages import title
 
 w = ui.page("Explore")
 st.title("Explore the design space")
 
 
 def simulated_best(space, model) -> None:
-    """The latest "Simulate these": each chosen design's prediction beside its simulation (shown also
-    once the scan and the model are out of date, which the added results make them)."""
+    """The latest "Simulate these": each chosen design's prediction beside its simulation, the model
+    and best designs it checked (which it leaves current), and "Add these to the results and refit"
+    as its own step (shown also once the scan and the model are out of date)."""
     ui_jobs.job_panel(w, "campaign", "Simulating the chosen designs", rerun=ui_jobs.LATER,
                       rerun_label="Simulate the rows chosen below again")
+    adding = ui_jobs.job_panel(w, "add_check", "Adding the checked designs to the results, refitting and rescanning")
+    running = ui_jobs.active(w, "campaign") is not None
+    sv = None if running else ui.analysis("check")  # the stored check, bound to the model and scan it checked
     try:
-        check = ui_work.latest_simulated_best(w)  # a SimulatedCheck, or None
+        check = sv.value if sv is not None and sv.value is not None else ui_work.latest_simulated_best(w)
     except GpudseError as e:  # a campaign record that cannot be read: named, the rest of the page works
         st.error(ui.plain(e), icon=":material/report:")
         check = None
@@ -56,7 +61,36 @@ def simulated_best(space, model) -> None:
                     f"{ui.fmt_count(len(table), 'designs')} simulated"
                     + (f", {ui.fmt_count(check.inside)} inside the interval)" if check.judged else ")"))
         ui.table(table, units=ui.units(space) | {c: unit for c in ("predicted", "simulated")},
-                 kinds={"error": "fraction", "row": "count"})
+                 kinds={"error": "error", "row": "count"})
+        if sv is not None and sv.value is not None:
+            check_binding(sv, adding)
+
+
+def check_binding(sv, adding: bool) -> None:
+    """What the stored check checked (model and best-designs versions) and, while it is current, the
+    separate step that adds its designs to the results; once it is not, why, and what is stale now."""
+    check = sv.value
+    versions = f"model version {check.model_version}, best designs version {check.scan_version}"
+    if not sv.ok:
+        st.caption(f":material/history: This check was made with {versions}: {ui.plain(sv.status.reason)}.")
+        done = ui_jobs.last(w, "add_check")
+        stale = [title(s) for s, status in w.overview().items() if s != "check" and not status.ok]
+        if done is not None and done.state == "finished" and (done.finished or 0) >= sv.created and stale:
+            st.info(f"The checked designs were added to the results and the model refitted; out of date now: "
+                    f"{ui.plain(', '.join(stale))} (recompute on their pages).", icon=":material/info:")
+        return
+    st.caption(f":material/verified: Checks {versions}: the results are unchanged, so the model, the best "
+               f"designs and the analyses computed from them stay current.")
+    if not check.simulated or adding:
+        return
+    busy = any(ui_jobs.active(w, kind) is not None for kind in ("fit", "scan"))
+    if st.button("Add these to the results and refit", icon=":material/playlist_add:", key="add_check",
+                 disabled=not w.writable or busy,
+                 help=f"appends the {check.simulated} simulated designs to the results (a new version), fits the "
+                      f"model again with its settings and finds the best designs again; the validation and the "
+                      f"true error are then out of date until recomputed") and ui.guarded(
+            lambda: ui_work.start_add_check(w)):
+        st.rerun()
 
 
 def failed_designs(space, table, used) -> None:
@@ -123,8 +157,8 @@ def simulate_these(value: ScanResult) -> None:
     """Run chosen rows through the simulator the results came from; predicted beside simulated."""
     best = value.best
     with st.container(border=True):
-        st.markdown("**Simulate these** — check the predictions with the simulator; the simulated designs are "
-                    "added to the results (a new version)")
+        st.markdown("**Simulate these** — check the predictions with the simulator; the check is kept beside the "
+                    "best designs and the results are unchanged (adding the designs to them is a separate step)")
         builtin = ui_work.results_backend(w)
         external = ui_work.external_backends()
         kinds = ([f"built-in ({builtin.kernel}, noise σ {builtin.noise:g}), as the results"] if builtin else []) + \

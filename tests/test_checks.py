@@ -9,6 +9,8 @@ scan are new versions and what was computed from the old ones is stale.
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -27,38 +29,52 @@ def _wait(ws, job):
     return info
 
 
-@pytest.fixture(scope="module")
-def checked(tmp_path_factory):
-    """60 simulated designs, a stepwise fit, its scan and validation, then a check of the 3 best rows on
-    the noise-free built-in simulator."""
+def small_workspace(name: str):
+    """60 simulated designs on the built-in simulator, a stepwise fit, its scan and validation (all current)."""
     from dashboard import work as ui_work
 
-    from gpudse_core.sim.campaign import AnalyticalBackend
     from gpudse_core.sim.simulator import simulate
     from gpudse_core.space.sampling import sample
     from gpudse_core.workspace import create_workspace, start_validation
     from gpudse_core.workspace.fits import fit_stepwise_into
 
+    ws, key = create_workspace(name)
+    space = load_preset("stargazer")
+    samples = sample(space, 60, seed=1)
+    points = samples.table()
+    ws.set_space(space, "stargazer")
+    ws.set_samples(samples, "60 uniform samples")
+    results = ws.set_results(points.join(simulate(points, KERNEL, noise=0.01, seed=1)), "cycles",
+                             f"built-in simulator, {KERNEL}, 1 % noise", inputs=("space", "samples"))
+    fit_stepwise_into(ws, results, {})
+    _wait(ws, ui_work.start_scan(ws, dict(ui_work.EXAMPLE_SCAN, k=5)))
+    _wait(ws, start_validation(ws, train_sizes=[20], test_size=20, repeats=1))
+    return ws, key
+
+
+@pytest.fixture(scope="module")
+def home(tmp_path_factory):
     with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("GPUDSE_HOME", str(tmp_path_factory.mktemp("home")))
+        path = tmp_path_factory.mktemp("home")
+        mp.setenv("GPUDSE_HOME", str(path))
         mp.delenv("GPUDSE_SINGLE_USER", raising=False)
-        ws, _ = create_workspace("check")
-        space = load_preset("stargazer")
-        samples = sample(space, 60, seed=1)
-        points = samples.table()
-        ws.set_space(space, "stargazer")
-        ws.set_samples(samples, "60 uniform samples")
-        results = ws.set_results(points.join(simulate(points, KERNEL, noise=0.01, seed=1)), "cycles",
-                                 f"built-in simulator, {KERNEL}", inputs=("space", "samples"))
-        fit_stepwise_into(ws, results, {})
-        _wait(ws, ui_work.start_scan(ws, dict(ui_work.EXAMPLE_SCAN, k=5)))
-        _wait(ws, start_validation(ws, train_sizes=[20], test_size=20, repeats=1))
-        before = {s: ws.get(s) for s in ("results", "model", "scan", "validation")}
-        assert all(sv.ok for sv in before.values())
-        best = ws.get("scan").value.best
-        _wait(ws, ui_work.start_simulate_best(ws, AnalyticalBackend(KERNEL, noise=0.0, seed=0), best.iloc[:ROWS]))
-        yield ws, before, best.iloc[:ROWS].reset_index(drop=True)
-        ws.close()
+        yield path
+
+
+@pytest.fixture(scope="module")
+def checked(home):
+    """The small workspace after a check of its 3 best rows on the noise-free built-in simulator."""
+    from dashboard import work as ui_work
+
+    from gpudse_core.sim.campaign import AnalyticalBackend
+
+    ws, _ = small_workspace("check")
+    before = {s: ws.get(s) for s in ("results", "model", "scan", "validation")}
+    assert all(sv.ok for sv in before.values())
+    best = ws.get("scan").value.best
+    _wait(ws, ui_work.start_simulate_best(ws, AnalyticalBackend(KERNEL, noise=0.0, seed=0), best.iloc[:ROWS]))
+    yield ws, before, best.iloc[:ROWS].reset_index(drop=True)
+    ws.close()
 
 
 def test_a_check_keeps_the_results_model_best_designs_and_validation_current(checked):
@@ -138,16 +154,64 @@ def test_add_these_appends_the_rows_refits_with_the_same_settings_and_rescans(ch
         add_check_to_results(ws)
 
 
-def test_a_check_of_an_out_of_date_model_is_refused(tmp_path, monkeypatch):
+def test_a_check_of_an_out_of_date_model_is_refused(home):
     from dashboard import work as ui_work
 
     from gpudse_core.sim.campaign import AnalyticalBackend
     from gpudse_core.workspace import NotReady, create_workspace
     from gpudse_core.workspace.checks import add_check_to_results
 
-    monkeypatch.setenv("GPUDSE_HOME", str(tmp_path))
     ws, _ = create_workspace("empty")
     with pytest.raises(NotReady):
         ui_work.start_simulate_best(ws, AnalyticalBackend(KERNEL), pd.DataFrame())
     with pytest.raises(GpudseError, match="no check to add"):
         add_check_to_results(ws)
+
+
+def test_the_explore_page_checks_then_adds_as_a_separate_step(home):
+    """On the Explore page: "Simulate these" shows predicted beside simulated with the versions it
+    checked and no stale banner; "Add these to the results and refit" is its own button, whose job
+    appends, refits and rescans, after which the page names what is out of date."""
+    pytest.importorskip("streamlit")
+    from conftest import ROOT
+    from streamlit.testing.v1 import AppTest
+
+    ws, key = small_workspace("page")
+    results = ws.get("results").version
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=180)
+    at.query_params["ws"] = ws.id
+    at.session_state["_gpudse_keys"] = {ws.id: key}
+    at.run()
+    at.switch_page("pages/7_Explore.py").run()
+    assert not at.exception, [e.value for e in at.exception]
+
+    def button(label):
+        return next(b for b in at.button if b.label == label)
+
+    def settle():
+        end = time.monotonic() + 300
+        while ws.jobs(active=True):
+            assert time.monotonic() < end, "a job did not end"
+            time.sleep(0.1)
+        at.run()
+        assert not at.exception, [e.value for e in at.exception]
+
+    button("Simulate these").click().run()
+    settle()
+    markdown = " ".join(m.value for m in at.markdown)
+    captions = " ".join(c.value for c in at.caption)
+    assert "Predicted vs simulated" in markdown and "5 of 5 designs simulated" in markdown
+    assert "Checks model version 1, best designs version 1" in captions
+    assert not at.warning, [x.value for x in at.warning]  # no "Refit on the new results"
+    assert ws.get("results").version == results and ws.get("model").ok and ws.get("scan").ok
+    assert ws.get("validation").ok and ws.get("check").ok
+
+    button("Add these to the results and refit").click().run()
+    settle()
+    assert ws.get("results").version == results + 1 and len(ws.get("results").value.table) == 65
+    assert ws.get("model").version == 2 and ws.get("model").ok and ws.get("scan").ok
+    info = " ".join(i.value for i in at.info)
+    assert "added to the results and the model refitted; out of date now: Validation" in info, info
+    assert "made with model version 1" in " ".join(c.value for c in at.caption)
+    assert not any(b.label == "Add these to the results and refit" for b in at.button)
+    ws.close()

@@ -234,7 +234,11 @@ def start_add_check(ws: Any) -> Any:
             if ctx.stopped():
                 raise Stopped(partial=None)
             ctx.progress(1, 3, f"refitting on {len(results.value.table):,} results with the same settings")
-            fitted = refit_into(own, results, model).stored
+            try:
+                fitted = refit_into(own, results, model).stored
+            except GpudseError as e:  # the designs are in: say so beside why the refit did not follow
+                raise GpudseError(f"the {n:,} designs were added to the results (version {results.version}); {e}"
+                                  ) from None
             if ctx.stopped():
                 raise Stopped(partial=None)
             ctx.progress(2, 3, "scanning for the best designs")

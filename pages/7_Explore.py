@@ -75,9 +75,11 @@ def check_binding(sv, adding: bool) -> None:
         st.caption(f":material/history: This check was made with {versions}: {ui.plain(sv.status.reason)}.")
         done = ui_jobs.last(w, "add_check")
         stale = [title(s) for s, status in w.overview().items() if s != "check" and not status.ok]
-        if done is not None and done.state == "finished" and (done.finished or 0) >= sv.created and stale:
-            st.info(f"The checked designs were added to the results and the model refitted; out of date now: "
-                    f"{ui.plain(', '.join(stale))} (recompute on their pages).", icon=":material/info:")
+        if done is not None and done.state == "finished" and (done.finished or 0) >= sv.created:
+            st.info(f"The checked designs were added to the results (version {w.get('results').version}), the "
+                    f"model refitted (version {w.get('model').version}) and the best designs found again"
+                    + (f"; out of date now: {ui.plain(', '.join(stale))} (recompute on their pages)." if stale
+                       else "."), icon=":material/info:")
         return
     st.caption(f":material/verified: Checks {versions}: the results are unchanged, so the model, the best "
                f"designs and the analyses computed from them stay current.")

@@ -253,7 +253,8 @@ def _save_timings() -> None:
 
 def test_simulate_these_checks_the_best_designs_with_the_builtin_simulator(server, browser, home):
     """Explore's grouped best designs → "Simulate these" → the built-in simulator runs one design per
-    chosen row as a campaign → predicted beside simulated, and the results gain the designs."""
+    chosen row as a campaign → predicted beside simulated as a check that leaves the model and the best
+    designs current → "Add these to the results and refit": the results gain the designs, refitted."""
     SHOTS.mkdir(parents=True, exist_ok=True)
     a = Tab(browser, server, "simulate")
     a.page.goto(server, wait_until="domcontentloaded")
@@ -287,9 +288,18 @@ def test_simulate_these_checks_the_best_designs_with_the_builtin_simulator(serve
     a.settle()
     a.shot("explore_predicted_vs_simulated")
     a.check("simulated")
-    a.alert("Refit on the new results")  # the check stays in view above the refit it calls for
+    a.text("the results are unchanged")  # a check confirms: no "Refit on the new results"
+    assert not a.has("Refit on the new results"), a.alerts()
+    w = workspace(home, ws_id)
+    assert len(w.get("results").value.table) == n_results
+    assert w.get("model").ok and w.get("scan").ok and w.get("check").ok
+    a.button("Add these to the results and refit").click()  # its own step: append, refit, rescan
+    a.text("The checked designs were added to the results", timeout=300_000)
+    a.settle()
+    a.shot("explore_check_added")
+    a.check("added")
     w = workspace(home, ws_id)
     results = w.get("results")
     assert len(results.value.table) == n_results + 5 and "simulated designs added" in results.note
-    assert not w.get("model").ok and not w.get("scan").ok  # fitted and scanned before the new results
+    assert w.get("model").ok and w.get("scan").ok and not w.get("check").ok  # refitted, rescanned
     a.close()

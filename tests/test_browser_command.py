@@ -4,8 +4,8 @@ The server describes two command backends (tests/browser_support.py): tests/fake
 GPGPU-Sim-style statistics (``gpu_tot_sim_cycle`` = 100000 // (8 · blk) + 17), and the same program
 crashing at 16 blocks per core. The walk: sample 40 points → simulate them with the fake GPGPU-Sim
 from the Simulations page → fit → Explore's best designs → pick rows → "Simulate these" on the command
-backend → predicted beside simulated, the results gain a version → refit and another selection
-mid-session → reload: the same state → "Simulate these" on the crashing simulator → a clear message,
+backend → predicted beside simulated as a check (the model and best designs stay current) → "Add these
+to the results and refit" (a results version, a refit and a new scan) and another selection mid-session → reload: the same state → "Simulate these" on the crashing simulator → a clear message,
 the failure recorded, and the next scan (which the page offers) never recommends its row again.
 
 Screenshots go to ``tests/artifacts/command_*.png`` (with a ``_full`` twin) for a person to look at.
@@ -128,20 +128,24 @@ def walk(a: Tab, home) -> None:
     wait_for(a, "4 of 4 designs simulated")
     a.check("simulated")
     grid_headers(a, "simulated (cycles)")
-    a.alert("Refit on the new results")
+    a.text("the results are unchanged")  # a check confirms the model and best designs: nothing to refit
+    assert not a.has("Refit on the new results"), a.alerts()
     a.shot("predicted_vs_simulated")
     check = _latest(w)
     shown = check.table
     assert "command" in (check.backend or "") and len(shown) == 4
     assert (shown.simulated == [fake_cycles(b) for b in shown.blk]).all()  # the command's own output, per design
     assert shown["predicted"].tolist() == pytest.approx(best.predicted.iloc[:4].tolist())  # beside the prediction
+    assert w.get("results").version == first_results and w.get("model").ok and w.get("scan").ok
+
+    # mid-session: add the checked designs (the 44 results refitted and rescanned), choose other rows; reload
+    a.button("Add these to the results and refit").click()
+    wait_for(a, "The checked designs were added to the results")
     results = w.get("results")
     assert results.version == first_results + 1 and len(results.value.table) == 44
     assert "4 simulated designs added" in results.note
-
-    # mid-session: refit on the 44 results, recompute, choose other rows; then reload
-    fit(a, 3)
-    rescan(a)
+    assert w.get("model").version == 3 and w.get("model").ok and w.get("scan").ok
+    a.text(f"predicted {RESPONSE} of 933,120 designs")
     wait_for(a, "4 of 4 designs simulated")  # the check stays on the page after the refit
     rows = page.get_by_role("combobox", name="Rows").first
     rows.click()

@@ -211,7 +211,8 @@ def test_the_explore_page_checks_then_adds_as_a_separate_step(home):
     assert ws.get("results").version == results + 1 and len(ws.get("results").value.table) == 65
     assert ws.get("model").version == 2 and ws.get("model").ok and ws.get("scan").ok
     info = " ".join(i.value for i in at.info)
-    assert "added to the results and the model refitted; out of date now: Validation" in info, info
+    assert ("added to the results (version 2), the model refitted (version 2) and the best designs found again; "
+            "out of date now: Validation") in info, info
     assert "made with model version 1" in " ".join(c.value for c in at.caption)
     assert not any(b.label == "Add these to the results and refit" for b in at.button)
     ws.close()

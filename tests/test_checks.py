@@ -150,6 +150,7 @@ def test_add_these_appends_the_rows_refits_with_the_same_settings_and_rescans(ch
     assert scan.value.request == before["scan"].value.request
     # what was computed from the old model is stale: the check itself, and the validation
     assert not ws.get("check").ok and not ws.get("validation").ok
+    assert ws.status("check").action == "Simulate the new best designs on the Explore page"
     with pytest.raises(GpudseError, match="out of date"):  # never added twice
         add_check_to_results(ws)
 

@@ -87,7 +87,7 @@ class SimulatedCheck:
         """One line for a listing: how many designs, how many inside their interval."""
         inside = f", {self.inside} of {self.judged} inside the interval" if self.judged else ""
         failed = f", {len(self.failed)} failed" if len(self.failed) else ""
-        return f"{self.simulated} of {len(self.table)} designs simulated{inside}{failed} (campaign {self.campaign})"
+        return f"{self.simulated} of {len(self.table)} designs simulated{inside}{failed}"
 
     # ---- stored form (the workspace's ``check`` analysis) ------------------------------------------
     def to_stored(self) -> dict:

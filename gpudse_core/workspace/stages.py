@@ -155,6 +155,8 @@ def _redo(stage: str, changed: str) -> str:
         return _REDO[(stage, changed)]
     if stage in BASE_STAGES:
         return _FIRST[stage][1]
+    if stage == "check":  # a simulation is not recomputed from a new model: the new best designs are checked
+        return "Simulate the new best designs on the Explore page"
     return {"model": "Recompute with the new model", "results": "Recompute on the new results",
             "space": "Recompute for the new design space"}.get(changed, "Recompute")
 

@@ -222,7 +222,8 @@ def _no_stale_blank_or_exception(a: Tab, where: str, charts: int = 1) -> None:
 def test_the_lecture_runs_as_written(browser, server):
     """docs/lecture.md step by step at 1280×800 in presentation mode: one live fit (Stargazer as written,
     θ = 0.003, φ = 0), then the robust defaults again — the example's own settings on its own data, so
-    model v1 and its validation, scan and true error are reused and Accuracy and Explore stay current."""
+    model v1 and its validation, scan and true error are reused and Accuracy and Explore stay current; a
+    "Simulate these" check on Explore leaves them current too."""
     SHOTS.mkdir(parents=True, exist_ok=True)
     a = Tab(browser, server, "lecture_walk")
     page = a.page
@@ -298,4 +299,13 @@ def test_the_lecture_runs_as_written(browser, server):
     _no_stale_blank_or_exception(a, "explore")
     assert page.locator("[data-testid=stDataFrame]").count() >= 1  # the example's best designs, not recomputed
     _shot(a, "24_walk_explore")
+    # optionally, Simulate these: a check of the first five rows confirms them and makes nothing stale
+    a.button("Simulate these").click()
+    a.text("5 of 5 designs simulated", timeout=120_000)
+    a.settle()
+    a.text("the results are unchanged")
+    _no_stale_blank_or_exception(a, "explore after the check")
+    _shot(a, "25_walk_explore_checked")
+    _present(a, ws_id, "Accuracy", "Accuracy")  # the validation and the true error stay current
+    _no_stale_blank_or_exception(a, "accuracy after the check", charts=2)
     a.close()

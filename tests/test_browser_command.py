@@ -5,7 +5,8 @@ GPGPU-Sim-style statistics (``gpu_tot_sim_cycle`` = 100000 // (8 · blk) + 17), 
 crashing at 16 blocks per core. The walk: sample 40 points → simulate them with the fake GPGPU-Sim
 from the Simulations page → fit → Explore's best designs → pick rows → "Simulate these" on the command
 backend → predicted beside simulated as a check (the model and best designs stay current) → "Add these
-to the results and refit" (a results version, a refit and a new scan) and another selection mid-session → reload: the same state → "Simulate these" on the crashing simulator → a clear message,
+to the results and refit" (a results version, a refit and a new scan) and another selection
+mid-session → reload: the same state → "Simulate these" on the crashing simulator → a clear message,
 the failure recorded, and the next scan (which the page offers) never recommends its row again.
 
 Screenshots go to ``tests/artifacts/command_*.png`` (with a ``_full`` twin) for a person to look at.

@@ -48,7 +48,8 @@ Stages (writes need the key; read-only handles raise :class:`ReadOnly`)::
 
 Typed analyses (:mod:`.results`, one registry): ``scan`` is read as a ScanResult, ``true_error`` as a
 TrueError, ``heatmap`` as a HeatmapResult, ``validation`` as a ValidationResult, ``comparison``
-as a Comparison and ``app_models`` as AppModels — also when an
+as a Comparison, ``app_models`` as AppModels and ``check`` (a "Simulate these" check of the model and
+scan, :mod:`.checks`, which leaves the results unchanged) as a SimulatedCheck — also when an
 earlier version stored them as dicts; a stored value that cannot be read as its class is a
 :class:`Damaged` (named by ``ws.damaged()``), and a malformed one is refused by ``put``.
 

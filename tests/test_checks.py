@@ -217,3 +217,25 @@ def test_the_explore_page_checks_then_adds_as_a_separate_step(home):
     assert "made with model version 1" in " ".join(c.value for c in at.caption)
     assert not any(b.label == "Add these to the results and refit" for b in at.button)
     ws.close()
+
+
+def test_a_learners_refit_is_left_to_the_fit_page(home):
+    """refit_into repeats a stepwise model's own settings; a learner's are chosen on the fit page, so it
+    says so instead of refitting with settings it cannot know."""
+    from gpudse_core.model.registry import fit_model
+    from gpudse_core.sim.simulator import simulate
+    from gpudse_core.space.sampling import sample
+    from gpudse_core.workspace import create_workspace
+    from gpudse_core.workspace.fits import refit_into
+
+    ws, _ = create_workspace("learner")
+    space = load_preset("stargazer")
+    points = sample(space, 40, seed=2).table()
+    table = points.join(simulate(points, KERNEL, noise=0.01, seed=2))
+    ws.set_space(space, "stargazer")
+    results = ws.set_results(table, "cycles", "built-in simulator")
+    model = ws.set_model(fit_model("forest", table, "cycles", list(space.parameter_names)), "forest")
+    with pytest.raises(GpudseError, match="model version 1 is a forest model: refit it on the Stepwise fit page"):
+        refit_into(ws, results, model)
+    assert [v.version for v in ws.history("model")] == [1]
+    ws.close()

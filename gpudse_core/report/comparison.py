@@ -48,13 +48,15 @@ class Run:
 
     def to_stored(self) -> dict:
         h = self.headline
-        return {"label": self.label, "workspace": self.workspace, "workspace_id": self.workspace_id,
-                "version": self.version, "kind": self.kind, "origin": self.origin, "results": self.results,
-                "kernel": self.kernel, "noise": self.noise, "rows": self.rows, "response": self.response,
-                "headline": {k: getattr(h, k) for k in HEADLINE_FIELDS}, "r2": self.r2, "terms": self.terms,
-                "errors": self.errors, "errors_source": self.errors_source, "trend": self.trend,
-                "contributions": self.contributions, "param": self.param, "curve": self.curve,
-                "settings": [list(p) for p in self.settings]}
+        doc = {"label": self.label, "workspace": self.workspace, "workspace_id": self.workspace_id,
+               "version": self.version, "kind": self.kind, "origin": self.origin, "results": self.results,
+               "kernel": self.kernel, "noise": self.noise, "rows": self.rows, "response": self.response,
+               "headline": {k: getattr(h, k) for k in HEADLINE_FIELDS}, "r2": self.r2, "terms": self.terms,
+               "errors": self.errors, "errors_source": self.errors_source, "trend": self.trend,
+               "contributions": self.contributions, "param": self.param, "curve": self.curve}
+        if self.settings:  # a run snapshotted before runs kept their settings is stored as it was
+            doc["settings"] = [list(p) for p in self.settings]
+        return doc
 
     @classmethod
     def from_stored(cls, stored: Any, what: str = "run") -> Run:

@@ -153,7 +153,7 @@ def test_the_report_carries_the_search_its_best_design_and_history(reviewed):
     assert settings["stopped"] == study.stopped and settings["simulated"].startswith("14 (")
     best = study.best()
     said = next(p for p in page.paragraphs if p.startswith("Best design:"))
-    assert f"cycles {fmt.fmt_number(best.value, 'cycles')}" in said
+    assert f"; {fmt.fmt_number(best.value, 'cycles')} (simulation {best.number + 1}" in said
     assert all(f"{k} = {fmt.fmt_value(v)}" in said for k, v in best.design.items())
     history = page.table("History: every simulation")
     assert len(history) == len(study.trials) == 14
@@ -194,3 +194,44 @@ def test_the_report_gives_the_compared_runs_settings(reviewed):
         assert got["θ (main effects)"].split(",")[0] == fmt.fmt_value(model.settings["theta"])
         assert got["robust"].startswith("none" if model.settings["robust"] == "none" else "Huber")
     assert {r["value"] for r in rows if r["setting"] == "θ (main effects)"} == {"0.001, absolute", "0.01, absolute"}
+
+
+def test_a_search_with_an_objective_reports_the_objective_and_the_simulated_response():
+    """A min search of an objective (``gpudse search --objective``, which stores no --batch): the best
+    design's objective and its simulated cycles, the batch read off the history's rounds."""
+    from gpudse_core.report.record import search_items
+    from gpudse_core.search.result import SearchStudy
+    from gpudse_core.search.study import Trial
+
+    settings = {"source": "space stargazer, kernel BFS", "goal": "min", "response": "cycles", "objective":
+                "cycles * simd", "params": ["blk", "simd"], "budget": 7, "initial": 4, "seed": 2}
+    cycles = [5000.0, 4000.0, 3000.0, 9000.0, 2500.0, 2600.0, 8000.0]
+    simd = [8, 16, 32, 8, 8, 16, 32]
+    rounds = [0, 0, 0, 0, 1, 1, 2]
+    trials = tuple(Trial(i, r, r, {"blk": 4, "simd": s}, None, c * s, "ok", measured=c)
+                   for i, (r, c, s) in enumerate(zip(rounds, cycles, simd)))
+    items = search_items(SearchStudy(settings, trials, "budget"))
+    table = dict(items[0][1].itertuples(index=False))
+    assert table["objective"] == "cycles * simd" and table["batch"] == "2 per round (from the history)"
+    said = next(i[1] for i in items if isinstance(i, tuple) and i[0] == "text")
+    # the smallest objective is 2500 × 8 = 20,000 (simulation 5), not the fewest cycles
+    assert said.startswith("Best design: blk = 4, simd = 8; objective 20,000 at 2,500 cycles (simulation 5")
+    history = next(i[1] for i in items if isinstance(i, tuple) and i[0].startswith("History"))
+    assert history["objective"].tolist() == [c * s for c, s in zip(cycles, simd)]
+    assert history["cycles"].tolist() == cycles
+
+
+def test_a_pareto_search_reports_its_simulated_front():
+    from gpudse_core.report.record import search_items
+    from gpudse_core.search.result import SearchStudy
+    from gpudse_core.search.study import Trial
+
+    settings = {"source": "space stargazer, kernel BFS", "goal": "pareto", "response": "cycles", "cost": "simd",
+                "params": ["simd"], "budget": 4, "initial": 4, "seed": 0}
+    points = [(8, 900.0), (16, 500.0), (32, 450.0), (32, 700.0)]  # (cost, cycles): the last is beaten
+    trials = tuple(Trial(i, 0, 0, {"simd": c}, None, v, "ok", cost=float(c)) for i, (c, v) in enumerate(points))
+    items = search_items(SearchStudy(settings, trials, "budget"))
+    table = dict(items[0][1].itertuples(index=False))
+    assert table["goal"] == "Pareto front against a cost" and table["cost"] == "simd"
+    front = next(i[1] for i in items if isinstance(i, tuple) and i[0].startswith("Pareto front"))
+    assert sorted(zip(front["cost"], front["cycles"])) == [(8, 900.0), (16, 500.0), (32, 450.0)]

@@ -143,6 +143,13 @@ def search_simulator(source: str) -> str:
     return source or "–"
 
 
+def _batch_seen(study: Any) -> str:
+    """The designs per round after the initial sample, read off the history (``gpudse search`` does not
+    store its --batch with the study)."""
+    sizes = pd.Series([t.round for t in study.trials if t.round > 0]).value_counts()
+    return f"{fmt.fmt_count(int(sizes.max()))} per round (from the history)" if len(sizes) else "–"
+
+
 def search_settings_table(study: Any) -> pd.DataFrame:
     """The study's settings as ``setting, value`` rows."""
     s = study.settings
@@ -158,7 +165,7 @@ def search_settings_table(study: Any) -> pd.DataFrame:
              ("space", study.source.split(",", 1)[0].removeprefix("space ") if study.source.startswith("space ")
               else "–"),
              ("budget", fmt.fmt_count(s.get("budget"), "simulations")),
-             ("batch", _v(s.get("batch"))),
+             ("batch", _v(s.get("batch")) if s.get("batch") else _batch_seen(study)),
              ("initial sample", (fmt.fmt_count(initial, "designs") if initial else "default size")
               + f", {s.get('initial_method') or 'uniform'}"),
              ("seed", _v(s.get("seed"))), ("acquisition", _v(s.get("acquisition"))),
@@ -186,19 +193,25 @@ def history_table(study: Any) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def search_items(study: Any, space: Any = None) -> list:
+def _valued(name: str, value: Any) -> str:
+    """``167,634 cycles`` for a response with a unit, ``ipc 1.234`` for one without."""
+    unit = fmt.response_unit(name)
+    return fmt.fmt_number(value, unit) if unit else f"{name} {fmt.fmt_number(value)}"
+
+
+def search_items(study: Any) -> list:
     """The report's items for a search study (see the module docstring)."""
     from . import figures
 
     units = {study.response: fmt.response_unit(study.response)} if fmt.response_unit(study.response) else {}
     items: list = [("The search's settings", search_settings_table(study))]
     best = study.best()
-    what = "objective" if study.objective else study.response
     if best is not None:
         design = ", ".join(f"{k} = {fmt.fmt_value(v)}" for k, v in best.design.items())
-        value = fmt.fmt_number(best.value, None if study.objective else fmt.response_unit(study.response))
-        items.append(("text", f"Best design: {design}; {what} {value} (simulation {best.number + 1}, "
-                              f"round {best.round})."))
+        value = (f"objective {fmt.fmt_number(best.value)}" + (f" at {_valued(study.response, best.measured)}"
+                                                             if best.measured is not None else "")
+                 if study.objective else _valued(study.response, best.value))
+        items.append(("text", f"Best design: {design}; {value} (simulation {best.number + 1}, round {best.round})."))
     elif study.goal == "pareto":
         front = study.result().front()
         if front:

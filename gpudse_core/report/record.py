@@ -202,6 +202,7 @@ def _valued(name: str, value: Any) -> str:
 def search_items(study: Any) -> list:
     """The report's items for a search study (see the module docstring)."""
     from . import figures
+    from .plaintext import chart as plain
 
     units = {study.response: fmt.response_unit(study.response)} if fmt.response_unit(study.response) else {}
     items: list = [("The search's settings", search_settings_table(study))]
@@ -218,7 +219,7 @@ def search_items(study: Any) -> list:
             table = pd.DataFrame([{"cost": t.cost, study.response: t.value, **t.design} for t in front])
             items.append(("Pareto front (simulated)", table, units))
     if study.trials:
-        valued = study.response if not study.objective else "objective"
+        valued = plain(study.response) if not study.objective else "objective"  # a response named by its user
         items.append(figures.search_progress([t.value for t in study.trials], [t.round for t in study.trials],
                                              valued, maximize=study.goal == "max"))
         items.append(("History: every simulation", history_table(study), units))

@@ -93,11 +93,18 @@ def read(stage: str, version: int, stored: Any) -> Any:
         return Damaged(stage, version, f"{type(e).__name__}: {e}")
 
 
+def growable(stage: str) -> bool:
+    """Whether a stored value of *stage* can grow in place (its class has ``grows_from``): only then does
+    :meth:`Workspace.put` read the current value to compare (a results table or a scan is never read)."""
+    cls = result_class(stage)
+    return cls is not None and hasattr(cls, "grows_from")
+
+
 def grows(stage: str, old: Any, new: Any) -> bool:
     """Whether *new* is the stored *old* of *stage* grown — the same record with more in it (a running
     search's next round: ``SearchStudy.grows_from``) — and so replaces it in place instead of becoming
     a new version. False for a stage whose class does not say, and for a damaged or missing *old*."""
     cls = result_class(stage)
-    if cls is None or not hasattr(cls, "grows_from") or not isinstance(old, cls) or not isinstance(new, cls):
+    if not growable(stage) or not isinstance(old, cls) or not isinstance(new, cls):
         return False
     return bool(new.grows_from(old))

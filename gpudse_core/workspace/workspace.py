@@ -403,8 +403,8 @@ class Workspace:
                     # the same value from the same inputs, again (a double click): no second version
                     return StageValue(stage, value, head.version, status_of(stage, heads), digest,
                                       _inputs(same[0]), origin, time.time(), False, "", int(self._meta()[4]))
-            if head is not None and digest is not None and value is not None and \
-                    typed_results.grows(stage, self._head_value(stage, head), value):
+            if head is not None and digest is not None and value is not None and typed_results.growable(stage) \
+                    and typed_results.grows(stage, self._head_value(stage, head), value):
                 # the same record grown (a running search's next round): one version, rewritten in place
                 return self._rewrite(stage, head.version, value, fmt, blob, digest, refs, origin, partial, note)
             version = int(self._db.execute("SELECT COALESCE(MAX(version), 0) + 1 FROM ws_stage WHERE stage = ?",

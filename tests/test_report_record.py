@@ -235,3 +235,20 @@ def test_a_pareto_search_reports_its_simulated_front():
     assert table["goal"] == "Pareto front against a cost" and table["cost"] == "simd"
     front = next(i[1] for i in items if isinstance(i, tuple) and i[0].startswith("Pareto front"))
     assert sorted(zip(front["cost"], front["cycles"])) == [(8, 900.0), (16, 500.0), (32, 450.0)]
+
+
+def test_gpudse_workspace_report_writes_the_same_record(reviewed, tmp_path):
+    """``gpudse workspace report`` on the workspace built from the command line carries every table the
+    report function does (the settings, the search, its history, the check, the runs)."""
+    from gpudse_core.cli import main
+
+    ws, html = reviewed
+    out = tmp_path / "report.html"
+    assert main(["workspace", "report", ws.id, "-o", str(out)]) == 0
+    ours, theirs = Tables(), Tables()
+    ours.feed(html)
+    theirs.feed(out.read_text())
+    assert [h for h, _ in theirs.tables] == [h for h, _ in ours.tables]
+    for heading in ("What produced these numbers", "The search's settings", "History: every simulation",
+                    "Predicted against simulated (explore check1)", "What produced each run"):
+        assert theirs.table(heading) == ours.table(heading)

@@ -133,7 +133,7 @@ def test_the_report_gives_every_setting_that_produced_the_model(reviewed):
     model_sv = ws.get("model")
     m = _settings(rows, f"Model v{model_sv.version}")
     settings = model_sv.value.settings
-    assert m["kind"] == "stepwise (Stargazer Algorithm 1)" and m["criterion"] == settings["criterion"]
+    assert m["kind"] == "stepwise (Stargazer Algorithm 1)" and m["criterion"].startswith(settings["criterion"] + ": ")
     assert m["θ (main effects)"] == "0.01, absolute" and m["φ (pairs)"] == "0.01"
     assert m["knots"] == f"{settings['knots']} ({settings['knot_placement']})"
     assert m["robust"] == "none (least squares)" and m["level cells"] == "no"

@@ -22,6 +22,8 @@ import pandas as pd
 from .. import fmt
 
 SETTING_COLUMNS = ("part", "setting", "value")
+CRITERIA = {"ftest": "partial F-test (Lee & Brooks eq. 10)", "adjr2": "adjusted R² (Stargazer §5.2)",
+            "aic": "AIC", "bic": "BIC"}  # what decides whether a candidate term enters
 
 
 def _v(value: Any) -> str:
@@ -46,7 +48,7 @@ def _robust(model: Any, s: dict) -> str:
     if used:
         return (f"Huber (k = {fmt.fmt_value(used.get('k'))}), {ROBUST_ROUNDS} rounds: round "
                 f"{fmt.fmt_value(used.get('rounds'))} kept")
-    return f"Huber, {ROBUST_ROUNDS} rounds: least squares kept (no round predicted its left-out rows better)"
+    return f"Huber, {ROBUST_ROUNDS} rounds: least squares kept"
 
 
 def model_settings(model: Any) -> list[tuple[str, str]]:
@@ -67,7 +69,8 @@ def model_settings(model: Any) -> list[tuple[str, str]]:
     if s.get("reference"):
         rows.append(("implementation", "Stargazer 1.0 as released (R's natural splines)"))
     rule = s.get("threshold_rule")
-    rows += [("criterion", _v(s.get("criterion"))),
+    crit = s.get("criterion")
+    rows += [("criterion", _v(crit) + (f": {CRITERIA[crit]}" if crit in CRITERIA else "")),
              ("θ (main effects)", _v(s.get("theta")) + (f", {rule}" if rule else "")),
              ("φ (pairs)", _v(s.get("phi"))), ("φ3 (three-way terms)", _v(s.get("phi3"))),
              ("knots", f"{_v(s.get('knots'))} ({_v(s.get('knot_placement'))})"),

@@ -215,19 +215,7 @@ def workspace_report(ws: Any, *, include_stale: bool = False) -> str:
     if heat_sv is not None:
         sections.append((ANALYSIS_TITLES["heatmap"], [("text", f"In use: {heat_sv.origin}."),
                                                       _heatmap_figure(heat_sv.value)]))
-    search_sv = _typed(rc, "search")
-    if search_sv is not None:
-        from .record import search_items
-
-        study = search_sv.value
-        sections.append((f"Search v{search_sv.version}: {study.source}" + ("" if study.stopped else " (running)"),
-                         search_items(study)))
-    from .record import check_items, checks
-
-    found = checks(ws)
-    if found:
-        sections.append(('"Simulate these": the best designs checked by simulation',
-                         check_items(found, model.response if model is not None else "cycles")))
+    sections += _search_and_checks(ws, rc, model)
     cmp_sv = _typed(rc, "comparison")
     if cmp_sv is not None:
         from . import compare
@@ -263,6 +251,24 @@ def best_designs_table(scan: Any, space: Any) -> Any:
 
     best = scan.best.drop(columns=[c for c in ("bounded", "design_index") if c in scan.best.columns])
     return format_table(best, space_units(space))
+
+
+def _search_and_checks(ws: Any, rc: Any, model: Any) -> list[tuple[str, list]]:
+    """The search study (its settings, best design and history) and every "Simulate these" check
+    (:mod:`gpudse_core.report.record`), as report sections."""
+    from .record import check_items, checks, search_items
+
+    sections: list[tuple[str, list]] = []
+    search_sv = _typed(rc, "search")
+    if search_sv is not None:
+        study = search_sv.value
+        sections.append((f"Search v{search_sv.version}: {study.source}" + ("" if study.stopped else " (running)"),
+                         search_items(study)))
+    found = checks(ws)
+    if found:
+        sections.append(('"Simulate these": the best designs checked by simulation',
+                         check_items(found, model.response if model is not None else "cycles")))
+    return sections
 
 
 def settings_section(ws: Any, rc: Any) -> str:

@@ -252,3 +252,26 @@ def test_gpudse_workspace_report_writes_the_same_record(reviewed, tmp_path):
     for heading in ("What produced these numbers", "The search's settings", "History: every simulation",
                     "Predicted against simulated (explore check1)", "What produced each run"):
         assert theirs.table(heading) == ours.table(heading)
+
+
+def test_a_study_left_by_a_search_that_died_reads_as_interrupted_not_running(tmp_path, monkeypatch):
+    """A study stored mid-search (no reason to stop yet) whose search is no longer running: the report
+    says it ended before it finished rather than "running"."""
+    from gpudse_core.report.workspace_report import workspace_report
+    from gpudse_core.search.result import SearchStudy
+    from gpudse_core.search.study import Trial
+    from gpudse_core.space.presets import load_space
+    from gpudse_core.workspace import create_workspace
+
+    monkeypatch.setenv("GPUDSE_HOME", str(tmp_path))
+    ws, _ = create_workspace("died")
+    ws.put("space", load_space("stargazer"))
+    settings = {"source": "space stargazer, kernel BFS", "goal": "min", "response": "cycles", "params": ["simd"],
+                "budget": 10, "initial": 2, "seed": 0}
+    trials = tuple(Trial(i, 0, 0, {"simd": s}, None, v, "ok") for i, (s, v) in enumerate([(8, 900.0), (16, 500.0)]))
+    ws.put_analysis("search", SearchStudy(settings, trials, ""), inputs=[], partial=True)
+    page = Tables()
+    page.feed(workspace_report(ws))
+    assert "Search v1: space stargazer, kernel BFS (ended before it finished: interrupted)" in page.headings
+    settings = {r["setting"]: r["value"] for r in page.table("The search's settings")}
+    assert settings["stopped"] == "not yet: stored while it ran"

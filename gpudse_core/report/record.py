@@ -174,7 +174,7 @@ def search_settings_table(study: Any) -> pd.DataFrame:
              ("seed", _v(s.get("seed"))), ("acquisition", _v(s.get("acquisition"))),
              ("surrogate", _v(s.get("surrogate") or "forest")),
              ("simulated", f"{fmt.fmt_count(len(study.trials))} ({fmt.fmt_count(res.failed, 'failed')})"),
-             ("stopped", study.stopped or "running")]
+             ("stopped", study.stopped or "not yet: stored while it ran")]
     return pd.DataFrame(rows, columns=["setting", "value"])
 
 

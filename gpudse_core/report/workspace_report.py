@@ -262,8 +262,9 @@ def _search_and_checks(ws: Any, rc: Any, model: Any) -> list[tuple[str, list]]:
     search_sv = _typed(rc, "search")
     if search_sv is not None:
         study = search_sv.value
-        sections.append((f"Search v{search_sv.version}: {study.source}" + ("" if study.stopped else " (running)"),
-                         search_items(study)))
+        running = any(j.kind == "search" for j in ws.jobs(active=True))
+        state = "" if study.stopped else " (running)" if running else " (ended before it finished: interrupted)"
+        sections.append((f"Search v{search_sv.version}: {study.source}{state}", search_items(study)))
     found = checks(ws)
     if found:
         sections.append(('"Simulate these": the best designs checked by simulation',

@@ -268,15 +268,18 @@ def test_a_tampered_study_in_a_workspace_is_a_damaged_stage_the_owner_can_drop(s
 
 def test_the_report_lists_a_study_by_what_it_holds_and_leaves_a_forged_one_out(study, home):
     from gpudse_core.report.workspace_report import workspace_report
-    from gpudse_core.workspace import create_workspace
+    from gpudse_core.workspace import create_workspace, open_workspace
 
     ws, _ = create_workspace("report")
     ws.put("space", load_space("stargazer"))
     ws.put_analysis("search", study, inputs=[], origin="gpudse search")
     html = workspace_report(ws)
-    assert "a min search of 14 simulations (0 failed), stopped: budget" in html and "cannot be read" not in html
+    # the report's search section (gpudse_core.report.record): its settings, simulations and why it stopped
+    assert "<h2>Search v1: " in html and "cannot be read" not in html
+    assert "<td class=l>simulated</td><td class=l>14 (0 failed)</td>" in html
+    assert "<td class=l>stopped</td><td class=l>budget</td>" in html
     _forge(ws, study, _tamper(study, "goal-unknown"))
-    html = workspace_report(ws)
+    html = workspace_report(open_workspace(ws.id, trusted=True))  # the edited file, opened
     left_out = html.split("Left out of this report")[1]
     assert "cannot be read" in left_out and "its goal &#x27;best&#x27; is not one of" in left_out
     assert "14 simulations" not in html

@@ -69,6 +69,7 @@ def snapshot(ws: Any, version: int | None = None, label: str | None = None, para
     """Run *version* of *ws*'s model (the current one by default) with what the overlays need."""
     from ..model.headline import fit_headline, loo_errors
     from ..workspace.provenance import noise_free, results_provenance
+    from .record import model_settings
 
     model_sv = ws.get("model", version)
     model = model_sv.value
@@ -107,7 +108,8 @@ def snapshot(ws: Any, version: int | None = None, label: str | None = None, para
                noise=prov.noise if prov is not None else None, rows=len(data), response=model.response,
                headline=head, r2=None if head.interpolates else getattr(model, "r2", None),
                terms=len(getattr(model, "terms", []) or []) or None, errors=errors, errors_source=source,
-               trend=trend, contributions=contrib, param=param, curve=_curve(model, space, param))
+               trend=trend, contributions=contrib, param=param, curve=_curve(model, space, param),
+               settings=tuple(model_settings(model)))
 
 
 def comparison(runs: Sequence[Run], param: str | None = None) -> Comparison:
@@ -286,6 +288,9 @@ def notes(cmp: Comparison) -> list[str]:
 
 def report_items(cmp: Comparison) -> list:
     """The report's section: the headline table, the notes and the overlays."""
-    items: list = [("Headline numbers of each run", headline_table(cmp))]
+    from .record import runs_settings_table
+
+    items: list = [("Headline numbers of each run", headline_table(cmp)),
+                   ("What produced each run: its results and the model's settings", runs_settings_table(cmp))]
     items += [("text", n) for n in notes(cmp)]
     return items + figures(cmp)

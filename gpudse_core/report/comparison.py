@@ -44,15 +44,19 @@ class Run:
     contributions: Any = None  # pandas.DataFrame | None
     param: str | None = None
     curve: Any = None  # pandas.DataFrame | None
+    settings: tuple[tuple[str, str], ...] = ()  # the model's settings (report.record.model_settings)
 
     def to_stored(self) -> dict:
         h = self.headline
-        return {"label": self.label, "workspace": self.workspace, "workspace_id": self.workspace_id,
-                "version": self.version, "kind": self.kind, "origin": self.origin, "results": self.results,
-                "kernel": self.kernel, "noise": self.noise, "rows": self.rows, "response": self.response,
-                "headline": {k: getattr(h, k) for k in HEADLINE_FIELDS}, "r2": self.r2, "terms": self.terms,
-                "errors": self.errors, "errors_source": self.errors_source, "trend": self.trend,
-                "contributions": self.contributions, "param": self.param, "curve": self.curve}
+        doc = {"label": self.label, "workspace": self.workspace, "workspace_id": self.workspace_id,
+               "version": self.version, "kind": self.kind, "origin": self.origin, "results": self.results,
+               "kernel": self.kernel, "noise": self.noise, "rows": self.rows, "response": self.response,
+               "headline": {k: getattr(h, k) for k in HEADLINE_FIELDS}, "r2": self.r2, "terms": self.terms,
+               "errors": self.errors, "errors_source": self.errors_source, "trend": self.trend,
+               "contributions": self.contributions, "param": self.param, "curve": self.curve}
+        if self.settings:  # a run snapshotted before runs kept their settings is stored as it was
+            doc["settings"] = [list(p) for p in self.settings]
+        return doc
 
     @classmethod
     def from_stored(cls, stored: Any, what: str = "run") -> Run:
@@ -70,7 +74,16 @@ class Run:
                    r2=f.number("r2", None), terms=f.integer("terms", None), errors=f.array("errors", None, ndim=1),
                    errors_source=f.text("errors_source", None), trend=f.table("trend", None),
                    contributions=f.table("contributions", None), param=f.text("param", None),
-                   curve=f.table("curve", None))
+                   curve=f.table("curve", None), settings=_settings(f))
+
+
+def _settings(f: Fields) -> tuple[tuple[str, str], ...]:
+    """A run's stored settings: ``[setting, value]`` text pairs (none in a run stored before runs kept them)."""
+    raw = f.raw("settings", [])
+    if not isinstance(raw, list) or not all(isinstance(p, list) and len(p) == 2 and all(isinstance(x, str) for x in p)
+                                            for p in raw):
+        raise f.error("settings", "is not a list of [setting, value] texts")
+    return tuple((p[0], p[1]) for p in raw)
 
 
 @dataclass(frozen=True)

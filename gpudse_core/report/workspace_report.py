@@ -10,8 +10,11 @@ its out-of-sample error (:mod:`gpudse_core.model.headline`), never by R², and a
 says so instead of showing F-tests and residual plots of numerical noise. Then, as the pages show
 them: the fit (Stargazer Fig. 3, a response curve, Lee & Brooks' ANOVA), accuracy (validation
 tables, error CDFs, Stargazer Figs. 5-6, diagnostics, the true error over the space), exploration
-(best designs, Pareto front, one-at-a-time sensitivity), ray tracing (the heatmap), and runs side
-by side. The dashboard's Home page and ``gpudse workspace report`` call it, so both export the same.
+(best designs, Pareto front, one-at-a-time sensitivity), the search study (its settings, best design
+and history), every "Simulate these" check (predicted, interval, simulated), ray tracing (the
+heatmap), and runs side by side with their settings. After the model, a table gives every setting that
+produced the numbers (:mod:`gpudse_core.report.record`). The dashboard's Home page and ``gpudse
+workspace report`` call it, so both export the same.
 """
 
 from __future__ import annotations
@@ -119,7 +122,9 @@ def workspace_report(ws: Any, *, include_stale: bool = False) -> str:
         except GpudseError:
             headline = None
         interpolates = headline is not None and headline.interpolates
-    model_sections = [trace_section(model, proj.space.parameter_names)] if getattr(model, "trace", None) else []
+    model_sections = [settings_section(ws, rc)]
+    if getattr(model, "trace", None):
+        model_sections.append(trace_section(model, proj.space.parameter_names))
     if model is not None and data is not None and hasattr(model, "terms"):
         items: list = []
         apps = _typed(rc, "app_models")
@@ -210,12 +215,13 @@ def workspace_report(ws: Any, *, include_stale: bool = False) -> str:
     if heat_sv is not None:
         sections.append((ANALYSIS_TITLES["heatmap"], [("text", f"In use: {heat_sv.origin}."),
                                                       _heatmap_figure(heat_sv.value)]))
+    sections += _search_and_checks(ws, rc, model)
     cmp_sv = _typed(rc, "comparison")
     if cmp_sv is not None:
         from . import compare
 
         sections.append(("Runs side by side", compare.report_items(cmp_sv.value)))
-    shown = {"validation", "true_error", "scan", "heatmap", "comparison", "app_models"}
+    shown = {"validation", "true_error", "scan", "heatmap", "comparison", "app_models", "search"}
     others = [(n, sv) for n, sv in sorted(rc.analyses.items()) if n not in shown]
     if others:
         sections.append(("Other analyses in the workspace",
@@ -245,6 +251,40 @@ def best_designs_table(scan: Any, space: Any) -> Any:
 
     best = scan.best.drop(columns=[c for c in ("bounded", "design_index") if c in scan.best.columns])
     return format_table(best, space_units(space))
+
+
+def _search_and_checks(ws: Any, rc: Any, model: Any) -> list[tuple[str, list]]:
+    """The search study (its settings, best design and history) and every "Simulate these" check
+    (:mod:`gpudse_core.report.record`), as report sections."""
+    from .record import check_items, checks, search_items
+
+    sections: list[tuple[str, list]] = []
+    search_sv = _typed(rc, "search")
+    if search_sv is not None:
+        study = search_sv.value
+        running = any(j.kind == "search" for j in ws.jobs(active=True))
+        state = "" if study.stopped else " (running)" if running else " (ended before it finished: interrupted)"
+        sections.append((f"Search v{search_sv.version}: {study.source}{state}", search_items(study)))
+    found = checks(ws)
+    if found:
+        sections.append(('"Simulate these": the best designs checked by simulation',
+                         check_items(found, model.response if model is not None else "cycles")))
+    return sections
+
+
+def settings_section(ws: Any, rc: Any) -> str:
+    """What produced the numbers (:func:`gpudse_core.report.record.settings_table`): the samples' method and
+    seed, the simulator and its noise, the model's settings — as HTML placed after the model."""
+    from .html import _report_table
+    from .record import settings_table
+
+    table = settings_table(ws, _results_sv(ws, rc), ws.get("model") if rc.project.model is not None else None,
+                           rc.left_out)
+    if table.empty:
+        return ""
+    return ("<h2>What produced these numbers</h2><p class='muted'>Every setting of the samples, the results and "
+            "the model the report's figures come from, with the version of each.</p><div class='table'>"
+            + _report_table(table) + "</div>")
 
 
 def trace_section(model: Any, params: Any) -> str:

@@ -16,6 +16,8 @@ from typing import Any, ClassVar
 
 from .study import SearchResult, Trial
 
+RESUMABLE = ("budget", "batch")  # settings a resumed search may change (a larger budget goes on)
+
 
 @dataclass(frozen=True)
 class SearchStudy:
@@ -81,6 +83,16 @@ class SearchStudy:
         res = self.result()
         return (f"a {self.goal} search of {fmt_count(len(self.trials), 'simulations')} "
                 f"({fmt_count(res.failed, 'failed')}), " + (f"stopped: {self.stopped}" if self.stopped else "running"))
+
+    def grows_from(self, earlier: SearchStudy) -> bool:
+        """Whether this study is *earlier* gone on: the same settings (but for a larger budget or another
+        batch: RESUMABLE) and *earlier*'s trials as its first ones. The workspace
+        then stores it in place of *earlier* — one version per study, however many rounds it stores
+        (:func:`gpudse_core.workspace.results.grows`); a search started afresh is a new version."""
+        n = len(earlier.trials)
+        fixed = lambda s: {k: v for k, v in s.items() if k not in RESUMABLE}  # noqa: E731
+        return (len(self.trials) >= n and fixed(earlier.settings) == fixed(self.settings)
+                and [t.to_dict() for t in self.trials[:n]] == [t.to_dict() for t in earlier.trials])
 
     # ---- stored form ---------------------------------------------------------------------------
     def to_stored(self) -> dict:

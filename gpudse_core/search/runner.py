@@ -23,10 +23,10 @@ from typing import Any
 import numpy as np
 
 from ..errors import GpudseError
+from .result import RESUMABLE
 from .study import SearchResult, Trial
 
 STAGE = "search"
-RESUMABLE = ("budget", "batch")  # settings a resumed search may change (a larger budget goes on)
 
 
 class CampaignEvaluator:

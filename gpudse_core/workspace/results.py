@@ -7,6 +7,9 @@ knows. The workspace applies the registry at both ends:
 * writing (:meth:`Workspace.put`): an instance is stored in its plain stored form (``to_stored``);
   a plain record from an earlier caller is first read as the class, so a malformed one is refused
   with the field it lacks instead of being stored;
+* growing: a class with ``grows_from(old)`` (a search study) says when a new value is the stored one
+  grown (its next round); :meth:`Workspace.put` then rewrites that version in place, atomically, so a
+  study is one version however many rounds it stores (:func:`grows`);
 * reading (:meth:`Workspace.get`): the stored form — including the dict forms earlier versions of
   gpudse wrote, and the ``SpaceScan`` the core's scan stored — becomes the class. A damaged or
   forged value becomes :class:`Damaged` (the stage, its version and what is wrong), which every
@@ -89,3 +92,20 @@ def read(stage: str, version: int, stored: Any) -> Any:
         return Damaged(stage, version, str(e))
     except (TypeError, ValueError, KeyError, AttributeError) as e:  # a forged value the checks did not foresee
         return Damaged(stage, version, f"{type(e).__name__}: {e}")
+
+
+def growable(stage: str) -> bool:
+    """Whether a stored value of *stage* can grow in place (its class has ``grows_from``): only then does
+    :meth:`Workspace.put` read the current value to compare (a results table or a scan is never read)."""
+    cls = result_class(stage)
+    return cls is not None and hasattr(cls, "grows_from")
+
+
+def grows(stage: str, old: Any, new: Any) -> bool:
+    """Whether *new* is the stored *old* of *stage* grown — the same record with more in it (a running
+    search's next round: ``SearchStudy.grows_from``) — and so replaces it in place instead of becoming
+    a new version. False for a stage whose class does not say, and for a damaged or missing *old*."""
+    cls = result_class(stage)
+    if not growable(stage) or not isinstance(old, cls) or not isinstance(new, cls):
+        return False
+    return bool(new.grows_from(old))

@@ -103,7 +103,7 @@ class Workspace:
         self._db = dbm.connect(path, readonly=not writable)  # read-only: SQLite refuses writes (query_only)
         self._lock = threading.RLock()
         self._depth = 0
-        self._cache: OrderedDict[tuple[str, int], Any] = OrderedDict()
+        self._cache: OrderedDict[tuple[str, int, str], Any] = OrderedDict()  # (stage, version, digest)
         self._damaged: dict[str, str] = {}
         self._unreadable: dict[str, tuple[int, str]] = {}  # stage: (version, why) whose value failed to decode
 
@@ -269,7 +269,7 @@ class Workspace:
             if head is None or (version != head.version and row[5] != head.digest):
                 status = Status(stage, "stale", f"version {version} is not the current {noun(stage)}",
                                 f"Use the current {noun(stage)}", stage)
-            value = None if row[5] is None else self._decode(stage, version, row[6], row[7])
+            value = None if row[5] is None else self._decode(stage, version, row[6], row[7], row[5])
         return StageValue(stage, value, version, status, row[5], _inputs(row[4], stage, version), row[3], row[2],
                           bool(row[8]), row[9], row[1])
 
@@ -294,8 +294,8 @@ class Workspace:
         return [VersionInfo(stage, r[0], r[1], r[2], r[3], r[4] is None, bool(r[5]), r[6], r[7], _inputs(r[8]),
                             head is not None and head[0] == r[0]) for r in rows]
 
-    def _decode(self, stage: str, version: int, fmt: str, blob: bytes) -> Any:
-        key = (stage, version)
+    def _decode(self, stage: str, version: int, fmt: str, blob: bytes, digest: str = "") -> Any:
+        key = (stage, version, digest)  # a record grown in place (a running search) has a new digest
         if key in self._cache:
             self._cache.move_to_end(key)
             return self._cache[key]
@@ -403,6 +403,10 @@ class Workspace:
                     # the same value from the same inputs, again (a double click): no second version
                     return StageValue(stage, value, head.version, status_of(stage, heads), digest,
                                       _inputs(same[0]), origin, time.time(), False, "", int(self._meta()[4]))
+            if head is not None and digest is not None and value is not None and typed_results.growable(stage) \
+                    and typed_results.grows(stage, self._head_value(stage, head), value):
+                # the same record grown (a running search's next round): one version, rewritten in place
+                return self._rewrite(stage, head.version, value, fmt, blob, digest, refs, origin, partial, note)
             version = int(self._db.execute("SELECT COALESCE(MAX(version), 0) + 1 FROM ws_stage WHERE stage = ?",
                                            (stage,)).fetchone()[0])
             revision = int(self._meta()[4]) + 1
@@ -421,6 +425,31 @@ class Workspace:
             status = status_of(stage, self.heads())
         return StageValue(stage, value, version, status, digest, _inputs(json.dumps(refs)), origin, now, partial,
                           note, revision)
+
+    def _head_value(self, stage: str, head: Head) -> Any:
+        """The current value of *stage* (None when it cannot be read: it is then never rewritten)."""
+        try:
+            return self.get(stage, head.version).value
+        except GpudseError:
+            return None
+
+    def _rewrite(self, stage: str, version: int, value: Any, fmt: str | None, blob: bytes | None,
+                 digest: str | None, refs: dict, origin: str, partial: bool, note: str) -> StageValue:
+        """Replace version *version* of *stage* in place (inside the caller's transaction: until it
+        commits, every reader — and a process killed mid-write — keeps the previous record)."""
+        revision = int(self._meta()[4]) + 1
+        now = time.time()
+        self._db.execute(
+            "UPDATE ws_stage SET revision = ?, created = ?, origin = ?, inputs = ?, digest = ?, format = ?, value = ?, "
+            "bytes = ?, partial = ?, note = ? WHERE stage = ? AND version = ?",
+            (revision, now, str(origin)[:1000], json.dumps(refs, sort_keys=True), digest, fmt, blob, len(blob or b""),
+             int(partial), str(note)[:1000], stage, version))
+        self._db.execute("DELETE FROM ws_fit WHERE stage = ? AND version = ?", (stage, version))
+        self._db.execute("UPDATE ws_meta SET revision = ?, updated = ?", (revision, now))
+        self._unreadable.pop(stage, None)
+        pause_at("rewrite")  # tests: a process killed here leaves the previous record
+        return StageValue(stage, value, version, status_of(stage, self.heads()), digest, _inputs(json.dumps(refs)),
+                          origin, now, partial, note, revision)
 
     def _prune(self, stage: str) -> None:
         keep = limits.current().workspace_history

@@ -139,3 +139,17 @@ def test_explore_calibrates_with_the_training_rows_and_says_when_it_cannot(fitte
     bare = best_designs(model, space, top=5)
     assert any("not calibrated on held-out rows" in n for n in bare.notes)
     assert (bare.rows.lower < bare.rows.upper).all()
+
+
+def test_an_interval_stays_within_the_range_the_model_can_predict(fitted):
+    """Held-out errors of a factor e^5 would put the upper end far beyond every training time: it stops
+    at the model's upper bound, still above the prediction."""
+    model, train, _ = fitted
+    n = 40
+    cal = Calibration(np.linspace(-5, 5, n), (np.arange(n) + 0.5) / n, "log", 5,
+                      (float(train.time.min()), float(train.time.max())))
+    iv = calibrated_interval(model, train[PARAMS], cal, 0.95, goal=None)
+    lo_b, hi_b = np.exp(model.bounds())
+    np.testing.assert_allclose(iv.upper, hi_b)
+    np.testing.assert_allclose(iv.lower, lo_b)
+    assert (iv.lower < iv.predicted).all() and (iv.predicted < iv.upper).all()

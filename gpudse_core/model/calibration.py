@@ -20,11 +20,13 @@ model's terms. This module calibrates on data the model has not seen, as the mod
   interval. The ends are the conformal order statistics: the ⌊(n + 1)·α/2⌋-th smallest and the
   ⌈(n + 1)·(1 − α/2)⌉-th smallest of the n selected residuals (α = 1 − level), the extreme residual
   when n is too small for that rank.
-* **Clamped predictions**: where the model's prediction was held at its bound (beyond the training
-  range widened by the bound margin, :meth:`.fitted.StepwiseModel.bound`), the model cannot place the
-  design; its interval spans the whole range the model can predict, widened by the calibrated ends, and
-  the row is flagged ``bounded``. No interval has zero width (each end at least :data:`MIN_HALF` from the
-  prediction on the residual scale).
+* **The range the model can predict** (the training range widened by the bound margin,
+  :meth:`.fitted.StepwiseModel.bound`): an interval does not reach past it (held-out errors of a factor
+  of 200 would otherwise put the upper end of a 1 ms design at 200 ms, beyond every time in the table).
+  Where the prediction itself was held at a bound the model cannot place the design: its interval spans
+  that whole range, and past it by the calibrated end on the side it was clamped, and the row is flagged
+  ``bounded``. No interval has zero width (each end at least :data:`MIN_HALF` from the prediction on the
+  residual scale).
 
 Measured (``python benchmarks/bench_intervals.py``; docs/models.md "Intervals of recommended designs"):
 on the three benchmark_hub convolution tables, the default model fitted on 100 uniform designs or on a
@@ -169,7 +171,9 @@ def calibrated_interval(model: Any, X: pd.DataFrame, cal: Calibration, level: fl
     """Per row of *X*: ``predicted`` (``model.predict``), ``lower``, ``upper`` (see the module
     docstring; *goal* ``min``/``max`` calibrates on the rows ranked best that way, None on every row)
     and ``bounded`` (the prediction was held at the model's bound: the interval spans the range the
-    model can predict)."""
+    model can predict, and beyond it on the side the model was clamped by the calibrated end). Every
+    interval lies within the range the model can predict except where the calibrated end of a clamped
+    row goes past it, and each end is at least MIN_HALF from the prediction."""
     from .intervals import _check_level
 
     level = _check_level(level)
@@ -177,13 +181,18 @@ def calibrated_interval(model: Any, X: pd.DataFrame, cal: Calibration, level: fl
     pred = np.asarray(model.predict(X), dtype=float)
     clamped = _clamped(model, X)
     floor, ceiling = _predictable_range(model, cal)
-    if cal.scale == "log":
-        base = np.where(pred > 0, pred, floor)
+    log = cal.scale == "log"
+    if log:
         clamped = clamped | ~(pred > 0)
-        lo = np.where(clamped, min(floor, cal.y_range[0]) * math.exp(lo_r), base * math.exp(lo_r))
-        hi = np.where(clamped, ceiling * math.exp(hi_r), base * math.exp(hi_r))
-        pred = base
-    else:
-        lo = np.where(clamped, floor + lo_r, pred + lo_r)
-        hi = np.where(clamped, ceiling + hi_r, pred + hi_r)
+        pred = np.where(pred > 0, pred, floor)
+
+    def shift(v: Any, r: float) -> Any:  # v moved by a residual r on the calibration's scale
+        return v * np.exp(r) if log else v + r
+
+    low = clamped & (pred <= math.sqrt(floor * ceiling) if log else pred <= (floor + ceiling) / 2)
+    high = clamped & ~low
+    lo = np.where(low, shift(floor, lo_r), np.where(high, floor, np.maximum(shift(pred, lo_r), floor)))
+    hi = np.where(high, shift(ceiling, hi_r), np.where(low, ceiling, np.minimum(shift(pred, hi_r), ceiling)))
+    lo = np.minimum(lo, shift(pred, -MIN_HALF))  # never zero width, whatever the bounds
+    hi = np.maximum(hi, shift(pred, MIN_HALF))
     return pd.DataFrame({"predicted": pred, "lower": lo, "upper": hi, "bounded": clamped}, index=X.index)

@@ -153,3 +153,32 @@ def test_an_interval_stays_within_the_range_the_model_can_predict(fitted):
     np.testing.assert_allclose(iv.upper, hi_b)
     np.testing.assert_allclose(iv.lower, lo_b)
     assert (iv.lower < iv.predicted).all() and (iv.predicted < iv.upper).all()
+
+
+def test_failed_simulations_in_the_results_are_no_held_out_rows(fitted):
+    """A results row whose status is not ok (or whose response is missing) is not a held-out row: the
+    calibration is the one of the successful rows alone."""
+    from gpudse_core.explore.designs import _calibration
+
+    model, train, cal = fitted
+    bad = train.iloc[:6].assign(time=[1e6, 1e6, 1e6, np.nan, np.nan, np.nan])
+    results = pd.concat([train.assign(status="ok"), bad.assign(status=["failed", "timeout", "error", "ok", "", "x"])],
+                        ignore_index=True)
+    got, why = _calibration(model, results)
+    assert why == "" and got.n == cal.n
+    np.testing.assert_array_equal(got.residuals, cal.residuals)
+
+
+@pytest.mark.slow
+def test_a_learner_is_calibrated_on_its_own_training_rows():
+    from gpudse_core.explore.designs import best_designs
+
+    train = draw(60, 5)
+    model = fit_model("forest", train, "time", PARAMS)
+    space = DesignSpace((Parameter("a", tuple(range(1, 17))), Parameter("b", (1, 2, 4, 8, 16, 32, 64)),
+                         Parameter("c", (0, 1))), name="synthetic")
+    found = best_designs(model, space, top=3)  # no results given: the forest keeps its rows
+    assert not any("not calibrated" in n for n in found.notes)
+    want = calibrated_interval(model, found.rows[PARAMS], calibrate(model, train), 0.95, goal="min")
+    np.testing.assert_allclose(found.rows.lower, want.lower)
+    assert (found.rows.lower > 0).all() and (found.rows.lower < found.rows.predicted).all()

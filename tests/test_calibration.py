@@ -182,3 +182,13 @@ def test_a_learner_is_calibrated_on_its_own_training_rows():
     want = calibrated_interval(model, found.rows[PARAMS], calibrate(model, train), 0.95, goal="min")
     np.testing.assert_allclose(found.rows.lower, want.lower)
     assert (found.rows.lower > 0).all() and (found.rows.lower < found.rows.predicted).all()
+
+
+def test_results_with_fewer_rows_than_the_fit_do_not_calibrate_another_model(fitted):
+    """Refits on a few new simulations would describe a different model: explore keeps the model's own
+    interval and says why."""
+    from gpudse_core.explore.designs import _calibration
+
+    model, train, _ = fitted
+    got, why = _calibration(model, train.iloc[:50])
+    assert got is None and "fewer than the 120" in why

@@ -448,16 +448,20 @@ def _calibration(model: Any, results: pd.DataFrame | None) -> tuple[Any, str]:
         data = data[data["status"].fillna("").astype(str).str.strip().str.lower().isin(OK_STATUS)]
     if response not in data.columns or any(p not in data.columns for p in model.parameters):
         return None, "the results given lack the model's response or parameters"
-    ok = pd.to_numeric(data[response], errors="coerce").notna()
-    if int(ok.sum()) < MIN_ROWS:
+    ok = int(pd.to_numeric(data[response], errors="coerce").notna().sum())
+    if ok < MIN_ROWS:
         return None, f"fewer than {MIN_ROWS} rows with a response to calibrate on"
+    fitted_on = getattr(model, "n", 0) if getattr(model, "train_", None) is None else 0
+    if ok < fitted_on:  # refits on other rows would calibrate another model
+        return None, (f"the results hold {ok:,} rows with a response, fewer than the {fitted_on:,} the model was "
+                      f"fitted on")
     key = int(pd.util.hash_pandas_object(data[[response, *model.parameters]], index=False).sum())
     cached = getattr(model, "_calibration_", None)
     if cached is not None and cached[0] == key:
         return cached[1], ""
     try:
         cal = calibrate(model, data[[response, *model.parameters]])
-    except GpudseError as e:
+    except (GpudseError, ValueError) as e:  # explore still answers, with the model's own interval
         return None, f"the refits failed ({e})"
     model._calibration_ = (key, cal)
     return cal, ""

@@ -232,6 +232,7 @@ def _code_digest() -> str:
     core = ROOT.parent / "gpudse_core"
     for rel in ("workspace/example.py", "model/stepwise", "model/splines.py", "model/validation.py",
                 "sim/simulator.py", "explore/scan.py", "explore/results.py", "model/true_error.py",
+                "explore/designs.py", "model/calibration.py", "model/intervals.py", "model/fitted.py",
                 "space/sampling.py", "space/presets.py",
                 "../dashboard/work.py", "_data/presets/stargazer.yaml", "../data/presets/stargazer.yaml"):
         p = (core / rel).resolve()

@@ -120,12 +120,13 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     ex.add_argument("--results", metavar="RESULTS.csv", help="mark the rows whose designs were simulated (their "
                                                              "count and mean measured response); groups holding a "
                                                              "failed design (missing response, status not ok) are "
-                                                             "left out")
+                                                             "left out; the rows the model was fitted on also "
+                                                             "calibrate the intervals (5 refits)")
     ex.add_argument("--exclude-simulated", metavar="RESULTS.csv", help="like --results, and leave out every group "
                                                                        "with a simulated design: what to simulate next")
     ex.add_argument("--level", type=_level, default=0.95, help="prediction interval level (default 0.95)")
-    ex.add_argument("--no-interval", action="store_true", help="no prediction intervals (a learner's interval "
-                                                               "refits it 5 times)")
+    ex.add_argument("--no-interval", action="store_true", help="no prediction intervals (a calibrated interval "
+                                                               "refits the model 5 times)")
     ex.add_argument("--json", action="store_true", help='print {"space_size", "evaluated", "method", "best": [...]}; '
                                                         'each best row: parameters (its shown design), predicted, '
                                                         'lower, upper, distinguishable, designs, simulated, '

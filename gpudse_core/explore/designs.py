@@ -251,7 +251,7 @@ def best_designs(model: Any, space: DesignSpace, top: int = 20, *, maximize: boo
         notes.append("a constraint couples too many parameters to count the designs each row stands for")
     sim_digits = _simulated_digits(space, results, model.response) if results is not None and sim else None
     rows, free = _merge(space, used, best, members, all_keys, sim, structure, where, sim_digits, notes)
-    level_used = _intervals(model, space, rows, level, notes)
+    level_used = _intervals(model, space, rows, level, notes, results, "max" if maximize else "min")
     order = [*space.parameter_names, "predicted", "lower", "upper", "distinguishable", "designs", "simulated",
              "measured", "design_index"]
     rows = rows[[c for c in order if c in rows.columns]]
@@ -394,35 +394,98 @@ def _merge(space: DesignSpace, used: list[str], best: pd.DataFrame, members: lis
     return out, free
 
 
-def _intervals(model: Any, space: DesignSpace, rows: pd.DataFrame, level: float | None, notes: list[str]
-               ) -> float | None:
+def _intervals(model: Any, space: DesignSpace, rows: pd.DataFrame, level: float | None, notes: list[str],
+               results: pd.DataFrame | None = None, goal: str = "min") -> float | None:
     """Prediction intervals of the shown designs (``lower``, ``upper``) and ``distinguishable``: whether
-    a row's interval lies apart from the best row's (NA without intervals; the best row: False)."""
+    a row's interval lies apart from the best row's (NA without intervals; the best row: False).
+
+    The interval of a recommended design is calibrated on held-out rows (:mod:`gpudse_core.model.calibration`:
+    the model refitted on folds of its training rows — a learner's own, else *results* — and the residuals
+    of the rows those refits ranked best for *goal*); without such rows, the model's own interval
+    (:mod:`gpudse_core.model.intervals`), said in a note."""
     rows["lower"], rows["upper"] = np.nan, np.nan
     rows["distinguishable"] = pd.array([pd.NA] * len(rows), dtype="boolean")
     if level is None or not len(rows):
         return None
-    from ..model.intervals import available, predict_interval
-
-    interpolates = None
-    if getattr(model, "coefficients", None) is not None and getattr(model, "r2", None) is not None:
-        from ..model.headline import interpolation_note
-
-        interpolates = interpolation_note(model.r2, getattr(model, "n", 0), len(model.coefficients))
-    if interpolates is not None:  # its residual spread is numerical noise: an interval of zero width
+    X = rows[list(space.parameter_names)]
+    if _interpolates(model):  # its residual spread is numerical noise: an interval of zero width
         notes.append("no prediction interval: the fit reproduces its rows (noise-free results), so its "
                      "residual spread says nothing about a new design; simulate these to check them")
         return None
-    if not available(model):
-        notes.append("this model has no prediction interval (refit it with this version of gpudse)")
-        return None
-    iv = predict_interval(model, rows[list(space.parameter_names)], level)
+    cal, why = _calibration(model, results)
+    if cal is not None:
+        from ..model.calibration import calibrated_interval
+
+        iv = calibrated_interval(model, X, cal, level, goal)
+        bounded = np.flatnonzero(iv["bounded"].to_numpy())
+        if bounded.size:
+            notes.append(f"row(s) {', '.join(str(i + 1) for i in bounded)}: the prediction is held at the model's "
+                         f"bound (beyond what its training rows support), so the interval spans the whole range "
+                         f"the model can predict; simulate to know")
+    else:
+        iv = _own_interval(model, X, level, notes, why)
+        if iv is None:
+            return None
     lo, hi = iv["lower"].to_numpy(float), iv["upper"].to_numpy(float)
     rows["lower"], rows["upper"] = lo, hi
     apart = pd.array((lo > hi[0]) | (hi < lo[0]), dtype="boolean")  # intervals that do not overlap the best row's
     apart[~(np.isfinite(lo) & np.isfinite(hi)) | ~(np.isfinite(lo[0]) & np.isfinite(hi[0]))] = pd.NA
     rows["distinguishable"] = apart
     return float(level)
+
+
+def _calibration(model: Any, results: pd.DataFrame | None) -> tuple[Any, str]:
+    """The model's calibration on held-out rows (cached on the model per data), or (None, why not)."""
+    from ..model.calibration import MIN_ROWS, calibrate
+
+    data = getattr(model, "train_", None)
+    if data is None:
+        data = results
+    if data is None:
+        return None, "no training rows were given (--results, or a workspace's results)"
+    response = getattr(model, "response", None)
+    if "status" in data.columns:  # a failed simulation is no held-out row
+        data = data[data["status"].fillna("").astype(str).str.strip().str.lower().isin(OK_STATUS)]
+    if response not in data.columns or any(p not in data.columns for p in model.parameters):
+        return None, "the results given lack the model's response or parameters"
+    ok = int(pd.to_numeric(data[response], errors="coerce").notna().sum())
+    if ok < MIN_ROWS:
+        return None, f"fewer than {MIN_ROWS} rows with a response to calibrate on"
+    fitted_on = getattr(model, "n", 0) if getattr(model, "train_", None) is None else 0
+    if ok < fitted_on:  # refits on other rows would calibrate another model
+        return None, (f"the results hold {ok:,} rows with a response, fewer than the {fitted_on:,} the model was "
+                      f"fitted on")
+    key = int(pd.util.hash_pandas_object(data[[response, *model.parameters]], index=False).sum())
+    cached = getattr(model, "_calibration_", None)
+    if cached is not None and cached[0] == key:
+        return cached[1], ""
+    try:
+        cal = calibrate(model, data[[response, *model.parameters]])
+    except (GpudseError, ValueError) as e:  # explore still answers, with the model's own interval
+        return None, f"the refits failed ({e})"
+    model._calibration_ = (key, cal)
+    return cal, ""
+
+
+def _interpolates(model: Any) -> bool:
+    """A stepwise fit that reproduces its rows (noise-free results, :func:`.headline.interpolation_note`)."""
+    if getattr(model, "coefficients", None) is None or getattr(model, "r2", None) is None:
+        return False
+    from ..model.headline import interpolation_note
+
+    return interpolation_note(model.r2, getattr(model, "n", 0), len(model.coefficients)) is not None
+
+
+def _own_interval(model: Any, X: pd.DataFrame, level: float, notes: list[str], why: str) -> pd.DataFrame | None:
+    """The model's own prediction interval (not calibrated on held-out rows), or None with a note."""
+    from ..model.intervals import available, predict_interval
+
+    if not available(model):
+        notes.append("this model has no prediction interval (refit it with this version of gpudse)")
+        return None
+    notes.append(f"the intervals are the model's own, not calibrated on held-out rows: {why}; on recommended "
+                 f"designs they cover less than their level (docs/models.md)")
+    return predict_interval(model, X, level)
 
 
 def _digits(space: DesignSpace, frame: pd.DataFrame) -> np.ndarray:

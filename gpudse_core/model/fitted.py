@@ -14,7 +14,8 @@ transformed response scale. Its predictions are guarded:
   ``extrapolation`` as not seen in training;
 * :meth:`StepwiseModel.bound` — clips to the training response range widened on each side by
   ``bound_margin`` × its width (default 0.25; ``None`` turns bounding off, leaving only a clip
-  to the range where the inverse transform is finite), and says which values were clipped;
+  to the range where the inverse transform is finite; a positive response on the sqrt or raw scale is
+  bounded below as the log scale would bound it, never at 0), and says which values were clipped;
 * :meth:`StepwiseModel.predict` — the inverse transform of the bounded value: never inf or NaN;
 * :meth:`StepwiseModel.predict_details` — value, ``bounded`` flag and an ``extrapolation`` reason
   from the training support (:mod:`.support`);
@@ -268,6 +269,8 @@ class StepwiseModel:
             a, b = self.z_range
             w = (b - a) * self.bound_margin
             lo, hi = max(lo, a - w), min(hi, b + w)
+            if self.transform != "log" and a > 0:  # a positive response is never predicted at or below 0:
+                lo = max(lo, _positive_floor(a, b, self.transform, self.bound_margin))  # the log scale's bound
         return lo, hi
 
     def bound(self, z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -551,6 +554,16 @@ class StepwiseModel:
         except GpudseError as e:
             raise FitError(str(e)) from None
         return cls.from_dict(d, source=str(p))
+
+
+def _positive_floor(a: float, b: float, transform: str, margin: float) -> float:
+    """The lower bound (on the *transform* scale, sqrt or none) of a model of a positive response whose
+    training range is [a, b] there: the training minimum divided by (max / min) ** margin, as the log
+    scale bounds it, so a sqrt or raw-scale model never predicts a time of 0 or below (on a benchmark_hub
+    table, a sqrt fit's 25 % margin below the fastest design reached 0 ms)."""
+    y_lo, y_hi = (a * a, b * b) if transform == "sqrt" else (a, b)
+    floor = y_lo * (y_lo / y_hi) ** margin if y_hi > 0 else y_lo
+    return math.sqrt(floor) if transform == "sqrt" else floor
 
 
 def _max_bytes() -> int:

@@ -16,7 +16,10 @@
   model object and cached.
 
 Measured (tests/test_intervals.py; the coverage table in docs/cli.md): nominal 95 % intervals cover at least
-90 % of 1,000 held-out simulations on the built-in kernels after fitting 300 samples at 1 % noise.
+90 % of 1,000 held-out simulations on the built-in kernels after fitting 300 samples at 1 % noise. That is
+coverage of designs drawn like the training rows; the designs a model *recommends* are the ones it is most
+optimistic about, and their intervals (explore's best designs) are calibrated on held-out refits instead
+(:mod:`.calibration`) whenever the training rows are at hand.
 """
 
 from __future__ import annotations

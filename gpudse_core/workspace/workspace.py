@@ -78,6 +78,18 @@ class VersionInfo:
 
 
 @dataclass(frozen=True)
+class Change:
+    """A change another handle made (:meth:`Workspace.changes_since`): the stage version it stored
+    (``version`` None: a change that stored none, such as a kept version made current again)."""
+
+    stage: str
+    version: int | None
+    revision: int
+    created: float | None
+    origin: str
+
+
+@dataclass(frozen=True)
 class WorkspaceInfo:
     id: str
     name: str
@@ -106,6 +118,12 @@ class Workspace:
         self._cache: OrderedDict[tuple[str, int], Any] = OrderedDict()
         self._damaged: dict[str, str] = {}
         self._unreadable: dict[str, tuple[int, str]] = {}  # stage: (version, why) whose value failed to decode
+        # revisions this handle made, and the jobs it started (their handles share the set: jobs.opener), so a
+        # page tells its own changes from another tab's, session's or the CLI's (changes_since)
+        self.written: set[int] = set()
+        # a page sets the revision the view a user acted on showed: a write is then refused (Conflict) when
+        # other handles changed the workspace after it, so one tab never silently overwrites another's change
+        self.guard: int | None = None
 
     # ---- lifetime ------------------------------------------------------------------------------
     def close(self) -> None:
@@ -162,6 +180,24 @@ class Workspace:
         """A counter raised by every change: a page compares it to see another session's changes."""
         with self._lock:
             return int(self._meta()[4])
+
+    def changes_since(self, revision: int) -> list[Change]:
+        """What other handles changed after *revision* (another tab or session, the CLI): each stored
+        version, oldest first, and one entry for a change that stored none (a kept version made current
+        again); changes by this handle or the jobs it started are left out (:attr:`written`)."""
+        with self._lock:
+            return self._changes(int(revision), int(self._meta()[4]))
+
+    def _changes(self, after: int, now: int) -> list[Change]:
+        theirs = set(range(after + 1, now + 1)) - self.written
+        if not theirs:
+            return []
+        rows = self._db.execute("SELECT stage, version, revision, created, origin FROM ws_stage "
+                                "WHERE revision > ? AND revision <= ? ORDER BY revision", (after, now)).fetchall()
+        out = [Change(str(r[0]), int(r[1]), int(r[2]), float(r[3]), str(r[4] or "")) for r in rows if r[2] in theirs]
+        if len(out) < len(theirs):  # a revision without a stored version of its own (reuse, a dropped record)
+            out.append(Change("", None, max(theirs - {c.revision for c in out}), None, ""))
+        return out
 
     def rename(self, name: str) -> None:
         name = _check_name(name)
@@ -331,8 +367,17 @@ class Workspace:
             self._depth = 1
             try:
                 with dbm.transaction(self._db):
-                    self._meta()
+                    before = int(self._meta()[4])
+                    theirs = self._changes(self.guard, before) if self.guard is not None else []
+                    if theirs:
+                        raise Conflict(f"this workspace was changed by another session or tab after the view you "
+                                       f"acted on was drawn ({len(theirs):,} change(s)), so nothing was done (to "
+                                       f"{action}): look at it as it is now and do it again if you still want to")
                     yield
+                    row = self._db.execute("SELECT revision FROM ws_meta").fetchone()  # a delete marks it deleted
+                    after = int(row[0]) if row is not None else before
+                # committed: the revisions in between are this handle's (writers queue on BEGIN IMMEDIATE)
+                self.written.update(range(before + 1, after + 1))
             finally:
                 self._depth = 0
 

@@ -113,3 +113,17 @@ def test_this_sessions_own_changes_and_jobs_raise_no_notice(home):
     job.thread.join(10)
     at.run()
     assert not at.exception and notices(at) == []
+
+
+def test_the_notice_names_changes_with_their_origins_as_plain_text():
+    from dashboard.changes import SHOWN, describe
+    from gpudse_core.report.plaintext import markdown
+    from gpudse_core.workspace.workspace import Change
+
+    bait = "![x](http://attacker/img.png) **loud**"
+    now = 1_000_000.0
+    text = describe([Change("model", 5, 9, now - 12, bait), Change("", None, 10, None, "")], now=now)
+    assert text == f"the model (v5, {markdown(bait)}, 12 s ago); a kept version made current again"
+    assert "![x](" not in text and "**loud**" not in text
+    many = [Change("results", v, v, now, "upload") for v in range(1, SHOWN + 3)]
+    assert describe(many, now=now).endswith("; and 2 more changes")

@@ -28,6 +28,7 @@ from . import state as ui_state
 
 LISTED = 30  # other workspaces listed in the picker's table (the most recently changed first)
 SETTINGS = ("model", "θ", "φ", "criterion", "knots", "response scale", "fit", "data")
+PICKED = "workspace · model"  # the picker table's first column (the comparison's own table has "run")
 CRITERION = {"ftest": "F-test", "adjr2": "adjusted R²", "aic": "AIC", "bic": "BIC"}
 
 
@@ -179,7 +180,7 @@ def run_settings(w: Any, run: Any) -> dict[str, str]:
 
 def picker_table(listed: list[Choice]) -> pd.DataFrame:
     """The picker's table: each run, whether it is offered (or why not), and its settings."""
-    return pd.DataFrame([{"run": c.label, "offered": "yes" if c.offered else c.why,
+    return pd.DataFrame([{PICKED: c.label, "offered": "yes" if c.offered else c.why,
                           **{k: c.settings.get(k, "–") for k in SETTINGS}} for c in listed])
 
 
@@ -215,7 +216,7 @@ def section(w: Any, space: Any) -> None:
                "CDFs, accuracy against sample size, R² contributions and response curves. The comparison is "
                "kept in this workspace: a reload or the report shows it as computed.")
     st.dataframe(picker_table(listed), hide_index=True, width="stretch", height=min(400, 38 + 35 * len(listed)),
-                 column_config={"run": st.column_config.TextColumn("run", width="large"),
+                 column_config={PICKED: st.column_config.TextColumn(PICKED, width="large"),
                                 "offered": st.column_config.TextColumn("offered", width="medium")})
     skipped = [c for c in listed if not c.offered]
     if skipped or left_out:

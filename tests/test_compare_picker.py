@@ -68,7 +68,7 @@ def accuracy(ws_id: str, key: str) -> AppTest:
 def test_the_picker_lists_every_workspace_and_says_why_one_is_not_offered(workspaces):
     at = accuracy(*workspaces)
     table = next(df.value for df in at.dataframe if "offered" in df.value.columns)
-    why = dict(zip(table["run"], table["offered"]))
+    why = dict(zip(table["workspace · model"], table["offered"]))
     assert why["AES review · current model"] == "yes"
     assert why["No model yet · current model"].startswith("not offered: it has no model yet")
     assert why["Stale review · current model"].startswith("not offered: its model is out of date")
@@ -81,11 +81,11 @@ def test_the_picker_lists_every_workspace_and_says_why_one_is_not_offered(worksp
     assert set(pick.options) == {r for r, w in why.items() if w == "yes"}
     assert any("not offered" in c.value and "says why" in c.value for c in at.caption)
     # the settings columns: AES was fitted with the adjusted-R² criterion, θ = 0.01, φ = 0.02
-    aes = table[table.run == "AES review · current model"].iloc[0]
+    aes = table[table["workspace · model"] == "AES review · current model"].iloc[0]
     assert (aes["criterion"], aes["θ"], aes["φ"]) == ("adjusted R²", "0.01", "0.02")
-    bfs = table[table.run == mine[0]].iloc[0]
+    bfs = table[table["workspace · model"] == mine[0]].iloc[0]
     assert bfs["criterion"] == "F-test" and bfs["fit"] == "Huber" and bfs["data"].startswith("results v1 (built-in")
-    stale = table[table.run == "Stale review · current model"].iloc[0]
+    stale = table[table["workspace · model"] == "Stale review · current model"].iloc[0]
     assert stale["model"] == "stepwise" and stale["data"].startswith("results v1")  # its last fit's settings
 
 

@@ -54,6 +54,15 @@ def test_a_guarded_write_is_refused_after_another_change_and_writes_nothing(home
     assert ws.get("space").value.name == "lee-brooks" and ws.jobs() == []
     ws.guard = ws.revision  # the page drawn again: the write goes ahead
     assert ws.set_space(load_preset("zatel"), "from the current view").version == 3
+    # another session's analysis (a search storing its rounds) stops only a write of that analysis: a page
+    # stays usable while a CLI search runs, and never overwrites the search itself
+    ws.guard = ws.revision
+    with open_workspace(ws.id, key) as other:
+        other.put_analysis("search_notes", {"round": 1}, inputs=[], origin="gpudse search --workspace")
+    assert ws.put_analysis("my_notes", {"n": 1}, inputs=[]).version == 1
+    with pytest.raises(Conflict):
+        ws.put_analysis("search_notes", {"round": 0}, inputs=[])
+    assert ws.get("search_notes").value == {"round": 1}
 
 
 def _home_page(ws_id: str, key: str) -> AppTest:

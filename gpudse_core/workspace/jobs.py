@@ -247,7 +247,7 @@ def begin_job(ws: Any, kind: str, *, stage: str | None = None, campaign: str | N
                  "wait for one to finish or stop it")
     ctx = JobContext(dbm.new_token()[:16], ws.path)
     now = time.time()
-    with ws._write(f"start {kind}"):  # refused, as any write, when the view it was pressed on is out of date
+    with ws._write(f"start {kind}", stage):  # refused, as a write, when the view it was pressed on is out of date
         ws._db.execute("INSERT INTO ws_job (id, kind, state, done, message, started, heartbeat, pid, host, stage, "
                        "campaign) VALUES (?, ?, 'running', 0, 'starting', ?, ?, ?, ?, ?, ?)",
                        (ctx.id, str(kind)[:60], now, now, os.getpid(), socket.gethostname(), stage, campaign))

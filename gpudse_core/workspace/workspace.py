@@ -239,7 +239,7 @@ class Workspace:
     def drop_damaged(self, stage: str) -> None:
         """Forget a damaged current version of *stage* (the stage becomes missing; earlier versions stay)."""
         check_stage(stage)
-        with self._write(f"drop the damaged {noun(stage)}"):
+        with self._write(f"drop the damaged {noun(stage)}", stage):
             head = self._db.execute("SELECT version FROM ws_head WHERE stage = ?", (stage,)).fetchone()
             self._db.execute("DELETE FROM ws_head WHERE stage = ?", (stage,))
             if head is not None:
@@ -352,7 +352,9 @@ class Workspace:
 
     # ---- writing -------------------------------------------------------------------------------
     @contextlib.contextmanager
-    def _write(self, action: str) -> Iterator[None]:
+    def _write(self, action: str, stage: str | None = None) -> Iterator[None]:
+        """One transaction of this handle's (nested ones join the outer). With :attr:`guard` set, refused
+        (Conflict, nothing written) when another handle changed a pipeline stage or *stage* after it."""
         if not self.writable:
             raise ReadOnly(f"this workspace is shared with you read-only; to {action}, make your own copy first "
                            f"(fork)")
@@ -368,8 +370,9 @@ class Workspace:
             try:
                 with dbm.transaction(self._db):
                     before = int(self._meta()[4])
-                    theirs = self._changes(self.guard, before) if self.guard is not None else []
-                    if theirs:
+                    theirs = [c for c in (self._changes(self.guard, before) if self.guard is not None else [])
+                              if c.version is None or c.stage in BASE_STAGES or c.stage == stage]
+                    if theirs:  # a pipeline stage (what everything is computed from) or this very stage
                         raise Conflict(f"this workspace was changed by another session or tab after the view you "
                                        f"acted on was drawn ({len(theirs):,} change(s)), so nothing was done (to "
                                        f"{action}): look at it as it is now and do it again if you still want to")
@@ -418,7 +421,7 @@ class Workspace:
     def _store(self, stage: str, value: Any, fmt: str | None, blob: bytes | None, digest: str | None,
                inputs: Sequence[Any], origin: str, partial: bool, note: str, expect: int | None,
                action: str = "change it") -> StageValue:
-        with self._write(action):
+        with self._write(action, stage):
             heads = self.heads()
             head = heads.get(stage)
             if expect is not None and (head.version if head else 0) != expect:
@@ -516,7 +519,7 @@ class Workspace:
                 expect: int | None = None) -> StageValue:
         """Store a fitted *value* (the model) with the *fingerprint* of the data and settings it was
         fitted from, so that :meth:`fitted_version` finds it when the same fit is asked for again."""
-        with self._write(f"store the {noun(stage)}"):
+        with self._write(f"store the {noun(stage)}", stage):
             sv = self.put(stage, value, inputs=inputs, origin=origin, expect=expect)
             self._db.execute("INSERT INTO ws_fit (stage, version, fingerprint) VALUES (?, ?, ?) ON CONFLICT(stage, "
                              "version) DO UPDATE SET fingerprint = excluded.fingerprint",
@@ -543,7 +546,7 @@ class Workspace:
         """Make a kept *version* current again as itself (no new version): what was computed from it —
         analyses, per-application models — is current again. Returns that version."""
         check_stage(stage)
-        with self._write(f"reuse the {noun(stage)}"):
+        with self._write(f"reuse the {noun(stage)}", stage):
             row = self._db.execute("SELECT digest FROM ws_stage WHERE stage = ? AND version = ?",
                                    (stage, version)).fetchone()
             if row is None or row[0] is None:
@@ -562,7 +565,7 @@ class Workspace:
         """Make an earlier version current again (as a new version with the same content, so what
         was computed from that content is current again)."""
         check_stage(stage)
-        with self._write(f"restore the {noun(stage)}"):
+        with self._write(f"restore the {noun(stage)}", stage):
             row = self._db.execute("SELECT origin, inputs, digest, format, value, partial, note FROM ws_stage "
                                    "WHERE stage = ? AND version = ?", (stage, version)).fetchone()
             if row is None or row[2] is None:

@@ -42,6 +42,7 @@ class Choice:
     version: int  # 0: the other workspace's current model
     why: str = ""
     settings: dict = field(default_factory=dict)
+    short: str = ""  # the label in the picker's table, where the settings columns say the rest
 
     @property
     def offered(self) -> bool:
@@ -103,7 +104,8 @@ def _own(w: Any) -> list[Choice]:
             continue
         origin = v.origin if len(v.origin) <= 70 else v.origin[:70].rsplit(", ", 1)[0] + ", …"
         label = f"{w.name} · model v{v.version} ({origin})" + (" · current" if v.head else "")
-        out.append(Choice(label, w.id, v.version, settings=_settings_of(w, v.version, v.created, _data(w, v, results))))
+        out.append(Choice(label, w.id, v.version, settings=_settings_of(w, v.version, v.created, _data(w, v, results)),
+                          short=f"{w.name} · model v{v.version}" + (" · current" if v.head else "")))
     return out
 
 
@@ -180,7 +182,7 @@ def run_settings(w: Any, run: Any) -> dict[str, str]:
 
 def picker_table(listed: list[Choice]) -> pd.DataFrame:
     """The picker's table: each run, whether it is offered (or why not), and its settings."""
-    return pd.DataFrame([{PICKED: c.label, "offered": "yes" if c.offered else c.why,
+    return pd.DataFrame([{PICKED: c.short or c.label, "offered": "yes" if c.offered else c.why,
                           **{k: c.settings.get(k, "–") for k in SETTINGS}} for c in listed])
 
 
@@ -216,7 +218,7 @@ def section(w: Any, space: Any) -> None:
                "CDFs, accuracy against sample size, R² contributions and response curves. The comparison is "
                "kept in this workspace: a reload or the report shows it as computed.")
     st.dataframe(picker_table(listed), hide_index=True, width="stretch", height=min(400, 38 + 35 * len(listed)),
-                 column_config={PICKED: st.column_config.TextColumn(PICKED, width="large"),
+                 column_config={PICKED: st.column_config.TextColumn(PICKED, width="medium"),
                                 "offered": st.column_config.TextColumn("offered", width="medium")})
     skipped = [c for c in listed if not c.offered]
     if skipped or left_out:

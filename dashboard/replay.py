@@ -25,6 +25,7 @@ from . import frame as ui
 from . import state as ui_state
 
 ROW_PARAM = "row"  # the address's parameter: the row shown (1 = the first, left out of the address)
+_OPENED = "_gpudse_replay_opened"  # session_state: a replay was drawn (the address's row is taken once)
 SPEEDS = (0.5, 1.0, 2.0, 4.0)  # rows per second
 RULE = {"initial": ("θ", "theta"), "main": ("θ", "theta"), "lookahead": ("θ", "theta"), "interaction": ("φ", "phi"),
         "interaction3": ("φ₃", "phi3")}
@@ -239,7 +240,10 @@ def replay(model: Any, params: list[str], key: str) -> None:
     settings = dict(model.settings or {})
     ss = st.session_state
     k_row, k_play, k_last = f"{key}_row", f"{key}_play", f"{key}_last"
-    ss.setdefault(k_row, ui_state.url_number(ROW_PARAM, 1, len(rows)) or 1)  # a link's row, clamped to the trace
+    if k_row not in ss:
+        # the session's first replay opens at the link's row (clamped to the trace); a later fit's at row 1
+        linked = None if ss.get(_OPENED) else ui_state.url_number(ROW_PARAM, 1, len(rows))
+        ss[k_row], ss[_OPENED] = linked or 1, True
     def restart() -> None:
         ss[k_row], ss[k_play] = 1, False
 

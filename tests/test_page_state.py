@@ -82,6 +82,12 @@ def test_the_pages_tab_comes_from_the_address_and_a_bad_one_is_ignored(fitted, p
 def test_the_replay_opens_at_the_links_row(fitted):
     rows = fitted[2]
     assert rows >= 3
+    for asked, row in (("100000", rows), ("0", 1), ("three", 1), ("", 1)):
+        at = page(fitted, "pages/4_Stepwise_fit.py", row=asked)
+        shown = [m.value for m in at.markdown if m.value.startswith("**Row ")]
+        assert shown[0].startswith(f"**Row {row} of {rows}**"), (asked, shown)
+    plain = page(fitted, "pages/4_Stepwise_fit.py")
+    assert not next(e for e in plain.expander if e.label.startswith("Replay the fit")).proto.expanded
     at = page(fitted, "pages/4_Stepwise_fit.py", row="3")
     box = next(e for e in at.expander if e.label.startswith("Replay the fit"))
     assert box.proto.expanded  # the link's view: the replay open
@@ -92,12 +98,16 @@ def test_the_replay_opens_at_the_links_row(fitted):
     assert at.query_params["row"] in ("4", ["4"])  # the address follows: a copied link opens row 4
     next(b for b in at.button if b.label == "Restart").click().run()
     assert "row" not in at.query_params  # row 1 is the plain link
-    plain = page(fitted, "pages/4_Stepwise_fit.py")
-    assert not next(e for e in plain.expander if e.label.startswith("Replay the fit")).proto.expanded
-    for asked, row in (("100000", rows), ("0", 1), ("three", 1), ("", 1)):
-        at = page(fitted, "pages/4_Stepwise_fit.py", row=asked)
-        shown = [m.value for m in at.markdown if m.value.startswith("**Row ")]
-        assert shown[0].startswith(f"**Row {row} of {rows}**"), (asked, shown)
+    next(b for b in at.button if b.label == "Step").click().run()
+    # a refit in this session (the last use of the module's workspace): its replay starts at row 1
+    w = at.session_state["_gpudse_ws"]
+    data = w.get("results").value.table
+    w.set_model(fit_stepwise(data[PARAMS + ["cycles"]], "cycles", theta=0.01, phi=0.01), "a refit",
+                inputs=[w.get("results")])
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert [m.value for m in at.markdown if m.value.startswith("**Row ")][0].startswith("**Row 1 of ")
+    assert "row" not in at.query_params
 
 
 def test_url_numbers_are_parsed_and_clamped(monkeypatch):

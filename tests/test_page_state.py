@@ -79,6 +79,14 @@ def test_the_pages_tab_comes_from_the_address_and_a_bad_one_is_ignored(fitted, p
     assert at.session_state["tab"] == first and not at.error
 
 
+def test_the_sampling_request_form_comes_from_the_address(fitted):
+    at = page(fitted, "pages/2_Sampling.py", how="Fraction of the whole space")
+    assert at.radio(key="how").value == "Fraction of the whole space"
+    assert any(n.label == "Fraction (0–1]" for n in at.number_input)
+    at = page(fitted, "pages/2_Sampling.py", how="all of them")
+    assert at.radio(key="how").value == "Number of points" and not at.error
+
+
 def test_the_replay_opens_at_the_links_row(fitted):
     rows = fitted[2]
     assert rows >= 3

@@ -36,6 +36,7 @@ def note(w: Any) -> list:
     now on the page draws the current revision."""
     ss = st.session_state
     seen = ss.setdefault(SEEN, {})
+    ss[FRESH] = None  # an earlier run's finding never guards this run's actions
     try:
         now = w.revision
         before = seen.get(w.id)

@@ -23,6 +23,7 @@ from gpudse_core.report import plaintext as _plaintext
 from gpudse_core.report import trace as _trace
 from gpudse_core.workspace import stages
 
+from . import changes as ui_changes
 from . import state as ui_state
 
 ROOT = Path(__file__).resolve().parent.parent  # the checkout: app.py, pages/
@@ -108,6 +109,7 @@ def page(title: str):
     except GpudseError as e:  # a budget reached (LimitError), a damaged or unreadable workspace file
         _refused(e)
     sidebar(w)
+    changed = ui_changes.note(w)  # another tab's or session's changes since this session last drew the page
     st.session_state[_DAMAGED_SHOWN] = set()
     _damaged(w)
     if not w.writable:
@@ -124,6 +126,8 @@ def page(title: str):
     ui_state.flush_cookies()
     for kind, text in st.session_state.pop("_flash", []):
         getattr(st, kind)(text)
+    ui_changes.notice(changed)
+    ui_changes.watch()
     return w
 
 
@@ -527,12 +531,20 @@ def analysis_banner(sv, fix: Callable[[], Any] | None, key: str) -> bool:
 
 
 def guarded(action: Callable[[], Any], success: str | None = None) -> bool:
-    """Run a workspace change; our errors (read-only, a conflicting edit) as st.error, not a traceback."""
+    """Run a workspace change; our errors (read-only, a conflicting edit) as st.error, not a traceback. Pressed
+    on a view drawn before another tab or session changed the workspace, its writes are refused once
+    (:mod:`dashboard.changes`)."""
+    w = st.session_state.get(ui_state.HANDLE)
+    if w is not None:
+        w.guard = ui_changes.acted_on()
     try:
         action()
     except GpudseError as e:
         st.error(plain(e))
         return False
+    finally:
+        if w is not None:
+            w.guard = None
     if success:
         st.toast(success)
     return True

@@ -5,8 +5,8 @@ shows the stored trace one row at a time (Play / Pause / Step, a speed control):
 one sentence why its term was accepted or rejected — the θ, φ or φ₃ rule with the row's own numbers —
 the table (gpudse_core.report.trace) keeps the newest row in view and highlighted with the step and
 decision columns frozen, and a chart draws the candidates' scores it compared, the chosen one
-highlighted and the acceptance threshold marked. UI state only (which row is shown); the trace is the
-model's own.
+highlighted and the acceptance threshold marked. UI state only (which row is shown, kept in the address
+as ``?row=``, so a copied link opens the replay at that row); the trace is the model's own.
 """
 
 from __future__ import annotations
@@ -22,7 +22,10 @@ from gpudse_core.jsonutil import finite_number
 from gpudse_core.report import style
 
 from . import frame as ui
+from . import state as ui_state
 
+ROW_PARAM = "row"  # the address's parameter: the row shown (1 = the first, left out of the address)
+_OPENED = "_gpudse_replay_opened"  # session_state: a replay was drawn (the address's row is taken once)
 SPEEDS = (0.5, 1.0, 2.0, 4.0)  # rows per second
 RULE = {"initial": ("θ", "theta"), "main": ("θ", "theta"), "lookahead": ("θ", "theta"), "interaction": ("φ", "phi"),
         "interaction3": ("φ₃", "phi3")}
@@ -224,6 +227,11 @@ def candidates_chart(row: dict, before: dict | None, settings: dict) -> go.Figur
     return style.apply(fig, title_text=f"Row {row['step']}: the candidates compared")
 
 
+def linked() -> bool:
+    """True when the address names a replay row: the page opens the replay (a copied link's view)."""
+    return ui_state.url_number(ROW_PARAM, 1) is not None
+
+
 def replay(model: Any, params: list[str], key: str) -> None:
     """The replay panel for *model*'s trace (*key*: unique per model version)."""
     rows = list(model.trace)
@@ -232,7 +240,10 @@ def replay(model: Any, params: list[str], key: str) -> None:
     settings = dict(model.settings or {})
     ss = st.session_state
     k_row, k_play, k_last = f"{key}_row", f"{key}_play", f"{key}_last"
-    ss.setdefault(k_row, 1)
+    if k_row not in ss:
+        # the session's first replay opens at the link's row (clamped to the trace); a later fit's at row 1
+        linked = None if ss.get(_OPENED) else ui_state.url_number(ROW_PARAM, 1, len(rows))
+        ss[k_row], ss[_OPENED] = linked or 1, True
     def restart() -> None:
         ss[k_row], ss[k_play] = 1, False
 
@@ -268,6 +279,7 @@ def replay(model: Any, params: list[str], key: str) -> None:
                 ss[k_play] = False
                 st.rerun(scope="app")  # the end: the controls show Play again, the polling stops
         i = ss[k_row]
+        ui_state.to_url(ROW_PARAM, i, default=1)
         row, before = rows[i - 1], rows[i - 2] if i >= 2 else None
         kind = ui.TRACE_KINDS.get(row["kind"], row["kind"])
         st.markdown(f"**Row {i} of {len(rows)}** ({ui.plain(kind)}). " + explain(row, before, settings))

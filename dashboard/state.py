@@ -20,9 +20,11 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import math
 import os
 import threading
 from pathlib import Path
+from typing import Any
 
 import streamlit as st
 
@@ -107,6 +109,63 @@ def client() -> str | None:
     except Exception:  # noqa: BLE001 - no browser request behind this session (AppTest, bare mode)
         return None
     return visitors.client_key(address, headers)
+
+
+# ---- page state in the address -----------------------------------------------------------------------
+# Besides the workspace (?ws=) and presentation mode (?present=1), the address carries what a page shows,
+# so a copied link opens the same view: the page's tab (?tab=), the replay's row (?row=), Explore's
+# settings (?goal=, ?top=, ?cost=). A value from the address is user input: a widget bound to it keeps
+# only a legal one (Streamlit's bind="query-params" drops the rest from the address), a number out of
+# range is clamped first, and a bad value is ignored — never a traceback.
+RESERVED_PARAMS = frozenset({"ws", "present"})
+
+
+def bound(key: str, default_arg: str | None = None, default: Any = None, *, lo: float | None = None,
+          hi: float | None = None) -> dict[str, Any]:
+    """Keyword arguments that keep a widget's value in the address under *key* (its session key too):
+    ``st.slider("Top", 5, 100, **bound("top", "value", 20, lo=5, hi=100))``. *default_arg* names the
+    widget's own default argument (value, index, default), given *default* unless a clamped number from
+    the address already sits in the session (a widget must not get both)."""
+    if key in RESERVED_PARAMS:
+        raise ValueError(f"{key!r} is the address's own parameter")
+    kw: dict[str, Any] = {"key": key, "bind": "query-params"}
+    if (lo is not None or hi is not None) and key not in st.session_state:
+        number = url_number(key, lo, hi)
+        if number is not None and str(number) != st.query_params.get(key):  # out of range: clamped
+            st.session_state[key] = number
+            return kw
+    if default_arg is not None:
+        kw[default_arg] = default
+    return kw
+
+
+def url_number(key: str, lo: float | None = None, hi: float | None = None) -> int | None:
+    """The whole number the address gives *key*, clamped to [lo, hi]; None when absent or not a number."""
+    raw = st.query_params.get(key)
+    try:
+        value = float(str(raw).strip())
+    except (TypeError, ValueError):
+        return None
+    if not math.isfinite(value):
+        return None
+    value = round(value)
+    if lo is not None:
+        value = max(value, int(math.ceil(lo)))
+    if hi is not None:
+        value = min(value, int(math.floor(hi)))
+    return int(value)
+
+
+def to_url(key: str, value: Any, default: Any = None) -> None:
+    """Keep *value* in the address under *key* (for state no widget holds, such as the replay's row);
+    the default is left out, so a plain link stays plain."""
+    if key in RESERVED_PARAMS:
+        raise ValueError(f"{key!r} is the address's own parameter")
+    if value is None or value == default:
+        if key in st.query_params:
+            st.query_params.pop(key, None)
+    elif st.query_params.get(key) != str(value):
+        st.query_params[key] = str(value)
 
 
 # ---- the session's workspace ------------------------------------------------------------------

@@ -5,6 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from dashboard import frame as ui
+from dashboard import state as ui_state
 from gpudse_core import GpudseError, sample
 from gpudse_core.csvout import frame_text
 from gpudse_core.report import figures
@@ -20,7 +21,8 @@ st.caption(f"Space **{ui.plain(space.name)}**: {ui.fmt_count(space.size, 'design
 HOW = {"Number of points": "n", "Fraction of the whole space": "fraction",
        "Fraction of each dimension": "per_dim_fraction"}
 # outside the form: which inputs show depends on it (a count, or a fraction of the space or of each dimension)
-how = st.radio("How many (Stargazer §5.1)", list(HOW), help=ui.help_for("uar"), horizontal=True)
+how = st.radio("How many (Stargazer §5.1)", list(HOW), help=ui.help_for("uar"), horizontal=True,
+               **ui_state.bound("how"))  # ?how= in links
 with st.form("sample"):
     c2, c3 = st.columns(2)
     n, frac, mode = 300, 0.0003, "count"

@@ -19,6 +19,7 @@ import streamlit as st
 
 from dashboard import frame as ui
 from dashboard import jobs as ui_jobs
+from dashboard import state as ui_state
 from dashboard import versions as ui_versions
 from dashboard import work as ui_work
 from gpudse_core import GpudseError
@@ -80,7 +81,8 @@ mgpusim_space = set(space.parameter_names) <= set(MGPUSIM_PARAMETERS)
 # a space no simulator here can run (not Stargazer's or MGPUSim's, no external backend): the page opens on Upload
 no_simulator = bool(builtin_missing) and not mgpusim_space and not external
 tab_run, tab_upload = st.tabs(["Run a campaign", "Upload results"],
-                              default="Upload results" if no_simulator else "Run a campaign")
+                              default="Upload results" if no_simulator else "Run a campaign",
+                              **ui_state.bound("tab"))  # ?tab= in links
 
 with tab_run:
     running = ui_jobs.job_panel(w, "campaign", "The campaign", rerun=ui_jobs.LATER,

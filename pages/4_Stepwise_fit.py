@@ -222,7 +222,8 @@ if not go_fit:
                "model's R² and adjusted R² after the step; then a column per candidate with its R² (first row) or "
                "adjusted R² (later rows) with it added — **bold on green**: the term that entered (+), red: the best "
                "candidate, rejected (✗).")
-with st.expander("Replay the fit row by row (Stargazer Table 1)", expanded=False, icon=":material/slideshow:"):
+with st.expander("Replay the fit row by row (Stargazer Table 1)", icon=":material/slideshow:",
+                 expanded=st.session_state.setdefault("_replay_linked", ui_replay.linked())):  # ?row= opens it
     if not ui.presenting():
         st.caption("Each row of the trace in turn, with the rule that accepted or rejected its term, for watching "
                    "the model grow in a lecture.")

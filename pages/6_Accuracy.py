@@ -11,6 +11,7 @@ from dashboard import frame as ui
 from dashboard import jobs as ui_jobs
 from dashboard import work as ui_work
 from dashboard import compare as ui_compare
+from dashboard import state as ui_state
 from gpudse_core import GpudseError
 from gpudse_core.model.inference import qq_points, residual_table, variable_clusters
 from gpudse_core.model.metrics import STATS
@@ -28,7 +29,7 @@ st.caption(f"Model version {model_sv.version} ({ui.plain(model_sv.origin)}), fit
            f"{ui.fmt_count(len(data), 'results')} ({ui.plain(fitted_on.origin)}).")
 
 tab_val, tab_diag, tab_true, tab_cmp = st.tabs(["Validation", "Diagnostics", "True error over the space",
-                                                "Runs side by side"])
+                                                "Runs side by side"], **ui_state.bound("tab"))  # ?tab= in links
 with tab_val:
     st.caption("Sample-train-test (Stargazer §7.3, Lee & Brooks §5): for each training size N, draw N training "
                "points and a disjoint test set from the results, fit each model on the training points and "

@@ -12,6 +12,7 @@ import streamlit as st
 
 from dashboard import frame as ui
 from dashboard import jobs as ui_jobs
+from dashboard import state as ui_state
 from dashboard import work as ui_work
 from gpudse_core import GpudseError
 from gpudse_core.explore.results import ScanResult
@@ -136,13 +137,16 @@ if w.ready("space", "model") is not None and w.get("space").value is not None an
     simulated_best(w.get("space").value, w.get("model").value)  # the check stays in view while a refit is due
 space_sv, model_sv = ui.need("space", "model")
 space, model = space_sv.value, model_sv.value
-c1, c2, c3 = st.columns(3)
+c1, c2, c3 = st.columns(3)  # the settings live in the address too (?goal=, ?top=, ?cost=): a copied link keeps them
 goal = c1.radio("Best designs have the", ["lowest prediction", "highest prediction"],
-                help=f"{ui.plain(model.response)}: lower is better for runtimes, higher for IPC")
-k = c2.slider("How many best designs", 5, 100, ui_work.EXAMPLE_SCAN["k"])
+                help=f"{ui.plain(model.response)}: lower is better for runtimes, higher for IPC",
+                **ui_state.bound("goal"))
+k = c2.slider("How many best designs", 5, 100,
+              **ui_state.bound("top", "value", ui_work.EXAMPLE_SCAN["k"], lo=5, hi=100))
 numeric = [p.name for p in space.parameters if p.kind == "numeric"]
 cost_name = c3.selectbox("Cost for the Pareto front", ["levels"] + numeric, format_func=lambda c: {
-    "levels": "sum of levels (a budget)"}.get(c, space.parameter(c).display if c in numeric else c))
+    "levels": "sum of levels (a budget)"}.get(c, space.parameter(c).display if c in numeric else c),
+    **ui_state.bound("cost"))
 request = {"k": int(k), "maximize": goal.startswith("highest"), "cost": cost_name}
 
 

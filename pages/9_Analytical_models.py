@@ -8,6 +8,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from dashboard import frame as ui
+from dashboard import state as ui_state
 from gpudse_core import GpudseError
 from gpudse_core.report import style
 from gpudse_core.sim import analytical
@@ -23,7 +24,8 @@ st.caption("The models behind the built-in simulator, from papers 001 (launch ov
            "warp parallelism, the equal-area model) and 004 (the work flow graph).")
 
 tab_ea, tab_launch, tab_wfg, tab_sim, tab_eq = st.tabs(["Equal-area model", "Launch overhead", "Work flow graph",
-                                                        "Built-in simulator", "Equations and sources"])
+                                                        "Built-in simulator", "Equations and sources"],
+                                                       **ui_state.bound("tab"))  # ?tab= in links
 
 
 @st.cache_data(show_spinner=False)

@@ -111,7 +111,8 @@ anything = st.one_of(st.floats(), st.integers(), st.none(), st.text(max_size=5),
 @pytest.mark.slow
 @given(anything, st.sampled_from([None, "cycles", "%", "KB", "points", "blocks/core"]), st.integers(-3, 30))
 def test_never_raises_and_never_writes_machine_notation(x, unit, sig):
-    for out in (fmt_number(x, unit, sig), fmt_percent(x), fmt_count(x), fmt_pvalue(x), fmt_r2(x), fmt_duration(x)):
+    for out in (fmt_number(x, unit, sig), fmt_percent(x), fmt_count(x), fmt_pvalue(x), fmt_r2(x), fmt_duration(x),
+                fmt.fmt_rate(x, remaining=x)):
         assert isinstance(out, str) and out
         low = out.lower()
         assert "nan" not in low and "inf" not in low and not re.search(r"\de[+-]?\d", low), out
@@ -227,3 +228,33 @@ def test_relative_errors_below_the_floor_read_as_nil():
     assert fmt.fmt_percent(4.5e-15) != "< 0.0001 %"  # a share of a huge space may be that small
     table = fmt.format_table(pd.DataFrame({"min": [4.5e-15], "mean": [0.059]}), kinds={"min": "error", "mean": "error"})
     assert table.to_dict("records") == [{"min (%)": "< 0.0001 %", "mean (%)": "5.9 %"}]
+
+
+def test_rate_reads_at_any_speed_with_the_time_left():
+    """Campaign progress: a cycle-level simulator takes tens of seconds a design, so its rate is shown as
+    the time per point (never "0 points/s"), and the time left follows from the points still to run."""
+    from gpudse_core.fmt import fmt_rate
+
+    assert fmt_rate(1 / 45, remaining=10) == "45 s/point, about 7 min 30 s left"
+    assert fmt_rate(1 / 125) == "2 min 05 s per point"
+    assert fmt_rate(1.5, remaining=100) == "1.5 points/s, about 1 min 07 s left"
+    assert fmt_rate(120.4, remaining=0) == "120 points/s"
+    assert fmt_rate(2.5e6) == "2,500,000 points/s"
+    for nothing in (0, 0.0, None, float("nan"), -1, float("inf")):
+        assert fmt_rate(nothing, remaining=5) == "no point finished yet"
+
+
+def test_campaign_job_progress_names_seconds_per_point():
+    """The dashboard's campaign job message (and the CLI bar) go through fmt_rate."""
+    from gpudse_core.sim.store import Progress
+    from gpudse_core.workspace.campaigns import _reporter
+
+    seen = []
+
+    class Ctx:
+        def progress(self, done, total, message):
+            seen.append((done, total, message))
+            return True
+
+    _reporter(Ctx())(Progress(pending=7, running=2, done=3, failed=1), 1 / 45)
+    assert seen == [(4, 13, "3 done, 1 failed, 45 s/point, about 6 min 45 s left")]

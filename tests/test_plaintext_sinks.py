@@ -59,6 +59,12 @@ OURS = {
     ("dashboard/frame.py", "success"): "guarded()'s success message (its callers are scanned: HELPERS)",
     ("dashboard/frame.py", "label"): "uploader()'s label (its callers are scanned: HELPERS)",
     ("dashboard/frame.py", "f'{plain(text)}. {unchanged}'"): "upload_error()'s unchanged (callers scanned: HELPERS)",
+    ("dashboard/changes.py", "f'**This workspace was changed in another tab or session** since this page was last "
+                             "drawn: {describe(changes)}. The page below shows the workspace as it is now.'"):
+        "describe(): stage nouns, versions and durations; each origin through the renderer (plaintext.markdown)",
+    ("dashboard/changes.py", "f'**This workspace changed in another tab or session**: {describe(changes)}. This page "
+                             "still shows it as it was; reload to see the change before you change anything.'"):
+        "describe(): stage nouns, versions and durations; each origin through the renderer (plaintext.markdown)",
     ("dashboard/jobs.py", "f':material/progress_activity: **{label}** is running' + (' — stopping…' if "
                           "job.stop_requested else '')"): "job_panel()'s label (its callers are scanned: HELPERS)",
     ("dashboard/jobs.py", "rerun_label"): "job_panel()'s rerun_label (its callers are scanned: HELPERS)",

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from .. import choices
 from ..errors import GpudseError
+from ..fmt import fmt_rate
 from .common import Progress, add_precision, count_arg, nonnegative_int, positive_number, writable, write_table
 
 
@@ -113,7 +114,8 @@ def _bar(line: Progress):
         width = 30
         filled = int(width * prog.done / max(prog.total, 1))
         line(f"[{'#' * filled}{'.' * (width - filled)}] {prog.done:,}/{prog.total:,} done, {prog.failed:,} failed, "
-             f"{prog.remaining:,} remaining, {rate:,.0f} points/s", done=prog.remaining == 0 and not line.tty)
+             f"{prog.remaining:,} remaining, {fmt_rate(rate, remaining=prog.remaining)}",
+             done=prog.remaining == 0 and not line.tty)
     return bar
 
 

@@ -45,6 +45,7 @@ Stages (writes need the key; read-only handles raise :class:`ReadOnly`)::
     ws.overview()              # {stage: Status} for the sidebar / Home
     ws.input_of(model_sv, "results")   # the results version the model was fitted on
     ws.history("model"); ws.revision   # versions; a counter that moves on every change
+    ws.changes_since(rev)              # what other tabs, sessions or the CLI stored after revision rev
 
 Typed analyses (:mod:`.results`, one registry): ``scan`` is read as a ScanResult, ``true_error`` as a
 TrueError, ``heatmap`` as a HeatmapResult, ``validation`` as a ValidationResult, ``comparison``

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import GpudseError
+from ..fmt import fmt_rate
 from .db import ReadOnly
 from .jobs import JobContext, JobInfo, begin_job, end_job, list_jobs, opener, start_job
 from .stages import StageError
@@ -229,7 +230,7 @@ def start_campaign(ws: Any, backend: Any, *, name: str | None = None, workers: i
 def _reporter(ctx: JobContext, then: Callable | None = None) -> Callable:
     def report(prog: Any, rate: float) -> None:
         ctx.progress(prog.done + prog.failed, prog.total, f"{prog.done:,} done, {prog.failed:,} failed, "
-                     f"{rate:,.0f} points/s")
+                     f"{fmt_rate(rate, remaining=prog.remaining)}")
         if then is not None:
             then(prog, rate)
     return report

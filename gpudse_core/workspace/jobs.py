@@ -226,9 +226,13 @@ def opener(ws: Any) -> Callable[[bool], Any]:
     thread uses (a connection belongs to the thread that opened it) without this module depending on
     the workspace class."""
     cls, path, ws_id = type(ws), ws.path, ws.id
+    written = getattr(ws, "written", None)  # the job's changes count as its starter's (Workspace.changes_since)
 
     def open_again(writable: bool) -> Any:
-        return cls(path, ws_id, writable)
+        again = cls(path, ws_id, writable)
+        if written is not None:
+            again.written = written
+        return again
 
     return open_again
 
@@ -243,7 +247,7 @@ def begin_job(ws: Any, kind: str, *, stage: str | None = None, campaign: str | N
                  "wait for one to finish or stop it")
     ctx = JobContext(dbm.new_token()[:16], ws.path)
     now = time.time()
-    with ws._lock, dbm.transaction(ws._db):
+    with ws._write(f"start {kind}", stage):  # refused, as a write, when the view it was pressed on is out of date
         ws._db.execute("INSERT INTO ws_job (id, kind, state, done, message, started, heartbeat, pid, host, stage, "
                        "campaign) VALUES (?, ?, 'running', 0, 'starting', ?, ?, ?, ?, ?, ?)",
                        (ctx.id, str(kind)[:60], now, now, os.getpid(), socket.gethostname(), stage, campaign))

@@ -78,6 +78,18 @@ class VersionInfo:
 
 
 @dataclass(frozen=True)
+class Change:
+    """A change another handle made (:meth:`Workspace.changes_since`): the stage version it stored
+    (``version`` None: a change that stored none, such as a kept version made current again)."""
+
+    stage: str
+    version: int | None
+    revision: int
+    created: float | None
+    origin: str
+
+
+@dataclass(frozen=True)
 class WorkspaceInfo:
     id: str
     name: str
@@ -106,6 +118,12 @@ class Workspace:
         self._cache: OrderedDict[tuple[str, int, str], Any] = OrderedDict()  # (stage, version, digest)
         self._damaged: dict[str, str] = {}
         self._unreadable: dict[str, tuple[int, str]] = {}  # stage: (version, why) whose value failed to decode
+        # revisions this handle made, and the jobs it started (their handles share the set: jobs.opener), so a
+        # page tells its own changes from another tab's, session's or the CLI's (changes_since)
+        self.written: set[int] = set()
+        # a page sets the revision the view a user acted on showed: a write is then refused (Conflict) when
+        # other handles changed the workspace after it, so one tab never silently overwrites another's change
+        self.guard: int | None = None
 
     # ---- lifetime ------------------------------------------------------------------------------
     def close(self) -> None:
@@ -163,6 +181,24 @@ class Workspace:
         with self._lock:
             return int(self._meta()[4])
 
+    def changes_since(self, revision: int) -> list[Change]:
+        """What other handles changed after *revision* (another tab or session, the CLI): each stored
+        version, oldest first, and one entry for a change that stored none (a kept version made current
+        again); changes by this handle or the jobs it started are left out (:attr:`written`)."""
+        with self._lock:
+            return self._changes(int(revision), int(self._meta()[4]))
+
+    def _changes(self, after: int, now: int) -> list[Change]:
+        theirs = set(range(after + 1, now + 1)) - self.written
+        if not theirs:
+            return []
+        rows = self._db.execute("SELECT stage, version, revision, created, origin FROM ws_stage "
+                                "WHERE revision > ? AND revision <= ? ORDER BY revision", (after, now)).fetchall()
+        out = [Change(str(r[0]), int(r[1]), int(r[2]), float(r[3]), str(r[4] or "")) for r in rows if r[2] in theirs]
+        if len(out) < len(theirs):  # a revision without a stored version of its own (reuse, a dropped record)
+            out.append(Change("", None, max(theirs - {c.revision for c in out}), None, ""))
+        return out
+
     def rename(self, name: str) -> None:
         name = _check_name(name)
         with self._write("rename it"):
@@ -203,7 +239,7 @@ class Workspace:
     def drop_damaged(self, stage: str) -> None:
         """Forget a damaged current version of *stage* (the stage becomes missing; earlier versions stay)."""
         check_stage(stage)
-        with self._write(f"drop the damaged {noun(stage)}"):
+        with self._write(f"drop the damaged {noun(stage)}", stage):
             head = self._db.execute("SELECT version FROM ws_head WHERE stage = ?", (stage,)).fetchone()
             self._db.execute("DELETE FROM ws_head WHERE stage = ?", (stage,))
             if head is not None:
@@ -316,7 +352,9 @@ class Workspace:
 
     # ---- writing -------------------------------------------------------------------------------
     @contextlib.contextmanager
-    def _write(self, action: str) -> Iterator[None]:
+    def _write(self, action: str, stage: str | None = None) -> Iterator[None]:
+        """One transaction of this handle's (nested ones join the outer). With :attr:`guard` set, refused
+        (Conflict, nothing written) when another handle changed a pipeline stage or *stage* after it."""
         if not self.writable:
             raise ReadOnly(f"this workspace is shared with you read-only; to {action}, make your own copy first "
                            f"(fork)")
@@ -331,8 +369,18 @@ class Workspace:
             self._depth = 1
             try:
                 with dbm.transaction(self._db):
-                    self._meta()
+                    before = int(self._meta()[4])
+                    theirs = [c for c in (self._changes(self.guard, before) if self.guard is not None else [])
+                              if c.version is None or c.stage in BASE_STAGES or c.stage == stage]
+                    if theirs:  # a pipeline stage (what everything is computed from) or this very stage
+                        raise Conflict(f"this workspace was changed by another session or tab after the view you "
+                                       f"acted on was drawn ({len(theirs):,} change(s)), so nothing was done (to "
+                                       f"{action}): look at it as it is now and do it again if you still want to")
                     yield
+                    row = self._db.execute("SELECT revision FROM ws_meta").fetchone()  # a delete marks it deleted
+                    after = int(row[0]) if row is not None else before
+                # committed: the revisions in between are this handle's (writers queue on BEGIN IMMEDIATE)
+                self.written.update(range(before + 1, after + 1))
             finally:
                 self._depth = 0
 
@@ -373,7 +421,7 @@ class Workspace:
     def _store(self, stage: str, value: Any, fmt: str | None, blob: bytes | None, digest: str | None,
                inputs: Sequence[Any], origin: str, partial: bool, note: str, expect: int | None,
                action: str = "change it") -> StageValue:
-        with self._write(action):
+        with self._write(action, stage):
             heads = self.heads()
             head = heads.get(stage)
             if expect is not None and (head.version if head else 0) != expect:
@@ -500,7 +548,7 @@ class Workspace:
                 expect: int | None = None) -> StageValue:
         """Store a fitted *value* (the model) with the *fingerprint* of the data and settings it was
         fitted from, so that :meth:`fitted_version` finds it when the same fit is asked for again."""
-        with self._write(f"store the {noun(stage)}"):
+        with self._write(f"store the {noun(stage)}", stage):
             sv = self.put(stage, value, inputs=inputs, origin=origin, expect=expect)
             self._db.execute("INSERT INTO ws_fit (stage, version, fingerprint) VALUES (?, ?, ?) ON CONFLICT(stage, "
                              "version) DO UPDATE SET fingerprint = excluded.fingerprint",
@@ -527,7 +575,7 @@ class Workspace:
         """Make a kept *version* current again as itself (no new version): what was computed from it —
         analyses, per-application models — is current again. Returns that version."""
         check_stage(stage)
-        with self._write(f"reuse the {noun(stage)}"):
+        with self._write(f"reuse the {noun(stage)}", stage):
             row = self._db.execute("SELECT digest FROM ws_stage WHERE stage = ? AND version = ?",
                                    (stage, version)).fetchone()
             if row is None or row[0] is None:
@@ -546,7 +594,7 @@ class Workspace:
         """Make an earlier version current again (as a new version with the same content, so what
         was computed from that content is current again)."""
         check_stage(stage)
-        with self._write(f"restore the {noun(stage)}"):
+        with self._write(f"restore the {noun(stage)}", stage):
             row = self._db.execute("SELECT origin, inputs, digest, format, value, partial, note FROM ws_stage "
                                    "WHERE stage = ? AND version = ?", (stage, version)).fetchone()
             if row is None or row[2] is None:

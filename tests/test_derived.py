@@ -86,6 +86,17 @@ def test_the_number_of_derived_quantities_is_bounded():
         space(text)
 
 
+def test_the_editable_tables_keep_the_derived_quantities():
+    from gpudse_core.space.design import fixed_table, space_from_table, space_table
+
+    s = load_preset("mgpusim")
+    again = space_from_table(space_table(s), [c.expr for c in s.constraints], fixed_table(s), name=s.name, base=s)
+    assert again.derived == s.derived
+    renamed = space_table(s).replace({"name": {"sa": "arrays"}})
+    with pytest.raises(GpudseError, match="derived 'total_cus'.*unknown name 'sa'"):
+        space_from_table(renamed, [], fixed_table(s), base=s)
+
+
 def test_mgpusim_preset_declares_total_cus():
     s = load_preset("mgpusim")
     assert s.derived_map()["total_cus"] == "cu_per_sa * sa" and "total_cus" not in s.parameter_names

@@ -1360,7 +1360,8 @@ def space_from_table(params: pd.DataFrame, constraints: Sequence[str] = (), fixe
                      name: str = "space", description: str = "", base: DesignSpace | None = None) -> DesignSpace:
     """Build a space from the editable tables; errors name the table row (1-based) and column.
 
-    Groups keep the label and description they have in *base* (the space the table was made from).
+    Groups keep the label and description they have in *base* (the space the table was made from), and the
+    space keeps *base*'s derived quantities (checked again against the edited parameters).
     """
     base_groups = {d.name: d for d in (base.dimensions if base else ()) if isinstance(d, Group)}
 
@@ -1405,4 +1406,6 @@ def space_from_table(params: pd.DataFrame, constraints: Sequence[str] = (), fixe
             fx.append({"name": cell(row, "name"), "value": num if num is not None else val,
                        **{k: cell(row, k) for k in ("unit", "label", "description", "option") if cell(row, k)}})
         raw["fixed"] = fx
+    if base is not None and base.derived:
+        raw["derived"] = {d.name: d.to_dict() for d in base.derived}
     return space_from_dict(raw, source="the tables")

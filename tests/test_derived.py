@@ -218,3 +218,16 @@ def test_rows_least_squares_predicts_are_real_corners_not_outliers():
     lone = np.full(n, 0.02)
     lone[[3, 7, 11]] = 0.55  # least squares misses them too: outliers, which the round may discount
     assert real_corners(round_, ("least squares", None, 0.05, 0.0, z, A, lone), z).size == 0
+
+
+def test_response_curve_and_scan_read_the_parameters_behind_a_derived_term():
+    from gpudse_core.explore.scan import predict_space, response_curve
+
+    s, d = space(), cu_data()
+    m = fit_model("stepwise", d, "t", list(s.parameter_names), transform=None, derived=s.derived_map())
+    base = {"cu_per_sa": 1, "sa": 4, "freq": 1000, "line": 64}
+    c = response_curve(m, d, "cu_per_sa", base, s)  # cu_per_sa may be read only through total_cus
+    np.testing.assert_array_equal(c.cu_per_sa, [1, 2, 4, 8])
+    assert c.predicted.iloc[0] > 1.5 * c.predicted.iloc[2] and (c.lower <= c.predicted).all()
+    best = predict_space(m, s, k=1).best
+    assert int(best.cu_per_sa.iloc[0] * best.sa.iloc[0]) >= 16 and best.freq.iloc[0] == 1500

@@ -275,11 +275,13 @@ def start_fit(ws: Any, kind: str, response: str, params: list[str], transform: s
 
     (results,) = ws.require("results")
     table = results.value.table[list(params) + [response]]
+    space = ws.get("space").value
+    derived = space.derived_map() if space is not None else {}  # the space's derived quantities: predictors too
 
     def work(ctx: JobContext) -> Any:
         ctx.progress(0, None, f"fitting {kind}")
         model = fit_model(kind, table, response, list(params), transform=transform, folds=folds,
-                          progress=lambda d, t, m: ctx.progress(d, t, m))
+                          progress=lambda d, t, m: ctx.progress(d, t, m), derived=derived or None)
         if ctx.stopped():
             raise Stopped(partial=None)
         return model

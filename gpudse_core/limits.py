@@ -69,6 +69,7 @@ class Limits:
     space_values: int = 1_000_000  # values of all parameters of one space together
     parameters: int = 1_000  # parameters in one space (explored, group members and fixed)
     constraints: int = 1_000  # constraints in one space
+    derived: int = 100  # derived quantities in one space (named expressions over its parameters)
     enumeration_points: int = 50_000_000  # points enumerated at once (an exact scan of a space)
     feasibility_points: int = 1 << 22  # combinations of one constrained component enumerated exactly at load
     feasibility_probes: int = 1 << 16  # random probes (and search steps) for a component too large to enumerate

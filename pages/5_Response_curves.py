@@ -9,6 +9,7 @@ import streamlit as st
 from dashboard import frame as ui
 from gpudse_core import GpudseError
 from gpudse_core.explore.scan import interaction_grid, response_curve
+from gpudse_core.explore.terms import model_parameters
 from gpudse_core.model.learners import curve as learner_curve
 from gpudse_core.model.registry import model_kind
 from gpudse_core.report import figures
@@ -19,7 +20,8 @@ space_sv, model_sv = ui.need("space", "model")
 space, model = space_sv.value, model_sv.value
 data = w.input_of(model_sv, "results").value.table
 stepwise = hasattr(model, "bases")
-used = [p for p in space.parameter_names if p in (model.bases if stepwise else getattr(model, "parameters", ()))]
+reads = model_parameters(model)  # a derived quantity (total_cus) counts as the parameters it is computed from
+used = [p for p in space.parameter_names if p in reads]
 if not used:
     st.info(f"The model ({ui.plain(model_sv.origin)}) uses no parameter of the design space, so its prediction is the "
             "same everywhere: there is no curve to draw.", icon=":material/info:")

@@ -41,8 +41,8 @@ def step_progress(line: Progress):
 
 
 STEPWISE_ONLY = ("theta", "phi", "phi3", "criterion", "compare", "knots", "knot_placement", "interactions",
-                 "max_order", "max_terms", "threshold_rule", "robust", "cells", "row_guard", "powers_of_two", "scale",
-                 "bound_margin", "force", "preset")
+                 "max_order", "max_terms", "threshold_rule", "robust", "cells", "row_guard", "count_pairs",
+                 "powers_of_two", "scale", "bound_margin", "force", "preset")
 
 
 def stepwise_flags(args: argparse.Namespace) -> list[str]:
@@ -65,6 +65,7 @@ def fit_settings(args: argparse.Namespace) -> tuple[dict, list[str]]:
              "threshold_rule": args.threshold_rule, "robust": args.robust,
              "cells": None if args.cells is None else args.cells == "on",
              "row_guard": None if args.row_guard is None else args.row_guard == "on",
+             "count_pairs": None if args.count_pairs is None else args.count_pairs == "on",
              "powers_of_two": None if args.powers_of_two is None else args.powers_of_two == "on"}
     kw = {k: v for k, v in flags.items() if v is not None}
     if args.force:
@@ -139,6 +140,7 @@ def cmd_fit(args: argparse.Namespace) -> int:
         params, param_note = default_params(data.columns, args.response, args.space)
     else:
         param_note = ""
+    derived = space_derived(args.space)
     line = Progress()
     echo = (lambda s: None) if args.json else step_progress(line)
     if args.model == "paper" or (args.preset == "stargazer" and args.model == "stepwise"):
@@ -150,14 +152,15 @@ def cmd_fit(args: argparse.Namespace) -> int:
                     if args.model == "auto" else f"--model {args.model} does not run it")
             raise GpudseError(f"{', '.join(tuned)}: {'these tune' if len(tuned) > 1 else 'this tunes'} the stepwise "
                               f"search, and {what}; drop {'them' if len(tuned) > 1 else 'it'}, or use --model stepwise")
-        code = _fit_model(args, data, params, out, echo)
+        code = _fit_model(args, data, params, out, echo, derived)
         if param_note:  # after the work: an error is the first thing a failed command prints
             print(f"note: {param_note}", file=sys.stderr)
         return code
     kw, space_notes = fit_settings(args)
     model = fit_model("paper" if args.preset == "stargazer" else "stepwise", data, args.response, params,
-                      transform=args.transform, stepwise_kw=kw, callback=echo)
+                      transform=args.transform, stepwise_kw=kw, callback=echo, derived=derived)
     model.save(out)
+    params = list(params or []) + [k for k in derived if k not in (params or [])]  # the trace's candidates
     line.end()
     if args.json:
         # robust: the Huber fit kept (k, scale, round), or null for least squares; r2/adj_r2 are then
@@ -230,7 +233,16 @@ def _fit_workspace(args: argparse.Namespace) -> int:
     return 0
 
 
-def _fit_model(args: argparse.Namespace, data, params, out, echo) -> int:
+def space_derived(space: str | None) -> dict[str, str]:
+    """The derived quantities of ``--space`` (name → expression; none without it): predictors of every kind."""
+    if not space:
+        return {}
+    from ..space.presets import load_space
+
+    return load_space(space).derived_map()
+
+
+def _fit_model(args: argparse.Namespace, data, params, out, echo, derived: dict | None = None) -> int:
     """``fit --model auto|ebm|forest|boosting|hybrid`` (the stepwise flags θ, φ, knots … tune only
     ``--model stepwise``; ``auto`` compares presets)."""
     from ..model.registry import fit_model, model_kind, plain_json, save_model
@@ -242,7 +254,8 @@ def _fit_model(args: argparse.Namespace, data, params, out, echo) -> int:
             line(f"cross-validation: {done}/{total} fits ({message})")
 
     model = fit_model(args.model, data, args.response, params, transform=args.transform, seed=args.seed,
-                      folds=args.folds, progress=progress)
+                      folds=args.folds, progress=progress, derived=derived or None)
+    params = list(params or []) + [k for k in derived or {} if k not in (params or [])]
     save_model(model, out)
     kind = model_kind(model)
     sel = getattr(model, "selection", None)
@@ -413,6 +426,10 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
                     help="on (default): an interaction term must pass its test without the one training row that "
                          "carries most of its fit, so a lone pathological design cannot bring in a term "
                          "(docs/models.md)")
+    fi.add_argument("--count-pairs", choices=("on", "off"), default=None,
+                    help="on (default): when no parameter passes alone, two count parameters with their interaction "
+                         "(cu_per_sa + sa + cu_per_sa:sa) are tried as one block; off: Algorithm 1's reading, only "
+                         "interactions of chosen parameters (docs/models.md)")
     fi.add_argument("--max-order", type=int, choices=choices.MAX_ORDERS, default=None,
                     help="highest interaction order: 2 (pairs, Algorithm 1) or 3 (default: also three-way terms)")
     fi.add_argument("--max-terms", type=count_arg, default=None)

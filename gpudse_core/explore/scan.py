@@ -29,8 +29,11 @@ from .pool import front_indices
 
 
 def _used(model: Any) -> list[str]:
-    """The parameters a model reads: a stepwise model's bases, a learner's parameters."""
-    return list(model.bases) if hasattr(model, "bases") else list(getattr(model, "parameters", ()))
+    """The parameters a model reads: a stepwise model's bases, a learner's parameters (a derived quantity counts as
+    the parameters it is computed from, :mod:`gpudse_core.model.derived`)."""
+    from ..model.derived import inputs
+
+    return inputs(model, list(model.bases) if hasattr(model, "bases") else list(getattr(model, "parameters", ())))
 
 
 def _grid(model: StepwiseModel, param: str, space: DesignSpace | None, points: int) -> np.ndarray:
@@ -44,7 +47,9 @@ def _grid(model: StepwiseModel, param: str, space: DesignSpace | None, points: i
         return np.array(b.levels, dtype=object)
     if space is not None:
         vals = space.parameter(param).values
-        if b is None or b.kind == "categorical":
+        if b is None:  # read through a derived quantity only: its legal values
+            return np.array(vals, dtype=object if space.parameter(param).kind == "categorical" else float)
+        if b.kind == "categorical":
             return np.array(vals, dtype=object)
         lo, hi = min(vals), max(vals)
     else:
@@ -60,7 +65,7 @@ def response_curve(model: StepwiseModel, data: pd.DataFrame, param: str, base: M
                    space: DesignSpace | None = None, points: int = 100, level: float = 0.95) -> pd.DataFrame:
     """Prediction and confidence band along *param*, the other parameters at *base*."""
     xs = _grid(model, param, space, points)
-    frame = pd.DataFrame({p: [base[p]] * len(xs) for p in model.bases if p != param})
+    frame = pd.DataFrame({p: [base[p]] * len(xs) for p in _used(model) if p != param})
     frame[param] = xs
     res = ols_results(model, data)
     A = design_matrix(model, frame)
@@ -111,7 +116,7 @@ def predict_space(model: StepwiseModel, space: DesignSpace, *, cost: Callable[[p
                   chunk_size: int = 1 << 18, progress: Callable[[int, int], Any] | None = None) -> SpaceScan:
     """Predict every feasible point in chunks; keep the top *k*, the Pareto front and (for small spaces)
     every prediction. *progress(done, total)* returning False stops early."""
-    missing = [p for p in model.bases if p not in space.parameter_names]
+    missing = [p for p in _used(model) if p not in space.parameter_names]
     if missing:
         raise GpudseError(f"the model uses {', '.join(missing)}, which space {space.name!r} does not have")
     total = space.size

@@ -415,7 +415,9 @@ class PredictStream:
 
         self.model, self.space, self.sign = model, space, float(sign)
         dim_of = parameter_dims(space)
-        model_dims = sorted({dim_of[p] for p in model.parameters})
+        from .terms import model_parameters
+
+        model_dims = sorted({dim_of[p] for p in model_parameters(model)})
         cost_dims = sorted({dim_of[p] for p in cost.params}) if cost is not None else []
         self.group_dims = (model_dims, sorted(set(model_dims) | set(cost_dims)))
         self.masks = list(masks)

@@ -36,11 +36,18 @@ Factor = tuple[tuple[int, ...], np.ndarray]  # (axes, table with one dimension p
 
 # ---- the model ------------------------------------------------------------------------------------
 def model_parameters(model: Any) -> list[str]:
-    return list(model.parameters)
+    """The space's parameters the model reads (a derived predictor counts as the parameters it is computed from)."""
+    from ..model.derived import inputs
+
+    return inputs(model)
 
 
 def is_additive(model: Any) -> bool:
-    return callable(getattr(model, "additive_terms", None))
+    """Additive over the space's own parameters: a term over a derived quantity (``cu_per_sa * sa``) is not a
+    table over parameter axes, so such a model is scanned through ``model.predict``."""
+    from ..model.derived import derived_of
+
+    return callable(getattr(model, "additive_terms", None)) and not derived_of(model)
 
 
 def terms_of(model: Any, levels: Mapping[str, np.ndarray]) -> tuple[float, list[tuple[tuple[str, ...], np.ndarray]]]:

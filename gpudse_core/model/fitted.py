@@ -100,6 +100,7 @@ def term_name(params: Sequence[str]) -> str:
 
 def design_matrix(model: "StepwiseModel", X: pd.DataFrame) -> np.ndarray:
     """The model's columns (intercept first) evaluated on *X* (Lee & Brooks eq. 2's design)."""
+    X = model._with_derived(X)
     evaluated = {p: b.evaluate(X[p].to_numpy(), unseen="average") for p, b in model.bases.items()}
     out = np.empty((len(X), len(model.columns) + 1))
     out[:, 0] = 1.0
@@ -140,6 +141,9 @@ class StepwiseModel:
     # a Huber fit (StepwiseRegression(robust="huber")): {"method": "huber", "k": ψ's clipping point in
     # scales, "scale": the residuals' MAD scale, "rounds": searches rerun}; None: least squares
     robust: dict | None = None
+    # derived quantities among the parameters (name → expression over the others, :mod:`.derived`): computed on
+    # the points predicted when they lack the column
+    derived: dict = field(default_factory=dict)
     _fill: list | None = field(default=None, init=False, repr=False, compare=False)  # cache
 
     kind = "stepwise"
@@ -189,6 +193,7 @@ class StepwiseModel:
     def linear_predictor(self, X: pd.DataFrame) -> np.ndarray:
         """Prediction on the transformed scale, unbounded. Each term is tabulated over the distinct
         values (or value combinations) of its parameters and gathered: no n × p design matrix."""
+        X = self._with_derived(X)
         missing = [p for p in self.bases if p not in X.columns]
         if missing:
             raise FitError(f"the points lack column(s) {', '.join(map(repr, missing))} that the model uses")
@@ -292,7 +297,17 @@ class StepwiseModel:
         """Per row: "" inside the training support, else why not (see :mod:`.support`)."""
         if self.support is None:
             return np.full(len(X), "", dtype=object)
-        return self.support.reasons(X)
+        return self.support.reasons(self._with_derived(X))
+
+    def _with_derived(self, X: pd.DataFrame) -> pd.DataFrame:
+        if not self.derived:
+            return X
+        from .derived import add_columns
+
+        try:
+            return add_columns(X, self.derived)
+        except GpudseError as e:
+            raise FitError(str(e)) from None
 
     def predict_details(self, X: pd.DataFrame) -> pd.DataFrame:
         """``predicted``, ``bounded`` (the bound was applied) and ``extrapolation`` per row."""
@@ -379,6 +394,8 @@ class StepwiseModel:
         if self.noise is not None:
             d["noise"] = {"sigma": float(self.noise["sigma"]), "df": int(self.noise["df"]),
                           "root": [[float(v) for v in row] for row in self.noise["root"]]}
+        if self.derived:
+            d["derived"] = dict(self.derived)
         if self.robust is not None:
             d["robust"] = {"method": "huber", "k": float(self.robust["k"]), "scale": float(self.robust["scale"]),
                            "rounds": int(self.robust["rounds"])}
@@ -490,6 +507,9 @@ class StepwiseModel:
                 raise FitError(f"{source}: noise must be {{'sigma': number >= 0, 'df': whole number >= 1, 'root': "
                                f"one row of numbers per coefficient}}; refit the model")
             noise = {"sigma": float(noise["sigma"]), "df": int(noise["df"]), "root": root}
+        from .derived import check_saved
+
+        derived = check_saved(d.get("derived"), list(bases), source)
         robust = d.get("robust")
         if robust is not None:
             ok = (isinstance(robust, dict) and robust.get("method") == "huber"
@@ -508,7 +528,7 @@ class StepwiseModel:
                     adj_r2=float(adj) if adj is not None else float("nan"), settings=dict(d.get("settings", {})),
                     trace=list(d.get("trace", [])), support=support, z_range=z_range,
                     bound_margin=None if margin is None else float(margin), notes=[str(x) for x in d.get("notes", [])],
-                    unseen=unseen, noise=noise, robust=robust)
+                    unseen=unseen, noise=noise, robust=robust, derived=derived)
         model._check_finite(source)
         return model
 

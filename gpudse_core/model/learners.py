@@ -151,6 +151,7 @@ class Learner:
         self.seed = int(seed)
         self.notes: list[str] = []
         self.selection: dict | None = None
+        self.derived: dict[str, str] = {}  # derived quantities among the parameters (:mod:`.derived`)
 
     # -- fitting --
     def fit(self, data: pd.DataFrame) -> "Learner":
@@ -195,6 +196,13 @@ class Learner:
         """The parameter columns, numeric ones as floats; a clear error for anything unusable."""
         if not isinstance(X, pd.DataFrame):
             raise FitError("points must be a table (DataFrame) with the model's parameter columns")
+        if self.derived:
+            from .derived import add_columns
+
+            try:
+                X = add_columns(X, self.derived)
+            except GpudseError as e:
+                raise FitError(str(e)) from None
         missing = [p for p in self.parameters if p not in X.columns]
         if missing:
             raise FitError(f"the points lack column(s) {', '.join(map(repr, missing))} that the model uses")
@@ -295,6 +303,8 @@ class Learner:
              "check": [float(v) for v in check]} | self._saved()
         if self.selection is not None:
             d["selection"] = self.selection
+        if self.derived:
+            d["derived"] = dict(self.derived)
         return d
 
     @classmethod
@@ -370,6 +380,12 @@ class Learner:
                                        f"{diff:.3g} on the transformed scale; refit and save again")
             sel = d.get("selection")
             model.selection = sel if isinstance(sel, dict) else None
+            from .derived import check_saved
+
+            try:
+                model.derived = check_saved(d.get("derived"), params, source)
+            except GpudseError as e:
+                raise FitError(str(e)) from None
             return model
         except (KeyError, TypeError) as e:
             raise FitError(f"{source}: malformed learner file ({type(e).__name__}: {e})") from None
@@ -397,10 +413,16 @@ class Learner:
 def point_curve(model: Any, parameters: Sequence[str], param: str, values: list,
                 base_point: Mapping[str, Any]) -> pd.DataFrame:
     """Predictions along *param* with the other parameters at *base_point* (any model kind)."""
-    missing = [p for p in parameters if p != param and p not in base_point]
+    from .derived import derived_of, inputs
+
+    derived = derived_of(model)
+    need = inputs(model, parameters)  # a derived quantity is computed from the parameters it reads
+    missing = [p for p in need if p != param and p not in base_point]
     if missing:
         raise GpudseError(f"the base point lacks {', '.join(map(repr, missing))}")
-    frame = pd.DataFrame({p: [base_point[p]] * len(values) for p in parameters if p != param})
+    frame = pd.DataFrame({p: [base_point[p]] * len(values) for p in need if p != param})
+    if param in derived:  # along a derived quantity itself: the other parameters held, it set to each value
+        frame = pd.DataFrame({**{p: [base_point[p]] * len(values) for p in need}})
     frame[param] = values
     return pd.concat([frame[[param]], model.predict_details(frame)], axis=1)
 
@@ -414,6 +436,11 @@ def partial_dependence(model: Any, X: pd.DataFrame, param: str, values: list) ->
         return np.full(vals.size, np.nan)
     grid = X.iloc[np.tile(np.arange(n), vals.size)].reset_index(drop=True)
     grid[param] = np.repeat(vals, n)
+    from .derived import derived_of
+
+    stale = [c for c in derived_of(model) if c in grid.columns and c != param]
+    if stale and param not in derived_of(model):  # recomputed from the changed parameter
+        grid = grid.drop(columns=stale)
     pred = np.asarray(model.linear_predictor(grid), dtype=float).reshape(vals.size, n)
     return np.array([np.mean(row) for row in pred])
 

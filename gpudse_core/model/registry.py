@@ -40,15 +40,20 @@ def split_name(name: str) -> tuple[str, int | None]:
 def fit_model(name: str, data: pd.DataFrame, response: str, params: Sequence[str] | None = None, *,
               transform: str | None = "log", seed: int = 0, stepwise_kw: Mapping[str, Any] | None = None,
               callback: Callable | None = None, folds: int = 5,
-              progress: Callable[[int, int, str], Any] | None = None) -> Any:
+              progress: Callable[[int, int, str], Any] | None = None,
+              derived: Mapping[str, str] | None = None) -> Any:
     """Fit the model called *name* on a results table: the one entry point of every front end (the
     ``gpudse fit`` command, the dashboard's fit pages, the search, the example workspace). *stepwise_kw*
     (θ, φ, knots …, checked by :func:`.learners.stepwise_settings`) and *callback* (one call per trace
     step) apply to the stepwise models; *transform* None lets the stepwise model choose its scale;
     *folds* and *progress* apply to ``auto`` (the choice by cross-validation, :mod:`.auto`); every
-    other name is one kind of :mod:`.kinds`."""
+    other name is one kind of :mod:`.kinds`. *derived* (name → expression over the parameters, a design
+    space's derived quantities, :mod:`.derived`) adds predictors every kind uses and the model keeps."""
     from .kinds import check_response, fit_kind
 
+    if derived:
+        return _with_derived(name, data, response, params, dict(derived), transform=transform, seed=seed,
+                             stepwise_kw=stepwise_kw, callback=callback, folds=folds, progress=progress)
     base, _ = split_name(name)
     if base == "auto":
         from .auto import select_model
@@ -60,6 +65,24 @@ def fit_model(name: str, data: pd.DataFrame, response: str, params: Sequence[str
                                       data, response)
     return note_constant_response(fit_kind(name, data, response, params, transform=transform, seed=seed,
                                            stepwise_kw=stepwise_kw, callback=callback), data, response)
+
+
+def _with_derived(name: str, data: pd.DataFrame, response: str, params: Sequence[str] | None,
+                  derived: dict[str, str], **kw: Any) -> Any:
+    """:func:`fit_model` with the derived quantities' columns added to the rows and to the predictors; the
+    model keeps the expressions, so it computes the columns on the points it predicts."""
+    from ..errors import GpudseError
+    from .derived import add_columns
+    from .fitted import FitError
+
+    params = list(params) if params else [c for c in data.columns if c != response and c not in derived]
+    try:
+        rows = add_columns(data, derived, "")
+    except GpudseError as e:
+        raise FitError(str(e)) from None
+    model = fit_model(name, rows, response, params + [k for k in derived if k not in params], **kw)
+    model.derived = {**getattr(model, "derived", {}), **{k: v for k, v in derived.items() if k in model.parameters}}
+    return model
 
 
 def stepwise_request(settings: Mapping[str, Any]) -> tuple[str, str | None, dict[str, Any]]:

@@ -60,7 +60,8 @@ class StepwiseSurrogate:
         data = self.space.frame(digits)
         name = "response__"
         data[name] = response
-        return fit_model("stepwise", data, name, list(self.space.parameter_names))
+        return fit_model("stepwise", data, name, list(self.space.parameter_names),
+                         derived=self.space.derived_map() or None)
 
     def _objective(self, model: Any, digits: np.ndarray) -> np.ndarray:
         pred = np.asarray(model.predict(self.space.frame(digits)), dtype=float)

@@ -55,6 +55,8 @@ from .. import limits
 from ..choices import RESERVED_NAMES
 from ..errors import SpaceError, where
 from ..safeload import load_json, load_yaml, strict_loader
+from .derived import Derived, check_derived, parse_derived
+from .derived import evaluate as evaluate_derived
 from .expr import FALSE, FUNCTIONS, NUM, TEXT, Expression, always, compile_expression
 from .values import Value, format_values, magnitude_problem, parse_values, to_number
 
@@ -78,7 +80,7 @@ _PARAM_FIELDS = {"name", "values", "unit", "label", "description", "kind", "opti
 SCALES = ("linear", "log2")  # a numeric parameter's modelling scale (gpudse_core.model.encoding)
 _GROUP_FIELDS = {"name", "members", "label", "description"}
 _FIXED_FIELDS = {"name", "value", "unit", "label", "description", "option"}
-_TOP_FIELDS = {"schema", "name", "description", "source", "parameters", "fixed", "constraints"}
+_TOP_FIELDS = {"schema", "name", "description", "source", "parameters", "fixed", "constraints", "derived"}
 
 
 def _check_name(name: Any, ctx: str, what: str = "name") -> str:
@@ -426,9 +428,11 @@ class DesignSpace:
     fixed: tuple[Fixed, ...] = ()
     constraints: tuple[Constraint, ...] = ()
     source: str = field(default="", compare=False)
+    derived: tuple[Derived, ...] = ()  # named quantities computed from the parameters (:mod:`.derived`)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "dimensions", tuple(self.dimensions))
+        object.__setattr__(self, "derived", tuple(self.derived))
         object.__setattr__(self, "fixed", tuple(self.fixed))
         object.__setattr__(self, "constraints", tuple(self.constraints))
         if not self.dimensions:
@@ -448,6 +452,8 @@ class DesignSpace:
                     f"{where(self.source)}the name {n!r} is used twice ({seen[n]} and {what}); names must be unique"
                 )
             seen[n] = what
+        limits.check("derived", len(self.derived), f"{where(self.source)}{len(self.derived):,} derived quantities",
+                     "declare the few the physics needs")
 
     # ---- structure -------------------------------------------------------------------------
     @cached_property
@@ -491,6 +497,36 @@ class DesignSpace:
             label = f"{where(self.source)}constraints[{i}]"
             out.append(compile_expression(c.expr, types, label))
         return tuple(out)
+
+    @cached_property
+    def derived_expressions(self) -> dict[str, Expression]:
+        """Derived quantity name → its compiled expression (checked: :func:`.derived.check_derived`)."""
+        types = {p.name: (TEXT if p.kind == "categorical" else NUM) for p in self.parameters}
+        types.update({f.name: (NUM if to_number(f.value) is not None else TEXT) for f in self.fixed})
+        taken = {p.name: "parameter" for p in self.parameters}
+        taken.update({d.name: "group" for d in self.dimensions if isinstance(d, Group)})
+        taken.update({f.name: "fixed value" for f in self.fixed})
+        return check_derived(self.derived, types, taken, where(self.source), _check_name)
+
+    @property
+    def derived_names(self) -> tuple[str, ...]:
+        return tuple(d.name for d in self.derived)
+
+    def derived_map(self) -> dict[str, str]:
+        """Derived quantity name → expression text: what a model fitted on this space keeps."""
+        return {d.name: d.expr for d in self.derived}
+
+    def with_derived(self, frame: pd.DataFrame) -> pd.DataFrame:
+        """*frame* (parameter columns) with each derived quantity's column added (a copy; columns it has kept)."""
+        todo = {k: e for k, e in self.derived_expressions.items() if k not in frame.columns}
+        if not todo:
+            return frame
+        cols: dict[str, Any] = {f.name: f.value for f in self.fixed}
+        cols.update({c: frame[c].to_numpy() for c in frame.columns if isinstance(c, str)})
+        out = frame.copy()
+        for k, v in evaluate_derived(todo, cols, len(frame)).items():
+            out[k] = v
+        return out
 
     @cached_property
     def conjuncts(self) -> tuple[tuple[int, Expression], ...]:
@@ -1046,7 +1082,9 @@ class DesignSpace:
         return f"about {num(self._scaled(shares)[1])} (estimated by random probing)"
 
     def check(self) -> "DesignSpace":
-        """Compile the constraints and analyse feasibility now (raises on any problem); returns self."""
+        """Compile the constraints and derived quantities and analyse feasibility now (raises on any problem);
+        returns self."""
+        _ = self.derived_expressions
         _ = self.analysis
         return self
 
@@ -1060,6 +1098,8 @@ class DesignSpace:
             d["fixed"] = [f.to_dict() for f in self.fixed]
         if self.constraints:
             d["constraints"] = [c.to_dict() for c in self.constraints]
+        if self.derived:
+            d["derived"] = {x.name: x.to_dict() for x in self.derived}
         return d
 
     def to_yaml(self) -> str:
@@ -1099,6 +1139,7 @@ class DesignSpace:
             "parameters": params,
             "fixed": [f.to_dict() for f in self.fixed],
             "constraints": [c.expr for c in self.constraints],
+            "derived": [{"name": x.name, "expr": x.expr, "unit": x.unit, "label": x.display} for x in self.derived],
         }
 
 
@@ -1228,7 +1269,7 @@ def space_from_dict(raw: Any, source: str = "<dict>") -> DesignSpace:
     space = _wrap(where(source), lambda: DesignSpace(
         dimensions=tuple(dims), name=str(raw.get("name") or Path(source).stem or "space"),
         description=str(raw.get("description", "")), fixed=tuple(fixed), constraints=tuple(constraints),
-        source=source))
+        source=source, derived=parse_derived(raw.get("derived"), top)))
     return space.check()
 
 
@@ -1319,7 +1360,8 @@ def space_from_table(params: pd.DataFrame, constraints: Sequence[str] = (), fixe
                      name: str = "space", description: str = "", base: DesignSpace | None = None) -> DesignSpace:
     """Build a space from the editable tables; errors name the table row (1-based) and column.
 
-    Groups keep the label and description they have in *base* (the space the table was made from).
+    Groups keep the label and description they have in *base* (the space the table was made from), and the
+    space keeps *base*'s derived quantities (checked again against the edited parameters).
     """
     base_groups = {d.name: d for d in (base.dimensions if base else ()) if isinstance(d, Group)}
 
@@ -1364,4 +1406,6 @@ def space_from_table(params: pd.DataFrame, constraints: Sequence[str] = (), fixe
             fx.append({"name": cell(row, "name"), "value": num if num is not None else val,
                        **{k: cell(row, k) for k in ("unit", "label", "description", "option") if cell(row, k)}})
         raw["fixed"] = fx
+    if base is not None and base.derived:
+        raw["derived"] = {d.name: d.to_dict() for d in base.derived}
     return space_from_dict(raw, source="the tables")

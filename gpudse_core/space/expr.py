@@ -153,8 +153,10 @@ def _full(v: Any, n: int) -> np.ndarray:
 _LONG_NUMERAL = re.compile(r"\d+")
 
 
-def compile_expression(text: str, types: Mapping[str, str], label: str = "expression") -> Expression:
-    """Parse and check *text*. *types* maps each known name to ``"number"`` or ``"text"``.
+def compile_expression(text: str, types: Mapping[str, str], label: str = "expression", *,
+                       quantity: bool = False) -> Expression:
+    """Parse and check *text*. *types* maps each known name to ``"number"`` or ``"text"``. With
+    *quantity* the expression must give a number (a derived quantity, :mod:`.derived`), not a condition.
 
     Raises :class:`ExpressionError` naming *label* and the problem.
     """
@@ -184,8 +186,12 @@ def compile_expression(text: str, types: Mapping[str, str], label: str = "expres
         kind = checker.visit(tree.body)
     except RecursionError:
         raise ExpressionError(f"{label}: {text!r} is nested too deeply to read") from None
-    if kind == TEXT:
+    if kind == TEXT and not quantity:
         raise ExpressionError(f"{label}: {text!r} gives text, not a condition; compare it, e.g. sched == 'gto'")
+    if quantity and kind != NUM:
+        what = "text" if kind == TEXT else "a condition (true or false)"
+        raise ExpressionError(f"{label}: {text!r} gives {what}, not a number; a derived quantity is arithmetic "
+                              f"over the parameters, e.g. cu_per_sa * sa")
     return Expression(text.strip(), frozenset(checker.names), tree.body)
 
 

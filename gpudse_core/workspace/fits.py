@@ -86,10 +86,17 @@ def fit_stepwise_into(ws: Any, results: Any, settings: Mapping[str, Any], params
     full.update({k: v for k, v in settings.items() if k in full and k not in ("response", "params")})
     kind, transform, kw = stepwise_request(full)
 
-    def fit() -> Any:
-        return fit_model(kind, res.table, response, params, transform=transform, stepwise_kw=kw, callback=callback)
+    space = ws.get("space").value
+    derived = space.derived_map() if space is not None else {}  # the space's derived quantities: predictors too
 
-    return fit_into(ws, results, "stepwise", canonical_settings(full, response, params), fit, origin)
+    def fit() -> Any:
+        return fit_model(kind, res.table, response, params, transform=transform, stepwise_kw=kw, callback=callback,
+                         derived=derived or None)
+
+    key = canonical_settings(full, response, params)
+    if derived:
+        key["derived"] = dict(derived)
+    return fit_into(ws, results, "stepwise", key, fit, origin)
 
 
 REFIT_NOTE = " (refitted on new results)"

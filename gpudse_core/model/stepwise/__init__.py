@@ -35,7 +35,9 @@ The robust default adds (each measured in docs/models.md "Regression choices", e
    scale of the residuals), ``ROBUST_ROUNDS`` times at the chosen transform, keeping the model
    (least squares' or a round's) with the lowest leave-one-out error
    (:mod:`.robust`). A few very slow rows (a tuning space's pathological
-   cells) no longer decide which terms enter and what they are worth.
+   cells) no longer decide which terms enter and what they are worth. A round that calls rows outlying which
+   least squares predicts when they are left out (real corners, not noise) is not kept
+   (:func:`.robust.real_corners`).
 10. ``cells``: indicator columns for combinations of two or three parameter levels (a tuning
    space's corners that no smooth curve follows), chosen by a Bonferroni F-test on the fit's working
    response and kept when the rows left out are predicted better (:mod:`..cells`,
@@ -45,6 +47,12 @@ The robust default adds (each measured in docs/models.md "Regression choices", e
    one row carries fits that row whatever its value (on the A4000 a 107 ms design alone in its
    block-height, tile and cache combination, among 2–7 ms neighbours) and says nothing about the
    combination's other designs; a real effect is carried by several rows and passes anyway.
+12. ``count_pairs``: when neither a main effect nor the look-ahead passes θ, each pair of remaining count
+   parameters (whole numbers ≥ 1, at least three values) is scored with its interaction as one block P + Q + P:Q
+   against θ; the best that passes enters as Q, P, then P:Q. A product of two counts (MGPUSim's CUs in all =
+   CUs per shader array × shader arrays) may show in neither factor alone, and Algorithm 1 offers only
+   interactions of chosen parameters. A design space's derived quantities (:mod:`gpudse_core.space.derived`,
+   ``total_cus = cu_per_sa * sa``) are the explicit form: predictors like any parameter.
 
 The default criterion is the partial F-test (``criterion="ftest"``, Lee & Brooks eq. 10): a candidate
 enters when the p-value of its added block is below θ, φ or φ3 (0.001 each). The paper's score is the adjusted

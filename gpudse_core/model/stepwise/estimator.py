@@ -92,6 +92,10 @@ class StepwiseRegression(RegressorMixin, BaseEstimator):
         Level cells for corners no smooth curve follows (:mod:`.level_cells`).
     row_guard : bool, default True
         Judge an interaction without the one training row that carries most of its gain (step 11).
+    count_pairs : bool, default True
+        When no main effect (nor the look-ahead) passes θ, offer two count parameters with their interaction
+        (``cu_per_sa + sa + cu_per_sa:sa``) as one block (step 12); False is Algorithm 1's reading: only
+        interactions of chosen parameters.
 
     Attributes
     ----------
@@ -120,7 +124,7 @@ class StepwiseRegression(RegressorMixin, BaseEstimator):
                  revisit: bool = True, bound_margin: float | None = DEFAULT_BOUND_MARGIN, lookahead: bool = True,
                  prune: bool = True, unseen: str = "lower-order", threshold_rule: str = "absolute",
                  reference: bool = False, powers_of_two: bool = True, robust: str = "huber", cells: bool = True,
-                 row_guard: bool = True):
+                 row_guard: bool = True, count_pairs: bool = True):
         self.response = response
         self.params = params
         self.theta = theta
@@ -151,6 +155,7 @@ class StepwiseRegression(RegressorMixin, BaseEstimator):
         self.robust = robust
         self.cells = cells
         self.row_guard = row_guard
+        self.count_pairs = count_pairs
 
     # -- scikit-learn protocol (get_params/set_params/score come from BaseEstimator/RegressorMixin) --
     def fit(self, X: Any, y: Any = None, callback: Callable[[TraceStep], None] | None = None) -> StepwiseRegression:

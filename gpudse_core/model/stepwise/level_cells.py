@@ -187,7 +187,7 @@ def add_cells(model: StepwiseModel, A: np.ndarray, working: np.ndarray, z: np.nd
     for conds in chosen:
         _add_cell_column(m, conds, text, X)
     if m.support is not None and set(m.bases) - set(m.support.params):
-        m.support = Support.build(X, m.bases, list(m.support.seen))
+        m.support = Support.build(m._with_derived(X), m.bases, list(m.support.seen))
     coef = np.linalg.lstsq(A, working, rcond=None)[0]
     m.coefficients = coef.tolist()
     fitted = A @ coef

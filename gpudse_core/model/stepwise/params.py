@@ -100,6 +100,7 @@ PARAMETER_CONSTRAINTS: dict[str, list] = {
     "robust": [Choice(ROBUST_FITS)],
     "cells": BOOL,
     "row_guard": BOOL,
+    "count_pairs": BOOL,
 }
 
 # parameters whose bad value is named "unknown <noun>" (the word a user knows them by)

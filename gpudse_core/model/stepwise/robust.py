@@ -8,7 +8,9 @@ The least-squares search runs first (with ``response_transform="auto"`` it choos
 (m: the share of residuals inside the clip, Huber's correction, which keeps the F-tests from seeing a smaller
 spread than the data's). Of the least-squares model and each round's, the one whose rows left out one at a time
 are predicted best (:func:`robust_score`) is kept: a round started from a poor fit can lose a term, and where
-there is nothing to discount least squares is as good.
+there is nothing to discount least squares is as good. A round is not kept when least squares predicts, left out,
+the rows the round calls outlying (:func:`real_corners`): on a deterministic simulator rows that several designs
+agree on are the physics, and only a row nothing else explains is discounted.
 
 A kept round's coefficients are least squares on its pseudo-observations; its coefficient table, ANOVA, R² and
 adjusted R² are least squares on its own working response (:func:`.fitted.working_response`); its prediction
@@ -54,6 +56,9 @@ ROBUST_ROUNDS = 3
 LEAST_SQUARES = "least squares"  # the robust fit's first candidate: the least-squares search's model
 ROBUST_TIE = 0.02  # a rerun replaces least squares only when its leave-one-out error is lower by more than this share
 OUTLYING = 3.0  # residuals beyond this many scales are called outlying in the fit's note
+# a round is not kept when least squares predicts the rows it calls outlying, left out, with less than this share of
+# the round's error on them (:func:`real_corners`)
+CORNER_SHARE = 0.5
 
 Candidate = tuple[str, StepwiseModel, np.ndarray]  # (name, model, its design on the training rows)
 
@@ -96,7 +101,7 @@ def spread_floor(z: np.ndarray) -> float:
 
 
 def robust_score(model: StepwiseModel, A: np.ndarray, z: np.ndarray, y: np.ndarray, pseudo: bool,
-                 bound_margin: float | None) -> tuple[float, float, np.ndarray, np.ndarray]:
+                 bound_margin: float | None) -> tuple[float, float, np.ndarray, np.ndarray, np.ndarray]:
     """How well a candidate of the robust fit predicts its rows left out.
 
     The mean leave-one-out error on the response scale, scored as the prune step scores (the transform and the
@@ -112,11 +117,42 @@ def robust_score(model: StepwiseModel, A: np.ndarray, z: np.ndarray, y: np.ndarr
         Its working response.
     A : ndarray
         Its design on the training rows.
+    errors : ndarray
+        Each row's leave-one-out error.
     """
     coef = np.asarray(model.coefficients, dtype=float)
     s = mad_scale(z - A @ coef)
     working = working_response(A, z, coef, ROBUST_K, s) if pseudo and s > 0 else z
-    return float(np.mean(loo_errors(A, working, y, model.transform, z, bound_margin))), s, working, A
+    errors = loo_errors(A, working, y, model.transform, z, bound_margin)
+    return float(np.mean(errors)), s, working, A, errors
+
+
+def real_corners(round_: tuple, least: tuple, z: np.ndarray) -> np.ndarray:
+    """The rows a Huber round calls outlying (beyond ``OUTLYING`` scales) that least squares predicts when they
+    are left out: its leave-one-out error on them, together, is below ``CORNER_SHARE`` of the round's. A lone
+    pathological design is predicted badly by both (nothing else shows it), so the round keeps discounting it;
+    a corner that several rows show — on a deterministic simulator, the physics (MGPUSim's 4-CU GPUs) — is
+    predicted from the others by least squares, and a round that down-weights it is not kept.
+
+    Parameters
+    ----------
+    round_, least : tuple
+        The scored candidates (name, model, score, scale, working response, design, leave-one-out errors) of
+        the round and of least squares.
+    z : ndarray
+        The response on the search's scale.
+
+    Returns
+    -------
+    ndarray of int
+        The rows (empty: the round down-weights no row least squares predicts).
+    """
+    _, model, _, s, _, A, errors = round_
+    e = z - A @ np.asarray(model.coefficients, dtype=float)
+    out = np.flatnonzero(np.abs(e - np.median(e)) > OUTLYING * s)
+    if out.size == 0 or not np.sum(least[6][out]) < CORNER_SHARE * np.sum(errors[out]):
+        return np.zeros(0, dtype=int)
+    return out
 
 
 def huber(settings: Mapping[str, Any], data: Data) -> Steps:
@@ -156,7 +192,10 @@ def huber(settings: Mapping[str, Any], data: Data) -> Steps:
     # least squares unless a round predicts clearly better: four noisy leave-one-out means, and on data with
     # nothing to discount the rounds only trade noise (the tie band of --model auto)
     kept = scored[0] if scored[0][2] <= best[2] * (1 + ROBUST_TIE) else best
-    model = _kept(kept, first.model, z, len(fits) - 1)
+    corners = real_corners(best, scored[0], z) if kept is best else np.zeros(0, dtype=int)
+    if corners.size:
+        kept = scored[0]
+    model = _kept(kept, first.model, z, len(fits) - 1, corners)
     step = TraceStep(len(model.trace) + 1, "robust", "loo_error", {n: sc for n, _, sc, *_ in scored}, {},
                      kept[0], True, kept[2], list(model.terms), model.r2, model.adj_r2)
     model.trace = model.trace + [step.to_dict()]
@@ -191,13 +230,19 @@ def _rounds(settings: Mapping[str, Any], data: Data, fits: list[Candidate], z: n
                         last.r2 if last else model.r2, last.adj_r2 if last else model.adj_r2)
 
 
-def _kept(kept: tuple, first: StepwiseModel, z: np.ndarray, rounds: int) -> StepwiseModel:
+def _kept(kept: tuple, first: StepwiseModel, z: np.ndarray, rounds: int,
+          corners: np.ndarray = np.zeros(0, dtype=int)) -> StepwiseModel:
     """The kept candidate's model with the robust fit's figures, settings, notes and trace (the trace row of the
-    choice itself is added by the caller)."""
-    name, model, _score, s, working, A = kept
+    choice itself is added by the caller). *corners*: the rows a better-scoring round would have down-weighted
+    although least squares predicts them (:func:`real_corners`)."""
+    name, model, _score, s, working, A, _errors = kept
     t = first.transform
     reruns = f"the search was rerun {rounds} time{'s' if rounds != 1 else ''} on Huber pseudo-observations"
-    if name == LEAST_SQUARES:
+    if name == LEAST_SQUARES and corners.size:
+        rows = ", ".join(str(int(i) + 1) for i in corners[:8]) + (", …" if corners.size > 8 else "")
+        note = (f"robust fit: {reruns}; the best rerun calls row(s) {rows} outlying, but least squares predicts "
+                f"them when they are left out (real corners of the space, not noise), so its model is kept")
+    elif name == LEAST_SQUARES:
         note = (f"robust fit: {reruns}; no rerun predicts its left-out rows more than "
                 f"{ROBUST_TIE:.0%} better than least squares, whose model is kept")
         trace = [dict(r) for r in model.trace]

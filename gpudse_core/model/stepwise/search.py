@@ -28,7 +28,7 @@ from ..trace import TraceStep
 from .finish import build_model
 from .ols import Candidates, OLSState, adj_r2, r2
 from .scores import criterion_score, information, loo_path, prune
-from .terms import DOUBLY, WITH, interaction_block, label, plain
+from .terms import DOUBLY, JOINT, WITH, interaction_block, label, plain
 
 CACHE_BYTES = 256 << 20  # residualised candidate blocks kept between steps of the revisit pass
 GUARD_NOTE = "one-row guard"  # the start of the note naming the terms the guard held back
@@ -230,12 +230,23 @@ class Search:
         # a parameter whose own columns add nothing (collinear with the model) cannot enter first
         alive = [p for p in remaining if label((p,)) in prepared]
         found = self.look_ahead(alive) if cfg.lookahead and self.chosen and alive and not self.full() else None
+        shown = None if found is None else found[0]
+        if found is None and cfg.count_pairs and alive and not self.full():
+            found = self.joint(alive)
+            if found is not None:  # Q enters first, so that P enters as the look-ahead's P with its pair P:Q
+                q = found[1]
+                shown = label((found[0], q, JOINT))
+                _, _, prep = self.evaluate(mains, [(q,)])
+                self.accept(q, prep)
+                self.chosen.append(q)
+                remaining.remove(q)
+                mains.drop((q,))
         if found is None:
             return None
         name, partner, la_scores, la_skipped, g = found
         _, _, prep = self.evaluate(mains, [(name,)])
         self.accept(name, prep)
-        yield self.record("lookahead", self.metric(False), la_scores, la_skipped, name, True, g)
+        yield self.record("lookahead", self.metric(False), la_scores, la_skipped, shown, True, g)
         return name, partner
 
     def pairs(self, pi: str, partners: list[str]) -> Iterator[TraceStep]:
@@ -313,6 +324,31 @@ class Search:
             return None
         return keys[name][0], keys[name][1], scores, skipped, g
 
+    def joint(self, rem: list[str]) -> tuple[str, str, dict, dict, float] | None:
+        """Step 12 (``count_pairs``), when neither a main effect nor the look-ahead passes θ: each pair of remaining
+        count parameters (whole numbers ≥ 1 with at least three values) as one block — P, Q and P:Q — scored by the
+        same rule against θ. A quantity that is a product of two counts (MGPUSim's run time follows the CUs in all,
+        CUs per shader array × shader arrays: flat where the work-groups fill the GPU, slower below) may show in
+        neither factor alone, so Algorithm 1, which offers only interactions of chosen parameters, never reaches
+        it. Returns (P, Q, scores, skipped, gain) of the best block that passes, or None (no row is recorded, as
+        for the look-ahead)."""
+        counts = [p for p in rem if _is_count(self.X[p])]
+        keys = {label(k): k for k in [(p, q, JOINT) for p, q in combinations(counts, 2)]}
+        if not keys:
+            return None
+        scores, skipped = {}, {}
+        for cset in self.chunked(list(keys.values())):
+            sc, sk, _ = self.evaluate(cset, cset.terms)
+            scores.update(sc)
+            skipped.update(sk)
+        if not scores:
+            return None
+        name = self.best(scores)
+        ok, g = self.gain_ok(name, scores, self.cfg.theta)
+        if not ok:
+            return None
+        return keys[name][0], keys[name][1], scores, skipped, g
+
     def revisit(self) -> Iterator[TraceStep]:
         """After Algorithm 1 stops: every pair of chosen parameters not in the model (and, with max_order 3,
         every triple containing an accepted pair) is a candidate, accepted by the same rule (φ for pairs, φ3 for
@@ -356,6 +392,9 @@ class Search:
         cols, bases = self.cols, self.bases
         if len(term) == 1:
             return cols[term[0]], [(j,) for j in range(cols[term[0]].shape[1])]
+        if term[-1] == JOINT:  # two count parameters and their pair as one block (step 12)
+            (a, a_lab), (b, b_lab), (ab, ab_lab) = self.block(term[:1]), self.block(term[1:2]), self.block(term[:2])
+            return np.hstack([a, b, ab]), a_lab + b_lab + ab_lab
         if term[-1] == WITH:  # look-ahead: scored as one block, accepted as P, then P:Q
             (main, main_lab), (pair, pair_lab) = self.block(term[:1]), self.block(term[:2])
             return np.hstack([main, pair]), main_lab + pair_lab
@@ -365,6 +404,8 @@ class Search:
 
     def width(self, key: tuple[str, ...]) -> int:
         """Columns of a candidate block, at most (for chunking)."""
+        if key[-1] == JOINT:
+            return (self.bases[key[0]].width + 1) * (self.bases[key[1]].width + 1)
         if key[-1] == WITH:
             return self.bases[key[0]].width * (1 + self.bases[key[1]].width)
         return int(np.prod([self.bases[p].width for p in plain(key)]))
@@ -578,3 +619,11 @@ class _Pool:
         """Candidate *t* entered the model: no longer offered; what it makes possible is."""
         del self.pool[frozenset(t)]
         self.offer()
+
+
+def _is_count(col: pd.Series) -> bool:
+    """A count parameter (step 12): numeric, every value a whole number ≥ 1, at least three distinct values."""
+    if col.dtype.kind not in "iuf":
+        return False
+    v = col.to_numpy(dtype=float)
+    return bool(np.all(np.isfinite(v)) and np.all(v >= 1) and np.all(v == np.round(v)) and np.unique(v).size >= 3)

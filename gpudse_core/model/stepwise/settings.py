@@ -20,7 +20,7 @@ from typing import Any
 PAPER_SETTINGS: dict[str, Any] = {
     "reference": True, "theta": 0.0, "phi": 0.0, "threshold_rule": "relative", "criterion": "adjr2", "compare": "r2",
     "interactions": "full", "max_order": 2, "revisit": False, "lookahead": False, "prune": False, "unseen": "model",
-    "response_transform": "none", "robust": "none", "cells": False, "row_guard": False,
+    "response_transform": "none", "robust": "none", "cells": False, "row_guard": False, "count_pairs": False,
 }
 ABSOLUTE_THRESHOLD = 0.01  # θ = φ of the paper text's absolute reading (§5.2)
 # Algorithm 1 as the paper's text reads on this module's incremental search (no exact-reference
@@ -32,5 +32,5 @@ ALGORITHM1_SETTINGS: dict[str, Any] = {
     "threshold_rule": "absolute", "knots": 4, "knot_placement": "even", "interactions": "restricted",
     "scale": "linear", "categorical_levels": 0, "max_order": 2, "revisit": False, "lookahead": False, "prune": False,
     "unseen": "model", "response_transform": "none", "powers_of_two": False, "robust": "none", "cells": False,
-    "row_guard": False,
+    "row_guard": False, "count_pairs": False,
 }

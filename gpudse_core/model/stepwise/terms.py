@@ -2,8 +2,8 @@
 Algorithm 1's P_i:P_k; Lee & Brooks's restricted interactions, rms' ``%ia%``) and the keys that name them.
 
 A candidate is a tuple of parameter names, optionally ending with a marker: :data:`DOUBLY` for the doubly
-non-linear remainder of an interaction (the adaptive form's ``a:b (full)``) and :data:`WITH` for the look-ahead's
-block of a parameter with one of its pairs.
+non-linear remainder of an interaction (the adaptive form's ``a:b (full)``), :data:`WITH` for the look-ahead's
+block of a parameter with one of its pairs and :data:`JOINT` for two count parameters with their pair.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from ..splines import Basis
 
 DOUBLY = "\x00full"  # marks a candidate key as the doubly non-linear remainder of an interaction term
 WITH = "\x00with"  # marks (P, Q, WITH): parameter P and its pair P:Q as one look-ahead block
+JOINT = "\x00joint"  # marks (P, Q, JOINT): two count parameters and their pair P:Q as one block (step 12)
 
 
 def plain(key: tuple[str, ...]) -> tuple[str, ...]:
@@ -29,6 +30,8 @@ def label(key: tuple[str, ...]) -> str:
     """The name the trace gives candidate *key*: ``a:b``, ``a:b (full)`` or ``p + p:q`` (look-ahead)."""
     if key[-1] == WITH:
         return f"{key[0]} + {key[0]}:{key[1]}"
+    if key[-1] == JOINT:
+        return f"{key[0]} + {key[1]} + {key[0]}:{key[1]}"
     return term_name(key[:-1]) + " (full)" if key[-1] == DOUBLY else term_name(key)
 
 

@@ -71,7 +71,7 @@ def check_binding(sv, adding: bool) -> None:
     """What the stored check checked (model and best-designs versions) and, while it is current, the
     separate step that adds its designs to the results; once it is not, why, and what is stale now."""
     check = sv.value
-    versions = f"model version {check.model_version}, best designs version {check.scan_version}"
+    versions = ui.plain(f"model version {check.model_version}, best designs version {check.scan_version}")
     if not sv.ok:
         st.caption(f":material/history: This check was made with {versions}: {ui.plain(sv.status.reason)}.")
         done = ui_jobs.last(w, "add_check")
@@ -89,7 +89,7 @@ def check_binding(sv, adding: bool) -> None:
     busy = any(ui_jobs.active(w, kind) is not None for kind in ("fit", "scan"))
     if st.button("Add these to the results and refit", icon=":material/playlist_add:", key="add_check",
                  disabled=not w.writable or busy,
-                 help=f"appends the {check.simulated} simulated designs to the results (a new version), fits the "
+                 help=f"appends the {check.simulated:d} simulated designs to the results (a new version), fits the "
                       f"model again with its settings and finds the best designs again; the validation and the "
                       f"true error are then out of date until recomputed") and ui.guarded(
             lambda: ui_work.start_add_check(w)):

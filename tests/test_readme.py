@@ -76,6 +76,8 @@ STAND_INS = {
     "measured.csv": ("a complete measured tuning table, benchmark_hub's A100 convolution (../shared)",
                      SHARED / "data" / "benchmark_hub" / "convolution_A100.csv",
                      _copy(SHARED / "data" / "benchmark_hub" / "convolution_A100.csv")),
+    "starchart.csv": ("Starchart's k-means table with runtime and wattage (../shared)",
+                      SHARED / "data" / "starchart" / "kmeans.csv", _copy(SHARED / "data" / "starchart" / "kmeans.csv")),
     **{f"group{i}.log": (f"a real Vulkan-Sim log of group {i} (../shared)",
                          ZATEL / "gpgpusim" / f"wknd_k4_group{i}_iter0.log.gz",
                          _gunzip(ZATEL / "gpgpusim" / f"wknd_k4_group{i}_iter0.log.gz")) for i in range(4)},

@@ -228,14 +228,20 @@ class SearchSettings:
     n_trees: int | None = None
     objective: Callable[[np.ndarray, np.ndarray], np.ndarray] | None = None
     surrogate: str = "auto"
+    cost_column: str | None = None  # pareto: the cost is this second measured result (the simulator returns it)
 
     def check(self) -> int:
         """Every setting valid (or :class:`SearchError`); returns the initial sample size."""
         n0 = check_settings(self.goal, self.budget, self.initial, self.batch, self.acquisition, seed=self.seed,
                             initial_method=self.initial_method, surrogate=self.surrogate, target=self.target,
                             patience=self.patience, n_trees=self.n_trees)
-        if self.goal == "pareto" and self.cost is None:
-            raise SearchError("goal pareto needs a cost (--cost EXPR over the parameters, e.g. 'simd * smp')")
+        if self.goal == "pareto" and self.cost is None and not self.cost_column:
+            raise SearchError("goal pareto needs a cost (--cost EXPR over the parameters, e.g. 'simd * smp', or "
+                              "--cost-column COL, a second measured result such as wattage)")
+        if self.cost is not None and self.cost_column:
+            raise SearchError("give a cost expression or a measured cost column, not both")
+        if self.cost_column and self.goal != "pareto":
+            raise SearchError(f"a measured cost column is for goal pareto, not {self.goal}")
         if self.objective is not None and self.goal not in ("min", "max"):
             raise SearchError(f"an objective is for goal min or max, not {self.goal}")
         return n0
@@ -387,8 +393,7 @@ class _Loop:
         mu, sd = forest.predict(Xc)
         z = forest.transform(y)
         if s.goal == "pareto":
-            c_done = s.cost(np.array(self.done_digits)[status])
-            c_cand = s.cost(cand)
+            c_done, c_cand = self._costs(X, status, Xc, cand)
             span_z = float(np.ptp(z)) or 1.0
             span_c = float(max(np.ptp(c_done), np.ptp(c_cand))) or 1.0
             ref = (float(z.max()) + 0.1 * span_z, float(max(c_done.max(), c_cand.max())) + 0.1 * span_c)
@@ -410,6 +415,22 @@ class _Loop:
             if likely.any() and not likely.all():  # designs expected to fail come after all others
                 score = np.where(likely, score, float(score[likely].min()) - 1.0 - (1.0 - p))
         return score, feasible
+
+    def _costs(self, X: np.ndarray, status: np.ndarray, Xc: np.ndarray,
+               cand: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The cost of the simulated designs and of the candidates: computed from the parameters, or — a
+        measured cost (a table's wattage, a simulator's metric) — as measured, and for the candidates a
+        second forest's optimistic value (mean less one spread, as the response's; the hypervolume
+        improvement then rewards a design that may be cheap as well as one that may be fast)."""
+        from .surrogate import Forest
+
+        s = self.s
+        if s.cost is not None:
+            return s.cost(np.array(self.done_digits)[status]), s.cost(cand)
+        c_done = np.array([t.cost for t in self.res.ok], dtype=float)
+        cf = Forest(s.n_trees or 30, seed=sub_seed(s.seed + self.version + 7)).fit(X[status], c_done)
+        mu, sd = cf.predict(Xc)
+        return c_done, (np.exp(mu - sd) if cf.log else mu - sd)
 
     def _stepwise_part(self, forest: Any, X_ok: np.ndarray, y: np.ndarray, status: np.ndarray, cand: np.ndarray,
                        k: int, feasible: Any) -> tuple[np.ndarray, np.ndarray, float]:
@@ -441,20 +462,25 @@ class _Loop:
         s, res, digits = self.s, self.res, batch.digits
         designs = [self.space._row(r) for r in digits]
         costs = s.cost(digits) if s.cost is not None else None
+        if s.cost_column:  # measured: each outcome is (value, error, cost); a value without a cost has failed
+            costs = np.array([o[2] if len(o) > 2 and o[2] is not None else np.nan for o in outcomes], dtype=float)
         self.pool.mark(digits)
-        raw = np.array([v if v is not None and math.isfinite(v) else np.nan for v, _ in outcomes], dtype=float)
+        raw = np.array([o[0] if o[0] is not None and math.isfinite(o[0]) and (costs is None or np.isfinite(costs[i]))
+                        else np.nan for i, o in enumerate(outcomes)], dtype=float)
         vals = raw if s.objective is None else _objective_values(s.objective, digits, raw)
         acq, chose, predicted = batch.acq, batch.chose, batch.predicted
-        for i, (d, (value, error)) in enumerate(zip(designs, outcomes)):
+        for i, (d, (value, error, *_)) in enumerate(zip(designs, outcomes)):
             ok = bool(np.isfinite(vals[i]))
-            if not ok and np.isfinite(raw[i]):
+            if not ok and costs is not None and value is not None and not np.isfinite(costs[i]):
+                error = error or f"no numeric {s.cost_column!r} (the second objective)"
+            elif not ok and np.isfinite(raw[i]):
                 error = f"the objective is undefined here ({s.response} = {raw[i]:.6g})"
             a = None if acq is None or not np.isfinite(acq[i]) else float(acq[i])
             pred = None if predicted is None or not np.isfinite(predicted[i]) else float(predicted[i])
             res.trials.append(Trial(len(res.trials), self.rnd, self.version, {k: _plain(v) for k, v in d.items()},
                                     a, float(vals[i]) if ok else None,
                                     "ok" if ok else "failed", "" if ok else (error or "no value"),
-                                    None if costs is None else float(costs[i]), seconds,
+                                    None if costs is None or not np.isfinite(costs[i]) else float(costs[i]), seconds,
                                     float(raw[i]) if ok and s.objective is not None else None,
                                     chose[i] if i < len(chose) else "",
                                     pred))

@@ -13,10 +13,10 @@ The space: Starchart's k-means measurements (../shared/data/starchart/kmeans.csv
 values, 500 measured), so the candidates are the table's rows, as ``gpudse search --table`` makes them.
 The true front is that of all 500 rows; hypervolumes are of (log runtime, wattage) — runtimes span
 0.05–6.3 s, and on a linear scale the fastest point alone decides the area — against the reference
-point (the largest log runtime, the largest wattage) of the table. Covered = hypervolume of the front found / the true front's, median and worst
-over seeds. ``gpudse`` runs the search as the CLI does (its defaults; batches of --batch, a second
-random forest for the measured cost); ``random`` is a uniform draw of the same number of rows. Also printed: how many of the true
-front's designs each method simulated.
+point (the largest log runtime, the largest wattage) of the table. Covered = hypervolume of the front
+found / the true front's, median and worst over seeds. ``gpudse`` runs the search as the CLI does (its
+defaults; batches of --batch, a second random forest for the measured cost); ``random`` is a uniform
+draw of the same number of rows. Also printed: how many of the true front's designs each simulated.
 """
 
 from __future__ import annotations

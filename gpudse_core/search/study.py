@@ -45,6 +45,13 @@ ACCURACY_SHARE = 0.3  # accuracy: the part of the simulations that follows the s
 ACCURACY_TREES = 30  # accuracy: trees of the forest whose spread is checked and followed
 SEED_MAX = 2**32 - 1  # the largest seed: the models' generators take seeds below 2**32 (sub-seeds wrap round)
 INITIAL_METHODS = ("uniform", "lhs")
+# min/max/pareto: this share of the proposals after the initial sample are uniform draws of the designs not yet
+# simulated (SMAC's interleaved random configurations, Hutter et al. 2011 §4.3), and STALLED_SHARE while the best
+# has not improved for STALL simulations: a model misled by its first basin keeps sampling the rest of the space
+# (docs/search.md, "Exploration": the measured reason)
+RANDOM_SHARE = 0.2
+STALLED_SHARE = 0.5
+STALL = 20
 SURROGATES = ("auto", "forest")
 
 
@@ -229,6 +236,7 @@ class SearchSettings:
     objective: Callable[[np.ndarray, np.ndarray], np.ndarray] | None = None
     surrogate: str = "auto"
     cost_column: str | None = None  # pareto: the cost is this second measured result (the simulator returns it)
+    random_share: float | None = None  # None: RANDOM_SHARE (and STALLED_SHARE when stalled); 0: the models alone
 
     def check(self) -> int:
         """Every setting valid (or :class:`SearchError`); returns the initial sample size."""
@@ -380,7 +388,33 @@ class _Loop:
         if s.surrogate == "auto" and s.goal in ("min", "max") and len(ok) >= START:
             lead, lead_pred, chose_s = self._stepwise_part(forest, X[status], y, status, cand, k, feasible)
             fit_s += chose_s
-        return _pick(cand, pool.unit(cand), score, k, lead, lead_pred, fit_s)
+        n_random = self._random_slots(k)
+        batch = _pick(cand, pool.unit(cand), score, k - n_random, lead[:k - n_random], lead_pred[:k - n_random], fit_s)
+        return _with_random(batch, pool, n_random, self.rng) if n_random else batch
+
+    def _random_slots(self, k: int) -> int:
+        """How many of the next *k* proposals are uniform draws: the share's whole part of the simulations so
+        far, counted from the initial sample (so batches of 1 and of 10 draw equally often), larger while
+        the best has stalled."""
+        s, spent = self.s, len(self.res.trials)
+        share = RANDOM_SHARE if s.random_share is None else s.random_share
+        if share <= 0:
+            return 0
+        if s.random_share is None and self._stalled_for() >= STALL:
+            share = STALLED_SHARE
+        after = max(spent - self.n0, 0)
+        drawn = sum(t.surrogate == "random" for t in self.res.trials)
+        return int(min(k, max(0, math.floor((after + k) * share) - drawn)))
+
+    def _stalled_for(self) -> int:
+        """Simulations since the best value last improved (0 before any success)."""
+        best, since = None, 0
+        for t in self.res.trials:
+            if t.status == "ok" and (best is None or self.sign * t.value < self.sign * best):
+                best, since = t.value, 0
+            else:
+                since += 1
+        return since if best is not None else 0
 
     def _score(self, forest: Any, X: np.ndarray, status: np.ndarray, y: np.ndarray, cand: np.ndarray,
                Xc: np.ndarray) -> tuple[np.ndarray, Any]:
@@ -510,6 +544,22 @@ def _pick(cand: np.ndarray, unit_c: np.ndarray, score: np.ndarray, k: int, lead:
                       np.concatenate([lead_pred, np.full(len(pick), np.nan)]), fit_s)
     pick = diverse_batch(score, unit_c, k)
     return _Batch(cand[pick], score[pick], ["forest"] * len(pick), None, fit_s)
+
+
+def _with_random(batch: _Batch, pool: Any, n: int, rng: np.random.Generator) -> _Batch:
+    """*batch* and *n* uniform draws of the designs neither simulated nor in it (labelled ``random``)."""
+    from .pool import row_keys
+
+    taken = {key.tobytes() for key in row_keys(batch.digits)} if len(batch.digits) else set()
+    draws = pool.initial(n + len(taken), rng)
+    draws = np.array([d for d, key in zip(draws, row_keys(draws)) if key.tobytes() not in taken][:n],
+                     dtype=np.int64).reshape(-1, batch.digits.shape[1] if batch.digits.ndim == 2 else len(pool.radices))
+    m = len(draws)
+    pred = None if batch.predicted is None else np.concatenate([batch.predicted, np.full(m, np.nan)])
+    acq = None if batch.acq is None else np.concatenate([batch.acq, np.full(m, np.nan)])
+    digits = np.concatenate([batch.digits.reshape(-1, draws.shape[1]), draws]) if m else batch.digits
+    return _Batch(digits, acq, list(batch.chose) + ["random"] * m, pred, batch.fit_s)
+
 
 def _stepwise_lead(model: Any, pool: Any, cand: np.ndarray, n_lead: int, feasible: Any, best: float,
                    sign: float) -> tuple[np.ndarray, np.ndarray]:

@@ -177,7 +177,7 @@ def pool_for(truth: Truth):
 
 
 def run_gpudse(truth: Truth, B: int, seed: int, batch: int, goal: str = "min", surrogate: str | None = None,
-               random_share: float | None = None) -> list:
+               random_share: float | None = None, stalled_share: float | None = None) -> list:
     from gpudse_core.search.study import run_search
 
     raw = getattr(truth, "raw", truth.lookup)  # the simulator's response; the objective is the search's
@@ -189,6 +189,8 @@ def run_gpudse(truth: Truth, B: int, seed: int, batch: int, goal: str = "min", s
     extra = {} if surrogate is None else {"surrogate": surrogate}  # None: the product's default
     if random_share is not None:
         extra["random_share"] = random_share
+    if stalled_share is not None:
+        extra["stalled_share"] = stalled_share
     return run_search(pool_for(truth), evaluate, goal=goal, budget=B, batch=batch, seed=seed,
                       objective=getattr(truth, "objective", None), **extra)
 
@@ -318,7 +320,7 @@ def regret_unit(group: str, seeds: int, batch: int, methods: list, judged_only: 
                 for b in BUDGETS:
                     res[t.name]["gpudse-forest"][b].append(curve[b] / t.best - 1)
             if "gpudse-exploit" in methods:  # no interleaved uniform draws (before they were the default)
-                r = run_gpudse(t, max(BUDGETS), seed, batch, random_share=0.0)
+                r = run_gpudse(t, max(BUDGETS), seed, batch, random_share=0.0, stalled_share=0.0)
                 curve = best_curve([x.value for x in r.trials], BUDGETS)
                 for b in BUDGETS:
                     res[t.name]["gpudse-exploit"][b].append(curve[b] / t.best - 1)

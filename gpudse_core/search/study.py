@@ -49,7 +49,7 @@ INITIAL_METHODS = ("uniform", "lhs")
 # simulated (SMAC's interleaved random configurations, Hutter et al. 2011 §4.3), and STALLED_SHARE while the best
 # has not improved for STALL simulations: a model misled by its first basin keeps sampling the rest of the space
 # (docs/search.md, "Exploration": the measured reason)
-RANDOM_SHARE = 0.2
+RANDOM_SHARE = 0.0
 STALLED_SHARE = 0.5
 STALL = 20
 SURROGATES = ("auto", "forest")
@@ -237,6 +237,7 @@ class SearchSettings:
     surrogate: str = "auto"
     cost_column: str | None = None  # pareto: the cost is this second measured result (the simulator returns it)
     random_share: float | None = None  # None: RANDOM_SHARE (and STALLED_SHARE when stalled); 0: the models alone
+    stalled_share: float | None = None  # None: STALLED_SHARE
 
     def check(self) -> int:
         """Every setting valid (or :class:`SearchError`); returns the initial sample size."""
@@ -393,18 +394,22 @@ class _Loop:
         return _with_random(batch, pool, n_random, self.rng) if n_random else batch
 
     def _random_slots(self, k: int) -> int:
-        """How many of the next *k* proposals are uniform draws: the share's whole part of the simulations so
-        far, counted from the initial sample (so batches of 1 and of 10 draw equally often), larger while
-        the best has stalled."""
-        s, spent = self.s, len(self.res.trials)
+        """How many of the next *k* proposals are uniform draws: the share's whole part of the simulations
+        counted from the initial sample (so batches of 1 and of 10 draw equally often) — or, while the best
+        has not improved for STALL simulations, the stalled share of those since the stall was declared."""
+        s, trials = self.s, self.res.trials
         share = RANDOM_SHARE if s.random_share is None else s.random_share
+        stalled = STALLED_SHARE if s.stalled_share is None else s.stalled_share
+        since = self._stalled_for()
+        if stalled > share and since >= STALL:
+            counted = trials[len(trials) - (since - STALL):] if since > STALL else []
+            share = stalled
+        else:
+            counted = trials[self.n0:]
         if share <= 0:
             return 0
-        if s.random_share is None and self._stalled_for() >= STALL:
-            share = STALLED_SHARE
-        after = max(spent - self.n0, 0)
-        drawn = sum(t.surrogate == "random" for t in self.res.trials)
-        return int(min(k, max(0, math.floor((after + k) * share) - drawn)))
+        drawn = sum(t.surrogate == "random" for t in counted)
+        return int(min(k, max(0, math.floor((len(counted) + k) * share) - drawn)))
 
     def _stalled_for(self) -> int:
         """Simulations since the best value last improved (0 before any success)."""

@@ -28,8 +28,9 @@ over seeds. Methods, side by side at the same budgets:
   error is significantly below the forest's; batches of --batch). The line after each space gives the
   designs the stepwise model chose per run;
 * ``gpudse-forest`` — the same with ``--surrogate forest`` (the forest alone; not in the default methods);
-* ``gpudse-exploit`` — the same without the interleaved uniform draws (``random_share=0``: every proposal
-  by the models, the default before they were; not in the default methods);
+* ``gpudse-share`` / ``gpudse-stalled`` — the same with a fifth of the proposals uniform draws
+  (``random_share=0.2``), or half of those made once the best has stalled for 20 simulations
+  (``stalled_share=0.5``); not in the default methods (docs/search.md, "Exploration");
 * ``random``  — random search, the exact expectation over draws without replacement;
 * ``one-shot``— sample B−10 designs uniformly, fit the default model (stepwise) of the response,
   simulate the 10 designs whose predicted objective is best (not yet simulated; one fit per kernel
@@ -319,11 +320,12 @@ def regret_unit(group: str, seeds: int, batch: int, methods: list, judged_only: 
                 curve = best_curve([x.value for x in r.trials], BUDGETS)
                 for b in BUDGETS:
                     res[t.name]["gpudse-forest"][b].append(curve[b] / t.best - 1)
-            if "gpudse-exploit" in methods:  # no interleaved uniform draws (before they were the default)
-                r = run_gpudse(t, max(BUDGETS), seed, batch, random_share=0.0, stalled_share=0.0)
-                curve = best_curve([x.value for x in r.trials], BUDGETS)
-                for b in BUDGETS:
-                    res[t.name]["gpudse-exploit"][b].append(curve[b] / t.best - 1)
+            for m, share in (("gpudse-share", dict(random_share=0.2)), ("gpudse-stalled", dict(stalled_share=0.5))):
+                if m in methods:  # the interleaved uniform draws, not the default (docs/search.md, "Exploration")
+                    r = run_gpudse(t, max(BUDGETS), seed, batch, **share)
+                    curve = best_curve([x.value for x in r.trials], BUDGETS)
+                    for b in BUDGETS:
+                        res[t.name][m][b].append(curve[b] / t.best - 1)
             if "tpe" in methods:
                 curve = run_tpe(t, max(BUDGETS), seed)
                 for b in BUDGETS:

@@ -28,6 +28,9 @@ over seeds. Methods, side by side at the same budgets:
   error is significantly below the forest's; batches of --batch). The line after each space gives the
   designs the stepwise model chose per run;
 * ``gpudse-forest`` — the same with ``--surrogate forest`` (the forest alone; not in the default methods);
+* ``gpudse-share`` / ``gpudse-stalled`` — the same with a fifth of the proposals uniform draws
+  (``random_share=0.2``), or half of those made once the best has stalled for 20 simulations
+  (``stalled_share=0.5``); not in the default methods (docs/search.md, "Exploration");
 * ``random``  — random search, the exact expectation over draws without replacement;
 * ``one-shot``— sample B−10 designs uniformly, fit the default model (stepwise) of the response,
   simulate the 10 designs whose predicted objective is best (not yet simulated; one fit per kernel
@@ -174,7 +177,8 @@ def pool_for(truth: Truth):
     return make_pool(truth.space, truth.digits)
 
 
-def run_gpudse(truth: Truth, B: int, seed: int, batch: int, goal: str = "min", surrogate: str | None = None) -> list:
+def run_gpudse(truth: Truth, B: int, seed: int, batch: int, goal: str = "min", surrogate: str | None = None,
+               random_share: float | None = None, stalled_share: float | None = None) -> list:
     from gpudse_core.search.study import run_search
 
     raw = getattr(truth, "raw", truth.lookup)  # the simulator's response; the objective is the search's
@@ -184,6 +188,10 @@ def run_gpudse(truth: Truth, B: int, seed: int, batch: int, goal: str = "min", s
         return [(None, "failed") if not math.isfinite(x) else (float(x), "") for x in v]
 
     extra = {} if surrogate is None else {"surrogate": surrogate}  # None: the product's default
+    if random_share is not None:
+        extra["random_share"] = random_share
+    if stalled_share is not None:
+        extra["stalled_share"] = stalled_share
     return run_search(pool_for(truth), evaluate, goal=goal, budget=B, batch=batch, seed=seed,
                       objective=getattr(truth, "objective", None), **extra)
 
@@ -312,6 +320,12 @@ def regret_unit(group: str, seeds: int, batch: int, methods: list, judged_only: 
                 curve = best_curve([x.value for x in r.trials], BUDGETS)
                 for b in BUDGETS:
                     res[t.name]["gpudse-forest"][b].append(curve[b] / t.best - 1)
+            for m, share in (("gpudse-share", dict(random_share=0.2)), ("gpudse-stalled", dict(stalled_share=0.5))):
+                if m in methods:  # the interleaved uniform draws, not the default (docs/search.md, "Exploration")
+                    r = run_gpudse(t, max(BUDGETS), seed, batch, **share)
+                    curve = best_curve([x.value for x in r.trials], BUDGETS)
+                    for b in BUDGETS:
+                        res[t.name][m][b].append(curve[b] / t.best - 1)
             if "tpe" in methods:
                 curve = run_tpe(t, max(BUDGETS), seed)
                 for b in BUDGETS:

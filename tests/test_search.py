@@ -287,9 +287,10 @@ def test_cli_json_shape_and_history(table, tmp_path, capsys):
     assert list(h.columns[:3]) == ["trial", "round", "model_version"]
     assert len(h) == 30 and set(h.status) <= {"ok", "failed"}
     assert not h.duplicated(["a", "b", "c"]).any()
-    # which model chose each design: none for the initial sample, the forest (the default) after it
+    # which model chose each design: none for the initial sample, the forest (the default) after it, or a
+    # uniform draw (once the best has stalled: study.STALL)
     assert h.surrogate.isna().sum() == (h.model_version == 0).sum() == 10
-    assert set(h.surrogate[h.model_version > 0]) == {"forest"}
+    assert "forest" in set(h.surrogate[h.model_version > 0]) <= {"forest", "random"}
 
 
 @pytest.mark.parametrize("extra, message", [

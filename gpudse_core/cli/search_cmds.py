@@ -24,11 +24,14 @@ def cmd_search(args: argparse.Namespace) -> int:
         raise GpudseError("give a SPACE to search (e.g. stargazer --kernel matMul) or --table FILE (a measured table)")
     if args.table is None and (args.params or args.status_column):
         raise GpudseError("--params and --status-column describe a --table; a SPACE names its own parameters")
-    if args.goal == "pareto" and not args.cost:
+    if args.goal == "pareto" and not (args.cost or args.cost_column):
         raise GpudseError("--goal pareto needs --cost EXPR, a cost computed from the parameters "
-                          "(e.g. --cost 'simd * smp')")
-    if args.cost and args.goal != "pareto":
-        raise GpudseError("--cost is for --goal pareto")
+                          "(e.g. --cost 'simd * smp'), or --cost-column COL, a second measured result "
+                          "(e.g. --cost-column wattage)")
+    if args.cost and args.cost_column:
+        raise GpudseError("give --cost EXPR (computed from the parameters) or --cost-column COL (measured), not both")
+    if (args.cost or args.cost_column) and args.goal != "pareto":
+        raise GpudseError(f"--{'cost' if args.cost else 'cost-column'} is for --goal pareto")
     given = [f"--{k}" for k in ("acquisition", "surrogate") if getattr(args, k) is not None]
     if given and args.goal not in ("min", "max"):
         raise GpudseError(f"{', '.join(given)}: for --goal min or max, which propose by a surrogate's acquisition; "
@@ -46,6 +49,7 @@ def cmd_search(args: argparse.Namespace) -> int:
 
     check_workers(args.workers, args.scheduler)
     space, digits, backend, response, source = _source(args)
+    _check_cost_column(args, response, backend)
     from ..search.expressions import cost_function, objective_function
 
     cost = cost_function(args.cost, space) if args.cost else None
@@ -55,6 +59,8 @@ def cmd_search(args: argparse.Namespace) -> int:
                 "seed": args.seed, "acquisition": args.acquisition}
     if args.objective:  # only when given: a study stored before objectives existed still resumes
         settings["objective"] = args.objective
+    if args.cost_column:  # likewise
+        settings["cost_column"] = args.cost_column
     settings["surrogate"] = args.surrogate  # (a study stored without it used the forest: runner.study_differences)
     res = _run(args, space, digits, backend, response, cost, settings, batch, objective)
     _report(args, res, space, response, out)
@@ -75,7 +81,7 @@ def _source(args: argparse.Namespace):
 
         frame = read_table(args.table)
         t = LookupTable.from_frame(frame, args.response, parse_params(args.params), args.status_column,
-                                   source=str(args.table))
+                                   source=str(args.table), extra=[args.cost_column] if args.cost_column else [])
         return t.space, t.digits, t.backend(), t.response, f"table {Path(args.table).name}"
     from ..sim.campaign import AnalyticalBackend, CommandBackend
     from ..space.presets import load_space
@@ -104,6 +110,24 @@ def _source(args: argparse.Namespace):
             raise GpudseError(f"--response {response!r}: the built-in simulator reports cycles, cycles_trimmed and ipc")
     what = f"kernel {args.kernel}" if args.backend == "analytical" else f"command {Path(args.config).name}"
     return space, None, backend, response, f"space {space.name}, {what}"
+
+
+def _check_cost_column(args: argparse.Namespace, response: str, backend) -> None:
+    """--cost-column names a result the simulator reports, other than the response (a table's column was
+    checked when the table was read)."""
+    col = args.cost_column
+    if not col or args.table:
+        return
+    if col == response:
+        raise GpudseError(f"--cost-column {col!r} is the response; the front needs a second objective")
+    if args.backend == "mgpusim":
+        known = choices.MGPUSIM_SUITE_METRICS if getattr(backend, "suite", False) else choices.MGPUSIM_METRICS
+        if col not in known:
+            raise GpudseError(f"--cost-column {col!r}: MGPUSim reports e.g. dram_bandwidth_gbs, kernel_cycles, ipc, "
+                              f"l2_hit_rate (gpudse mgpusim benchmarks lists them)")
+    elif args.backend == "analytical" and col not in ("cycles", "cycles_trimmed", "ipc"):
+        raise GpudseError(f"--cost-column {col!r}: the built-in simulator reports cycles, cycles_trimmed and ipc; a "
+                          f"cost computed from the parameters is --cost EXPR")
 
 
 def _mgpusim_source(args: argparse.Namespace, space):
@@ -170,12 +194,12 @@ def _run(args, space, digits, backend, response, cost, settings, batch, objectiv
                 study.save(res)
 
         with CampaignEvaluator(backend, store_path, prefix, response, workers=args.workers,
-                               scheduler=args.scheduler) as evaluate:
+                               scheduler=args.scheduler, cost_column=args.cost_column) as evaluate:
             res = run_search(pool, evaluate, goal=args.goal, budget=args.budget, initial=args.initial, batch=batch,
                              seed=args.seed or 0, acquisition=args.acquisition, cost=cost, target=args.target,
                              patience=args.patience, response=response, trials=trials, on_round=on_round,
                              should_stop=study.should_stop if study else None, objective=objective,
-                             surrogate=args.surrogate)
+                             surrogate=args.surrogate, cost_column=args.cost_column)
         if study:
             study.save(res, partial=res.stopped == "stopped")
             study.end("stopped" if res.stopped == "stopped" else "finished")
@@ -234,7 +258,7 @@ def _report(args, res, space, response, out) -> None:
 
     print(f"goal {res.goal}: {len(res.trials):,} simulations ({res.failed:,} failed); stopped: {res.stopped}")
     if res.goal == "pareto":
-        print(f"front ({response} against cost):")
+        print(f"front ({response} against {args.cost_column or 'cost'}):")
         for t in res.front():
             print(f"  cost {num(t.cost)}  {response} {num(t.value)}  "
                   + ", ".join(f"{k}={v}" for k, v in t.design.items()))
@@ -282,6 +306,8 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     se.add_argument("--goal", required=True, choices=GOALS, help="min/max: the best design; accuracy: a model good "
                     "everywhere; pareto: the front of the response against --cost")
     se.add_argument("--cost", metavar="EXPR", help="pareto: a cost over the parameters, e.g. 'simd * smp'")
+    se.add_argument("--cost-column", metavar="COL", help="pareto: the cost is a second measured result, e.g. a "
+                    "table's wattage or an MGPUSim metric (with --table, only the table's rows are candidates)")
     se.add_argument("--objective", metavar="EXPR", help="min/max: optimise this expression of the response and "
                     "the parameters instead of the response, e.g. performance per area: "
                     "'cycles * (40 + simd + 4 * smp)'")

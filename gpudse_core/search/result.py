@@ -54,7 +54,8 @@ class SearchStudy:
 
     @property
     def cost(self) -> str:
-        return self.settings.get("cost") or ""
+        """The front's cost: its expression of the parameters, or the measured column (``cost_column``)."""
+        return self.settings.get("cost") or self.settings.get("cost_column") or ""
 
     @property
     def params(self) -> list[str]:

@@ -37,11 +37,12 @@ class CampaignEvaluator:
     work than it has processes."""
 
     def __init__(self, backend: Any, store_path: Any, prefix: str, response: str, *, workers: int | None = None,
-                 scheduler: str | None = None, should_stop: Any = None):
+                 scheduler: str | None = None, should_stop: Any = None, cost_column: str | None = None):
         from ..sim.campaign import check_workers
 
         check_workers(workers, scheduler)
         self.backend, self.store_path, self.prefix, self.response = backend, store_path, prefix, response
+        self.cost_column = cost_column  # a second measured result (goal pareto): returned beside the response
         self.workers = workers or os.cpu_count() or 1
         self.scheduler, self.should_stop = scheduler, should_stop
         self.rounds = 0
@@ -109,19 +110,28 @@ class CampaignEvaluator:
                 table = store.table(include_failed=True)
         out = []
         for _, row in table.iterrows():
-            if row.get("status") == "done":
-                v = row.get(self.response)
-                try:
-                    v = float(v)
-                except (TypeError, ValueError):
-                    v = math.nan
-                if math.isfinite(v):
-                    out.append((v, ""))
-                    continue
-                out.append((None, f"the simulator gave no numeric {self.response!r}"))
-            else:
+            if row.get("status") != "done":
                 out.append((None, str(row.get("error") or row.get("status"))))
+                continue
+            v = _finite(row.get(self.response))
+            if v is None:
+                out.append((None, f"the simulator gave no numeric {self.response!r}"))
+            elif self.cost_column is None:
+                out.append((v, ""))
+            else:
+                c = _finite(row.get(self.cost_column))
+                out.append((v, "", c) if c is not None else
+                           (None, f"the simulator gave no numeric {self.cost_column!r} (the second objective)"))
         return out
+
+
+def _finite(v: Any) -> float | None:
+    """*v* as a finite float, or None."""
+    try:
+        v = float(v)
+    except (TypeError, ValueError):
+        return None
+    return v if math.isfinite(v) else None
 
 
 class StudyStore:

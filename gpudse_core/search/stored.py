@@ -56,7 +56,7 @@ def check_settings_doc(settings: Any) -> None:
         raise _fail("its settings", f"are {type(settings).__name__}, not a mapping")
     if settings.get("goal") not in GOALS:
         raise _fail("its goal", f"{str(settings.get('goal'))[:40]!r} is not one of {', '.join(GOALS)}")
-    for key in ("source", "response", "cost", "objective"):
+    for key in ("source", "response", "cost", "objective", "cost_column"):
         if key in settings and not isinstance(settings[key], str):
             raise _fail(f"setting {key!r}", "is not text")
     params = settings.get("params", [])

@@ -45,6 +45,15 @@ ACCURACY_SHARE = 0.3  # accuracy: the part of the simulations that follows the s
 ACCURACY_TREES = 30  # accuracy: trees of the forest whose spread is checked and followed
 SEED_MAX = 2**32 - 1  # the largest seed: the models' generators take seeds below 2**32 (sub-seeds wrap round)
 INITIAL_METHODS = ("uniform", "lhs")
+# min/max/pareto, off by default: RANDOM_SHARE of the proposals after the initial sample are uniform draws of the
+# designs not yet simulated (SMAC's interleaved random configurations, Hutter et al. 2011 §4.3), and STALLED_SHARE
+# of those made while the best has not improved for STALL simulations. Measured on the convolution tables (docs/
+# search.md, "Exploration"), both raised the median regret against the models alone (A100, batch 5, 10 seeds, at
+# 100 simulations: 28.3 % with a fifth drawn, 14.7 % with half drawn once stalled, 3.7 % without), so the default
+# is the models alone and the draws are a setting (random_share, stalled_share)
+RANDOM_SHARE = 0.0
+STALLED_SHARE = 0.0
+STALL = 20
 SURROGATES = ("auto", "forest")
 
 
@@ -228,14 +237,22 @@ class SearchSettings:
     n_trees: int | None = None
     objective: Callable[[np.ndarray, np.ndarray], np.ndarray] | None = None
     surrogate: str = "auto"
+    cost_column: str | None = None  # pareto: the cost is this second measured result (the simulator returns it)
+    random_share: float | None = None  # None: RANDOM_SHARE (and STALLED_SHARE when stalled); 0: the models alone
+    stalled_share: float | None = None  # None: STALLED_SHARE
 
     def check(self) -> int:
         """Every setting valid (or :class:`SearchError`); returns the initial sample size."""
         n0 = check_settings(self.goal, self.budget, self.initial, self.batch, self.acquisition, seed=self.seed,
                             initial_method=self.initial_method, surrogate=self.surrogate, target=self.target,
                             patience=self.patience, n_trees=self.n_trees)
-        if self.goal == "pareto" and self.cost is None:
-            raise SearchError("goal pareto needs a cost (--cost EXPR over the parameters, e.g. 'simd * smp')")
+        if self.goal == "pareto" and self.cost is None and not self.cost_column:
+            raise SearchError("goal pareto needs a cost (--cost EXPR over the parameters, e.g. 'simd * smp', or "
+                              "--cost-column COL, a second measured result such as wattage)")
+        if self.cost is not None and self.cost_column:
+            raise SearchError("give a cost expression or a measured cost column, not both")
+        if self.cost_column and self.goal != "pareto":
+            raise SearchError(f"a measured cost column is for goal pareto, not {self.goal}")
         if self.objective is not None and self.goal not in ("min", "max"):
             raise SearchError(f"an objective is for goal min or max, not {self.goal}")
         return n0
@@ -374,7 +391,37 @@ class _Loop:
         if s.surrogate == "auto" and s.goal in ("min", "max") and len(ok) >= START:
             lead, lead_pred, chose_s = self._stepwise_part(forest, X[status], y, status, cand, k, feasible)
             fit_s += chose_s
-        return _pick(cand, pool.unit(cand), score, k, lead, lead_pred, fit_s)
+        n_random = self._random_slots(k)
+        batch = _pick(cand, pool.unit(cand), score, k - n_random, lead[:k - n_random], lead_pred[:k - n_random], fit_s)
+        return _with_random(batch, pool, n_random, self.rng) if n_random else batch
+
+    def _random_slots(self, k: int) -> int:
+        """How many of the next *k* proposals are uniform draws: the share's whole part of the simulations
+        counted from the initial sample (so batches of 1 and of 10 draw equally often) — or, while the best
+        has not improved for STALL simulations, the stalled share of those since the stall was declared."""
+        s, trials = self.s, self.res.trials
+        share = RANDOM_SHARE if s.random_share is None else s.random_share
+        stalled = STALLED_SHARE if s.stalled_share is None else s.stalled_share
+        since = self._stalled_for()
+        if stalled > share and since >= STALL:
+            counted = trials[len(trials) - (since - STALL):] if since > STALL else []
+            share = stalled
+        else:
+            counted = trials[self.n0:]
+        if share <= 0:
+            return 0
+        drawn = sum(t.surrogate == "random" for t in counted)
+        return int(min(k, max(0, math.floor((len(counted) + k) * share) - drawn)))
+
+    def _stalled_for(self) -> int:
+        """Simulations since the best value last improved (0 before any success)."""
+        best, since = None, 0
+        for t in self.res.trials:
+            if t.status == "ok" and (best is None or self.sign * t.value < self.sign * best):
+                best, since = t.value, 0
+            else:
+                since += 1
+        return since if best is not None else 0
 
     def _score(self, forest: Any, X: np.ndarray, status: np.ndarray, y: np.ndarray, cand: np.ndarray,
                Xc: np.ndarray) -> tuple[np.ndarray, Any]:
@@ -387,8 +434,7 @@ class _Loop:
         mu, sd = forest.predict(Xc)
         z = forest.transform(y)
         if s.goal == "pareto":
-            c_done = s.cost(np.array(self.done_digits)[status])
-            c_cand = s.cost(cand)
+            c_done, c_cand = self._costs(X, status, Xc, cand)
             span_z = float(np.ptp(z)) or 1.0
             span_c = float(max(np.ptp(c_done), np.ptp(c_cand))) or 1.0
             ref = (float(z.max()) + 0.1 * span_z, float(max(c_done.max(), c_cand.max())) + 0.1 * span_c)
@@ -410,6 +456,22 @@ class _Loop:
             if likely.any() and not likely.all():  # designs expected to fail come after all others
                 score = np.where(likely, score, float(score[likely].min()) - 1.0 - (1.0 - p))
         return score, feasible
+
+    def _costs(self, X: np.ndarray, status: np.ndarray, Xc: np.ndarray,
+               cand: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The cost of the simulated designs and of the candidates: computed from the parameters, or — a
+        measured cost (a table's wattage, a simulator's metric) — as measured, and for the candidates a
+        second forest's optimistic value (mean less one spread, as the response's; the hypervolume
+        improvement then rewards a design that may be cheap as well as one that may be fast)."""
+        from .surrogate import Forest
+
+        s = self.s
+        if s.cost is not None:
+            return s.cost(np.array(self.done_digits)[status]), s.cost(cand)
+        c_done = np.array([t.cost for t in self.res.ok], dtype=float)
+        cf = Forest(s.n_trees or 30, seed=sub_seed(s.seed + self.version + 7)).fit(X[status], c_done)
+        mu, sd = cf.predict(Xc)
+        return c_done, (np.exp(mu - sd) if cf.log else mu - sd)
 
     def _stepwise_part(self, forest: Any, X_ok: np.ndarray, y: np.ndarray, status: np.ndarray, cand: np.ndarray,
                        k: int, feasible: Any) -> tuple[np.ndarray, np.ndarray, float]:
@@ -441,20 +503,25 @@ class _Loop:
         s, res, digits = self.s, self.res, batch.digits
         designs = [self.space._row(r) for r in digits]
         costs = s.cost(digits) if s.cost is not None else None
+        if s.cost_column:  # measured: each outcome is (value, error, cost); a value without a cost has failed
+            costs = np.array([o[2] if len(o) > 2 and o[2] is not None else np.nan for o in outcomes], dtype=float)
         self.pool.mark(digits)
-        raw = np.array([v if v is not None and math.isfinite(v) else np.nan for v, _ in outcomes], dtype=float)
+        raw = np.array([o[0] if o[0] is not None and math.isfinite(o[0]) and (costs is None or np.isfinite(costs[i]))
+                        else np.nan for i, o in enumerate(outcomes)], dtype=float)
         vals = raw if s.objective is None else _objective_values(s.objective, digits, raw)
         acq, chose, predicted = batch.acq, batch.chose, batch.predicted
-        for i, (d, (value, error)) in enumerate(zip(designs, outcomes)):
+        for i, (d, (value, error, *_)) in enumerate(zip(designs, outcomes)):
             ok = bool(np.isfinite(vals[i]))
-            if not ok and np.isfinite(raw[i]):
+            if not ok and costs is not None and value is not None and not np.isfinite(costs[i]):
+                error = error or f"no numeric {s.cost_column!r} (the second objective)"
+            elif not ok and np.isfinite(raw[i]):
                 error = f"the objective is undefined here ({s.response} = {raw[i]:.6g})"
             a = None if acq is None or not np.isfinite(acq[i]) else float(acq[i])
             pred = None if predicted is None or not np.isfinite(predicted[i]) else float(predicted[i])
             res.trials.append(Trial(len(res.trials), self.rnd, self.version, {k: _plain(v) for k, v in d.items()},
                                     a, float(vals[i]) if ok else None,
                                     "ok" if ok else "failed", "" if ok else (error or "no value"),
-                                    None if costs is None else float(costs[i]), seconds,
+                                    None if costs is None or not np.isfinite(costs[i]) else float(costs[i]), seconds,
                                     float(raw[i]) if ok and s.objective is not None else None,
                                     chose[i] if i < len(chose) else "",
                                     pred))
@@ -484,6 +551,22 @@ def _pick(cand: np.ndarray, unit_c: np.ndarray, score: np.ndarray, k: int, lead:
                       np.concatenate([lead_pred, np.full(len(pick), np.nan)]), fit_s)
     pick = diverse_batch(score, unit_c, k)
     return _Batch(cand[pick], score[pick], ["forest"] * len(pick), None, fit_s)
+
+
+def _with_random(batch: _Batch, pool: Any, n: int, rng: np.random.Generator) -> _Batch:
+    """*batch* and *n* uniform draws of the designs neither simulated nor in it (labelled ``random``)."""
+    from .pool import row_keys
+
+    taken = {key.tobytes() for key in row_keys(batch.digits)} if len(batch.digits) else set()
+    draws = pool.initial(n + len(taken), rng)
+    draws = np.array([d for d, key in zip(draws, row_keys(draws)) if key.tobytes() not in taken][:n],
+                     dtype=np.int64).reshape(-1, batch.digits.shape[1] if batch.digits.ndim == 2 else len(pool.radices))
+    m = len(draws)
+    pred = None if batch.predicted is None else np.concatenate([batch.predicted, np.full(m, np.nan)])
+    acq = None if batch.acq is None else np.concatenate([batch.acq, np.full(m, np.nan)])
+    digits = np.concatenate([batch.digits.reshape(-1, draws.shape[1]), draws]) if m else batch.digits
+    return _Batch(digits, acq, list(batch.chose) + ["random"] * m, pred, batch.fit_s)
+
 
 def _stepwise_lead(model: Any, pool: Any, cand: np.ndarray, n_lead: int, feasible: Any, best: float,
                    sign: float) -> tuple[np.ndarray, np.ndarray]:

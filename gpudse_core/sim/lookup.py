@@ -122,10 +122,14 @@ class LookupTable:
     response: str
     source: str = "table"
     answers: dict = field(default_factory=dict)
+    measures: dict = field(default_factory=dict)  # design key -> {column: value} of the *extra* measured columns
 
     @classmethod
     def from_frame(cls, frame: pd.DataFrame, response: str | None = None, params: Sequence[str] | None = None,
-                   status_column: str | None = None, source: str = "table", space: Any = None) -> "LookupTable":
+                   status_column: str | None = None, source: str = "table", space: Any = None,
+                   extra: Sequence[str] = ()) -> "LookupTable":
+        """*extra*: further measured columns each answer carries beside the response (a second
+        objective, e.g. ``wattage`` for a Pareto front); they are not parameters."""
         limits.check("lookup_rows", len(frame), f"{source}: {len(frame):,} rows", "use a smaller table")
         if not len(frame):
             raise TableLookupError(f"{source}: the table has no rows")
@@ -139,9 +143,17 @@ class LookupTable:
                 raise TableLookupError(f"{source}: say which column is the measured response with --response COL")
             response = cands[0]
         _check_columns(frame, [response], source, "response")
-        params = list(params) if params else default_params(frame, response, status_column)
+        extra = [c for c in extra if c]
+        _check_columns(frame, extra, source, "measured")
+        if response in extra:
+            raise TableLookupError(f"{source}: {response!r} is the response; a second objective must be another column")
+        params = list(params) if params else [c for c in default_params(frame, response, status_column)
+                                                if c not in extra]
         if response in params or (status_column and status_column in params):
             raise TableLookupError(f"{source}: --params must not include the response or status column")
+        if any(c in params for c in extra):
+            raise TableLookupError(f"{source}: --params must not include the measured column "
+                                   f"{next(c for c in extra if c in params)!r}")
         space = space if space is not None else infer_space(frame, params, source)
         digits = _digit_keys(space, frame, source)
         y = pd.to_numeric(frame[response], errors="coerce").to_numpy(float)
@@ -170,6 +182,11 @@ class LookupTable:
                                        "lookup "
                                    f"table needs one row per design (average the repeats first)")
             t.answers[k] = (None if np.isnan(values[i]) else float(values[i]), errors[i], i)
+        for c in extra:
+            col = pd.to_numeric(frame[c], errors="coerce").to_numpy(float)
+            for i, k in enumerate(map(tuple, digits.tolist())):
+                if math.isfinite(col[i]):
+                    t.measures.setdefault(k, {})[c] = float(col[i])
         return t
 
     def answer(self, digits: np.ndarray) -> list[tuple[float | None, str]]:
@@ -187,7 +204,7 @@ class LookupTable:
                      for p in self.space.parameters]
         kinds = [p.kind for p in self.space.parameters]
         return LookupBackend([p.name for p in self.space.parameters], kinds, positions, keys, self.response,
-                             self.source)
+                             self.source, measures=dict(self.measures))
 
 
 def _number(v: Any) -> int | float:
@@ -209,6 +226,7 @@ class LookupBackend:
     source: str = "table"
     batch_size: int = 64
     name: str = "lookup"
+    measures: dict = field(default_factory=dict)  # key -> {column: value}: the table's other measured columns
 
     def spec(self) -> dict:
         return {"backend": "lookup", "table": self.source, "response": self.response}
@@ -236,6 +254,6 @@ class LookupBackend:
             value, error = self.answers.get(k, (None, "not in the measured table")) if k else \
                 (None, "not in the measured table")
             ok = value is not None
-            out.append(Outcome(idx, ok, {self.response: value} if ok else {}, error, "",
+            out.append(Outcome(idx, ok, {**self.measures.get(k, {}), self.response: value} if ok else {}, error, "",
                                [Attempt(attempt, "done" if ok else "failed", who, "", now, time.time(), error)]))
         return out

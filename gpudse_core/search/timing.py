@@ -49,3 +49,16 @@ def describe(r: RoundTime) -> str:
 
     return (f"propose {fmt_duration(r.propose_s)} (fit {fmt_duration(r.fit_s)}), "
             f"simulate {fmt_duration(r.simulate_s)}")
+
+
+SECONDS = ("propose", "fit", "simulate", "in all")  # round_table's columns in seconds
+
+
+def round_table(rounds: Sequence[RoundTime]) -> Any:
+    """The rounds' times as a table for reading (the Search page): round, simulations, and the
+    propose, fit, simulate and in-all seconds (SECONDS)."""
+    import pandas as pd
+
+    return pd.DataFrame([{"round": r.round, "simulations": r.simulations, "propose": r.propose_s, "fit": r.fit_s,
+                          "simulate": r.simulate_s, "in all": r.total_s} for r in rounds],
+                        columns=["round", "simulations", *SECONDS])

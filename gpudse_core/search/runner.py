@@ -9,6 +9,9 @@ simulator or of a lookup table that is one task (up to their ``batch_size`` desi
 process: they answer in milliseconds, and a pool added only its messages and a process (the CLI's
 overhead over an in-process search, docs/search.md "What a search costs"). The store's file is kept
 open between rounds, so a round's campaign does not write back and delete the file's log on closing.
+A round whose simulator and designs match a campaign an earlier run left under the same prefix (the
+same command again with the same ``-o``'s ``history.db``, or the round an interrupted run left) resumes
+that campaign: what it simulated is read back, not simulated again.
 
 :class:`StudyStore` keeps the study in a workspace as the analysis ``search`` (plain JSON: its settings
 and every trial), rewritten after each round, so a reload finds the search, the dashboard sees it grow,

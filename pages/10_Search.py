@@ -14,6 +14,7 @@ from dashboard import jobs as ui_jobs
 from dashboard.work import POLL_S
 from gpudse_core.choices import MGPUSIM_BENCHMARKS, MGPUSIM_PARAMETERS
 from gpudse_core.report import figures
+from gpudse_core.search import timing
 from gpudse_core.search.runner import describe_differences, same_study, search_settings, start_search
 from gpudse_core.search.result import SearchStudy
 from gpudse_core.search.study import default_initial
@@ -207,6 +208,13 @@ def show(study: SearchStudy, partial: bool, live: bool) -> None:
         st.caption("Nothing yet: the initial sample is still being simulated.")
     st.subheader("Every simulation")
     ui.data_table(table, units=ui.units(space))
+    if study.times:  # (a study stored before rounds were timed has none)
+        total = sum(r.total_s for r in study.times)
+        st.subheader("Time per round")
+        st.caption(f"{ui.fmt_count(len(study.times), 'rounds')} in {ui.fmt_duration(total)}: proposing (fitting the "
+                   "models, then scoring the candidates), simulating, and the round in all (with storing the study); "
+                   "wall-clock seconds, which on a shared machine include waiting for a core.")
+        ui.table(timing.round_table(study.times), units={c: "s" for c in timing.SECONDS})
 
 
 @st.fragment(run_every=POLL_S * 4)

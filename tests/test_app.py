@@ -456,6 +456,9 @@ def test_search_page_runs_a_search_as_a_job_and_shows_the_study(app):
     best = min(t.value for t in study.value.trials)
     assert m["Best cycles"] == fmt_num(best, "cycles")
     assert any(len(df.value) == 20 for df in app.dataframe)
+    # each round's time, as stored with the study: one row per round (10 initial, then 4 + 4 + 2)
+    times = [df.value for df in app.dataframe if "simulate (s)" in df.value.columns]
+    assert len(times) == 1 and list(times[0]["simulations"]) == ["10", "4", "4", "2"]
 
 
 @pytest.mark.slow

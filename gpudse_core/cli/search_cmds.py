@@ -164,7 +164,7 @@ def _run(args, space, digits, backend, response, cost, settings, batch, objectiv
     study = StudyStore(args.workspace, settings) if args.workspace else None
     tmp = None
     try:
-        trials = study.previous() if study else []
+        trials, times = study.previous() if study else ([], [])
         if trials:
             from ..search.stored import check_designs
 
@@ -180,10 +180,6 @@ def _run(args, space, digits, backend, response, cost, settings, batch, objectiv
         else:
             tmp = tempfile.TemporaryDirectory(prefix="gpudse-search-")
             store_path, prefix = Path(tmp.name) / "search.db", "search"
-        if not study and Path(store_path).exists():  # an earlier search's rounds stay as they were
-            import uuid
-
-            prefix = f"search-{uuid.uuid4().hex[:8]}"
         line = _Line(args.budget, args.goal, response)
         if getattr(backend, "name", "") == "mgpusim" and not backend.workdir:  # run directories beside the store
             backend.workdir = str(Path(store_path).resolve()) + ".runs"
@@ -193,13 +189,18 @@ def _run(args, space, digits, backend, response, cost, settings, batch, objectiv
             if study:
                 study.save(res)
 
+        # a rerun with the same -o finds its rounds in history.db: their simulations are read back, not run
         with CampaignEvaluator(backend, store_path, prefix, response, workers=args.workers,
                                scheduler=args.scheduler, cost_column=args.cost_column) as evaluate:
             res = run_search(pool, evaluate, goal=args.goal, budget=args.budget, initial=args.initial, batch=batch,
                              seed=args.seed or 0, acquisition=args.acquisition, cost=cost, target=args.target,
-                             patience=args.patience, response=response, trials=trials, on_round=on_round,
+                             patience=args.patience, response=response, trials=trials, rounds=times,
+                             on_round=on_round,
                              should_stop=study.should_stop if study else None, objective=objective,
                              surrogate=args.surrogate, cost_column=args.cost_column)
+        if evaluate.reused:
+            print(f"read back {evaluate.reused:,} simulations an earlier run left in {store_path} (not simulated "
+                  f"again; delete it to simulate everything anew)", file=sys.stderr)
         if study:
             study.save(res, partial=res.stopped == "stopped")
             study.end("stopped" if res.stopped == "stopped" else "finished")
@@ -218,13 +219,26 @@ class _Line:
         self.budget, self.goal, self.response = budget, goal, response
 
     def __call__(self, res) -> None:
+        from ..search.timing import describe
+
         best = res.best()
         what = self.response if best is None or best.measured is None else "objective"
         unit = None if what == "objective" else response_unit(self.response)
         shown = (f", best {what} {fmt_number(best.value, unit, sig=6)}" if best is not None
                  and self.goal in ("min", "max") else "")
+        took = f"; {describe(res.rounds[-1])}" if res.rounds else ""
         print(f"round {res.trials[-1].round}: {len(res.trials):,}/{self.budget:,} simulated, {res.failed:,} failed"
-              f"{shown}", file=sys.stderr)
+              f"{shown}{took}", file=sys.stderr)
+
+
+def _time_line(res) -> str:
+    """The search's time on stderr: its rounds, and the propose, simulate and total seconds over them."""
+    from ..fmt import fmt_count, fmt_duration
+
+    doc = res.to_json(())["time"]
+    return (f"time: {fmt_count(len(res.rounds), 'rounds')}, propose {fmt_duration(doc['propose_s'])} (fit "
+            f"{fmt_duration(doc['fit_s'])}), simulate {fmt_duration(doc['simulate_s'])}, in all "
+            f"{fmt_duration(doc['total_s'])}")
 
 
 def _report(args, res, space, response, out) -> None:
@@ -247,6 +261,8 @@ def _report(args, res, space, response, out) -> None:
 
         write_table(pd.DataFrame(rows), out)
         print(f"wrote the history of {len(rows):,} simulations to {out}", file=sys.stderr)
+    if res.rounds:
+        print(_time_line(res), file=sys.stderr)
     if args.json:
         print(json.dumps(res.to_json(params), indent=1, default=str))
         return
@@ -328,8 +344,10 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     se.add_argument("--workspace", metavar="ID", help="store the study in this workspace after every round "
                     "(a reload finds it, Stop ends it, the same command resumes it)")
     se.add_argument("-o", "--output", metavar="history.csv", help="every simulation: round, model version, "
-                    "acquisition, design, value or failure")
-    se.add_argument("--json", action="store_true", help='print {"goal", "evaluated", "failed", "best", "history"}')
+                    "acquisition, design, value or failure; the rounds' campaigns are kept in history.db beside it, "
+                    "which the same command again reads back instead of simulating")
+    se.add_argument("--json", action="store_true", help='print {"goal", "evaluated", "failed", "best", "stopped", '
+                    '"history", "time"} (time: each round\'s propose, fit, simulate and total seconds, and their sums)')
     se.set_defaults(func=cmd_search)
 
 

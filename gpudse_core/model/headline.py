@@ -65,13 +65,15 @@ def loo_errors(model: Any, data: Any) -> np.ndarray:
     a row the fit reproduces whatever its value (leverage 1) gets +inf."""
     from .fitted import column_basis, inverse_transform
     from .inference import _response, design_matrix
+    from .threads import limited
 
     z = _response(model, data)
     keep = np.isfinite(z)  # rows without a usable response were not fitted either
     if not keep.all():
         data, z = data[keep], z[keep]
     A = design_matrix(model, data)
-    q = column_basis(A)
+    with limited():  # the fit's BLAS threads (model/threads.py): unlimited, this one SVD span 0.1–0.2 s of CPU
+        q = column_basis(A)
     h = np.einsum("ij,ij->i", q, q)
     resid = z - q @ (q.T @ z)
     with np.errstate(divide="ignore", invalid="ignore"):

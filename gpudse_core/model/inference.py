@@ -23,9 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-import statsmodels.api as sm
 from scipy import stats
-from scipy.cluster.hierarchy import linkage
 
 from ..errors import GpudseError
 from .fitted import design_matrix, working_response  # design_matrix re-exported: its users import it from here
@@ -47,6 +45,8 @@ def _response(model: StepwiseModel, data: pd.DataFrame) -> np.ndarray:
 
 def ols_results(model: StepwiseModel, data: pd.DataFrame):
     """statsmodels OLS results of the model's design on its training *data* (transformed scale)."""
+    import statsmodels.api as sm  # here, not at the top: a fit's headline needs this module, not statsmodels (0.4 s)
+
     z = _response(model, data)
     X = pd.DataFrame(design_matrix(model, data), columns=model.column_labels or None)
     return sm.OLS(z, X).fit()
@@ -224,6 +224,8 @@ class VariableClusters:
 def variable_clusters(data: pd.DataFrame, params: list[str]) -> VariableClusters:
     if len(params) < 2:
         raise GpudseError("variable clustering needs at least two predictors")
+    from scipy.cluster.hierarchy import linkage  # here: only this function clusters
+
     ranks = np.column_stack([_rank(data[p]) for p in params])
     rho = np.corrcoef(ranks, rowvar=False)
     sim = rho ** 2

@@ -138,7 +138,15 @@ def _pair(kv: tuple[str, str], width: int) -> str:
 
 def summarize(model: Any, data: Any, validation: Any = None, noise_free: bool = False) -> Summary:
     """The :class:`Summary` of a fitted stepwise *model* on its training *data* (the out-of-sample
-    error from :func:`.headline.fit_headline`, with *validation* and *noise_free* as there)."""
+    error from :func:`.headline.fit_headline`, with *validation* and *noise_free* as there); its
+    linear algebra (statsmodels' pseudo-inverse, the F-tests) on the fit's BLAS threads (.threads)."""
+    from .threads import limited
+
+    with limited():
+        return _summarize(model, data, validation, noise_free)
+
+
+def _summarize(model: Any, data: Any, validation: Any, noise_free: bool) -> Summary:
     import numpy as np
     import pandas as pd
 

@@ -3,7 +3,8 @@
 A :class:`SearchStudy` is the workspace's ``search`` analysis (:mod:`gpudse_core.workspace.results`):
 the search's settings (goal, response, objective or cost, budget, the space's parameters …), why it
 stopped, every trial (:class:`~.study.Trial`: its round, the model version that chose it, the design and
-the value) and the model's estimated error after each round (the dashboard's). It is stored as the plain
+the value), each round's time (:class:`~.timing.RoundTime`: propose, simulate, in all) and the model's
+estimated error after each round (the dashboard's). It is stored as the plain
 record gpudse has always stored (:meth:`SearchStudy.to_stored`, so earlier workspaces open) and read back
 with every field checked by :func:`.stored.check_study` — the one validation of a stored study — so a
 damaged or forged study reads as :class:`~gpudse_core.workspace.results.Damaged`, naming the field.
@@ -15,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from .study import SearchResult, Trial
+from .timing import RoundTime
 
 RESUMABLE = ("budget", "batch")  # settings a resumed search may change (a larger budget goes on)
 
@@ -23,7 +25,8 @@ RESUMABLE = ("budget", "batch")  # settings a resumed search may change (a large
 class SearchStudy:
     """A stored search: *settings* (as :func:`.runner.search_settings` makes them), *stopped* (budget,
     target, no improvement, exhausted, stopped), *trials* in the order simulated, *model_error*
-    ``(simulated, error)`` pairs (the forest's out-of-bag error after each round, Breiman 2001)."""
+    ``(simulated, error)`` pairs (the forest's out-of-bag error after each round, Breiman 2001), *times*
+    each round's seconds (none for a study stored before rounds were timed)."""
 
     STAGE: ClassVar[str] = "search"
     WHAT: ClassVar[str] = "search"
@@ -32,12 +35,13 @@ class SearchStudy:
     trials: tuple[Trial, ...] = ()
     stopped: str = ""
     model_error: tuple[tuple[int, float], ...] = ()
+    times: tuple[RoundTime, ...] = ()
 
     @classmethod
     def of(cls, settings: dict, res: SearchResult, model_error: list | None = None) -> SearchStudy:
         """The study of a search's *settings* and its result so far (*model_error*: {simulated, error} dicts)."""
         errors = tuple((int(e["simulated"]), float(e["error"])) for e in model_error or ())
-        return cls(dict(settings), tuple(res.trials), res.stopped, errors)
+        return cls(dict(settings), tuple(res.trials), res.stopped, errors, tuple(res.rounds))
 
     # ---- what the readers use --------------------------------------------------------------------
     @property
@@ -71,7 +75,7 @@ class SearchStudy:
 
     def result(self) -> SearchResult:
         """The trials as a :class:`~.study.SearchResult` (best, front, best so far)."""
-        return SearchResult(self.goal, self.response, list(self.trials), self.stopped)
+        return SearchResult(self.goal, self.response, list(self.trials), self.stopped, rounds=list(self.times))
 
     def best(self) -> Trial | None:
         """The best trial of a min or max search (None for accuracy, pareto, or nothing simulated yet)."""
@@ -101,6 +105,8 @@ class SearchStudy:
                                "trials": [t.to_dict() for t in self.trials]}
         if self.model_error:
             doc["model_error"] = [{"simulated": n, "error": e} for n, e in self.model_error]
+        if self.times:
+            doc["rounds"] = [r.to_dict() for r in self.times]
         return doc
 
     @classmethod
@@ -115,4 +121,5 @@ class SearchStudy:
         settings = dict(doc["settings"])
         order = settings.get("params") or ()
         return cls(settings, tuple(Trial.from_dict(t, order) for t in doc["trials"]), str(doc.get("stopped", "")),
-                   tuple((int(e["simulated"]), float(e["error"])) for e in doc.get("model_error", [])))
+                   tuple((int(e["simulated"]), float(e["error"])) for e in doc.get("model_error", [])),
+                   tuple(RoundTime.from_dict(r) for r in doc.get("rounds", [])))

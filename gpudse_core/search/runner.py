@@ -4,7 +4,14 @@ The loop of :mod:`.study` asks for a batch of designs; :class:`CampaignEvaluator
 campaign (:func:`gpudse_core.sim.campaign.run_campaign`) in a :class:`~gpudse_core.sim.store.CampaignStore`
 — the same machinery as ``gpudse simulate``, so the built-in simulator, an external command, a lookup
 table, a local process pool and a Dask cluster all work, and every attempt is recorded. The executor
-(process pool or Dask client) lives for the whole search, not one round.
+(process pool or Dask client) lives for the whole search, not one round. A round of the built-in
+simulator or of a lookup table that is one task (up to their ``batch_size`` designs) runs in this
+process: they answer in milliseconds, and a pool added only its messages and a process (the CLI's
+overhead over an in-process search, docs/search.md "What a search costs"). The store's file is kept
+open between rounds, so a round's campaign does not write back and delete the file's log on closing.
+A round whose simulator and designs match a campaign an earlier run left under the same prefix (the
+same command again with the same ``-o``'s ``history.db``, or the round an interrupted run left) resumes
+that campaign: what it simulated is read back, not simulated again.
 
 :class:`StudyStore` keeps the study in a workspace as the analysis ``search`` (plain JSON: its settings
 and every trial), rewritten after each round, so a reload finds the search, the dashboard sees it grow,
@@ -15,9 +22,9 @@ already simulated are read back and never simulated again.
 from __future__ import annotations
 
 import contextlib
-
 import math
 import os
+from concurrent.futures import Executor, Future
 from typing import Any
 
 import numpy as np
@@ -27,6 +34,19 @@ from .result import RESUMABLE
 from .study import SearchResult, Trial
 
 STAGE = "search"
+IN_PROCESS = ("analytical", "lookup")  # backends computed in Python in milliseconds: a one-task round runs inline
+
+
+class Inline(Executor):
+    """An executor that runs each task at once, in this process (its future is done when returned)."""
+
+    def submit(self, fn: Any, /, *args: Any, **kwargs: Any) -> Future:
+        f: Future = Future()
+        try:
+            f.set_result(fn(*args, **kwargs))
+        except Exception as e:  # noqa: BLE001 - the task's failure is its future's, as in a pool
+            f.set_exception(e)
+        return f
 
 
 class CampaignEvaluator:
@@ -48,6 +68,8 @@ class CampaignEvaluator:
         self.rounds = 0
         self.size = 0  # processes of the executor started on this machine (0: none yet)
         self.client = self.cluster = self.executor = None
+        self.keeper: Any = None  # a connection to the store's file, open while the search runs
+        self.reused = 0  # simulations read back from earlier runs' campaigns instead of run
 
     def __enter__(self) -> "CampaignEvaluator":
         from ..sim.campaign import _dask
@@ -56,21 +78,62 @@ class CampaignEvaluator:
             self.client, self.cluster, self.executor = _dask(self.scheduler, self.workers)
         return self
 
-    def _ready(self, points: int) -> None:
-        """An executor on this machine with as many processes as *points* can use (started, or grown)."""
+    def _ready(self, points: int) -> tuple[Any, int]:
+        """The executor for a round of *points* and its workers: inline for a one-task round of an
+        IN_PROCESS backend; else one on this machine with as many processes as *points* can use
+        (started, or grown), or the remote cluster's."""
         from ..sim.campaign import _dask, local_pool, pool_size, process_bytes
 
         if self.scheduler and self.scheduler != "local":
-            return
+            return self.executor, self.workers
         want = pool_size(self.workers, points, getattr(self.backend, "batch_size", 1), process_bytes(self.backend))
+        if want == 1 and not self.scheduler and getattr(self.backend, "name", "") in IN_PROCESS:
+            return Inline(), 1
         if want <= self.size:
-            return
+            return self.executor, self.size
         self._close(clean=True)
         if self.scheduler:
             self.client, self.cluster, self.executor = _dask(self.scheduler, want)
         else:
             self.executor = local_pool(want)
         self.size = want
+        return self.executor, self.size
+
+    def _campaign(self, spec: dict) -> str:
+        """The campaign of the next round: an earlier one of this store under the search's prefix with
+        the same simulator and designs when there is one — a rerun of the same search, or the round an
+        interrupted run left, whose simulations are then read back, not run again (a deterministic
+        search proposes the same designs from the same results) —, else a new one."""
+        import json
+        import sqlite3
+        import uuid
+
+        name = f"{self.prefix}-{self.rounds:05d}"
+        self.rounds += 1
+        if not os.path.exists(self.store_path):
+            return name
+        self._keep_open()
+        try:
+            rows = self.keeper.execute("SELECT name, spec FROM campaign WHERE substr(name, 1, ?) = ?",
+                                       (len(self.prefix), self.prefix)).fetchall()
+        except sqlite3.Error:  # a workspace whose file holds no campaign yet
+            rows = []
+        want = json.dumps(spec, sort_keys=True, default=str)
+        for found, stored in rows:
+            try:
+                if json.dumps(json.loads(stored), sort_keys=True, default=str) == want:
+                    return found
+            except (TypeError, ValueError):
+                continue
+        return name if name not in {n for n, _ in rows} else f"{name}-{uuid.uuid4().hex[:8]}"
+
+    def _keep_open(self) -> None:
+        """Hold a read-only connection to the store's file for the search (SQLite then leaves its
+        write-ahead log in place when a round's store closes, instead of writing it back each round)."""
+        from ..sim.store import connect
+
+        if self.keeper is None:
+            self.keeper = connect(self.store_path, readonly=True)
 
     def _close(self, clean: bool) -> None:
         from ..sim.campaign import kill_pool
@@ -87,7 +150,12 @@ class CampaignEvaluator:
         self.client = self.cluster = self.executor = None
 
     def __exit__(self, *exc: Any) -> None:
-        self._close(clean=exc[0] is None)
+        try:
+            self._close(clean=exc[0] is None)
+        finally:
+            if self.keeper is not None:
+                self.keeper.close()
+                self.keeper = None
 
     def __call__(self, digits: np.ndarray, designs: list) -> list:
         import pandas as pd
@@ -96,18 +164,16 @@ class CampaignEvaluator:
         from ..sim.store import CampaignStore
 
         points = pd.DataFrame(designs)
-        name = f"{self.prefix}-{self.rounds:05d}"
-        self.rounds += 1
-        with CampaignStore(self.store_path, name=name, max_attempts=1) as store:
-            if store.spec() is not None:  # a round left by an earlier, interrupted run of the search
-                name = f"{name}-{os.getpid()}-{id(points):x}"
-                store.close()
-                store = CampaignStore(self.store_path, name=name, max_attempts=1)
-            with store:
-                store.open({**self.backend.spec(), **points_spec(points)}, points)
-                self._ready(len(points))
-                run_campaign(store, self.backend, workers=self.size or self.workers, executor=self.executor)
-                table = store.table(include_failed=True)
+        spec = {**self.backend.spec(), **points_spec(points)}
+        with CampaignStore(self.store_path, name=self._campaign(spec), max_attempts=1) as store:
+            store.open(spec, points)
+            self._keep_open()
+            before = store.progress()
+            self.reused += before.done + before.failed
+            if before.remaining:
+                executor, workers = self._ready(before.remaining)
+                run_campaign(store, self.backend, workers=workers, executor=executor)
+            table = store.table(include_failed=True)
         out = []
         for _, row in table.iterrows():
             if row.get("status") != "done":
@@ -158,17 +224,18 @@ class StudyStore:
     def store_path(self) -> Any:
         return self.ws.path
 
-    def previous(self) -> list[Trial]:
+    def previous(self) -> tuple[list[Trial], list]:
+        """The stored study's trials to resume from, and its rounds' times (:class:`~.timing.RoundTime`)."""
         study = stored_study(self.ws)
         if study is None or not study.trials:
-            return []
+            return [], []
         if study_differences(study.settings, self.settings):
             raise GpudseError(f"workspace {self.ws.id[:6]}… holds a search with other settings "
                               f"({describe_differences(study.settings, self.settings)}); resume it with the stored "
                               f"settings (e.g. --surrogate forest for a search stored before auto was the default), "
                               f"or use another workspace")
         order = self.settings.get("params") or ()
-        return [Trial.from_dict(t.to_dict(), order) for t in study.trials]
+        return [Trial.from_dict(t.to_dict(), order) for t in study.trials], list(study.times)
 
     def save(self, res: SearchResult, partial: bool = True) -> None:
         doc = study_doc(self.settings, res)
@@ -352,8 +419,10 @@ def start_search(ws: Any, kernel: str, goal: str = "min", budget: int = 100, bat
                                cost=cost, objective=objective, response=response, batch=batch,
                                stored=old.settings if old is not None else None)
     trials: list = []
+    times: list = []
     if resume and old is not None and old.trials and same_study(old.settings, settings):
         trials = [Trial.from_dict(t.to_dict(), space.parameter_names) for t in old.trials]
+        times = list(old.times)
         check_designs(trials, space)  # a design the space does not have: damaged, before the job starts
     errors = [{"simulated": n, "error": e} for n, e in old.model_error] if trials else []
     open_ws = opener(ws)
@@ -390,8 +459,8 @@ def start_search(ws: Any, kernel: str, goal: str = "min", budget: int = 100, bat
         with rounds as simulate:
             res = run_search(pool, simulate, goal=goal, budget=budget, initial=initial,
                              batch=batch, seed=seed, initial_method=initial_method, cost=cost_fn, response=response,
-                             trials=trials, on_round=on_round, should_stop=ctx.stopped, objective=objective_fn,
-                             surrogate=settings["surrogate"])
+                             trials=trials, rounds=times, on_round=on_round, should_stop=ctx.stopped,
+                             objective=objective_fn, surrogate=settings["surrogate"])
         doc = study_doc(settings, res, errors)
         if res.stopped == "stopped":
             raise Stopped("stopped", doc)

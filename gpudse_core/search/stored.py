@@ -1,7 +1,7 @@
 """A stored search study read back: every field checked before a page, a resume or a report uses it.
 
 A workspace keeps a search as the analysis ``search`` (:func:`.runner.study_doc`: its settings, why it
-stopped, every trial, the model's estimated error after each round). What is read back may be damaged
+stopped, every trial, each round's time, the model's estimated error after each round). What is read back may be damaged
 (a torn write) or well-formed but wrong (a hand-edited or forged workspace file shared by link): a
 trial without a round, a value that is text, a design of a parameter the study never had. Such a study
 must be shown as damaged — with the way to drop it, like every other stage whose record cannot be read
@@ -21,8 +21,10 @@ from typing import Any
 
 from .. import limits
 from .study import ACQUISITIONS, GOALS, INITIAL_METHODS, SEED_MAX, SURROGATES, SearchError, Trial
+from .timing import RoundTime
 
 STATUSES = ("ok", "failed")
+_ROUND_FIELDS = {f.name for f in fields(RoundTime)}
 _TRIAL_FIELDS = {f.name for f in fields(Trial)}
 _REQUIRED = ("number", "round", "model_version", "design", "acquisition", "value", "status")
 
@@ -129,11 +131,30 @@ def check_study(doc: Any) -> Any:
     params = doc["settings"].get("params") or []
     for i, t in enumerate(trials):
         check_trial(t, i, params)
+    check_rounds(doc.get("rounds", []), cap)
     errors = doc.get("model_error", [])
     if not isinstance(errors, list) or not all(isinstance(e, dict) and _whole(e.get("simulated"))
                                                and _number(e.get("error"), optional=False) for e in errors):
         raise _fail("its model error", "is not a list of {simulated, error} numbers")
     return doc
+
+
+def check_rounds(rounds: Any, cap: int) -> None:
+    """Each round's time as :class:`~.timing.RoundTime` stores it: whole round and simulations, seconds ≥ 0;
+    no more records than a search may have rounds (*cap*, one simulation a round)."""
+    if not isinstance(rounds, list):
+        raise _fail("its rounds' times", "are not a list")
+    if len(rounds) > cap:
+        raise _fail("it", f"holds {len(rounds):,} round records, more than a search may have ({cap:,}: search_budget)")
+    for i, r in enumerate(rounds):
+        where = f"round record {i + 1}"
+        if not isinstance(r, dict) or set(r) != _ROUND_FIELDS:
+            raise _fail(where, f"is not a mapping of {', '.join(sorted(_ROUND_FIELDS))}")
+        if not (_whole(r["round"]) and _whole(r["simulations"], 1)):
+            raise _fail(where, "has a round or a count of simulations that is not a whole number")
+        for key in ("propose_s", "fit_s", "simulate_s", "total_s"):
+            if not _number(r[key], optional=False) or r[key] < 0:
+                raise _fail(f"{where}'s {key}", f"{str(r[key])[:40]!r} is not a number of seconds ≥ 0")
 
 
 def check_designs(trials: list[Trial], space: Any) -> None:

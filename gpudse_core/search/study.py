@@ -34,6 +34,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from ..errors import GpudseError
+from .timing import RoundTime
 
 GOALS = ("min", "max", "accuracy", "pareto")
 ACQUISITIONS = ("ei", "lcb")
@@ -95,9 +96,18 @@ class SearchResult:
     response: str
     trials: list[Trial]
     stopped: str  # why the loop ended: budget, target, no improvement, exhausted, stopped
-    propose_seconds: list[float] = field(default_factory=list)
-    fit_seconds: list[float] = field(default_factory=list)  # per proposal batch: the models' fits (forest, stepwise)
     choices: list[tuple] = field(default_factory=list)  # (designs, forest's and stepwise's held-out error, p)
+    rounds: list[RoundTime] = field(default_factory=list)  # each round's time (.timing), resumed ones first
+
+    @property
+    def propose_seconds(self) -> list[float]:
+        """Each round's proposal (its models' fits included)."""
+        return [r.propose_s for r in self.rounds]
+
+    @property
+    def fit_seconds(self) -> list[float]:
+        """Each round's fits (the forest's, the feasibility classifier's, the stepwise model's)."""
+        return [r.fit_s for r in self.rounds]
 
     @property
     def ok(self) -> list[Trial]:
@@ -149,9 +159,12 @@ class SearchResult:
             e.update({"surrogate": t.surrogate or None, "acquisition": t.acquisition, "predicted": t.predicted})
             return e if t.cost is None else {**e, "cost": t.cost}
 
+        from .timing import timing_doc
+
         doc: dict[str, Any] = {"goal": self.goal, "evaluated": len(self.trials), "failed": self.failed,
                                "best": None if best is None else {**best.design, **point(best)},
-                               "stopped": self.stopped, "history": [entry(t) for t in self.trials]}
+                               "stopped": self.stopped, "history": [entry(t) for t in self.trials],
+                               "time": timing_doc(self.rounds)}
         if self.goal == "pareto":
             doc["front"] = [{**t.design, self.response: t.value, "cost": t.cost} for t in self.front()]
         return doc
@@ -270,13 +283,15 @@ class _Batch:
     fit_s: float = 0.0
 
 
-def run_search(pool: Any, evaluate: Evaluate, *, trials: Sequence[Trial] = (),
+def run_search(pool: Any, evaluate: Evaluate, *, trials: Sequence[Trial] = (), rounds: Sequence[RoundTime] = (),
                on_round: Callable[[SearchResult], Any] | None = None,
                should_stop: Callable[[], bool] | None = None, **settings: Any) -> SearchResult:
-    """Run (or resume, from *trials*) a search over *pool* with *evaluate* as the simulator; *settings*
-    are the fields of :class:`SearchSettings` (goal, budget, initial, batch, seed, acquisition,
-    initial_method, cost, target, patience, response, n_trees, objective, surrogate). Each round:
-    check whether to stop, propose a batch, simulate it, record it (:class:`_Loop`'s steps).
+    """Run (or resume, from *trials* and their *rounds*' times) a search over *pool* with *evaluate* as
+    the simulator; *settings* are the fields of :class:`SearchSettings` (goal, budget, initial, batch,
+    seed, acquisition, initial_method, cost, target, patience, response, n_trees, objective, surrogate).
+    Each round: check whether to stop, propose a batch, simulate it, record it (:class:`_Loop`'s steps),
+    with the seconds of each step in ``res.rounds`` (:class:`~.timing.RoundTime`; its total, which
+    includes *on_round*, is known once *on_round* returns).
 
     *objective* (``min``/``max``): the value optimised is ``objective(digits, response)`` — e.g. cycles ×
     a die-area expression of the parameters — rather than the response itself; the forest models the
@@ -294,6 +309,7 @@ def run_search(pool: Any, evaluate: Evaluate, *, trials: Sequence[Trial] = (),
     except TypeError as e:
         raise SearchError(f"a search setting that does not exist: {e}") from None
     loop = _Loop(pool, evaluate, s, s.check(), trials)
+    loop.res.rounds = list(rounds)
     while True:
         why = loop.stop_reason(should_stop)
         if why is not None:
@@ -305,14 +321,18 @@ def run_search(pool: Any, evaluate: Evaluate, *, trials: Sequence[Trial] = (),
             loop.res.stopped = "exhausted"
             break
         seconds = time.perf_counter() - t0
-        loop.res.propose_seconds.append(seconds)
-        loop.res.fit_seconds.append(batch.fit_s)
         if not len(batch.digits):
             loop.res.stopped = "exhausted"
             break
-        loop.record(batch, loop.simulate(batch.digits), seconds)
+        t1 = time.perf_counter()
+        outcomes = loop.simulate(batch.digits)
+        simulated = time.perf_counter() - t1
+        took = RoundTime(loop.rnd, len(batch.digits), seconds, batch.fit_s, simulated, seconds + simulated)
+        loop.record(batch, outcomes, seconds)
+        loop.res.rounds.append(took)
         if on_round is not None:
             on_round(loop.res)
+        took.total_s = time.perf_counter() - t0
     return loop.res
 
 

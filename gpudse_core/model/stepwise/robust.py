@@ -242,6 +242,7 @@ def _kept(kept: tuple, first: StepwiseModel, z: np.ndarray, rounds: int,
         rows = ", ".join(str(int(i) + 1) for i in corners[:8]) + (", …" if corners.size > 8 else "")
         note = (f"robust fit: {reruns}; the best rerun calls row(s) {rows} outlying, but least squares predicts "
                 f"them when they are left out (real corners of the space, not noise), so its model is kept")
+        trace = [dict(r) for r in model.trace]
     elif name == LEAST_SQUARES:
         note = (f"robust fit: {reruns}; no rerun predicts its left-out rows more than "
                 f"{ROBUST_TIE:.0%} better than least squares, whose model is kept")

@@ -89,6 +89,7 @@ class SearchResult:
     propose_seconds: list[float] = field(default_factory=list)
     fit_seconds: list[float] = field(default_factory=list)  # per proposal batch: the models' fits (forest, stepwise)
     choices: list[tuple] = field(default_factory=list)  # (designs, forest's and stepwise's held-out error, p)
+    not_counted: list[dict] = field(default_factory=list)  # designs whose simulation a Stop ended (NOT_RUN)
 
     @property
     def ok(self) -> list[Trial]:
@@ -205,7 +206,9 @@ def sub_seed(seed: int) -> int:
     return int(seed) % (SEED_MAX + 1)
 
 
-Evaluate = Callable[[np.ndarray, list], list]  # (digits, designs) -> [(value or None, error text)]
+# (digits, designs) -> [(value or None, error text), or NOT_RUN for a design whose simulation was stopped]
+Evaluate = Callable[[np.ndarray, list], list]
+NOT_RUN = None  # an outcome for a design not simulated (Stop): not a trial, not counted, simulated on a resume
 
 
 @dataclass(frozen=True)
@@ -252,6 +255,14 @@ class _Batch:
     predicted: np.ndarray | None = None
     fit_s: float = 0.0
 
+    def subset(self, keep: list[int]) -> "_Batch":
+        """The proposals at positions *keep* (those a stopped round finished simulating)."""
+        def part(a: Any) -> Any:
+            return None if a is None else np.asarray(a)[keep]
+
+        return _Batch(self.digits[keep], part(self.acq), [self.chose[i] if i < len(self.chose) else "" for i in keep],
+                      part(self.predicted), self.fit_s)
+
 
 def run_search(pool: Any, evaluate: Evaluate, *, trials: Sequence[Trial] = (),
                on_round: Callable[[SearchResult], Any] | None = None,
@@ -276,6 +287,8 @@ def run_search(pool: Any, evaluate: Evaluate, *, trials: Sequence[Trial] = (),
         s = SearchSettings(**settings)
     except TypeError as e:
         raise SearchError(f"a search setting that does not exist: {e}") from None
+    from ..model.cancel import Interrupted
+
     loop = _Loop(pool, evaluate, s, s.check(), trials)
     while True:
         why = loop.stop_reason(should_stop)
@@ -283,7 +296,14 @@ def run_search(pool: Any, evaluate: Evaluate, *, trials: Sequence[Trial] = (),
             loop.res.stopped = why
             break
         t0 = time.perf_counter()
-        batch = loop.propose()
+        try:  # a Stop during the models' fits (checked between their parts) ends the search here
+            batch = loop.propose()
+        except Interrupted:
+            loop.res.stopped = "stopped"
+            break
+        if should_stop is not None and should_stop():  # asked while proposing: nothing more is simulated
+            loop.res.stopped = "stopped"
+            break
         if batch is None:  # no candidate left
             loop.res.stopped = "exhausted"
             break
@@ -293,7 +313,17 @@ def run_search(pool: Any, evaluate: Evaluate, *, trials: Sequence[Trial] = (),
         if not len(batch.digits):
             loop.res.stopped = "exhausted"
             break
-        loop.record(batch, loop.simulate(batch.digits), seconds)
+        outcomes = loop.simulate(batch.digits)
+        if any(o is NOT_RUN for o in outcomes):  # a Stop ended simulations in flight: only finished ones count
+            loop.res.not_counted += [loop.space._row(d) for d, o in zip(batch.digits, outcomes) if o is NOT_RUN]
+            ran = [i for i, o in enumerate(outcomes) if o is not NOT_RUN]
+            if ran:
+                loop.record(batch.subset(ran), [outcomes[i] for i in ran], seconds)
+            loop.res.stopped = "stopped"
+            if on_round is not None and ran:
+                on_round(loop.res)
+            break
+        loop.record(batch, outcomes, seconds)
         if on_round is not None:
             on_round(loop.res)
     return loop.res
@@ -509,6 +539,7 @@ def _stepwise_lead(model: Any, pool: Any, cand: np.ndarray, n_lead: int, feasibl
 def _choose(forest: Any, X: np.ndarray, y: np.ndarray, digits: np.ndarray, ok: list, space: Any,
             objective: Callable | None, seed: int, res: SearchResult) -> dict:
     """Refit the stepwise model and compare its held-out error with the forest's (:mod:`.choice`)."""
+    from ..model.cancel import Interrupted
     from .choice import SIGNIFICANCE, StepwiseSurrogate, compare
 
     response = np.array([t.value if t.measured is None else t.measured for t in ok], dtype=float)
@@ -519,6 +550,8 @@ def _choose(forest: Any, X: np.ndarray, y: np.ndarray, digits: np.ndarray, ok: l
             res.choices.append((len(ok), e_forest, e_step, p))
             return {"winner": "forest", "model": None}
         sw.fit(digits, response)
+    except Interrupted:  # a Stop during the fits: the search ends (run_search)
+        raise
     except Exception:  # noqa: BLE001 - a stepwise fit that fails leaves the forest in charge
         return {"winner": "forest", "model": None}
     res.choices.append((len(ok), e_forest, e_step, p))

@@ -227,3 +227,17 @@ def test_relative_errors_below_the_floor_read_as_nil():
     assert fmt.fmt_percent(4.5e-15) != "< 0.0001 %"  # a share of a huge space may be that small
     table = fmt.format_table(pd.DataFrame({"min": [4.5e-15], "mean": [0.059]}), kinds={"min": "error", "mean": "error"})
     assert table.to_dict("records") == [{"min (%)": "< 0.0001 %", "mean (%)": "5.9 %"}]
+
+
+def test_missing_as_text_leaves_no_null_for_the_grid_and_keeps_complete_columns_numeric():
+    import pandas as pd
+
+    from gpudse_core.fmt import MISSING, missing_as_text
+
+    df = pd.DataFrame({"cycles": [222897.8, 1.5e6], "acquisition": [None, 0.25], "model used": ["", None],
+                       "simd": [8, 16]})
+    out = missing_as_text(df)
+    assert not out.isna().any().any()
+    assert out["acquisition"].tolist() == [MISSING, "0.25"] and out["model used"].tolist() == ["", MISSING]
+    assert out["cycles"].dtype.kind == "f" and out["simd"].dtype.kind == "i"
+    assert df["acquisition"].isna().sum() == 1  # the input is not changed

@@ -1,0 +1,81 @@
+"""Charts of a search's history as optuna-dashboard draws a study's: parallel coordinates, parameter
+importance, and the best-so-far curves of two searches on one chart.
+
+* :func:`parallel_coordinates` — one line per successful simulation across every parameter's axis and
+  the value optimised, coloured by that value (Inselberg's parallel coordinates; plotly ``Parcoords``,
+  whose axes the reader can brush to keep a range). Text parameters get one tick per value.
+* :func:`importance_bars` — :class:`~.importance.ParameterImportance` as horizontal bars, most important
+  on top.
+* :func:`best_so_far` — each search's best value after each simulation (min or max by its goal).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+import plotly.graph_objects as go
+
+from ..report import style
+from ..report.plaintext import chart as plain
+from .importance import encode
+
+
+def valued(study: Any) -> str:
+    """What a study's search optimised: ``objective`` (when it has one) or its response."""
+    return "objective" if study.objective else study.response
+
+
+def parallel_coordinates(study: Any) -> go.Figure:
+    """A search's successful simulations as lines over its parameters and the value it optimised."""
+    ok = [t for t in study.trials if t.status == "ok" and t.value is not None]
+    params = [p for p in (study.params or (list(ok[0].design) if ok else [])) if all(p in t.design for t in ok)]
+    dims = []
+    for p in params:
+        values = [t.design[p] for t in ok]
+        codes, levels = encode(values)
+        if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in levels):
+            dims.append(dict(label=plain(p), values=[float(v) for v in values],
+                             tickvals=[float(v) for v in levels] if len(levels) <= 12 else None))
+        else:
+            dims.append(dict(label=plain(p), values=codes.tolist(), tickvals=list(range(len(levels))),
+                             ticktext=[plain(str(v)) for v in levels]))
+    name = valued(study)
+    y = np.array([t.value for t in ok], dtype=float)
+    dims.append(dict(label=plain(name), values=y.tolist()))
+    if study.cost:
+        dims.append(dict(label="cost", values=[float("nan") if t.cost is None else t.cost for t in ok]))
+    line = dict(color=y.tolist(), colorscale="Viridis", showscale=True, reversescale=study.goal != "max",
+                colorbar=dict(title=dict(text=plain(name), side="right"), thickness=14))
+    fig = go.Figure(go.Parcoords(line=line, dimensions=dims, labelangle=-20, labelside="bottom"))
+    fig.update_layout(height=440, margin=dict(l=60, r=40, t=90, b=70))
+    return style.apply(fig, title_text=f"Parallel coordinates: {len(ok):,} simulations, coloured by {plain(name)}")
+
+
+def importance_bars(imp: Any) -> go.Figure:
+    """Parameter importance as bars (per cent of the explained variance), the most important on top."""
+    names, shares = list(imp.names)[::-1], [100 * s for s in imp.shares][::-1]
+    fig = go.Figure(go.Bar(x=shares, y=[plain(n) for n in names], orientation="h",
+                           marker_color=style.PALETTE[0], text=[f"{s:.1f} %" for s in shares],
+                           textposition="outside", cliponaxis=False))
+    fig.update_layout(xaxis_title="share of the explained variance (%)", height=max(260, 36 * len(names) + 140),
+                      showlegend=False, xaxis_range=[0, min(100.0, max(shares, default=0) * 1.2 + 5)])
+    return style.apply(fig, title_text=f"Parameter importance for {plain(imp.valued)}")
+
+
+def best_so_far(labels: Sequence[str], studies: Sequence[Any]) -> go.Figure:
+    """The best value so far of each study after each simulation (a search without a best — accuracy,
+    pareto — is left out); the value each optimised on one axis, named when they differ."""
+    fig = go.Figure()
+    names = []
+    for i, (label, study) in enumerate(zip(labels, studies)):
+        if study.goal not in ("min", "max"):
+            continue
+        best = study.result().best_so_far()
+        fig.add_trace(go.Scatter(x=list(range(1, len(best) + 1)), y=[np.nan if b is None else b for b in best],
+                                 mode="lines", name=plain(label), line=dict(shape="hv", width=3,
+                                                                             color=style.color(i))))
+        names.append(valued(study))
+    fig.update_layout(xaxis_title="simulations", yaxis_title=plain(" / ".join(dict.fromkeys(names)) or "value"),
+                      height=420, legend=dict(orientation="h", yanchor="top", y=-0.2))
+    return style.apply(fig, title_text="Best so far: the searches side by side")

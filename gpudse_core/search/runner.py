@@ -407,7 +407,7 @@ def start_search(ws: Any, kernel: str, goal: str = "min", budget: int = 100, bat
 
         def on_round(res: SearchResult) -> None:
             best = res.best()
-            err = model_error(pool, res.trials, seed)
+            err = None if ctx.stopped() else model_error(pool, res.trials, seed)  # a Stop waits for no fit
             if err is not None:
                 errors.append({"simulated": len(res.trials), "error": err})
             shown = "objective" if objective else response

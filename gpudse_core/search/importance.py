@@ -25,6 +25,7 @@ import numpy as np
 MIN_TRIALS = 10  # successful simulations before importance is estimated
 TREES = 64  # trees of the forest (optuna's fANOVA evaluator uses 64)
 BACKGROUND = 256  # rows over which each partial dependence is averaged (a seeded subsample when more)
+FIT_ROWS = 1000  # simulations the forest is fitted on (a seeded subsample when more: 2 s → 1.4 s at 2,000)
 METHOD = ("fANOVA-like main effects: a 64-tree random forest on the successful simulations (log scale when "
           "every value is positive); each parameter's importance is the variance of its partial dependence over "
           "its simulated values, as a share of the sum over parameters")
@@ -73,15 +74,16 @@ def parameter_importance(study: Any, seed: int = 0) -> ParameterImportance | Non
         return None
     X = np.column_stack([columns[i][0] for i in varying])
     y = np.array([t.value for t in ok], dtype=float)
-    forest = Forest(TREES, seed=seed).fit(X, y)
     rng = np.random.default_rng(seed)
+    fit = slice(None) if len(X) <= FIT_ROWS else rng.choice(len(X), FIT_ROWS, replace=False)
+    forest = Forest(TREES, seed=seed).fit(X[fit], y[fit])
     background = X if len(X) <= BACKGROUND else X[rng.choice(len(X), BACKGROUND, replace=False)]
     variances = []
     for j, i in enumerate(varying):
         levels = len(columns[i][1])
         grid = np.repeat(background[None, :, :], levels, axis=0)  # levels × rows × parameters
         grid[:, :, j] = np.arange(levels)[:, None]
-        mu, _ = forest.predict(grid.reshape(-1, X.shape[1]))
+        mu = forest.model.predict(grid.reshape(-1, X.shape[1]))  # the trees' mean, on the forest's scale
         variances.append(float(np.var(mu.reshape(levels, -1).mean(axis=1))))
     total = sum(variances)
     shares = dict.fromkeys(params, 0.0)  # a parameter that never varied decides nothing here

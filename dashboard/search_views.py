@@ -23,6 +23,7 @@ from . import state as ui_state
 
 SETTINGS_SHOWN = ("seed", "batch", "initial", "initial_method", "surrogate", "acquisition")
 MAX_OTHERS = 30  # other workspaces looked at for a stored search
+_CACHE = "_gpudse_search_versions"  # session state: (workspace id, version) -> its study, read once
 
 
 # ---- the history --------------------------------------------------------------------------------------
@@ -99,11 +100,8 @@ def candidates(w: Any) -> dict[str, tuple[str, int]]:
     for v in reversed(w.history("search")):
         if v.removed:
             continue
-        try:
-            study = w.get("search", v.version).value
-        except GpudseError:
-            continue
-        if not isinstance(study, SearchStudy) or not study.trials or _key(study) in seen:
+        study = _kept(w, v.version)
+        if study is None or _key(study) in seen:
             continue
         seen.add(_key(study))
         label = f"{w.name} · search v{v.version} ({_describe(study)})" + (" · current" if v.head else "")
@@ -116,6 +114,17 @@ def candidates(w: Any) -> dict[str, tuple[str, int]]:
         if info.stages.get("search") in ("current", "stale"):
             out[f"{info.name} · current search ({info.id[:6]}…)"] = (info.id, 0)
     return out
+
+
+def _kept(w: Any, version: int) -> SearchStudy | None:
+    """A kept version of this workspace's study, read once per session (a version never changes)."""
+    cache = st.session_state.setdefault(_CACHE, {})
+    key = (w.id, version)
+    if key not in cache:
+        if len(cache) >= 4 * MAX_OTHERS:
+            cache.clear()
+        cache[key] = load(w, w.id, version)
+    return cache[key]
 
 
 def load(w: Any, ws_id: str, version: int) -> SearchStudy | None:
@@ -160,7 +169,7 @@ def side_by_side(w: Any) -> None:
     if len(picked) < 2:
         st.caption("Pick two searches.")
         return
-    studies = [load(w, *options[p]) for p in picked]
+    studies = [_kept(w, v) if i == w.id and v else load(w, i, v) for i, v in (options[p] for p in picked)]
     if any(s is None for s in studies):
         st.warning("A picked search is no longer stored (or cannot be read); pick another.", icon=":material/warning:")
         return

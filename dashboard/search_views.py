@@ -58,19 +58,19 @@ def _importance(ws_id: str, version: int, _study: SearchStudy) -> Any:
 
 
 def explore_views(ws_id: str, version: int, study: SearchStudy, live: bool) -> None:
-    """Parallel coordinates of the successful simulations and, once the search has ended, parameter
-    importance (a forest fitted on the history: computed once per stored version)."""
+    """Once the search has ended or stopped: parallel coordinates of the successful simulations and
+    parameter importance (a forest fitted on the history: computed once per stored version)."""
     ok = [t for t in study.trials if t.status == "ok"]
     if len(ok) < 2:
+        return
+    if live:  # a WebGL chart redrawn every few seconds slowed the live page (and its browser) down
+        st.caption("Parallel coordinates and parameter importance appear when the search ends or is stopped.")
         return
     st.subheader("Parallel coordinates")
     st.caption("One line per successful simulation across every parameter and the value optimised, coloured by "
                "that value; drag along an axis to keep a range (failed simulations are left out).")
     ui.chart(figures.parallel_coordinates(study))
     st.subheader("Parameter importance")
-    if live:
-        st.caption("Computed when the search ends or is stopped (a forest fitted on the whole history).")
-        return
     imp = _importance(ws_id, version, study)
     if imp is None:
         st.caption("Needs ten successful simulations of parameters that vary.")

@@ -3,7 +3,8 @@ importance, and the best-so-far curves of two searches on one chart.
 
 * :func:`parallel_coordinates` — one line per successful simulation across every parameter's axis and
   the value optimised, coloured by that value (Inselberg's parallel coordinates; plotly ``Parcoords``,
-  whose axes the reader can brush to keep a range). Text parameters get one tick per value.
+  whose axes the reader can brush to keep a range). A parameter's values are evenly spaced up its axis
+  (1, 2, 4 … 32 would otherwise crowd at the bottom), each labelled.
 * :func:`importance_bars` — :class:`~.importance.ParameterImportance` as horizontal bars, most important
   on top.
 * :func:`best_so_far` — each search's best value after each simulation (min or max by its goal).
@@ -16,6 +17,7 @@ from typing import Any, Sequence
 import numpy as np
 import plotly.graph_objects as go
 
+from .. import fmt as _fmt
 from ..report import style
 from ..report.plaintext import chart as plain
 from .importance import encode
@@ -31,15 +33,11 @@ def parallel_coordinates(study: Any) -> go.Figure:
     ok = [t for t in study.trials if t.status == "ok" and t.value is not None]
     params = [p for p in (study.params or (list(ok[0].design) if ok else [])) if all(p in t.design for t in ok)]
     dims = []
-    for p in params:
-        values = [t.design[p] for t in ok]
-        codes, levels = encode(values)
-        if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in levels):
-            dims.append(dict(label=plain(p), values=[float(v) for v in values],
-                             tickvals=[float(v) for v in levels] if len(levels) <= 12 else None))
-        else:
-            dims.append(dict(label=plain(p), values=codes.tolist(), tickvals=list(range(len(levels))),
-                             ticktext=[plain(str(v)) for v in levels]))
+    for p in params:  # each value one step up its axis (as the forest sees it): 1, 2, 4 … 32 evenly spaced
+        codes, levels = encode([t.design[p] for t in ok])
+        shown = levels if len(levels) <= 16 else levels[:: -(-len(levels) // 16)]
+        dims.append(dict(label=plain(p), values=codes.tolist(), range=[0, max(len(levels) - 1, 1)],
+                         tickvals=[levels.index(v) for v in shown], ticktext=[plain(_fmt.fmt_value(v)) for v in shown]))
     name = valued(study)
     y = np.array([t.value for t in ok], dtype=float)
     dims.append(dict(label=plain(name), values=y.tolist()))
@@ -47,8 +45,8 @@ def parallel_coordinates(study: Any) -> go.Figure:
         dims.append(dict(label="cost", values=[float("nan") if t.cost is None else t.cost for t in ok]))
     line = dict(color=y.tolist(), colorscale="Viridis", showscale=True, reversescale=study.goal != "max",
                 colorbar=dict(title=dict(text=plain(name), side="right"), thickness=14))
-    fig = go.Figure(go.Parcoords(line=line, dimensions=dims, labelangle=-20, labelside="bottom"))
-    fig.update_layout(height=440, margin=dict(l=60, r=40, t=90, b=70))
+    fig = go.Figure(go.Parcoords(line=line, dimensions=dims, labelangle=-25, labelside="top"))
+    fig.update_layout(height=460, margin=dict(l=50, r=90, t=130, b=40))
     return style.apply(fig, title_text=f"Parallel coordinates: {len(ok):,} simulations, coloured by {plain(name)}")
 
 

@@ -157,6 +157,9 @@ def summary(labels: list[str], studies: list[SearchStudy]) -> pd.DataFrame:
 def side_by_side(w: Any) -> None:
     """Pick two stored searches: their best-so-far curves on one chart and their settings in a table."""
     st.subheader("Two searches side by side")
+    if not st.toggle("Compare two stored searches", key="se_compare_on",
+                     help="reads the searches this workspace keeps (and your other workspaces' current ones)"):
+        return  # reading every kept study costs seconds on a large history: only when asked
     options = candidates(w)
     if len(options) < 2:
         st.caption("Needs two stored searches: run another search here (other settings, seed or kernel) or in "

@@ -61,6 +61,9 @@ def test_two_stored_searches_side_by_side_and_a_history_without_none():
     assert {"Parallel coordinates", "Parameter importance", "Every simulation",
             "Two searches side by side"} <= set(subheaders)
     assert any(c.value.startswith("Method: fANOVA-like") for c in at.caption)
+    assert not [m for m in at.multiselect if m.key == "se_compare"]  # read only when asked for
+    at.toggle(key="se_compare_on").set_value(True).run()
+    assert not at.exception, [e.value for e in at.exception]
 
     picker = at.multiselect(key="se_compare")
     assert len(picker.value) == 2 and all("search v" in label for label in picker.value)
@@ -80,7 +83,7 @@ def test_two_stored_searches_side_by_side_and_a_history_without_none():
 def test_one_stored_search_says_what_a_comparison_needs():
     at = page()
     store_search(at.session_state["_gpudse_ws"], seed=3)
-    at.run()
+    at.toggle(key="se_compare_on").set_value(True).run()
     assert not at.exception
     assert any("Needs two stored searches" in c.value for c in at.caption)
     assert not [m for m in at.multiselect if m.key == "se_compare"]

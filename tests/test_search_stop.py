@@ -45,13 +45,19 @@ def workspace(tmp_path, monkeypatch):
 
 
 def _simulating(ws, job, deadline_s: float = 60.0) -> None:
-    """Wait until the job's first round is being simulated (its message says so)."""
+    """Wait until a simulation of the first round is running (its campaign in the workspace's store)."""
+    from gpudse_core.sim.store import StoreError, progress_of
+
     end = time.monotonic() + deadline_s
     while time.monotonic() < end:
-        if "simulating" in job.info().message:
+        try:
+            prog = progress_of(ws.path, f"{ws.id}/search-00000")
+        except StoreError:  # the store's tables are not made yet
+            prog = None
+        if prog is not None and prog.running > 0:
             return
         time.sleep(0.1)
-    raise AssertionError(f"the search never started simulating: {job.info().message!r}")
+    raise AssertionError(f"no simulation of the search ever ran: {job.info().message!r}")
 
 
 def test_stop_kills_the_simulations_in_flight_and_does_not_count_them(workspace):
@@ -66,17 +72,20 @@ def test_stop_kills_the_simulations_in_flight_and_does_not_count_them(workspace)
     assert study.partial and len(study.value.trials) == 0  # none of the killed runs became a trial
 
 
-def test_stop_can_let_the_simulations_in_flight_finish(workspace):
-    job = start_search(workspace, "BFS", budget=12, batch=4, initial=4, on_stop="finish",
+def test_stop_can_let_the_simulations_in_flight_finish(workspace, monkeypatch):
+    import os
+
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)  # two processes: 12 designs of 3 s take 18 s in all
+    job = start_search(workspace, "BFS", budget=16, batch=4, initial=12, on_stop="finish",
                        backend=SleepingBackend("BFS", pause=3))
     _simulating(workspace, job)
     job.stop()
     assert job.wait(120)
     info = job.info()
     trials = workspace.get("search").value.trials
-    assert info.state == "stopped" and 1 <= len(trials) < 4  # the runs in flight finished and count; no new ones
+    assert info.state == "stopped" and 1 <= len(trials) < 12  # the runs in flight finished and count; no new ones
     assert all(t.status == "ok" for t in trials)
-    waiting = 4 - len(trials)
+    waiting = 12 - len(trials)
     assert f"{waiting} simulation{'s' if waiting > 1 else ''} in flight or waiting" in info.message
 
 

@@ -48,7 +48,7 @@ def parallel_coordinates(study: Any) -> go.Figure:
     fig = go.Figure(go.Parcoords(line=line, dimensions=dims, labelangle=-25, labelside="top"))
     fig.update_layout(height=520, margin=dict(l=50, r=90, b=40))
     style.apply(fig, title_text=f"Parallel coordinates: {len(ok):,} simulations, coloured by {plain(name)}")
-    return fig.update_layout(margin=dict(t=fig.layout.margin.t + 100))  # the tilted axis labels below the title
+    return fig.update_layout(margin=dict(t=fig.layout.margin.t + 60))  # the tilted axis labels below the title
 
 
 def importance_bars(imp: Any) -> go.Figure:

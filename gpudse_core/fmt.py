@@ -391,6 +391,23 @@ def format_table(df: Any, units: Mapping[str, str] | None = None, kinds: Mapping
     return pd.DataFrame(out, index=df.index)
 
 
+def missing_as_text(df: Any, units: Mapping[str, str] | None = None, kinds: Mapping[str, str] | None = None,
+                    sig: int = 4) -> Any:
+    """A copy of *df* for a sortable grid in which no cell reads ``None``: each column with a missing cell
+    (None, NaN) becomes its display strings (:func:`format_cell`, missing cells ``–``); the complete columns
+    keep their numbers (and their sorting). The grid draws a missing number as ``None``."""
+    out = df.copy()
+    for col in out.columns:
+        s = out[col]
+        if not any(_is_missing(v) for v in s.tolist()):
+            continue
+        kind = column_kind(str(col), s.dtype.kind, kinds)
+        unit = (units or {}).get(col)
+        out[col] = [format_cell(v, kind, unit, sig) if kind != "text" or not _is_missing(v) else MISSING
+                    for v in s.tolist()]
+    return out
+
+
 def column_formats(df: Any, units: Mapping[str, str] | None = None, kinds: Mapping[str, str] | None = None) -> dict:
     """Format strings for ``st.column_config.NumberColumn(format=…)`` matching :func:`format_table` where
     the grid can (it keeps numbers sortable but cannot write ``< 0.001`` or SI prefixes): counts

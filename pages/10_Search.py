@@ -11,6 +11,7 @@ import streamlit as st
 
 from dashboard import frame as ui
 from dashboard import jobs as ui_jobs
+from dashboard import search_views as views
 from dashboard.work import POLL_S
 from gpudse_core.choices import MGPUSIM_BENCHMARKS, MGPUSIM_PARAMETERS
 from gpudse_core.report import figures
@@ -112,10 +113,18 @@ def begin(resume: bool = True) -> None:
 
         backend = mgpusim.MgpusimBackend(",".join(benches), binary=str(mgpusim.build()))
     start_search(w, kernel, goal, int(budget), int(batch), int(seed), initial=int(initial), initial_method=method,
-                 cost=cost, objective=objective, response=response, resume=resume, backend=backend)
+                 cost=cost, objective=objective, response=response, resume=resume, backend=backend,
+                 on_stop="finish" if st.session_state.get("se_finish") else "kill")
 
 
+if on_mgpusim:  # its simulations are processes of their own, which a Stop may kill or wait for
+    st.toggle("Stop lets the simulations in flight finish", key="se_finish",
+              help="off: Stop kills the simulations in flight at once (they are not counted; resuming simulates "
+                   "them again); on: Stop waits for them and counts them")
 running = ui_jobs.job_panel(w, "search", "The search", rerun=begin)
+ended = ui_jobs.last(w, "search")
+if not running and ended is not None and ended.state == "stopped" and ended.message.startswith("stopped"):
+    st.caption(":material/stop_circle: The last search " + ui.plain(ended.message) + ".")
 if not running:
     label = (f"Resume the search ({len(study.trials):,} of {int(budget):,} simulated)" if resumable
              else "Start the search")
@@ -131,7 +140,7 @@ if not running:
             st.rerun()
 
 
-def show(study: SearchStudy, partial: bool, live: bool) -> None:
+def show(study: SearchStudy, partial: bool, live: bool, version: int) -> None:
     trials = study.trials
     response, g, objective = study.response, study.goal, study.objective
     res = study.result()
@@ -182,20 +191,7 @@ def show(study: SearchStudy, partial: bool, live: bool) -> None:
                  narrow=right is not None)
     else:
         (right or st).caption("The model's estimated error appears once ten designs have simulated.")
-    # what each simulation gave first (in view at 1280 px), then the design
-    surrogates = any(getattr(t, "surrogate", "") for t in res.trials)  # a CLI search run with --surrogate auto
-    predicted = any(t.predicted is not None for t in res.trials)
-    table = pd.DataFrame([{"round": t.round, "model version": t.model_version,
-                           response: t.value if t.measured is None else t.measured,
-                           **({"objective": t.value} if objective else {}),
-                           **({"cost": t.cost} if t.cost is not None else {}),
-                           "status": t.status,
-                           # no acquisition value (the initial sample, the stepwise model's designs): a missing
-                           # number, which the table greys out
-                           "acquisition": float("nan") if t.acquisition is None else t.acquisition,
-                           **({"model used": t.surrogate or ""} if surrogates else {}),
-                           **({"predicted": float("nan") if t.predicted is None else t.predicted} if predicted else {}),
-                           **t.design} for t in res.trials])
+    table = views.history_frame(study)
     st.subheader("Which values the proposals explore")
     st.caption("How often each parameter value was simulated after the initial sample (model version ≥ 1).")
     chosen = table[table["model version"] > 0]
@@ -206,8 +202,9 @@ def show(study: SearchStudy, partial: bool, live: bool) -> None:
                                for p, c in counts.items()]))
     else:
         st.caption("Nothing yet: the initial sample is still being simulated.")
+    views.explore_views(w.id, version, study, live)
     st.subheader("Every simulation")
-    ui.data_table(table, units=ui.units(space))
+    views.history_table(table, space)
     if study.times:  # (a study stored before rounds were timed has none)
         total = sum(r.total_s for r in study.times)
         st.subheader("Time per round")
@@ -223,7 +220,7 @@ def live() -> None:
     job = ui_jobs.active(w, "search")
     if (sv is not None and job is not None and sv.created >= job.started and isinstance(sv.value, SearchStudy)
             and sv.value.trials):
-        show(sv.value, sv.partial, live=True)  # this search's own study, stored after its latest rounds
+        show(sv.value, sv.partial, live=True, version=sv.version)  # this search's own study, stored as it runs
     else:
         st.caption("The search's simulations appear here after its first round.")
 
@@ -231,7 +228,9 @@ def live() -> None:
 if running:
     live()
 elif study is not None and study.trials:
-    show(study, sv.partial, live=False)
+    show(study, sv.partial, live=False, version=sv.version)
 elif "search" not in w.damaged():  # a damaged study is named above, with the offer to drop it
     st.info("No search yet in this workspace: choose a kernel, a goal and a budget, then start it.",
             icon=":material/info:")
+if not running:
+    views.side_by_side(w)

@@ -258,3 +258,17 @@ def test_campaign_job_progress_names_seconds_per_point():
 
     _reporter(Ctx())(Progress(pending=7, running=2, done=3, failed=1), 1 / 45)
     assert seen == [(4, 13, "3 done, 1 failed, 45 s/point, about 6 min 45 s left")]
+
+
+def test_missing_as_text_leaves_no_null_for_the_grid_and_keeps_complete_columns_numeric():
+    import pandas as pd
+
+    from gpudse_core.fmt import MISSING, missing_as_text
+
+    df = pd.DataFrame({"cycles": [222897.8, 1.5e6], "acquisition": [None, 0.25], "model used": ["", None],
+                       "simd": [8, 16]})
+    out = missing_as_text(df)
+    assert not out.isna().any().any()
+    assert out["acquisition"].tolist() == [MISSING, "0.25"] and out["model used"].tolist() == ["", MISSING]
+    assert out["cycles"].dtype.kind == "f" and out["simd"].dtype.kind == "i"
+    assert df["acquisition"].isna().sum() == 1  # the input is not changed

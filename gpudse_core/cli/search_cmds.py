@@ -191,7 +191,8 @@ def _run(args, space, digits, backend, response, cost, settings, batch, objectiv
 
         # a rerun with the same -o finds its rounds in history.db: their simulations are read back, not run
         with CampaignEvaluator(backend, store_path, prefix, response, workers=args.workers,
-                               scheduler=args.scheduler, cost_column=args.cost_column) as evaluate:
+                               scheduler=args.scheduler, cost_column=args.cost_column,
+                               should_stop=study.should_stop if study else None) as evaluate:
             res = run_search(pool, evaluate, goal=args.goal, budget=args.budget, initial=args.initial, batch=batch,
                              seed=args.seed or 0, acquisition=args.acquisition, cost=cost, target=args.target,
                              patience=args.patience, response=response, trials=trials, rounds=times,

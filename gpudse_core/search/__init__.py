@@ -24,4 +24,6 @@ budget, a target or no improvement. Modules:
 * :mod:`.runner` — rounds as campaigns (pools sized by the work), the study stored in a workspace.
 * :mod:`.stored` — a stored study validated whenever it is read (a damaged one is a damaged stage).
 * :mod:`.lease` — one run of a study at a time (a lease row in the workspace's SQLite file).
+* :mod:`.importance` — each parameter's share of the value's variance (fANOVA-like main effects of a forest).
+* :mod:`.figures` — the history as optuna-dashboard draws a study: parallel coordinates, importance, best so far.
 """

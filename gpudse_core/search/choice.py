@@ -79,11 +79,16 @@ class StepwiseSurrogate:
         n = len(digits)
         out = np.full(n, np.nan)
         fold = np.random.default_rng(seed).permutation(n) % FOLDS
+        from ..model.cancel import Interrupted, check
+
         for f in range(FOLDS):
+            check()  # a Stop asked for during the search's proposal ends it between folds (Interrupted)
             test = fold == f
             try:
                 m = self._fit(digits[~test], response[~test])
                 out[test] = self.scale(self._objective(m, digits[test]))
+            except Interrupted:
+                raise
             except Exception:  # noqa: BLE001 - a fold whose fit fails predicts nothing
                 continue
         return out

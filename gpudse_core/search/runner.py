@@ -31,7 +31,7 @@ import numpy as np
 
 from ..errors import GpudseError
 from .result import RESUMABLE
-from .study import SearchResult, Trial
+from .study import NOT_RUN, SearchResult, Trial
 
 STAGE = "search"
 IN_PROCESS = ("analytical", "lookup")  # backends computed in Python in milliseconds: a one-task round runs inline
@@ -49,6 +49,10 @@ class Inline(Executor):
         return f
 
 
+ON_STOP = ("kill", "finish")  # what a Stop does to simulations in flight: kill them (not counted), or let them finish
+LOST = "its worker was lost"  # how a campaign records a run whose worker process died (sim.campaign._collect)
+
+
 class CampaignEvaluator:
     """The simulator of a search: each round one campaign, run by an executor that lives for the whole
     search. Processes started on this machine (a local pool, ``--scheduler local``) are as many as the
@@ -57,14 +61,18 @@ class CampaignEvaluator:
     work than it has processes."""
 
     def __init__(self, backend: Any, store_path: Any, prefix: str, response: str, *, workers: int | None = None,
-                 scheduler: str | None = None, should_stop: Any = None, cost_column: str | None = None):
+                 scheduler: str | None = None, should_stop: Any = None, cost_column: str | None = None,
+                 on_stop: str = "kill"):
         from ..sim.campaign import check_workers
 
         check_workers(workers, scheduler)
+        if on_stop not in ON_STOP:
+            raise GpudseError(f"on_stop {on_stop!r}: give one of {', '.join(ON_STOP)}")
         self.backend, self.store_path, self.prefix, self.response = backend, store_path, prefix, response
         self.cost_column = cost_column  # a second measured result (goal pareto): returned beside the response
         self.workers = workers or os.cpu_count() or 1
-        self.scheduler, self.should_stop = scheduler, should_stop
+        self.scheduler, self.should_stop, self.on_stop = scheduler, should_stop, on_stop
+        self.killed = False  # a Stop killed the local pool's simulations in flight
         self.rounds = 0
         self.size = 0  # processes of the executor started on this machine (0: none yet)
         self.client = self.cluster = self.executor = None
@@ -157,6 +165,20 @@ class CampaignEvaluator:
                 self.keeper.close()
                 self.keeper = None
 
+    def _stopping(self) -> bool:
+        """The round's stop check (polled by the campaign twice a second): on a Stop, a local pool's
+        simulations in flight are killed at once (``on_stop="kill"``) or left to finish (``"finish"``);
+        either way nothing more is started. A Dask cluster's runs always finish."""
+        from ..sim.campaign import kill_pool
+
+        if self.should_stop is None or not self.should_stop():
+            return False
+        if self.on_stop == "kill" and not self.killed and self.client is None and self.executor is not None:
+            self.killed = True
+            kill_pool(self.executor)
+            self.executor, self.size = None, 0
+        return True
+
     def __call__(self, digits: np.ndarray, designs: list) -> list:
         import pandas as pd
 
@@ -172,10 +194,15 @@ class CampaignEvaluator:
             self.reused += before.done + before.failed
             if before.remaining:
                 executor, workers = self._ready(before.remaining)
-                run_campaign(store, self.backend, workers=workers, executor=executor)
+                run_campaign(store, self.backend, workers=workers, executor=executor,
+                             should_stop=self._stopping if self.should_stop is not None else None)
             table = store.table(include_failed=True)
-        out = []
+        out: list = []
         for _, row in table.iterrows():
+            if row.get("status") in ("pending", "running") or (
+                    self.killed and str(row.get("error") or "").startswith(LOST)):
+                out.append(NOT_RUN)  # stopped before it finished: not a trial, simulated again on a resume
+                continue
             if row.get("status") != "done":
                 out.append((None, str(row.get("error") or row.get("status"))))
                 continue
@@ -367,12 +394,25 @@ def search_settings(space: Any, kernel: str, goal: str, budget: int, seed: int =
     return settings
 
 
+def stopped_text(res: SearchResult) -> str:
+    """What a stopped search says of itself (the job's last message): what it kept, and the simulations a
+    Stop ended before they finished, which are not counted."""
+    from ..fmt import fmt_count
+
+    text = f"stopped after {fmt_count(len(res.trials), 'simulations')}"
+    if res.not_counted:
+        n = len(res.not_counted)
+        text += (f"; {fmt_count(n, 'simulations')} in flight or waiting {'was' if n == 1 else 'were'} stopped and "
+                 f"not counted (resuming simulates {'it' if n == 1 else 'them'})")
+    return text
+
+
 SAVE_EVERY_S = 2.0  # a running search stores its study at most this often (and after its last round)
 
 
 def start_search(ws: Any, kernel: str, goal: str = "min", budget: int = 100, batch: int = 4, seed: int = 0, *,
                  initial: int | None = None, initial_method: str = "uniform", cost: str = "", objective: str = "",
-                 response: str = "cycles", resume: bool = True, backend: Any = None) -> Any:
+                 response: str = "cycles", resume: bool = True, backend: Any = None, on_stop: str = "kill") -> Any:
     """A search over the workspace's current design space on the built-in simulator, as a background
     job (progress, Stop). *cost* (goal ``pareto``) and *objective* (``min``/``max``) are expressions
     checked as ``gpudse search --cost/--objective`` checks them, their messages naming the page's fields
@@ -381,7 +421,10 @@ def start_search(ws: Any, kernel: str, goal: str = "min", budget: int = 100, bat
     stored study of the same settings (the budget may grow) goes on from its trials: nothing simulated
     is simulated again. A *backend* other than the built-in simulator (MGPUSim: the page's choice for the
     mgpusim space) runs each round as a campaign in the workspace's store, on a local process pool, as
-    ``gpudse search --workspace`` does; *kernel* then only labels the study."""
+    ``gpudse search --workspace`` does; *kernel* then only labels the study. Stop ends the search between
+    the models' fits or, while a round simulates, kills its simulations in flight (*on_stop* ``"kill"``:
+    they are not counted, and a resume simulates them again) or lets them finish (``"finish"``); the
+    job's message says which. While it runs, the message names the phase (choosing, simulating)."""
     from ..fmt import fmt_number, response_unit
     from ..sim.campaign import AnalyticalBackend
     from ..workspace.jobs import Stopped, opener, start_job
@@ -433,20 +476,28 @@ def start_search(ws: Any, kernel: str, goal: str = "min", budget: int = 100, bat
 
         pool = make_pool(space)
         last = [0.0]
+        head = [f"{len(trials):,} simulated"]  # the message's first part; the phase follows it
 
         def evaluate(digits: np.ndarray, designs: list) -> list:
             outs = backend.run_batch([(i, d, 1) for i, d in enumerate(designs)])
             return [(o.result.get(response), "") if o.ok else (None, o.error) for o in outs]
 
+        def simulating(run: Any) -> Any:
+            def each_round(digits: np.ndarray, designs: list) -> list:
+                ctx.progress(ctx.done, budget, f"{head[0]} · simulating {len(designs):,} designs")
+                return run(digits, designs)
+            return each_round
+
         def on_round(res: SearchResult) -> None:
             best = res.best()
-            err = model_error(pool, res.trials, seed)
+            err = None if ctx.stopped() else model_error(pool, res.trials, seed)  # a Stop waits for no fit
             if err is not None:
                 errors.append({"simulated": len(res.trials), "error": err})
             shown = "objective" if objective else response
-            ctx.progress(len(res.trials), budget, f"{len(res.trials):,} simulated" + (
+            head[0] = f"{len(res.trials):,} simulated" + (
                 f", best {shown} {fmt_number(best.value, None if objective else response_unit(response))}"
-                if best is not None and goal in ("min", "max") else ""))
+                if best is not None and goal in ("min", "max") else "")
+            ctx.progress(len(res.trials), budget, f"{head[0]} · choosing the next designs")
             if time.monotonic() - last[0] >= SAVE_EVERY_S:
                 last[0] = time.monotonic()
                 with open_ws(True) as w:
@@ -455,14 +506,16 @@ def start_search(ws: Any, kernel: str, goal: str = "min", budget: int = 100, bat
                                    note=f"{len(res.trials):,} simulations so far")
 
         rounds = (contextlib.nullcontext(evaluate) if builtin else
-                  CampaignEvaluator(backend, ws_path, f"{ws_id}/search", response))
+                  CampaignEvaluator(backend, ws_path, f"{ws_id}/search", response, should_stop=ctx.stopped,
+                                    on_stop=on_stop))
         with rounds as simulate:
-            res = run_search(pool, simulate, goal=goal, budget=budget, initial=initial,
+            res = run_search(pool, simulating(simulate), goal=goal, budget=budget, initial=initial,
                              batch=batch, seed=seed, initial_method=initial_method, cost=cost_fn, response=response,
                              trials=trials, rounds=times, on_round=on_round, should_stop=ctx.stopped,
                              objective=objective_fn, surrogate=settings["surrogate"])
         doc = study_doc(settings, res, errors)
         if res.stopped == "stopped":
+            ctx.progress(len(res.trials), budget, stopped_text(res))
             raise Stopped("stopped", doc)
         return doc
 

@@ -108,6 +108,7 @@ class SearchResult:
     def fit_seconds(self) -> list[float]:
         """Each round's fits (the forest's, the feasibility classifier's, the stepwise model's)."""
         return [r.fit_s for r in self.rounds]
+    not_counted: list[dict] = field(default_factory=list)  # designs whose simulation a Stop ended (NOT_RUN)
 
     @property
     def ok(self) -> list[Trial]:
@@ -227,7 +228,9 @@ def sub_seed(seed: int) -> int:
     return int(seed) % (SEED_MAX + 1)
 
 
-Evaluate = Callable[[np.ndarray, list], list]  # (digits, designs) -> [(value or None, error text)]
+# (digits, designs) -> [(value or None, error text), or NOT_RUN for a design whose simulation was stopped]
+Evaluate = Callable[[np.ndarray, list], list]
+NOT_RUN = None  # an outcome for a design not simulated (Stop): not a trial, not counted, simulated on a resume
 
 
 @dataclass(frozen=True)
@@ -282,6 +285,14 @@ class _Batch:
     predicted: np.ndarray | None = None
     fit_s: float = 0.0
 
+    def subset(self, keep: list[int]) -> "_Batch":
+        """The proposals at positions *keep* (those a stopped round finished simulating)."""
+        def part(a: Any) -> Any:
+            return None if a is None else np.asarray(a)[keep]
+
+        return _Batch(self.digits[keep], part(self.acq), [self.chose[i] if i < len(self.chose) else "" for i in keep],
+                      part(self.predicted), self.fit_s)
+
 
 def run_search(pool: Any, evaluate: Evaluate, *, trials: Sequence[Trial] = (), rounds: Sequence[RoundTime] = (),
                on_round: Callable[[SearchResult], Any] | None = None,
@@ -308,6 +319,8 @@ def run_search(pool: Any, evaluate: Evaluate, *, trials: Sequence[Trial] = (), r
         s = SearchSettings(**settings)
     except TypeError as e:
         raise SearchError(f"a search setting that does not exist: {e}") from None
+    from ..model.cancel import Interrupted
+
     loop = _Loop(pool, evaluate, s, s.check(), trials)
     loop.res.rounds = list(rounds)
     while True:
@@ -316,7 +329,14 @@ def run_search(pool: Any, evaluate: Evaluate, *, trials: Sequence[Trial] = (), r
             loop.res.stopped = why
             break
         t0 = time.perf_counter()
-        batch = loop.propose()
+        try:  # a Stop during the models' fits (checked between their parts) ends the search here
+            batch = loop.propose()
+        except Interrupted:
+            loop.res.stopped = "stopped"
+            break
+        if should_stop is not None and should_stop():  # asked while proposing: nothing more is simulated
+            loop.res.stopped = "stopped"
+            break
         if batch is None:  # no candidate left
             loop.res.stopped = "exhausted"
             break
@@ -328,6 +348,17 @@ def run_search(pool: Any, evaluate: Evaluate, *, trials: Sequence[Trial] = (), r
         outcomes = loop.simulate(batch.digits)
         simulated = time.perf_counter() - t1
         took = RoundTime(loop.rnd, len(batch.digits), seconds, batch.fit_s, simulated, seconds + simulated)
+        if any(o is NOT_RUN for o in outcomes):  # a Stop ended simulations in flight: only finished ones count
+            loop.res.not_counted += [loop.space._row(d) for d, o in zip(batch.digits, outcomes) if o is NOT_RUN]
+            ran = [i for i, o in enumerate(outcomes) if o is not NOT_RUN]
+            if ran:
+                loop.record(batch.subset(ran), [outcomes[i] for i in ran], seconds)
+                took.simulations = len(ran)
+                loop.res.rounds.append(took)
+            loop.res.stopped = "stopped"
+            if on_round is not None and ran:
+                on_round(loop.res)
+            break
         loop.record(batch, outcomes, seconds)
         loop.res.rounds.append(took)
         if on_round is not None:
@@ -612,6 +643,7 @@ def _stepwise_lead(model: Any, pool: Any, cand: np.ndarray, n_lead: int, feasibl
 def _choose(forest: Any, X: np.ndarray, y: np.ndarray, digits: np.ndarray, ok: list, space: Any,
             objective: Callable | None, seed: int, res: SearchResult) -> dict:
     """Refit the stepwise model and compare its held-out error with the forest's (:mod:`.choice`)."""
+    from ..model.cancel import Interrupted
     from .choice import SIGNIFICANCE, StepwiseSurrogate, compare
 
     response = np.array([t.value if t.measured is None else t.measured for t in ok], dtype=float)
@@ -622,6 +654,8 @@ def _choose(forest: Any, X: np.ndarray, y: np.ndarray, digits: np.ndarray, ok: l
             res.choices.append((len(ok), e_forest, e_step, p))
             return {"winner": "forest", "model": None}
         sw.fit(digits, response)
+    except Interrupted:  # a Stop during the fits: the search ends (run_search)
+        raise
     except Exception:  # noqa: BLE001 - a stepwise fit that fails leaves the forest in charge
         return {"winner": "forest", "model": None}
     res.choices.append((len(ok), e_forest, e_step, p))

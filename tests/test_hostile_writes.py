@@ -45,7 +45,7 @@ def _kill_mid_write(argv: list[str], marker) -> None:
     proc = subprocess.Popen([sys.executable, "-m", "gpudse_core", *argv], env=_env(GPUDSE_TEST_PAUSE_WRITE=str(marker)),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     deadline = time.monotonic() + 240
-    while not marker.exists():
+    while not (marker.exists() and marker.read_text().strip()):  # created, then its pid written: wait for both
         if proc.poll() is not None:
             pytest.fail(f"the writer ended before pausing: {proc.stderr.read().decode()[-2000:]}")
         if time.monotonic() > deadline:

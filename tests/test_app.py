@@ -26,6 +26,12 @@ PAGES = {"Home": "app.py", "Design space": "pages/1_Design_space.py", "Sampling"
 MODEL_PAGES = ("Stepwise fit", "Response curves", "Accuracy", "Explore")
 
 
+def frames(app) -> list:
+    """The page's own tables: not the "Runs side by side" picker's (its first column names the workspace
+    and model of each run it offers), which the Accuracy page shows whenever runs can be compared."""
+    return [df for df in app.dataframe if "workspace · model" not in df.value.columns]
+
+
 @pytest.fixture(scope="module", autouse=True)
 def home(tmp_path_factory):
     """One server home for the module: the example's template is built once, each test forks it."""
@@ -127,7 +133,7 @@ def test_first_visit_opens_a_copy_of_the_example_with_every_page_filled(app):
         assert not app.error, (title, texts(app, "error"))
         assert not app.warning, (title, texts(app, "warning"))  # nothing stale on the example
     goto(app, "Accuracy")
-    assert any("Relative error (%)" in m for m in texts(app, "markdown")) and len(app.dataframe) == 1
+    assert any("Relative error (%)" in m for m in texts(app, "markdown")) and len(frames(app)) == 1
     assert metrics(app)["Points"] == "933,120"  # the true error over the whole space, against matMul
     goto(app, "Explore")
     assert any("The 20 lowest predicted cycles of 933,120 designs" in m and "exact" in m
@@ -170,7 +176,7 @@ def test_switching_space_samples_results_and_model_under_every_page(app):
     goto(app, "Stepwise fit")
     assert "R²" not in metrics(app) and button(app, "Sample the new design space")
     goto(app, "Explore")
-    assert not app.dataframe  # no best designs of the old model
+    assert not frames(app)  # no best designs of the old model
     assert "out of date" in sidebar_text(app) and "lee-brooks" in sidebar_text(app)
 
     # 2. back to the same space: what was computed from identical content is current again
@@ -190,7 +196,7 @@ def test_switching_space_samples_results_and_model_under_every_page(app):
     for title in MODEL_PAGES:
         assert any("samples changed after these results" in b for b in seen[title]), (title, seen[title])
     goto(app, "Accuracy")
-    assert not app.dataframe and "Relative error" not in " ".join(texts(app, "markdown"))
+    assert not frames(app) and "Relative error" not in " ".join(texts(app, "markdown"))
 
     # 4. simulate BFS on the new samples: the results are used at once, the model is out of date
     goto(app, "Simulations")
@@ -205,14 +211,14 @@ def test_switching_space_samples_results_and_model_under_every_page(app):
     for title in MODEL_PAGES:
         assert any("results changed after this model was fitted" in b for b in seen[title]), (title, seen[title])
     goto(app, "Explore")
-    assert not app.dataframe and button(app, "Refit on the new results")
+    assert not frames(app) and button(app, "Refit on the new results")
 
     # 5. the banner's action refits in place; the scan of the old model is now the stale part
     button(app, "Refit on the new results").click().run()
     ok(app, "refit")
     model = w.get("model")
     assert model.ok and w.input_of(model, "results").version == results.version
-    assert any("model changed" in b for b in banners(app)) and not app.dataframe
+    assert any("model changed" in b for b in banners(app)) and not frames(app)
     button(app, "Recompute with the new model").click().run()
     wait_jobs(app)
     assert not banners(app) or not any("changed" in b for b in banners(app))
@@ -235,7 +241,7 @@ def test_switching_space_samples_results_and_model_under_every_page(app):
     for title in ("Accuracy", "Explore"):
         goto(app, title)
         assert any("model changed" in b for b in banners(app)), (title, banners(app))
-        assert not app.dataframe  # neither old validation errors nor old best designs
+        assert not frames(app)  # neither old validation errors nor old best designs
 
 
 @pytest.mark.slow
@@ -282,7 +288,7 @@ def test_a_link_without_the_key_opens_read_only_and_a_copy_is_writable(app):
     assert button(guest, "Load preset").disabled and button(guest, "Apply changes").disabled
     goto(guest, "Accuracy")
     assert button(guest, "Validate").disabled
-    assert len(guest.dataframe) == 1  # reading is allowed: the owner's validation
+    assert len(frames(guest)) == 1  # reading is allowed: the owner's validation
     button(guest, "Make my own copy").click().run()
     ok(guest, "fork")
     mine = ws(guest)
@@ -361,7 +367,7 @@ def test_validation_runs_as_a_job_with_stop_and_keeps_what_was_done(app):
     sv = w.get("validation")
     assert sv.version > before and sv.partial and sv.ok
     assert any("Partial result (stopped)" in i for i in texts(app, "info"))
-    assert len(app.dataframe) == 1  # what was done is shown, labelled partial
+    assert len(frames(app)) == 1  # what was done is shown, labelled partial
     assert jobs_mod.FLUSH_S <= 0.5  # progress reaches the page at least twice a second
     # a new session on the same workspace (a reload): the form shows what the table was computed with
     again = new_app(w.id)

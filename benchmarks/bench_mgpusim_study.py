@@ -1,0 +1,397 @@
+"""Benchmark: the MGPUSim case study's figures and tables, regenerated from its data file alone.
+
+Run: python benchmarks/bench_mgpusim_study.py [--data data/mgpusim_study.csv] [--out docs/img]
+     python benchmarks/bench_mgpusim_study.py collect --campaign study.db --search WS.db --random random.db
+            --confirm confirm.db --best best.csv --commands commands.json [-o data/mgpusim_study.csv]
+
+The study (docs/mgpusim-study.md) ran the ``mgpusim`` preset on MGPUSim (Sun et al., ISCA 2019), every design
+point judged on two benchmarks that fill the GPU (fir and aes at their default sizes) and by the geometric mean
+of their kernel execution times. Its rows come from four parts: a uniform campaign (``gpudse simulate``), a
+search on the simulator (``gpudse search --backend mgpusim``), a random search of the same budget, and
+confirmations (the designs a model fitted on the campaign predicts best, simulated). No simulation runs here.
+
+The figures (SVG, under ``--out``) and the numbers printed:
+
+1. the stepwise trace of the model fitted on the campaign (Stargazer Table 1), as ``gpudse fit`` prints it;
+2. response curves with the GPU size (CUs = ``cu_per_sa × sa``) as one axis: per benchmark, and the mean per clock;
+3. error against the number of simulations (Stargazer Fig. 5, on a real simulator): fitted on the first k
+   campaign points, measured on the rest of the campaign and on the random search's points (never fitted);
+4. the search's best-so-far against random search's, simulation by simulation;
+5. the confirmed designs: prediction and 95 % interval against the simulated value.
+
+``collect`` builds the data file from the studies' stores (SQLite campaign stores, the search's workspace) and
+writes the provenance beside it (``mgpusim_study.json``: gpudse version and commit, the MGPUSim module, the
+benchmarks and sizes, the command lines, the dates); :func:`load_study` reads both through the project's
+table loader and checks the provenance is complete.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sqlite3
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from gpudse_core import fmt  # noqa: E402
+from gpudse_core.errors import GpudseError  # noqa: E402
+
+PARAMS = ("cu_per_sa", "sa", "l2_kb", "mem_banks", "line", "freq_mhz")
+BENCHMARKS = ("fir", "aes")
+RESPONSE = "geomean_kernel_exec_s"
+PARTS = ("campaign", "search", "random", "confirm")
+# per benchmark: the times, the work the GPU received and how busy it was, the memory system, the run's cost
+METRICS = ("kernel_exec_s", "kernel_time_s", "kernel_exec_cycles", "work_groups", "occupancy", "simd_busy", "ipc",
+           "cpi_total", "cpi_valu", "cpi_vmem", "l1v_hit_rate", "l2_hit_rate", "dram_bandwidth_gbs", "verified",
+           "wall_seconds")
+EXTRA = ("predicted", "lower", "upper")  # confirmations: the model's prediction and interval
+PROVENANCE = ("schema", "gpudse_version", "gpudse_commit", "mgpusim_module", "driver", "space", "benchmarks",
+              "response", "commands", "started", "finished", "parts")
+SCHEMA = "gpudse.mgpusim-study/1"
+BASELINE = {"cu_per_sa": 4, "sa": 16, "l2_kb": 2048, "mem_banks": 16, "line": 64, "freq_mhz": 1000}  # R9 Nano
+DEFAULT_DATA = ROOT / "data" / "mgpusim_study.csv"
+
+
+class StudyDataError(GpudseError):
+    """The study's data file or its provenance is missing, malformed or incomplete."""
+
+
+@dataclass
+class Study:
+    table: pd.DataFrame
+    provenance: dict
+
+    def part(self, name: str) -> pd.DataFrame:
+        return self.table[self.table["part"] == name].sort_values("order").reset_index(drop=True)
+
+
+def columns() -> list[str]:
+    return ["part", "order", *PARAMS, "cus", *[f"{b}_{m}" for b in BENCHMARKS for m in METRICS],
+            "geomean_kernel_exec_s", "geomean_kernel_time_s", *EXTRA]
+
+
+# ---- the data file -------------------------------------------------------------------------------
+
+def load_study(path: str | Path = DEFAULT_DATA) -> Study:
+    """The study's table (through :func:`gpudse_core.dataio.read_table`) and its provenance (the ``.json``
+    beside it, through :mod:`gpudse_core.safeload`), both checked; a :class:`StudyDataError` names the file,
+    row or field otherwise."""
+    from gpudse_core.dataio import read_table
+    from gpudse_core.safeload import load_json
+
+    path = Path(path)
+    table = read_table(path)
+    side = path.with_suffix(".json")
+    if not side.is_file():
+        raise StudyDataError(f"{side}: the provenance of {path.name} is missing (run this benchmark's collect)")
+    prov = load_json(side.read_bytes(), str(side))
+    missing = [k for k in PROVENANCE if prov.get(k) in (None, "", [], {})]
+    if missing:
+        raise StudyDataError(f"{side}: provenance field(s) {', '.join(missing)} missing or empty")
+    if prov["schema"] != SCHEMA:
+        raise StudyDataError(f"{side}: schema {prov['schema']!r}, expected {SCHEMA!r}")
+    absent = [c for c in ("part", "order", *PARAMS, RESPONSE) if c not in table.columns]
+    if absent:
+        raise StudyDataError(f"{path}: column(s) {', '.join(absent)} missing")
+    bad = ~table["part"].isin(PARTS)
+    if bad.any():
+        row = int(np.flatnonzero(bad.to_numpy())[0])
+        raise StudyDataError(f"{path} row {row + 2}: part {table['part'].iloc[row]!r} is not one of {', '.join(PARTS)}")
+    for name in PARTS:
+        counted = int((table["part"] == name).sum())
+        if counted != int(prov["parts"].get(name, {}).get("rows", -1)):
+            raise StudyDataError(f"{side}: parts.{name}.rows says {prov['parts'].get(name, {}).get('rows')}, "
+                                 f"the table has {counted} {name} rows")
+    return Study(table, prov)
+
+
+def _store_rows(db: Path, campaigns: list[str]) -> pd.DataFrame:
+    from gpudse_core.sim.store import CampaignStore
+
+    frames = []
+    for name in campaigns:
+        with CampaignStore(db, name=name, readonly=True) as st:
+            t = st.table()
+        if len(t):
+            frames.append(t)
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=list(PARAMS))
+
+
+def _store_campaigns(db: Path, prefix: str | None) -> tuple[list[str], float, float, dict]:
+    """The campaigns of a store (those whose names start with *prefix*), oldest first, with the first and last
+    finish time of their points and the spec of the first."""
+    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        rows = con.execute("SELECT name, spec FROM campaign ORDER BY created").fetchall()
+        names = [n for n, _ in rows if prefix is None or n.startswith(prefix)]
+        marks = ",".join("?" * len(names))
+        lo, hi = con.execute(f"SELECT MIN(finished), MAX(finished) FROM point WHERE status = 'done' AND campaign "
+                             f"IN ({marks})", names).fetchone()
+        spec = next(json.loads(s) for n, s in rows if n in names) if names else {}
+    finally:
+        con.close()
+    return names, lo or math.nan, hi or math.nan, spec
+
+
+def _tidy(t: pd.DataFrame, part: str) -> pd.DataFrame:
+    t = t.copy()
+    t.insert(0, "order", np.arange(1, len(t) + 1))
+    t.insert(0, "part", part)
+    t["cus"] = t["cu_per_sa"] * t["sa"]
+    for c in columns():
+        if c not in t.columns:
+            t[c] = np.nan
+    return t[columns()]
+
+
+def collect(campaign: Path, search: Path, search_prefix: str, random: Path, confirm: Path, best: Path,
+            commands: dict, out: Path, planned: int) -> pd.DataFrame:
+    """Every simulated row of the study's stores into *out* and its provenance beside it."""
+    from gpudse_core import __version__
+    from gpudse_core.cli.common import write_table
+
+    parts, times, spec = {}, [], {}
+    for part, db, prefix in (("campaign", campaign, None), ("search", search, search_prefix),
+                             ("random", random, None), ("confirm", confirm, None)):
+        names, lo, hi, s = _store_campaigns(db, prefix)
+        spec = spec or s
+        parts[part] = _tidy(_store_rows(db, names), part)
+        times += [lo, hi]
+    predicted = pd.read_csv(best)
+    keyed = parts["confirm"].drop(columns=list(EXTRA)).merge(predicted[[*PARAMS, *EXTRA]], on=list(PARAMS),
+                                                             how="left")
+    parts["confirm"] = keyed[columns()]
+    table = pd.concat(parts.values(), ignore_index=True)
+    commit = subprocess.run(["git", "-C", str(commands.get("checkout", ROOT)), "rev-parse", "HEAD"],
+                            capture_output=True, text=True, check=True).stdout.strip()
+    from datetime import datetime, timezone
+
+    stamp = [datetime.fromtimestamp(t, timezone.utc).strftime("%Y-%m-%d %H:%M UTC") for t in
+             (np.nanmin(times), np.nanmax(times))]
+    prov = {"schema": SCHEMA, "gpudse_version": __version__, "gpudse_commit": commit,
+            "mgpusim_module": spec.get("mgpusim"), "driver": spec.get("driver"), "space": "mgpusim",
+            "benchmarks": dict(zip(BENCHMARKS, spec.get("sizes", []))), "response": RESPONSE,
+            "commands": commands["parts"], "started": stamp[0], "finished": stamp[1],
+            "machine": commands.get("machine", ""),
+            "parts": {p: {"rows": int(len(t)), "simulations": int(len(t)) * len(BENCHMARKS)}
+                      for p, t in parts.items()}}
+    prov["parts"]["campaign"]["planned"] = planned
+    write_table(table, out, 7)
+    out.with_suffix(".json").write_text(json.dumps(prov, indent=1) + "\n", encoding="utf-8")
+    return table
+
+
+# ---- the analyses --------------------------------------------------------------------------------
+
+def fit(rows: pd.DataFrame, response: str = RESPONSE) -> Any:
+    """The model ``gpudse fit RESULTS --response R --space mgpusim`` fits (its settings, parsed from that
+    command line)."""
+    from gpudse_core.cli import build_parser
+    from gpudse_core.cli.model_cmds import fit_settings
+    from gpudse_core.model.registry import fit_model
+
+    args = build_parser().parse_args(["fit", "r.csv", "--response", response, "--space", "mgpusim", "-o", "m.json"])
+    kw, _ = fit_settings(args)
+    data = rows[[*PARAMS, response]].dropna().reset_index(drop=True)
+    return fit_model("stepwise", data, response, list(PARAMS), transform=args.transform, stepwise_kw=kw)
+
+
+def trace_text(model: Any) -> str:
+    """Stargazer Table 1 of *model*, as ``gpudse fit`` prints it."""
+    from gpudse_core.cli.model_cmds import trace_table
+
+    return trace_table(model, PARAMS)
+
+
+def _errors(model: Any, rows: pd.DataFrame, response: str = RESPONSE) -> np.ndarray:
+    pred = np.asarray(model.predict(rows[list(PARAMS)]), dtype=float)
+    y = rows[response].to_numpy(float)
+    return np.abs(pred - y) / y
+
+
+def error_by_size(study: Study, sizes: list[int] | None = None) -> pd.DataFrame:
+    """Stargazer Fig. 5 on MGPUSim: fitted on the first k campaign points (sample order), the relative error on
+    the campaign points after them and on the random search's points (a uniform sample never fitted)."""
+    camp, held = study.part("campaign"), study.part("random")
+    sizes = sizes or [k for k in range(10, len(camp) - 4, 5)]
+    out = []
+    for k in sizes:
+        model = fit(camp.iloc[:k])
+        rest, rnd = _errors(model, camp.iloc[k:]), _errors(model, held)
+        out.append({"k": k, "terms": len(model.terms), "rest_n": len(rest), "rest_mean": rest.mean(),
+                    "rest_median": np.median(rest), "random_n": len(rnd), "random_mean": rnd.mean(),
+                    "random_median": np.median(rnd)})
+    return pd.DataFrame(out)
+
+
+def response_curves(study: Study) -> dict[str, pd.DataFrame]:
+    """Predicted kernel time (µs) against the number of CUs at the R9 Nano's other settings: per benchmark
+    (models of each benchmark's time fitted on the campaign), CUs added as shader arrays (4 CUs each) or as CUs
+    per shader array (16 arrays); and the geometric mean per core clock."""
+    camp = study.part("campaign")
+    curves = {}
+    for what in (*BENCHMARKS, "geomean"):
+        model = fit(camp, f"{what}_kernel_exec_s")
+        for how, vary, fixed in (("shader arrays", "sa", "cu_per_sa"), ("CUs per array", "cu_per_sa", "sa")):
+            d = pd.DataFrame([{**BASELINE, vary: v} for v in (1, 2, 4, 8, 16, 32) if 16 <= v * BASELINE[fixed]
+                              <= 128 and v in ((4, 8, 16, 32) if vary == "sa" else (1, 2, 4, 8))])
+            d["cus"] = d["cu_per_sa"] * d["sa"]
+            d["us"] = np.asarray(model.predict(d[list(PARAMS)]), float) * 1e6
+            curves[f"{what}: {how}"] = d
+        if what == "geomean":
+            for f in (500, 1000, 1500):
+                d = pd.DataFrame([{**BASELINE, "sa": s, "freq_mhz": f} for s in (4, 8, 16, 32)])
+                d["cus"] = d["cu_per_sa"] * d["sa"]
+                d["us"] = np.asarray(model.predict(d[list(PARAMS)]), float) * 1e6
+                curves[f"geomean at {f} MHz"] = d
+    return curves
+
+
+def best_so_far(study: Study) -> dict[str, np.ndarray]:
+    """The best geometric-mean time (µs) after each simulation: the search, random search, and the campaign's
+    first points (another uniform sample) for as many simulations."""
+    n = len(study.part("search"))
+    out = {}
+    for part in ("search", "random", "campaign"):
+        y = study.part(part)[RESPONSE].to_numpy(float)[: max(n, len(study.part("random")))] * 1e6
+        out[part] = np.fmin.accumulate(np.where(np.isfinite(y), y, np.inf))
+    return out
+
+
+def confirmations(study: Study) -> pd.DataFrame:
+    """The confirmed designs: the campaign model's prediction and interval (µs) against the simulated value."""
+    c = study.part("confirm")
+    out = c[[*PARAMS, "cus"]].copy()
+    for col in EXTRA:
+        out[col] = c[col] * 1e6
+    out["simulated"] = c[RESPONSE] * 1e6
+    out["error"] = (out["predicted"] - out["simulated"]) / out["simulated"]
+    out["inside"] = (out["simulated"] >= out["lower"]) & (out["simulated"] <= out["upper"])
+    return out
+
+
+# ---- the figures ---------------------------------------------------------------------------------
+
+def figures(study: Study, out: Path, sizes: list[int] | None = None) -> dict[str, Any]:
+    """Write the study's SVG figures into *out*; returns the numbers they show."""
+    from svg_chart import Series, chart
+
+    out.mkdir(parents=True, exist_ok=True)
+    res: dict[str, Any] = {}
+    res["trace"] = trace_text(fit(study.part("campaign")))
+    curves = response_curves(study)
+    res["curves"] = curves
+    sers = [Series(name, d["cus"].tolist(), d["us"].tolist(), dash="per array" in name)
+            for name, d in curves.items() if "MHz" not in name]
+    (out / "mgpusim-study-cus.svg").write_text(chart(
+        sers, "Kernel time against GPU size (model, R9 Nano otherwise)", "CUs (cu_per_sa × sa)",
+        "predicted kernel time, µs", logx=True, logy=True, xticks=[16, 32, 64, 128]), encoding="utf-8")
+    sers = [Series(name, d["cus"].tolist(), d["us"].tolist()) for name, d in curves.items() if "MHz" in name]
+    (out / "mgpusim-study-clock.svg").write_text(chart(
+        sers, "fir/aes geometric mean: GPU size × core clock (model)", "CUs (4 per shader array)",
+        "predicted geomean time, µs", logx=True, logy=True, xticks=[16, 32, 64, 128]), encoding="utf-8")
+    err = error_by_size(study, sizes)
+    res["error"] = err
+    (out / "mgpusim-study-error.svg").write_text(chart(
+        [Series("rest of the campaign", err["k"].tolist(), (100 * err["rest_mean"]).tolist()),
+         Series("random-search points", err["k"].tolist(), (100 * err["random_mean"]).tolist()),
+         Series("… median", err["k"].tolist(), (100 * err["random_median"]).tolist(), dash=True)],
+        "Model error against simulations (Stargazer Fig. 5, MGPUSim)", "campaign points fitted (k)",
+        "mean relative error, %"), encoding="utf-8")
+    best = best_so_far(study)
+    res["best"] = best
+    (out / "mgpusim-study-search.svg").write_text(chart(
+        [Series({"search": "gpudse search", "random": "random search",
+                 "campaign": "campaign's first points (uniform)"}[k], list(range(1, len(v) + 1)), v.tolist(),
+                dash=k == "campaign") for k, v in best.items()],
+        "Best fir/aes geometric mean found", "simulations (each fir + aes)", "best geomean time, µs"),
+        encoding="utf-8")
+    conf = confirmations(study)
+    res["confirm"] = conf
+    if len(conf):
+        x = list(range(1, len(conf) + 1))
+        (out / "mgpusim-study-confirm.svg").write_text(chart(
+            [Series("predicted (95 % interval)", x, conf["predicted"].tolist(), mode="markers",
+                    low=conf["lower"].tolist(), high=conf["upper"].tolist()),
+             Series("simulated", x, conf["simulated"].tolist(), mode="markers")],
+            "Confirmations: the model's best designs simulated", "design (model's rank)", "geomean time, µs",
+            xticks=x), encoding="utf-8")
+    return res
+
+
+def _design(r: Any) -> str:
+    return f"{int(r['cu_per_sa'])}×{int(r['sa'])} CUs, L2 {int(r['l2_kb'])} KB/{int(r['mem_banks'])} banks, " \
+           f"{int(r['line'])} B lines, {int(r['freq_mhz'])} MHz"
+
+
+def report(study: Study, res: dict[str, Any]) -> str:
+    """The figures' numbers as text (Markdown tables where they are tables)."""
+    us = lambda v: fmt.fmt_number(v, sig=4)  # noqa: E731
+    lines = [f"{len(study.table)} design points, {len(study.table) * len(BENCHMARKS)} simulations: " + ", ".join(
+        f"{name} {int((study.table['part'] == name).sum())}" for name in PARTS), "", "Stepwise trace (campaign):",
+        res["trace"], "", "Response curves (predicted µs; CUs):"]
+    for name, d in res["curves"].items():
+        lines.append(f"  {name}: " + ", ".join(f"{int(c)} → {us(v)}" for c, v in zip(d["cus"], d["us"])))
+    lines += ["", "| k fitted | terms | mean error, rest of campaign | mean / median error, random points |",
+              "|---:|---:|---:|---:|"]
+    for _, r in res["error"].iterrows():
+        lines.append(f"| {int(r['k'])} | {int(r['terms'])} | {fmt.fmt_percent(r['rest_mean'])} "
+                     f"(n = {int(r['rest_n'])}) | {fmt.fmt_percent(r['random_mean'])} / "
+                     f"{fmt.fmt_percent(r['random_median'])} |")
+    lines += ["", "| simulations | " + " | ".join(res["best"]) + " |", "|---:|" + "---:|" * len(res["best"])]
+    n = max(len(v) for v in res["best"].values())
+    for i in range(n):
+        lines.append(f"| {i + 1} | " + " | ".join(us(v[i]) if i < len(v) else "" for v in res["best"].values())
+                     + " |")
+    lines += ["", "| rank | design | CUs | predicted µs | 95 % interval | simulated µs | error | inside |",
+              "|---:|---|---:|---:|---|---:|---:|---|"]
+    for i, r in res["confirm"].reset_index(drop=True).iterrows():
+        lines.append(f"| {i + 1} | {_design(r)} | {int(r['cus'])} | {us(r['predicted'])} | {us(r['lower'])}–"
+                     f"{us(r['upper'])} | {us(r['simulated'])} | {fmt.fmt_percent(r['error'])} | "
+                     f"{'yes' if r['inside'] else 'no'} |")
+    top = study.table.sort_values(RESPONSE).head(5)
+    lines += ["", "Fastest simulated designs:", "| part | design | CUs | geomean µs | fir µs | aes µs |",
+              "|---|---|---:|---:|---:|---:|"]
+    for _, r in top.iterrows():
+        lines.append(f"| {r['part']} | {_design(r)} | {int(r['cus'])} | {us(r[RESPONSE] * 1e6)} | "
+                     f"{us(r['fir_kernel_exec_s'] * 1e6)} | {us(r['aes_kernel_exec_s'] * 1e6)} |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = ap.add_subparsers(dest="cmd")
+    co = sub.add_parser("collect", help="build the data file from the studies' stores")
+    for name in ("campaign", "search", "random", "confirm", "best", "commands"):
+        co.add_argument(f"--{name}", type=Path, required=True)
+    co.add_argument("--search-prefix", default="")
+    co.add_argument("--planned", type=int, default=120)
+    co.add_argument("-o", "--output", type=Path, default=DEFAULT_DATA)
+    ap.add_argument("--data", type=Path, default=DEFAULT_DATA)
+    ap.add_argument("--out", type=Path, default=ROOT / "docs" / "img")
+    args = ap.parse_args(argv)
+    if args.cmd == "collect":
+        commands = json.loads(args.commands.read_text(encoding="utf-8"))
+        t = collect(args.campaign, args.search, args.search_prefix, args.random, args.confirm, args.best,
+                    commands, args.output, args.planned)
+        print(f"wrote {len(t)} rows to {args.output} and its provenance to {args.output.with_suffix('.json')}")
+        return 0
+    study = load_study(args.data)
+    print(report(study, figures(study, args.out)))
+    print(f"\nfigures: {', '.join(sorted(p.name for p in args.out.glob('mgpusim-study-*.svg')))} in {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -155,34 +155,36 @@ def _tidy(t: pd.DataFrame, part: str) -> pd.DataFrame:
     return t[columns()]
 
 
-def collect(campaign: Path, search: Path, search_prefix: str, random: Path, confirm: Path, best: Path,
-            commands: dict, out: Path, planned: int) -> pd.DataFrame:
-    """Every simulated row of the study's stores into *out* and its provenance beside it."""
+def collect(stores: dict[str, tuple[Path, str | None]], best: Path | None, commands: dict, out: Path,
+            planned: int) -> pd.DataFrame:
+    """Every simulated row of the study's stores (*stores*: part → (store, campaign-name prefix or None for
+    all)) into *out*, and its provenance beside it; *best* (``gpudse explore -o``) gives the confirmations'
+    predictions and intervals."""
+    from datetime import datetime, timezone
+
     from gpudse_core import __version__
     from gpudse_core.cli.common import write_table
 
     parts, times, spec = {}, [], {}
-    for part, db, prefix in (("campaign", campaign, None), ("search", search, search_prefix),
-                             ("random", random, None), ("confirm", confirm, None)):
+    for part, (db, prefix) in stores.items():
         names, lo, hi, s = _store_campaigns(db, prefix)
         spec = spec or s
         parts[part] = _tidy(_store_rows(db, names), part)
         times += [lo, hi]
-    predicted = pd.read_csv(best)
-    keyed = parts["confirm"].drop(columns=list(EXTRA)).merge(predicted[[*PARAMS, *EXTRA]], on=list(PARAMS),
-                                                             how="left")
-    parts["confirm"] = keyed[columns()]
+    if "confirm" in parts and best is not None:
+        predicted = pd.read_csv(best)
+        keyed = parts["confirm"].drop(columns=list(EXTRA)).merge(predicted[[*PARAMS, *EXTRA]], on=list(PARAMS),
+                                                                 how="left")
+        parts["confirm"] = keyed[columns()]
     table = pd.concat(parts.values(), ignore_index=True)
     commit = subprocess.run(["git", "-C", str(commands.get("checkout", ROOT)), "rev-parse", "HEAD"],
                             capture_output=True, text=True, check=True).stdout.strip()
-    from datetime import datetime, timezone
-
     stamp = [datetime.fromtimestamp(t, timezone.utc).strftime("%Y-%m-%d %H:%M UTC") for t in
              (np.nanmin(times), np.nanmax(times))]
     prov = {"schema": SCHEMA, "gpudse_version": __version__, "gpudse_commit": commit,
             "mgpusim_module": spec.get("mgpusim"), "driver": spec.get("driver"), "space": "mgpusim",
             "benchmarks": dict(zip(BENCHMARKS, spec.get("sizes", []))), "response": RESPONSE,
-            "commands": commands["parts"], "started": stamp[0], "finished": stamp[1],
+            "commands": {p: commands["parts"][p] for p in parts}, "started": stamp[0], "finished": stamp[1],
             "machine": commands.get("machine", ""),
             "parts": {p: {"rows": int(len(t)), "simulations": int(len(t)) * len(BENCHMARKS)}
                       for p, t in parts.items()}}
@@ -285,6 +287,7 @@ def confirmations(study: Study) -> pd.DataFrame:
 
 def figures(study: Study, out: Path, sizes: list[int] | None = None) -> dict[str, Any]:
     """Write the study's SVG figures into *out*; returns the numbers they show."""
+    import svg_chart
     from svg_chart import Series, chart
 
     out.mkdir(parents=True, exist_ok=True)
@@ -292,8 +295,9 @@ def figures(study: Study, out: Path, sizes: list[int] | None = None) -> dict[str
     res["trace"] = trace_text(fit(study.part("campaign")))
     curves = response_curves(study)
     res["curves"] = curves
-    sers = [Series(name, d["cus"].tolist(), d["us"].tolist(), dash="per array" in name)
-            for name, d in curves.items() if "MHz" not in name]
+    hue = {what: svg_chart.COLORS[i] for i, what in enumerate((*BENCHMARKS, "geomean"))}
+    sers = [Series(name, d["cus"].tolist(), d["us"].tolist(), dash="per array" in name,
+                   style={"color": hue[name.split(":")[0]]}) for name, d in curves.items() if "MHz" not in name]
     (out / "mgpusim-study-cus.svg").write_text(chart(
         sers, "Kernel time against GPU size (model, R9 Nano otherwise)", "CUs (cu_per_sa × sa)",
         "predicted kernel time, µs", logx=True, logy=True, xticks=[16, 32, 64, 128]), encoding="utf-8")
@@ -308,15 +312,15 @@ def figures(study: Study, out: Path, sizes: list[int] | None = None) -> dict[str
          Series("random-search points", err["k"].tolist(), (100 * err["random_mean"]).tolist()),
          Series("… median", err["k"].tolist(), (100 * err["random_median"]).tolist(), dash=True)],
         "Model error against simulations (Stargazer Fig. 5, MGPUSim)", "campaign points fitted (k)",
-        "mean relative error, %"), encoding="utf-8")
+        "mean relative error, %", xticks=err["k"].tolist()), encoding="utf-8")
     best = best_so_far(study)
     res["best"] = best
     (out / "mgpusim-study-search.svg").write_text(chart(
         [Series({"search": "gpudse search", "random": "random search",
-                 "campaign": "campaign's first points (uniform)"}[k], list(range(1, len(v) + 1)), v.tolist(),
+                 "campaign": "campaign's first points"}[k], list(range(1, len(v) + 1)), v.tolist(),
                 dash=k == "campaign") for k, v in best.items()],
-        "Best fir/aes geometric mean found", "simulations (each fir + aes)", "best geomean time, µs"),
-        encoding="utf-8")
+        "Best fir/aes geometric mean found", "design points simulated (each fir + aes)", "best geomean time, µs",
+        xticks=list(range(1, max(len(v) for v in best.values()) + 1))), encoding="utf-8")
     conf = confirmations(study)
     res["confirm"] = conf
     if len(conf):
@@ -373,18 +377,25 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="cmd")
     co = sub.add_parser("collect", help="build the data file from the studies' stores")
-    for name in ("campaign", "search", "random", "confirm", "best", "commands"):
-        co.add_argument(f"--{name}", type=Path, required=True)
-    co.add_argument("--search-prefix", default="")
-    co.add_argument("--planned", type=int, default=120)
+    co.add_argument("--campaign", type=Path, required=True, help="the campaign's store")
+    co.add_argument("--search", type=Path, help="the search's store (its workspace's database)")
+    co.add_argument("--search-prefix", default=None, help="the search's campaign names start with this")
+    co.add_argument("--random", type=Path, help="the random search's store")
+    co.add_argument("--confirm", type=Path, help="the confirmations' store")
+    co.add_argument("--best", type=Path, help="gpudse explore's best designs (the confirmations' predictions)")
+    co.add_argument("--commands", type=Path, required=True, help="JSON: the command lines of each part")
+    co.add_argument("--planned", type=int, default=120, help="the campaign's planned points")
     co.add_argument("-o", "--output", type=Path, default=DEFAULT_DATA)
     ap.add_argument("--data", type=Path, default=DEFAULT_DATA)
     ap.add_argument("--out", type=Path, default=ROOT / "docs" / "img")
     args = ap.parse_args(argv)
     if args.cmd == "collect":
         commands = json.loads(args.commands.read_text(encoding="utf-8"))
-        t = collect(args.campaign, args.search, args.search_prefix, args.random, args.confirm, args.best,
-                    commands, args.output, args.planned)
+        stores = {"campaign": (args.campaign, None)}
+        for part, db in (("search", args.search), ("random", args.random), ("confirm", args.confirm)):
+            if db is not None:
+                stores[part] = (db, args.search_prefix if part == "search" else None)
+        t = collect(stores, args.best, commands, args.output, args.planned)
         print(f"wrote {len(t)} rows to {args.output} and its provenance to {args.output.with_suffix('.json')}")
         return 0
     study = load_study(args.data)

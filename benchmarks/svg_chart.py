@@ -16,8 +16,8 @@ from xml.sax.saxutils import escape
 from gpudse_core import fmt
 
 COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f")
-WIDTH, HEIGHT = 640, 400
-LEFT, RIGHT, TOP, BOTTOM = 72, 170, 40, 52
+WIDTH, HEIGHT = 760, 400
+LEFT, RIGHT, TOP, BOTTOM = 72, 250, 40, 52
 
 
 @dataclass
@@ -33,14 +33,14 @@ class Series:
 
 
 def _ticks(lo: float, hi: float, log: bool) -> list[float]:
-    """Round tick values covering [lo, hi]: powers of 2 or 10 on a log axis, 1-2-5 steps on a linear one."""
+    """Round tick values covering [lo, hi]: powers of 2 or 10 on a log axis (1-2-5 steps when they would be
+    fewer than three), 1-2-5 steps on a linear one."""
     if log:
         base = 2.0 if hi / lo <= 2 ** 8 and lo >= 1 else 10.0
         a, b = math.floor(math.log(lo, base) + 1e-9), math.ceil(math.log(hi, base) - 1e-9)
-        ticks = [base ** k for k in range(a, b + 1)]
-        if base == 10 and len(ticks) <= 2:
-            ticks = sorted({m * t for t in ticks for m in (1, 2, 5)})
-        return [t for t in ticks if lo * 0.999 <= t <= hi * 1.001] or [lo, hi]
+        ticks = [t for t in (base ** k for k in range(a, b + 1)) if lo * 0.999 <= t <= hi * 1.001]
+        if len(ticks) >= 3:
+            return ticks
     span = hi - lo or abs(hi) or 1.0
     raw = span / 5
     mag = 10 ** math.floor(math.log10(raw))
@@ -113,7 +113,8 @@ def chart(series: Sequence[Series], title: str, xlabel: str, ylabel: str, *, log
         if "markers" in s.mode:
             out += [f'<circle cx="{x:.1f}" cy="{y:.1f}" r="3.5" fill="{c}" fill-opacity="0.75"/>' for x, y in xy]
         ly = TOP + 8 + 18 * i
+        dash = ' stroke-dasharray="4 3"' if s.dash else ""
         out.append(f'<line x1="{WIDTH - RIGHT + 12}" y1="{ly}" x2="{WIDTH - RIGHT + 32}" y2="{ly}" stroke="{c}" '
-                   f'stroke-width="3"/><text x="{WIDTH - RIGHT + 38}" y="{ly + 4}">{escape(s.name)}</text>')
+                   f'stroke-width="3"{dash}/><text x="{WIDTH - RIGHT + 38}" y="{ly + 4}">{escape(s.name)}</text>')
     out.append("</svg>")
     return "\n".join(out) + "\n"

@@ -226,7 +226,7 @@ def error_by_size(study: Study, sizes: list[int] | None = None) -> pd.DataFrame:
     """Stargazer Fig. 5 on MGPUSim: fitted on the first k campaign points (sample order), the relative error on
     the campaign points after them and on the random search's points (a uniform sample never fitted)."""
     camp, held = study.part("campaign"), study.part("random")
-    sizes = sizes or [k for k in range(10, len(camp) - 4, 5)]
+    sizes = [k for k in (sizes or range(10, len(camp) - 4, 5)) if k < len(camp)]
     out = []
     for k in sizes:
         model = fit(camp.iloc[:k])
@@ -237,14 +237,15 @@ def error_by_size(study: Study, sizes: list[int] | None = None) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
-def response_curves(study: Study) -> dict[str, pd.DataFrame]:
+def response_curves(study: Study) -> tuple[dict[str, pd.DataFrame], dict[str, list[str]]]:
     """Predicted kernel time (µs) against the number of CUs at the R9 Nano's other settings: per benchmark
     (models of each benchmark's time fitted on the campaign), CUs added as shader arrays (4 CUs each) or as CUs
-    per shader array (16 arrays); and the geometric mean per core clock."""
+    per shader array (16 arrays); and the geometric mean per core clock. Also each model's terms."""
     camp = study.part("campaign")
-    curves = {}
+    curves, terms = {}, {}
     for what in (*BENCHMARKS, "geomean"):
         model = fit(camp, f"{what}_kernel_exec_s")
+        terms[what] = [str(t) for t in model.terms]
         for how, vary, fixed in (("shader arrays", "sa", "cu_per_sa"), ("CUs per array", "cu_per_sa", "sa")):
             d = pd.DataFrame([{**BASELINE, vary: v} for v in (1, 2, 4, 8, 16, 32) if 16 <= v * BASELINE[fixed]
                               <= 128 and v in ((4, 8, 16, 32) if vary == "sa" else (1, 2, 4, 8))])
@@ -257,7 +258,7 @@ def response_curves(study: Study) -> dict[str, pd.DataFrame]:
                 d["cus"] = d["cu_per_sa"] * d["sa"]
                 d["us"] = np.asarray(model.predict(d[list(PARAMS)]), float) * 1e6
                 curves[f"geomean at {f} MHz"] = d
-    return curves
+    return curves, terms
 
 
 def best_so_far(study: Study) -> dict[str, np.ndarray]:
@@ -293,7 +294,7 @@ def figures(study: Study, out: Path, sizes: list[int] | None = None) -> dict[str
     out.mkdir(parents=True, exist_ok=True)
     res: dict[str, Any] = {}
     res["trace"] = trace_text(fit(study.part("campaign")))
-    curves = response_curves(study)
+    curves, res["terms"] = response_curves(study)
     res["curves"] = curves
     hue = {what: svg_chart.COLORS[i] for i, what in enumerate((*BENCHMARKS, "geomean"))}
     sers = [Series(name, d["cus"].tolist(), d["us"].tolist(), dash="per array" in name,
@@ -344,7 +345,9 @@ def report(study: Study, res: dict[str, Any]) -> str:
     us = lambda v: fmt.fmt_number(v, sig=4)  # noqa: E731
     lines = [f"{len(study.table)} design points, {len(study.table) * len(BENCHMARKS)} simulations: " + ", ".join(
         f"{name} {int((study.table['part'] == name).sum())}" for name in PARTS), "", "Stepwise trace (campaign):",
-        res["trace"], "", "Response curves (predicted µs; CUs):"]
+        res["trace"], "", "Model terms per response (campaign):",
+        *[f"  {w}: {', '.join(t) or '(none)'}" for w, t in res["terms"].items()], "",
+        "Response curves (predicted µs; CUs):"]
     for name, d in res["curves"].items():
         lines.append(f"  {name}: " + ", ".join(f"{int(c)} → {us(v)}" for c, v in zip(d["cus"], d["us"])))
     lines += ["", "| k fitted | terms | mean error, rest of campaign | mean / median error, random points |",

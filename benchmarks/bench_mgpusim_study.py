@@ -336,7 +336,7 @@ def figures(study: Study, out: Path, sizes: list[int] | None = None) -> dict[str
 
 
 def _design(r: Any) -> str:
-    return f"{int(r['cu_per_sa'])}×{int(r['sa'])} CUs, L2 {int(r['l2_kb'])} KB/{int(r['mem_banks'])} banks, " \
+    return f"{int(r['cu_per_sa'])} CUs × {int(r['sa'])} arrays, L2 {int(r['l2_kb'])} KB/{int(r['mem_banks'])} banks, " \
            f"{int(r['line'])} B lines, {int(r['freq_mhz'])} MHz"
 
 
@@ -367,6 +367,16 @@ def report(study: Study, res: dict[str, Any]) -> str:
         lines.append(f"| {i + 1} | {_design(r)} | {int(r['cus'])} | {us(r['predicted'])} | {us(r['lower'])}–"
                      f"{us(r['upper'])} | {us(r['simulated'])} | {fmt.fmt_percent(r['error'])} | "
                      f"{'yes' if r['inside'] else 'no'} |")
+    uniform = study.table[study.table["part"].isin(("campaign", "random"))]
+    for knob, label in (("cus", "CUs"), ("freq_mhz", "clock, MHz")):
+        lines += ["", f"Simulated medians by {label} (campaign + random search: uniform points):",
+                  f"| {label} | points | fir µs | aes µs | geomean µs | fir occupancy | aes occupancy |",
+                  "|---:|---:|---:|---:|---:|---:|---:|"]
+        for v, g in uniform.groupby(knob):
+            lines.append(f"| {int(v)} | {len(g)} | {us(g['fir_kernel_exec_s'].median() * 1e6)} | "
+                         f"{us(g['aes_kernel_exec_s'].median() * 1e6)} | {us(g[RESPONSE].median() * 1e6)} | "
+                         f"{fmt.fmt_fixed(g['fir_occupancy'].median(), 2)} | "
+                         f"{fmt.fmt_fixed(g['aes_occupancy'].median(), 2)} |")
     top = study.table.sort_values(RESPONSE).head(5)
     lines += ["", "Fastest simulated designs:", "| part | design | CUs | geomean µs | fir µs | aes µs |",
               "|---|---|---:|---:|---:|---:|"]

@@ -196,17 +196,23 @@ def collect(stores: dict[str, tuple[Path, str | None]], best: Path | None, comma
 
 # ---- the analyses --------------------------------------------------------------------------------
 
-def fit(rows: pd.DataFrame, response: str = RESPONSE) -> Any:
+CUS_PARAMS = ("cus", "l2_kb", "mem_banks", "line", "freq_mhz")  # the GPU's size as one parameter
+
+
+def fit(rows: pd.DataFrame, response: str = RESPONSE, params: tuple[str, ...] = PARAMS) -> Any:
     """The model ``gpudse fit RESULTS --response R --space mgpusim`` fits (its settings, parsed from that
-    command line)."""
+    command line); with other *params*, ``gpudse fit RESULTS --response R --params a,b,…``."""
     from gpudse_core.cli import build_parser
     from gpudse_core.cli.model_cmds import fit_settings
     from gpudse_core.model.registry import fit_model
 
-    args = build_parser().parse_args(["fit", "r.csv", "--response", response, "--space", "mgpusim", "-o", "m.json"])
+    how = ["--space", "mgpusim"] if params == PARAMS else ["--params", ",".join(params)]
+    args = build_parser().parse_args(["fit", "r.csv", "--response", response, *how, "-o", "m.json"])
     kw, _ = fit_settings(args)
-    data = rows[[*PARAMS, response]].dropna().reset_index(drop=True)
-    return fit_model("stepwise", data, response, list(PARAMS), transform=args.transform, stepwise_kw=kw)
+    data = rows[[*params, response]].dropna().reset_index(drop=True)
+    model = fit_model("stepwise", data, response, list(params), transform=args.transform, stepwise_kw=kw)
+    model.study_params = params
+    return model
 
 
 def trace_text(model: Any) -> str:
@@ -217,23 +223,32 @@ def trace_text(model: Any) -> str:
 
 
 def _errors(model: Any, rows: pd.DataFrame, response: str = RESPONSE) -> np.ndarray:
-    pred = np.asarray(model.predict(rows[list(PARAMS)]), dtype=float)
+    pred = np.asarray(model.predict(rows[list(model.study_params)]), dtype=float)
     y = rows[response].to_numpy(float)
     return np.abs(pred - y) / y
 
 
+def _mean(a: np.ndarray) -> float:
+    return float(a.mean()) if len(a) else math.nan
+
+
 def error_by_size(study: Study, sizes: list[int] | None = None) -> pd.DataFrame:
     """Stargazer Fig. 5 on MGPUSim: fitted on the first k campaign points (sample order), the relative error on
-    the campaign points after them and on the random search's points (a uniform sample never fitted)."""
+    the campaign points after them and on the random search's points (a uniform sample never fitted); for the
+    preset's six parameters (``gpudse fit --space mgpusim``) and with the GPU's size as one parameter, the
+    number of CUs (:data:`CUS_PARAMS`)."""
     camp, held = study.part("campaign"), study.part("random")
-    sizes = [k for k in (sizes or range(10, len(camp) - 4, 5)) if k < len(camp)]
+    n = len(camp)
+    sizes = [k for k in (sizes or sorted({*range(8, n + 1, 3), n})) if 2 <= k <= n]
     out = []
     for k in sizes:
-        model = fit(camp.iloc[:k])
-        rest, rnd = _errors(model, camp.iloc[k:]), _errors(model, held)
-        out.append({"k": k, "terms": len(model.terms), "rest_n": len(rest), "rest_mean": rest.mean(),
-                    "rest_median": np.median(rest), "random_n": len(rnd), "random_mean": rnd.mean(),
-                    "random_median": np.median(rnd)})
+        row: dict[str, Any] = {"k": k, "rest_n": n - k, "random_n": len(held)}
+        for tag, params in (("", PARAMS), ("cus_", CUS_PARAMS)):
+            model = fit(camp.iloc[:k], params=params)
+            rest, rnd = _errors(model, camp.iloc[k:]), _errors(model, held)
+            row.update({f"{tag}terms": len(model.terms), f"{tag}rest_mean": _mean(rest),
+                        f"{tag}random_mean": _mean(rnd), f"{tag}random_median": float(np.median(rnd))})
+        out.append(row)
     return pd.DataFrame(out)
 
 
@@ -309,9 +324,12 @@ def figures(study: Study, out: Path, sizes: list[int] | None = None) -> dict[str
     err = error_by_size(study, sizes)
     res["error"] = err
     (out / "mgpusim-study-error.svg").write_text(chart(
-        [Series("rest of the campaign", err["k"].tolist(), (100 * err["rest_mean"]).tolist()),
-         Series("random-search points", err["k"].tolist(), (100 * err["random_mean"]).tolist()),
-         Series("… median", err["k"].tolist(), (100 * err["random_median"]).tolist(), dash=True)],
+        [Series("six parameters: random points", err["k"].tolist(), (100 * err["random_mean"]).tolist()),
+         Series("… rest of the campaign", err["k"].tolist(), (100 * err["rest_mean"]).tolist(), dash=True,
+                style={"color": svg_chart.COLORS[0]}),
+         Series("CUs as one parameter: random", err["k"].tolist(), (100 * err["cus_random_mean"]).tolist()),
+         Series("… rest of the campaign", err["k"].tolist(), (100 * err["cus_rest_mean"]).tolist(), dash=True,
+                style={"color": svg_chart.COLORS[1]})],
         "Model error against simulations (Stargazer Fig. 5, MGPUSim)", "campaign points fitted (k)",
         "mean relative error, %", xticks=err["k"].tolist()), encoding="utf-8")
     best = best_so_far(study)
@@ -350,12 +368,15 @@ def report(study: Study, res: dict[str, Any]) -> str:
         "Response curves (predicted µs; CUs):"]
     for name, d in res["curves"].items():
         lines.append(f"  {name}: " + ", ".join(f"{int(c)} → {us(v)}" for c, v in zip(d["cus"], d["us"])))
-    lines += ["", "| k fitted | terms | mean error, rest of campaign | mean / median error, random points |",
-              "|---:|---:|---:|---:|"]
+    lines += ["", "| k fitted | six parameters: terms | mean error, rest of campaign | mean / median error, random "
+              "points | CUs as one parameter: terms | rest of campaign | random points |",
+              "|---:|---:|---:|---:|---:|---:|---:|"]
+    pc = fmt.fmt_percent
     for _, r in res["error"].iterrows():
-        lines.append(f"| {int(r['k'])} | {int(r['terms'])} | {fmt.fmt_percent(r['rest_mean'])} "
-                     f"(n = {int(r['rest_n'])}) | {fmt.fmt_percent(r['random_mean'])} / "
-                     f"{fmt.fmt_percent(r['random_median'])} |")
+        lines.append(f"| {int(r['k'])} | {int(r['terms'])} | {pc(r['rest_mean'])} (n = {int(r['rest_n'])}) | "
+                     f"{pc(r['random_mean'])} / {pc(r['random_median'])} (n = {int(r['random_n'])}) | "
+                     f"{int(r['cus_terms'])} | {pc(r['cus_rest_mean'])} | {pc(r['cus_random_mean'])} / "
+                     f"{pc(r['cus_random_median'])} |")
     lines += ["", "| simulations | " + " | ".join(res["best"]) + " |", "|---:|" + "---:|" * len(res["best"])]
     n = max(len(v) for v in res["best"].values())
     for i in range(n):

@@ -252,27 +252,31 @@ def error_by_size(study: Study, sizes: list[int] | None = None) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
+def _grid(model: Any, rows: list[dict]) -> pd.DataFrame:
+    d = pd.DataFrame(rows)
+    d["cus"] = d["cu_per_sa"] * d["sa"]
+    d["us"] = np.asarray(model.predict(d[list(model.study_params)]), float) * 1e6
+    return d
+
+
 def response_curves(study: Study) -> tuple[dict[str, pd.DataFrame], dict[str, list[str]]]:
-    """Predicted kernel time (µs) against the number of CUs at the R9 Nano's other settings: per benchmark
-    (models of each benchmark's time fitted on the campaign), CUs added as shader arrays (4 CUs each) or as CUs
-    per shader array (16 arrays); and the geometric mean per core clock. Also each model's terms."""
+    """Predicted kernel time (µs) against the number of CUs (4 per shader array, 2 to 32 arrays) at the R9 Nano's
+    other settings: per benchmark and for the geometric mean by the models with the CUs as one parameter; the
+    geometric mean by the six-parameter model (``--space mgpusim``) too; and the geometric mean per core clock.
+    Also each model's terms, keyed ``<response>`` (six parameters) and ``<response> (CUs)``."""
     camp = study.part("campaign")
     curves, terms = {}, {}
+    sizes = [{**BASELINE, "sa": s} for s in (2, 4, 8, 16, 32)]  # 8 to 128 CUs: the campaign's range
     for what in (*BENCHMARKS, "geomean"):
-        model = fit(camp, f"{what}_kernel_exec_s")
-        terms[what] = [str(t) for t in model.terms]
-        for how, vary, fixed in (("shader arrays", "sa", "cu_per_sa"), ("CUs per array", "cu_per_sa", "sa")):
-            d = pd.DataFrame([{**BASELINE, vary: v} for v in (1, 2, 4, 8, 16, 32) if 16 <= v * BASELINE[fixed]
-                              <= 128 and v in ((4, 8, 16, 32) if vary == "sa" else (1, 2, 4, 8))])
-            d["cus"] = d["cu_per_sa"] * d["sa"]
-            d["us"] = np.asarray(model.predict(d[list(PARAMS)]), float) * 1e6
-            curves[f"{what}: {how}"] = d
+        model = fit(camp, f"{what}_kernel_exec_s", CUS_PARAMS)
+        terms[f"{what} (CUs)"] = [str(t) for t in model.terms]
+        curves[f"{what} (CUs model)"] = _grid(model, sizes)
         if what == "geomean":
-            for f in (500, 1000, 1500):
-                d = pd.DataFrame([{**BASELINE, "sa": s, "freq_mhz": f} for s in (4, 8, 16, 32)])
-                d["cus"] = d["cu_per_sa"] * d["sa"]
-                d["us"] = np.asarray(model.predict(d[list(PARAMS)]), float) * 1e6
-                curves[f"geomean at {f} MHz"] = d
+            for f in (500, 750, 1000, 1500):
+                curves[f"geomean at {f} MHz"] = _grid(model, [{**r, "freq_mhz": f} for r in sizes])
+            six = fit(camp, f"{what}_kernel_exec_s")
+            terms[what] = [str(t) for t in six.terms]
+            curves["geomean (six-parameter model)"] = _grid(six, sizes)
     return curves, terms
 
 
@@ -312,24 +316,26 @@ def figures(study: Study, out: Path, sizes: list[int] | None = None) -> dict[str
     curves, res["terms"] = response_curves(study)
     res["curves"] = curves
     hue = {what: svg_chart.COLORS[i] for i, what in enumerate((*BENCHMARKS, "geomean"))}
-    sers = [Series(name, d["cus"].tolist(), d["us"].tolist(), dash="per array" in name,
-                   style={"color": hue[name.split(":")[0]]}) for name, d in curves.items() if "MHz" not in name]
+    sers = [Series(name, d["cus"].tolist(), d["us"].tolist(), dash="six" in name,
+                   style={"color": hue[name.split(" ")[0]]}) for name, d in curves.items() if "MHz" not in name]
     (out / "mgpusim-study-cus.svg").write_text(chart(
-        sers, "Kernel time against GPU size (model, R9 Nano otherwise)", "CUs (cu_per_sa × sa)",
-        "predicted kernel time, µs", logx=True, logy=True, xticks=[16, 32, 64, 128]), encoding="utf-8")
+        sers, "Kernel time against GPU size (models, R9 Nano otherwise)", "CUs (4 per shader array)",
+        "predicted kernel time, µs", logx=True, logy=True, xticks=[8, 16, 32, 64, 128]), encoding="utf-8")
     sers = [Series(name, d["cus"].tolist(), d["us"].tolist()) for name, d in curves.items() if "MHz" in name]
     (out / "mgpusim-study-clock.svg").write_text(chart(
         sers, "fir/aes geometric mean: GPU size × core clock (model)", "CUs (4 per shader array)",
-        "predicted geomean time, µs", logx=True, logy=True, xticks=[16, 32, 64, 128]), encoding="utf-8")
+        "predicted geomean time, µs", logx=True, logy=True, xticks=[8, 16, 32, 64, 128]), encoding="utf-8")
     err = error_by_size(study, sizes)
     res["error"] = err
     (out / "mgpusim-study-error.svg").write_text(chart(
-        [Series("six parameters: random points", err["k"].tolist(), (100 * err["random_mean"]).tolist()),
+        [Series("six parameters: random points", err["k"].tolist(), (100 * err["random_mean"]).tolist(),
+                style={"color": svg_chart.COLORS[0]}),
          Series("… rest of the campaign", err["k"].tolist(), (100 * err["rest_mean"]).tolist(), dash=True,
                 style={"color": svg_chart.COLORS[0]}),
-         Series("CUs as one parameter: random", err["k"].tolist(), (100 * err["cus_random_mean"]).tolist()),
+         Series("CUs as one parameter: random", err["k"].tolist(), (100 * err["cus_random_mean"]).tolist(),
+                style={"color": svg_chart.COLORS[2]}),
          Series("… rest of the campaign", err["k"].tolist(), (100 * err["cus_rest_mean"]).tolist(), dash=True,
-                style={"color": svg_chart.COLORS[1]})],
+                style={"color": svg_chart.COLORS[2]})],
         "Model error against simulations (Stargazer Fig. 5, MGPUSim)", "campaign points fitted (k)",
         "mean relative error, %", xticks=err["k"].tolist()), encoding="utf-8")
     best = best_so_far(study)

@@ -292,7 +292,8 @@ def best_so_far(study: Study) -> dict[str, np.ndarray]:
 
 
 def confirmations(study: Study) -> pd.DataFrame:
-    """The confirmed designs: the campaign model's prediction and interval (µs) against the simulated value."""
+    """The confirmed designs: the campaign model's prediction and interval (µs) against the simulated value, and
+    the prediction of the model with the CUs as one parameter fitted on the same campaign."""
     c = study.part("confirm")
     out = c[[*PARAMS, "cus"]].copy()
     for col in EXTRA:
@@ -300,6 +301,8 @@ def confirmations(study: Study) -> pd.DataFrame:
     out["simulated"] = c[RESPONSE] * 1e6
     out["error"] = (out["predicted"] - out["simulated"]) / out["simulated"]
     out["inside"] = (out["simulated"] >= out["lower"]) & (out["simulated"] <= out["upper"])
+    cus = fit(study.part("campaign"), params=CUS_PARAMS)  # the same campaign, the CUs as one parameter
+    out["cus_predicted"] = np.asarray(cus.predict(c[list(CUS_PARAMS)]), float) * 1e6 if len(c) else []
     return out
 
 
@@ -353,7 +356,8 @@ def figures(study: Study, out: Path, sizes: list[int] | None = None) -> dict[str
         (out / "mgpusim-study-confirm.svg").write_text(chart(
             [Series("predicted (95 % interval)", x, conf["predicted"].tolist(), mode="markers",
                     low=conf["lower"].tolist(), high=conf["upper"].tolist()),
-             Series("simulated", x, conf["simulated"].tolist(), mode="markers")],
+             Series("simulated", x, conf["simulated"].tolist(), mode="markers"),
+             Series("CUs model's prediction", x, conf["cus_predicted"].tolist(), mode="markers")],
             "Confirmations: the model's best designs simulated", "design (model's rank)", "geomean time, µs",
             xticks=x), encoding="utf-8")
     return res
@@ -388,12 +392,13 @@ def report(study: Study, res: dict[str, Any]) -> str:
     for i in range(n):
         lines.append(f"| {i + 1} | " + " | ".join(us(v[i]) if i < len(v) else "" for v in res["best"].values())
                      + " |")
-    lines += ["", "| rank | design | CUs | predicted µs | 95 % interval | simulated µs | error | inside |",
-              "|---:|---|---:|---:|---|---:|---:|---|"]
+    lines += ["", "| rank | design | CUs | predicted µs | 95 % interval | simulated µs | error | inside "
+              "| CUs model µs |",
+              "|---:|---|---:|---:|---|---:|---:|---|---:|"]
     for i, r in res["confirm"].reset_index(drop=True).iterrows():
         lines.append(f"| {i + 1} | {_design(r)} | {int(r['cus'])} | {us(r['predicted'])} | {us(r['lower'])}–"
                      f"{us(r['upper'])} | {us(r['simulated'])} | {fmt.fmt_percent(r['error'])} | "
-                     f"{'yes' if r['inside'] else 'no'} |")
+                     f"{'yes' if r['inside'] else 'no'} | {us(r['cus_predicted'])} |")
     uniform = study.table[study.table["part"].isin(("campaign", "random"))]
     for knob, label in (("cus", "CUs"), ("freq_mhz", "clock, MHz")):
         lines += ["", f"Simulated medians by {label} (campaign + random search: uniform points):",

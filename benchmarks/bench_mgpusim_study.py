@@ -352,14 +352,14 @@ def figures(study: Study, out: Path, sizes: list[int] | None = None) -> dict[str
     conf = confirmations(study)
     res["confirm"] = conf
     if len(conf):
-        x = list(range(1, len(conf) + 1))
+        x = conf["cus"].astype(float).tolist()
         (out / "mgpusim-study-confirm.svg").write_text(chart(
             [Series("predicted (95 % interval)", x, conf["predicted"].tolist(), mode="markers",
                     low=conf["lower"].tolist(), high=conf["upper"].tolist()),
              Series("simulated", x, conf["simulated"].tolist(), mode="markers"),
              Series("CUs model's prediction", x, conf["cus_predicted"].tolist(), mode="markers")],
-            "Confirmations: the model's best designs simulated", "design (model's rank)", "geomean time, µs",
-            xticks=x), encoding="utf-8")
+            "Confirmations: the model's best designs simulated", "CUs of the confirmed design", "geomean time, µs",
+            logx=True, xticks=sorted(set(x))), encoding="utf-8")
     return res
 
 
@@ -392,7 +392,7 @@ def report(study: Study, res: dict[str, Any]) -> str:
     for i in range(n):
         lines.append(f"| {i + 1} | " + " | ".join(us(v[i]) if i < len(v) else "" for v in res["best"].values())
                      + " |")
-    lines += ["", "| rank | design | CUs | predicted µs | 95 % interval | simulated µs | error | inside "
+    lines += ["", "| # | design | CUs | predicted µs | 95 % interval | simulated µs | error | inside "
               "| CUs model µs |",
               "|---:|---|---:|---:|---|---:|---:|---|---:|"]
     for i, r in res["confirm"].reset_index(drop=True).iterrows():

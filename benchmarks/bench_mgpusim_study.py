@@ -189,6 +189,8 @@ def collect(stores: dict[str, tuple[Path, str | None]], best: Path | None, comma
             "parts": {p: {"rows": int(len(t)), "simulations": int(len(t)) * len(BENCHMARKS)}
                       for p, t in parts.items()}}
     prov["parts"]["campaign"]["planned"] = planned
+    if "confirm" in prov["parts"] and commands.get("confirm_model_rows"):
+        prov["parts"]["confirm"]["model_rows"] = int(commands["confirm_model_rows"])
     write_table(table, out, 7)
     out.with_suffix(".json").write_text(json.dumps(prov, indent=1) + "\n", encoding="utf-8")
     return table
@@ -293,7 +295,8 @@ def best_so_far(study: Study) -> dict[str, np.ndarray]:
 
 def confirmations(study: Study) -> pd.DataFrame:
     """The confirmed designs: the campaign model's prediction and interval (µs) against the simulated value, and
-    the prediction of the model with the CUs as one parameter fitted on the same campaign."""
+    the prediction of the model with the CUs as one parameter fitted on the same campaign points (the first
+    ``parts.confirm.model_rows`` of them: the campaign may have gone on after the confirmation model was fitted)."""
     c = study.part("confirm")
     out = c[[*PARAMS, "cus"]].copy()
     for col in EXTRA:
@@ -301,7 +304,8 @@ def confirmations(study: Study) -> pd.DataFrame:
     out["simulated"] = c[RESPONSE] * 1e6
     out["error"] = (out["predicted"] - out["simulated"]) / out["simulated"]
     out["inside"] = (out["simulated"] >= out["lower"]) & (out["simulated"] <= out["upper"])
-    cus = fit(study.part("campaign"), params=CUS_PARAMS)  # the same campaign, the CUs as one parameter
+    rows = int(study.provenance.get("parts", {}).get("confirm", {}).get("model_rows") or len(study.part("campaign")))
+    cus = fit(study.part("campaign").iloc[:rows], params=CUS_PARAMS)  # the same points, the CUs as one parameter
     out["cus_predicted"] = np.asarray(cus.predict(c[list(CUS_PARAMS)]), float) * 1e6 if len(c) else []
     return out
 

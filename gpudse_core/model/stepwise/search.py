@@ -310,19 +310,7 @@ class Search:
         concurrency that matters only when the kernel is memory bound) has almost no main effect, and Algorithm
         1 would stop before ever trying it. Returns (P, Q, scores, skipped, gain) of the best block that passes,
         or None."""
-        keys = {label(k): k for k in [(p, q, WITH) for p in rem for q in self.chosen]}
-        scores, skipped = {}, {}
-        for cset in self.chunked(list(keys.values())):
-            sc, sk, _ = self.evaluate(cset, cset.terms)
-            scores.update(sc)
-            skipped.update(sk)
-        if not scores:
-            return None
-        name = self.best(scores)
-        ok, g = self.gain_ok(name, scores, self.cfg.theta)
-        if not ok:
-            return None
-        return keys[name][0], keys[name][1], scores, skipped, g
+        return self._best_block({label(k): k for k in [(p, q, WITH) for p in rem for q in self.chosen]})
 
     def joint(self, rem: list[str]) -> tuple[str, str, dict, dict, float] | None:
         """Step 12 (``count_pairs``), when neither a main effect nor the look-ahead passes θ: each pair of remaining
@@ -334,8 +322,11 @@ class Search:
         for the look-ahead)."""
         counts = [p for p in rem if _is_count(self.X[p])]
         keys = {label(k): k for k in [(p, q, JOINT) for p, q in combinations(counts, 2)]}
-        if not keys:
-            return None
+        return self._best_block(keys) if keys else None
+
+    def _best_block(self, keys: dict) -> tuple[str, str, dict, dict, float] | None:
+        """The best of the candidate blocks *keys* (label → (P, Q, kind)) scored by the step's rule, as
+        (P, Q, scores, skipped, gain) when it passes θ, else None."""
         scores, skipped = {}, {}
         for cset in self.chunked(list(keys.values())):
             sc, sk, _ = self.evaluate(cset, cset.terms)

@@ -370,3 +370,30 @@ def test_the_example_description_reads_and_fits_the_stargazer_space(tmp_path):
     be.check_points(points(1).columns)
     assert be.command[-1] == "{config}" and be.timeout == 14400 and be.env == {"CUDA_INSTALL_PATH": "/usr/local/cuda"}
     assert parse_log("x", text="total_rays = 12\n", extra=be.extra).extra == {"rays": 12.0}
+
+
+@pytest.mark.slow
+def test_ctrl_c_writes_what_is_done(tmp_path):
+    """Ctrl-C (SIGINT to the process group) mid-campaign: exit 130, the output file holds every finished
+    point, and the same command resumes to the full table."""
+    backend_file(tmp_path, sleep=0.2)
+    samples = tmp_path / "s.csv"
+    points(24).to_csv(samples, index=False)
+    store = tmp_path / "c.db"
+    cmd = cli(tmp_path, samples, store)
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen(cmd, cwd=tmp_path, env=env, start_new_session=True, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 120
+    while time.time() < deadline and len(_done(store)) < 4:
+        time.sleep(0.05)
+    os.killpg(proc.pid, signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err
+    assert "interrupted" in err and "Traceback" not in err
+    written = pd.read_csv(tmp_path / "r.csv")
+    assert 4 <= len(written) < 24
+    assert len(written) == len(_done(store))  # every finished run, nothing more
+    out = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert len(pd.read_csv(tmp_path / "r.csv")) == 24

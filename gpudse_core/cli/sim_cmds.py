@@ -53,10 +53,14 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         print(f"{state} campaign {args.campaign!r} in {store_path}: {before.done:,} of {before.total:,} points done",
               file=sys.stderr)
         line = Progress()
-        final = run_campaign(store, backend, workers=args.workers, scheduler=args.scheduler,
-                             progress=wsc.progress(_bar(line)) if wsc else _bar(line),
-                             should_stop=wsc and wsc.should_stop)
-        if wsc:
+        interrupted = False
+        try:
+            final = run_campaign(store, backend, workers=args.workers, scheduler=args.scheduler,
+                                 progress=wsc.progress(_bar(line)) if wsc else _bar(line),
+                                 should_stop=wsc and wsc.should_stop)
+        except KeyboardInterrupt:  # Ctrl-C: the store has every finished run; the output file gets them too
+            interrupted, final = True, store.progress()
+        if wsc and not interrupted:  # an interrupted workspace campaign is recorded as such when the command ends
             wsc.finish(final)
         line.end()
         table = store.table()
@@ -64,6 +68,10 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         table = table[keep] if len(table) else points.iloc[0:0]
         write_table(table, out, args.precision)
         print(f"wrote {len(table):,} results to {out}", file=sys.stderr)
+        if interrupted:
+            print(f"gpudse: interrupted; {final.done:,} of {final.total:,} point(s) are done and written. The store "
+                  f"keeps them: run the same command again to resume", file=sys.stderr)
+            return 130
         return _report_missing(store, final, args.retries + 1, stopped=bool(wsc and wsc.should_stop()))
 
 

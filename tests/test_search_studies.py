@@ -105,6 +105,18 @@ def test_pools_are_bounded_by_the_memory_their_processes_take():
         assert pool_size(4, 1000, 1, process_bytes(AnalyticalBackend("BFS"))) == 4
 
 
+
+def test_a_local_scan_cluster_is_bounded_by_memory_too():
+    """Explore's LocalCluster keeps the campaign pool's memory bound (75 MB a process)."""
+    from gpudse_core.explore.distributed import local_scan_workers
+
+    assert local_scan_workers(4) == 4
+    with limits.override(local_worker_bytes=3 * limits.WORKER_BYTES):
+        assert local_scan_workers(64) == 3
+    with limits.override(local_worker_bytes=limits.WORKER_BYTES // 2):
+        assert local_scan_workers(8) == 1  # never fewer than one
+
+
 def _round(ev, pool, space, rng, n):
     digits = pool.initial(n, rng)
     out = ev(digits, [space._row(r) for r in digits])

@@ -49,8 +49,18 @@ def local_cluster(workers: int | None = None) -> Any:
     limits.check("local_workers", workers or 0, f"{workers or 0:,} worker processes on this machine",
                  "ask for fewer (one per core is the default)")
     with dask.config.set(WORKER_CONFIG):
-        return LocalCluster(n_workers=workers or os.cpu_count() or 1, threads_per_worker=1, processes=True,
+        return LocalCluster(n_workers=local_scan_workers(workers), threads_per_worker=1, processes=True,
                             dashboard_address=None)
+
+
+def local_scan_workers(workers: int | None) -> int:
+    """The processes a local scan cluster starts: *workers* (default one per core), never more than
+    ``limits.local_worker_bytes`` holds at ``limits.WORKER_BYTES`` a process, never fewer than one —
+    the bound a campaign's pool keeps (:func:`gpudse_core.sim.campaign.pool_size`)."""
+    from .. import limits
+
+    fits = limits.current().local_worker_bytes // limits.WORKER_BYTES
+    return max(1, min(int(workers or os.cpu_count() or 1), fits))
 
 
 def connect(scheduler: str, workers: int | None) -> tuple[Any, Any]:

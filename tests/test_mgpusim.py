@@ -481,3 +481,14 @@ def test_launch_warning_for_points_that_keep_the_baseline_cus(binary):
     backend = mgpusim.MgpusimBackend("bfs", size=1024, binary=str(binary))
     backend.check_table(POINTS[["l2_kb", "freq_mhz"]])
     assert len(backend.warnings) == 1 and "4 of 4 design(s) (up to 64)" in backend.warnings[0]
+
+
+@pytest.mark.parametrize("launches, says", [(1, "although the command processor ran 1 kernel"),
+                                            (0, "launched no kernel")])
+def test_a_run_without_kernel_time_is_refused_with_the_reason(tmp_path, launches, says):
+    """A metrics file with kernel_cycles 0 is not a result; the message tells a missing driver trace (kernels
+    ran) from a benchmark that launched nothing."""
+    (tmp_path / "m.json").write_text(json.dumps({"kernel_cycles": 0, "kernel_time_s": 0, "kernel_launches": launches,
+                                                 "kernel_exec_s": 2.4e-05}))
+    with pytest.raises(mgpusim.MgpusimError, match=says):
+        mgpusim.parse_metrics(tmp_path / "m.json")

@@ -556,5 +556,10 @@ def parse_metrics(path: Path) -> dict[str, float]:
         if isinstance(v, (int, float)):
             out[k] = float(v)
     if not out.get("kernel_cycles", 0) > 0:
+        launched = doc.get("kernel_launches")
+        if isinstance(launched, int) and launched > 0:
+            raise MgpusimError(f"{path}: MGPUSim recorded no kernel time (kernel_cycles "
+                               f"{doc.get('kernel_cycles')!r}) although the command processor ran {launched} "
+                               f"kernel(s); the run is not counted: run it again (--retry-failed)")
         raise MgpusimError(f"{path}: kernel_cycles is {doc.get('kernel_cycles')!r}; the benchmark launched no kernel")
     return out

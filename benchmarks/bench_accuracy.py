@@ -51,6 +51,16 @@ def kernel_data(kernel: str, pool: int, seed: int) -> pd.DataFrame:
     return pts.assign(cycles=simulate(pts, kernel, noise=0.01, seed=seed + 1).cycles.to_numpy())
 
 
+def kernel_pools(kernels: list[str], pool: int, seed: int):
+    """(kernel, its pool) for each of *kernels*, each drawn with *seed* + 100 × its place in ``KERNELS``, so a
+    kernel's pool does not depend on which others run with it."""
+    unknown = [k for k in kernels if k not in KERNELS]
+    if unknown:
+        raise ValueError(f"unknown kernel(s) {', '.join(unknown)}; choose from {', '.join(KERNELS)}")
+    for k in kernels:
+        yield k, kernel_data(k, pool, seed + 100 * KERNELS.index(k))
+
+
 def hub_data(path: Path) -> pd.DataFrame:
     d = pd.read_csv(path)
     return d[d["status"] == "ok"].drop(columns="status").dropna(subset=["time_ms"]).reset_index(drop=True)
@@ -100,11 +110,11 @@ def main() -> None:
     t0 = time.perf_counter()
     if not args.no_kernels:
         kernels = [k.strip() for k in args.kernels.split(",") if k.strip()]
-        unknown = [k for k in kernels if k not in KERNELS]
-        if unknown:
-            ap.error(f"unknown kernel(s) {', '.join(unknown)}; choose from {', '.join(KERNELS)}")
-        for k in kernels:  # each kernel's own draw, whichever others run with it
-            rows.append(run(k, kernel_data(k, args.pool, args.seed + 100 * KERNELS.index(k)), "cycles", args))
+        try:
+            for k, data in kernel_pools(kernels, args.pool, args.seed):
+                rows.append(run(k, data, "cycles", args))
+        except ValueError as e:
+            ap.error(str(e))
     if not args.no_hub:
         if not HUB.is_dir():
             print(f"note: {HUB} not found; benchmark_hub rows skipped", file=sys.stderr)

@@ -104,3 +104,23 @@ def test_envelope_of_known_neighbours():
 def test_the_paper_model_keeps_no_envelope():
     m = fit_model("paper", _table(60, 5).drop(columns="c"), "t", ["a", "b"])
     assert m.neighbours is None and "neighbours" not in json.loads(m.to_json())
+
+
+def test_explore_names_the_best_rows_outside_the_training_rows():
+    """Fitted where blk ≤ 8 only, the model's best design on the whole space has blk = 16: explore says so."""
+    from gpudse_core import load_preset, sample
+    from gpudse_core.explore.designs import best_designs
+    from gpudse_core.sim.simulator import simulate
+
+    space = load_preset("stargazer")
+    pts = sample(space, 60, seed=3).points
+    rows = pts.assign(cycles=simulate(pts, "matMul").cycles.to_numpy())
+    rows = rows[rows.blk <= 8].reset_index(drop=True)
+    model = fit_model("stepwise", rows, "cycles", list(space.parameter_names), transform=None)
+    found = best_designs(model, space, top=3, level=None)
+    outside = (found.rows.blk > 8).to_numpy()
+    assert outside.any()
+    first = int(np.flatnonzero(outside)[0]) + 1
+    note = next(n for n in found.notes if "outside what the training rows cover" in n)
+    assert note.startswith(f"row(s) {first}") and "blk=16 outside the training range [1, 8]" in note
+    assert not any("blk=16" in n for n in best_designs(model, space, top=3, level=None, where="blk <= 8").notes)

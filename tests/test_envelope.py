@@ -124,3 +124,18 @@ def test_explore_names_the_best_rows_outside_the_training_rows():
     note = next(n for n in found.notes if "outside what the training rows cover" in n)
     assert note.startswith(f"row(s) {first}") and "blk=16 outside the training range [1, 8]" in note
     assert not any("blk=16" in n for n in best_designs(model, space, top=3, level=None, where="blk <= 8").notes)
+
+
+def test_gpudse_predict_says_which_rows_were_held(model_and_data, tmp_path, capsys):
+    from gpudse_core.cli import main
+    from gpudse_core.model.registry import save_model
+
+    model, _, X = model_and_data
+    save_model(model, tmp_path / "m.json")
+    X.to_csv(tmp_path / "pts.csv", index=False)
+    assert main(["predict", str(tmp_path / "m.json"), str(tmp_path / "pts.csv"), "-o", str(tmp_path / "p.csv")]) == 0
+    err = capsys.readouterr().err
+    out = pd.read_csv(tmp_path / "p.csv", keep_default_na=False)
+    held = out.extrapolation.str.contains("prediction held to the responses of the 10 nearest training designs")
+    assert held.sum() >= 4 and out.bounded.astype(str).eq("True")[held].all()
+    assert f"; {int(held.sum())} of them to the responses of their nearest training designs)" in err

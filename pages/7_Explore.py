@@ -258,8 +258,12 @@ if not checked:
 st.subheader("One parameter at a time")
 base = ui.base_point(space, "ex")
 sens = sensitivity(model, base, space)
-ref = float(model.predict(pd.DataFrame([base]))[0])
+at = model.predict_details(pd.DataFrame([base]))
+ref = float(at["predicted"].iloc[0])
 st.metric(f"Predicted {ui.plain(model.response)} at this design", ui.fmt_num(ref, ui.response_unit(model.response)))
+if str(at["extrapolation"].iloc[0]):  # outside what the training rows cover: the model extrapolates, say so
+    st.caption(f"Outside the training data: {ui.plain(str(at['extrapolation'].iloc[0]))}"
+               + (" (the prediction is bounded)." if bool(at["bounded"].iloc[0]) else "."))
 span = sens.groupby("parameter").change.agg(["min", "max"]).reindex(space.parameter_names)
 span.index = [space.parameter(p).display for p in span.index]  # the names the sliders above use
 ui.chart(figures.sensitivity(span, model.response))

@@ -316,9 +316,11 @@ def cmd_predict(args: argparse.Namespace) -> int:
     write_table(result, out, args.precision)
     n_bounded = int(det.bounded.sum())
     n_outside = int((det.extrapolation != "").sum())
+    n_held = int(det.extrapolation.str.contains("prediction held", regex=False).sum())
     margin = getattr(model, "bound_margin", BOUND_MARGIN)
-    print(f"wrote {len(result):,} predictions of {model.response} to {out}: {n_bounded:,} bounded to the training "
-          f"range (margin {margin if margin is not None else 'off'}), {n_outside:,} outside "
+    held = f"; {n_held:,} of them to the responses of their nearest training designs" if n_held else ""
+    print(f"wrote {len(result):,} predictions of {model.response} to {out}: {n_bounded:,} bounded (to the training "
+          f"range, margin {margin if margin is not None else 'off'}{held}), {n_outside:,} outside "
           f"the training support (see the bounded and extrapolation columns)", file=sys.stderr)
     return 0
 

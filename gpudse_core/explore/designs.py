@@ -252,10 +252,32 @@ def best_designs(model: Any, space: DesignSpace, top: int = 20, *, maximize: boo
     sim_digits = _simulated_digits(space, results, model.response) if results is not None and sim else None
     rows, free = _merge(space, used, best, members, all_keys, sim, structure, where, sim_digits, notes)
     level_used = _intervals(model, space, rows, level, notes, results, "max" if maximize else "min")
+    _outside_note(model, rows[list(space.parameter_names)], notes)
     order = [*space.parameter_names, "predicted", "lower", "upper", "distinguishable", "designs", "simulated",
              "measured", "design_index"]
     rows = rows[[c for c in order if c in rows.columns]]
     return BestDesigns(rows, list(used), free, level_used, res, n_left, notes)
+
+
+def _outside_note(model: Any, X: pd.DataFrame, notes: list[str]) -> None:
+    """A note naming the shown rows that lie outside the model's training support (a value beyond a
+    parameter's training range, a level combination no training row had), the first row's reason, and
+    the rows whose prediction the model held to its bound or to its nearest training designs: there the
+    model extrapolates, and its prediction is the weakest the table shows."""
+    details = getattr(model, "predict_details", None)
+    if details is None or not len(X):
+        return
+    det = details(X)
+    why = det["extrapolation"].to_numpy(dtype=str)
+    out = np.flatnonzero(why != "")
+    if not out.size:
+        return
+    held = np.flatnonzero(det["bounded"].to_numpy(dtype=bool))
+    text = (f"row(s) {', '.join(str(i + 1) for i in out)} lie outside what the training rows cover (row {out[0] + 1}: "
+            f"{why[out[0]]}): the model extrapolates there")
+    if held.size:
+        text += f"; row(s) {', '.join(str(i + 1) for i in held)}: the prediction is held (bounded)"
+    notes.append(text + "; simulate to know")
 
 
 def _scan_ties(model: Any, space: DesignSpace, ask: int, top: int, leave: set, used: list[str], **kw: Any

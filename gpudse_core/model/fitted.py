@@ -16,7 +16,10 @@ transformed response scale. Its predictions are guarded:
   ``bound_margin`` × its width (default 0.25; ``None`` turns bounding off, leaving only a clip
   to the range where the inverse transform is finite; a positive response on the sqrt or raw scale is
   bounded below as the log scale would bound it, never at 0), and says which values were clipped;
-* :meth:`StepwiseModel.predict` — the inverse transform of the bounded value: never inf or NaN;
+* :meth:`StepwiseModel.guarded` — the bounded value, and at a point outside the training support
+  (:mod:`.support`) of a model that keeps its training designs (``neighbours``, the robust default) that
+  value held to the range of the responses of the point's nearest training designs (:mod:`.envelope`);
+* :meth:`StepwiseModel.predict` — the inverse transform of the guarded value: never inf or NaN;
 * :meth:`StepwiseModel.predict_details` — value, ``bounded`` flag and an ``extrapolation`` reason
   from the training support (:mod:`.support`);
 * :meth:`StepwiseModel.additive_terms` — the model as an intercept plus one table per term over
@@ -39,6 +42,8 @@ import pandas as pd
 from ..choices import INTERACTION_FORMS, TRANSFORMS
 from ..errors import GpudseError
 from ..jsonutil import finite_number, json_default
+from .envelope import K as NEIGHBOURS
+from .envelope import Neighbours
 from .splines import Basis
 from .support import Support
 
@@ -144,6 +149,9 @@ class StepwiseModel:
     # derived quantities among the parameters (name → expression over the others, :mod:`.derived`): computed on
     # the points predicted when they lack the column
     derived: dict = field(default_factory=dict)
+    # the training designs and their transformed responses (:mod:`.envelope`): a prediction outside the
+    # support is held to the range of its nearest ones; None (the paper model, older files): not held
+    neighbours: Neighbours | None = None
     _fill: list | None = field(default=None, init=False, repr=False, compare=False)  # cache
 
     kind = "stepwise"
@@ -288,10 +296,29 @@ class StepwiseModel:
         out = np.clip(np.where(nan, (lo + hi) / 2, z), lo, hi)
         return out, mask
 
+    def guarded(self, X: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(the guarded prediction on the transformed scale, mask of the values :meth:`bound` clipped or the
+        envelope held, mask of the values held): :meth:`bound`, then at the points outside the support
+        the clip to the responses of the ``NEIGHBOURS`` nearest training designs (:mod:`.envelope`). Off
+        with the bound (``bound_margin`` None) and for a model without ``neighbours``."""
+        X = self._with_derived(X)
+        z, mask = self.bound(self.linear_predictor(X))
+        held = np.zeros(z.shape, dtype=bool)
+        if self.neighbours is None or self.bound_margin is None or self.support is None or not z.size:
+            return z, mask, held
+        out = np.flatnonzero(self.support.outside(X))
+        if out.size:
+            lo, hi = self.neighbours.envelope(X.iloc[out], self.bases)
+            kept = np.clip(z[out], lo, hi)
+            held[out] = kept != z[out]
+            z = z.copy()
+            z[out] = kept
+        return z, mask | held, held
+
     def predict(self, X: pd.DataFrame) -> np.ndarray:
-        """Predicted response on the original scale: the inverse transform of the bounded linear
-        predictor. Never inf or NaN."""
-        return inverse_transform(self.bound(self.linear_predictor(X))[0], self.transform)
+        """Predicted response on the original scale: the inverse transform of the guarded linear
+        predictor (:meth:`guarded`). Never inf or NaN."""
+        return inverse_transform(self.guarded(X)[0], self.transform)
 
     def extrapolation(self, X: pd.DataFrame) -> np.ndarray:
         """Per row: "" inside the training support, else why not (see :mod:`.support`)."""
@@ -310,10 +337,16 @@ class StepwiseModel:
             raise FitError(str(e)) from None
 
     def predict_details(self, X: pd.DataFrame) -> pd.DataFrame:
-        """``predicted``, ``bounded`` (the bound was applied) and ``extrapolation`` per row."""
-        z, mask = self.bound(self.linear_predictor(X))
+        """``predicted``, ``bounded`` (the bound or the neighbour envelope was applied) and ``extrapolation``
+        per row (why the point lies outside the support; where the envelope held the prediction, it says so)."""
+        z, mask, held = self.guarded(X)
+        why = self.extrapolation(X)
+        if held.any():
+            why = why.copy()
+            note = f"prediction held to the responses of the {NEIGHBOURS} nearest training designs"
+            why[held] = [f"{w}; {note}" if w else note for w in why[held]]
         return pd.DataFrame({"predicted": inverse_transform(z, self.transform), "bounded": mask,
-                             "extrapolation": self.extrapolation(X)}, index=X.index)
+                             "extrapolation": why}, index=X.index)
 
     # -- summaries --
     def contributions(self) -> list[tuple[str, float]]:
@@ -396,6 +429,8 @@ class StepwiseModel:
                           "root": [[float(v) for v in row] for row in self.noise["root"]]}
         if self.derived:
             d["derived"] = dict(self.derived)
+        if self.neighbours is not None:
+            d["neighbours"] = self.neighbours.to_dict()
         if self.robust is not None:
             d["robust"] = {"method": "huber", "k": float(self.robust["k"]), "scale": float(self.robust["scale"]),
                            "rounds": int(self.robust["rounds"])}
@@ -522,13 +557,14 @@ class StepwiseModel:
                                f"'rounds': whole number}} or absent; refit the model")
             robust = {"method": "huber", "k": float(robust["k"]), "scale": float(robust["scale"]),
                       "rounds": int(robust["rounds"])}
+        neighbours = Neighbours.from_dict(d["neighbours"], bases) if d.get("neighbours") is not None else None
         model = cls(response=str(d["response"]), transform=transform, interactions=interactions,
                     bases=bases, columns=columns, column_labels=[str(x) for x in labels], coefficients=coef,
                     terms=list(terms), n=n, r2=float(r2) if r2 is not None else float("nan"),
                     adj_r2=float(adj) if adj is not None else float("nan"), settings=dict(d.get("settings", {})),
                     trace=list(d.get("trace", [])), support=support, z_range=z_range,
                     bound_margin=None if margin is None else float(margin), notes=[str(x) for x in d.get("notes", [])],
-                    unseen=unseen, noise=noise, robust=robust, derived=derived)
+                    unseen=unseen, noise=noise, robust=robust, derived=derived, neighbours=neighbours)
         model._check_finite(source)
         return model
 

@@ -71,7 +71,7 @@ def _ols_interval(model: Any, X: pd.DataFrame, level: float) -> pd.DataFrame:
     if noise is None:
         raise GpudseError("this model was saved without its residual spread, so it has no prediction interval; "
                           "refit it with this version of gpudse")
-    z = np.asarray(model.linear_predictor(X), dtype=float)
+    z = np.asarray(model.guarded(X)[0], dtype=float)  # about the prediction shown (held where the envelope held it)
     root = np.asarray(noise["root"], dtype=float).reshape(len(model.coefficients), -1)
     lev = np.einsum("ij,ij->i", *(2 * [design_matrix(model, X) @ root])) if root.size else np.zeros(len(X))
     half = float(stats.t.ppf((1 + level) / 2, noise["df"])) * noise["sigma"] * np.sqrt(1.0 + lev)

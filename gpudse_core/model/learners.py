@@ -705,4 +705,9 @@ def stepwise_fit(data: pd.DataFrame, response: str, kind: str = "stepwise", max_
                          transform=None if kind == "paper" else transform, **settings)
     if constant:
         model.notes.append(f"column(s) {', '.join(constant)} constant in the data: left out")
+    if kind == "stepwise" and model.bound_margin is not None:  # the default's guard far outside the data
+        from .envelope import Neighbours
+
+        z = transform_response(data[response].to_numpy(dtype=float), model.transform, response)
+        model.neighbours = Neighbours.build(data, z, model.bases)
     return model

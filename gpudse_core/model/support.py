@@ -22,7 +22,7 @@ only, on the raw scale (:meth:`Support.of`).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Iterator, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -183,24 +183,18 @@ class Support:
                            else numeric_support(str(p), X[p].to_numpy(dtype=float))) for p in X.columns}
         return cls(params, {})
 
-    def reasons(self, X: pd.DataFrame) -> np.ndarray:
-        """Per row of *X*: "" inside the support, else why not (reasons joined by "; ")."""
+    def _violations(self, X: pd.DataFrame) -> Iterator[tuple[str, Any, np.ndarray]]:
+        """Yield (``"param"``, parameter, rows) for values outside a parameter's support and (``"term"``,
+        parameters, rows) for combinations an interaction term never saw (rows: indices into *X*)."""
         n = len(X)
-        out = pd.Series([""] * n, index=range(n), dtype=object)
         codes, outside = {}, {}
         for p, ps in self.params.items():
             if p not in X.columns:
                 continue
-            raw = X[p].to_numpy()
-            codes[p], outside[p] = ps.cells(raw)
+            codes[p], outside[p] = ps.cells(X[p].to_numpy())
             bad = np.flatnonzero(outside[p])
             if bad.size:
-                if ps.kind == "text":
-                    why = [f"{p}={v} not seen in training" for v in np.asarray(raw, dtype=object)[bad].astype(str)]
-                else:
-                    rng = f"[{format_level(ps.lo)}, {format_level(ps.hi)}]"
-                    why = [f"{p}={format_level(v)} outside the training range {rng}" for v in raw[bad]]
-                _append(out, bad, why)
+                yield "param", p, bad
         for t, bitmap in self.seen.items():
             if not all(p in codes for p in t):
                 continue
@@ -213,12 +207,33 @@ class Support:
             shape = tuple(self.params[p].size for p in t)
             flat = np.ravel_multi_index(tuple(codes[p][idx] for p in t), shape)
             bad = idx[~bitmap[flat]]
-            if not bad.size:
+            if bad.size:
+                yield "term", t, bad
+
+    def outside(self, X: pd.DataFrame) -> np.ndarray:
+        """Per row of *X*: True where :meth:`reasons` gives a reason (without building the texts)."""
+        out = np.zeros(len(X), dtype=bool)
+        for _, _, bad in self._violations(X):
+            out[bad] = True
+        return out
+
+    def reasons(self, X: pd.DataFrame) -> np.ndarray:
+        """Per row of *X*: "" inside the support, else why not (reasons joined by "; ")."""
+        out = pd.Series([""] * len(X), index=range(len(X)), dtype=object)
+        for what, key, bad in self._violations(X):
+            if what == "param":
+                p, ps, raw = key, self.params[key], X[key].to_numpy()
+                if ps.kind == "text":
+                    why = [f"{p}={v} not seen in training" for v in np.asarray(raw, dtype=object)[bad].astype(str)]
+                else:
+                    rng = f"[{format_level(ps.lo)}, {format_level(ps.hi)}]"
+                    why = [f"{p}={format_level(v)} outside the training range {rng}" for v in raw[bad]]
+                _append(out, bad, why)
                 continue
-            shown = sorted(t, key=list(self.params).index)  # the parameters in the data's order
+            shown = sorted(key, key=list(self.params).index)  # the parameters in the data's order
             cols = [_fmt_all(X[p].to_numpy()[bad], self.params[p].kind == "text") for p in shown]
             memo: dict[tuple, str] = {}
-            texts = [memo.get(key) or memo.setdefault(key, _together(shown, key)) for key in zip(*cols)]
+            texts = [memo.get(k) or memo.setdefault(k, _together(shown, k)) for k in zip(*cols)]
             _append(out, bad, texts)
         return out.to_numpy()
 

@@ -60,8 +60,10 @@ class StepwiseSurrogate:
         data = self.space.frame(digits)
         name = "response__"
         data[name] = response
-        return fit_model("stepwise", data, name, list(self.space.parameter_names),
-                         derived=self.space.derived_map() or None)
+        model = fit_model("stepwise", data, name, list(self.space.parameter_names),
+                          derived=self.space.derived_map() or None)
+        model.neighbours = None  # ranks up to SCAN_POINTS designs a round: the equation, not the neighbour envelope
+        return model
 
     def _objective(self, model: Any, digits: np.ndarray) -> np.ndarray:
         pred = np.asarray(model.predict(self.space.frame(digits)), dtype=float)

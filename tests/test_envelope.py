@@ -139,3 +139,23 @@ def test_gpudse_predict_says_which_rows_were_held(model_and_data, tmp_path, caps
     held = out.extrapolation.str.contains("prediction held to the responses of the 10 nearest training designs")
     assert held.sum() >= 4 and out.bounded.astype(str).eq("True")[held].all()
     assert f"; {int(held.sum())} of them to the responses of their nearest training designs)" in err
+
+
+def test_a_held_prediction_has_an_interval_covering_its_neighbours_and_the_equation(model_and_data):
+    """Where the envelope held a prediction the data cannot say whether the neighbours or the equation are
+    right: the calibrated interval spans both, and the row is flagged bounded. (a = 17…24 lie beyond the
+    training range [1, 16] but inside the global bound, where the rise in a runs on.)"""
+    from gpudse_core.model.calibration import _clamped, calibrate, calibrated_interval
+
+    model, train, _ = model_and_data
+    X = pd.DataFrame({"a": [17.0, 18.0, 20.0, 24.0], "b": [1.0, 4.0, 9.0, 16.0], "c": ["slow", "fast"] * 2})
+    held = model.guarded(X)[2]
+    assert held.all() and not _clamped(model, X).any()
+    own = inverse_transform(model.bound(model.linear_predictor(X))[0], model.transform)
+    iv = calibrated_interval(model, X, calibrate(model, train))
+    assert iv.bounded.all()
+    for i in range(len(X)):
+        lo, hi = _nearest_range(model, train, X.iloc[i])
+        assert iv.lower.iloc[i] <= min(lo, own[i]) * (1 + 1e-9) and iv.upper.iloc[i] >= max(hi, own[i]) * (1 - 1e-9)
+    truth = np.exp(0.25 * X.a - 0.1 * X.b + 0.7 * (X.c == "slow"))  # the table's own law, without noise
+    assert ((truth >= iv.lower) & (truth <= iv.upper)).all()

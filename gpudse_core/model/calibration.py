@@ -25,7 +25,10 @@ model's terms. This module calibrates on data the model has not seen, as the mod
   of 200 would otherwise put the upper end of a 1 ms design at 200 ms, beyond every time in the table).
   Where the prediction itself was held at a bound the model cannot place the design: its interval spans
   that whole range, and past it by the calibrated end on the side it was clamped, and the row is flagged
-  ``bounded``. No interval has zero width (each end at least :data:`MIN_HALF` from the prediction on the
+  ``bounded``. A prediction held to the responses of its nearest training designs (:mod:`.envelope`: a
+  design outside the training support) gets an interval that covers those responses and the equation's
+  own prediction, widened by the calibrated ends — the data cannot say which is right there — and is
+  flagged ``bounded`` too. No interval has zero width (each end at least :data:`MIN_HALF` from the prediction on the
   residual scale).
 
 Measured (``python benchmarks/bench_intervals.py``; docs/models.md "Intervals of recommended designs"):
@@ -174,6 +177,7 @@ def calibrated_interval(model: Any, X: pd.DataFrame, cal: Calibration, level: fl
     model can predict, and beyond it on the side the model was clamped by the calibrated end). Every
     interval lies within the range the model can predict except where the calibrated end of a clamped
     row goes past it, and each end is at least MIN_HALF from the prediction."""
+    from .fitted import inverse_transform
     from .intervals import _check_level
 
     level = _check_level(level)
@@ -193,6 +197,30 @@ def calibrated_interval(model: Any, X: pd.DataFrame, cal: Calibration, level: fl
     high = clamped & ~low
     lo = np.where(low, shift(floor, lo_r), np.where(high, floor, np.maximum(shift(pred, lo_r), floor)))
     hi = np.where(high, shift(ceiling, hi_r), np.where(low, ceiling, np.minimum(shift(pred, hi_r), ceiling)))
+    held, nb_lo, nb_hi = _held(model, X)
+    if held.any():  # held to its neighbours: the interval covers what they measured and what the equation
+        own = inverse_transform(model.bound(model.linear_predictor(model._with_derived(X)))[0], model.transform)
+        a, b = np.fmin(nb_lo, own), np.fmax(nb_hi, own)  # says, by the calibrated ends too
+        lo = np.where(held, np.minimum(lo, np.maximum(shift(a, lo_r), floor)), lo)
+        hi = np.where(held, np.maximum(hi, np.minimum(shift(b, hi_r), ceiling)), hi)
     lo = np.minimum(lo, shift(pred, -MIN_HALF))  # never zero width, whatever the bounds
     hi = np.maximum(hi, shift(pred, MIN_HALF))
-    return pd.DataFrame({"predicted": pred, "lower": lo, "upper": hi, "bounded": clamped}, index=X.index)
+    return pd.DataFrame({"predicted": pred, "lower": lo, "upper": hi, "bounded": clamped | held}, index=X.index)
+
+
+def _held(model: Any, X: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(rows whose prediction the neighbour envelope held (:mod:`.envelope`), and the original-scale
+    range of those neighbours' responses; NaN elsewhere)."""
+    n = len(X)
+    held, lo, hi = np.zeros(n, dtype=bool), np.full(n, np.nan), np.full(n, np.nan)
+    if getattr(model, "kind", "") != "stepwise" or getattr(model, "neighbours", None) is None or not n:
+        return held, lo, hi
+    from .fitted import inverse_transform
+
+    held = np.asarray(model.guarded(X)[2], dtype=bool)
+    rows = np.flatnonzero(held)
+    if rows.size:
+        z_lo, z_hi = model.neighbours.envelope(model._with_derived(X).iloc[rows], model.bases)
+        lo[rows] = inverse_transform(np.asarray(z_lo, dtype=float), model.transform)
+        hi[rows] = inverse_transform(np.asarray(z_hi, dtype=float), model.transform)
+    return held, lo, hi

@@ -1,0 +1,109 @@
+"""Intervals on a search's proposals: the value the model expected and a calibrated interval, before simulating.
+
+Each design a search proposes from its models (:mod:`.study`) is recorded with the value predicted for
+it by the model that chose it — the forest's mean (its trees' mean on the log scale, so the geometric
+mean, for a positive response), or the stepwise model's prediction (:mod:`.choice`) — and a
+:data:`LEVEL` (95 %) interval around that value, all computed before the design is simulated, so the
+history shows predicted [lower, upper] against the simulated value and whether it fell inside.
+
+The interval is calibrated as :mod:`gpudse_core.model.calibration` calibrates Explore's best designs,
+with held-out residuals the round already has, so it costs no refit:
+
+* **Held-out residuals** — for the forest, each simulated design's *out-of-bag* prediction (the mean
+  of the trees whose bootstrap sample left it out; Breiman 2001; Johansson et al. 2014's conformal
+  regression forests), for the stepwise model its *k-fold* predictions (the ones :func:`.choice.compare`
+  computes when it refits the model); signed errors truth − prediction on the log scale for a positive
+  response (a multiplicative interval whose lower end is always above zero), else on the response's.
+* **Selection correction** — a search proposes the designs its model is most optimistic about, so the
+  quantiles come from the simulated designs whose held-out prediction ranked best (the best
+  :data:`~gpudse_core.model.calibration.SHARE` of them, at least ``MIN_SELECTED``: lowest predictions
+  for a minimised value, highest for a maximised one), through
+  :meth:`gpudse_core.model.calibration.Calibration.ends` — the one implementation of the conformal
+  order statistics and of the selection.
+
+An interval is never of zero width (each end at least ``MIN_HALF`` from the prediction on the
+residual scale). A proposal made before any model (the initial sample) or with fewer than
+``MIN_ROWS`` held-out residuals has no interval. Coverage measured on the benchmark_hub convolution
+tables (``python benchmarks/bench_intervals.py --proposals``): docs/search.md, "Intervals on proposals".
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+import numpy as np
+
+from ..model.calibration import MIN_ROWS, Calibration
+
+LEVEL = 0.95  # the level of every proposal's interval
+
+
+def held_out_calibration(held_out: np.ndarray, z: np.ndarray, log: bool) -> Calibration | None:
+    """A calibration from held-out predictions *held_out* of the values *z* (both on the model's scale:
+    log when *log*); rows where either is not finite are left out. None with fewer than MIN_ROWS rows."""
+    held_out, z = np.asarray(held_out, dtype=float), np.asarray(z, dtype=float)
+    use = np.isfinite(held_out) & np.isfinite(z)
+    n = int(use.sum())
+    if n < MIN_ROWS:
+        return None
+    p = held_out[use]
+    rank = (np.argsort(np.argsort(p, kind="stable"), kind="stable") + 0.5) / n
+    y = np.exp(z[use]) if log else z[use]
+    return Calibration(z[use] - p, rank, "log" if log else "none", 1, (float(y.min()), float(y.max())))
+
+
+def forest_calibration(forest: Any, X: np.ndarray, y: np.ndarray) -> Calibration | None:
+    """The forest's out-of-bag residuals on its training rows *X*, *y* (no refit: the round's forest)."""
+    return held_out_calibration(forest.oob_predictions(X), forest.transform(y), bool(forest.log))
+
+
+def interval(predicted: np.ndarray, cal: Calibration | None, goal: str | None,
+             level: float = LEVEL) -> tuple[np.ndarray, np.ndarray]:
+    """(lower, upper) around *predicted* (original scale) from *cal* at *level*, calibrated on the rows
+    ranked best for *goal* (``min``/``max``; None: every row). NaN where there is no calibration or no
+    usable prediction (not finite; not positive on the log scale)."""
+    p = np.asarray(predicted, dtype=float)
+    nan = np.full(p.shape, np.nan)
+    if cal is None:
+        return nan, nan.copy()
+    lo_r, hi_r = cal.ends(level, goal)  # each at least MIN_HALF from 0: never an interval of zero width
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        if cal.scale == "log":
+            usable = np.isfinite(p) & (p > 0)
+            lo, hi = p * np.exp(lo_r), p * np.exp(hi_r)
+        else:
+            usable = np.isfinite(p)
+            lo, hi = p + lo_r, p + hi_r
+    return np.where(usable, lo, np.nan), np.where(usable, hi, np.nan)
+
+
+def inside(value: float | None, lower: float | None, upper: float | None) -> bool | None:
+    """Whether a simulated *value* fell inside [lower, upper] (None without a value or an interval)."""
+    if value is None or lower is None or upper is None:
+        return None
+    return bool(lower <= value <= upper)
+
+
+def interval_fields(t: Any) -> dict:
+    """A trial's ``predicted``, ``lower``, ``upper``, ``level`` and ``inside`` (the simulated value in the
+    interval; None without one): the columns of ``gpudse search``'s history, --json and the Search page."""
+    return {"predicted": t.predicted, "lower": t.lower, "upper": t.upper, "level": t.level,  # with an objective:
+            "inside": inside(t.value if t.status == "ok" else None, t.lower, t.upper)}  # the objective's
+
+
+def coverage(trials: Iterable[Any]) -> tuple[int, int]:
+    """(inside, checked): of the successful trials that carried an interval, how many fell inside it."""
+    hits = [inside(t.value, t.lower, t.upper) for t in trials if t.status == "ok"]
+    hits = [h for h in hits if h is not None]
+    return sum(hits), len(hits)
+
+
+def coverage_text(trials: Iterable[Any], level: float = LEVEL) -> str:
+    """``41 of 47 simulated values (87 %) inside their 95 % intervals``, or "" when none was checked."""
+    from ..fmt import fmt_count
+
+    k, n = coverage(trials)
+    if not n:
+        return ""
+    return (f"{k:,} of {fmt_count(n, 'simulated values')} ({100 * k / n:.0f} %) inside their "
+            f"{100 * level:g} % intervals")

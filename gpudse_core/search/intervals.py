@@ -29,46 +29,86 @@ tables (``python benchmarks/bench_intervals.py --proposals``): docs/search.md, "
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Iterable
 
 import numpy as np
 
-from ..model.calibration import MIN_ROWS, Calibration
+from ..model.calibration import MIN_HALF, MIN_ROWS, Calibration
 
 LEVEL = 0.95  # the level of every proposal's interval
+SPREAD_FLOOR = 1.0  # a forest residual is scaled by sqrt(spread² + (SPREAD_FLOOR × the median spread)²)
 
 
-def held_out_calibration(held_out: np.ndarray, z: np.ndarray, log: bool) -> Calibration | None:
+def _scale(spread: Any, typical: float | None) -> np.ndarray:
+    """sqrt(spread² + (SPREAD_FLOOR × typical)²); 1 where residuals are not scaled (*typical* None)."""
+    sd = np.asarray(spread, dtype=float)
+    return np.ones_like(sd) if typical is None else np.sqrt(sd ** 2 + (SPREAD_FLOOR * typical) ** 2)
+
+
+@dataclass
+class ProposalCalibration:
+    """Held-out residuals *cal* (:class:`~gpudse_core.model.calibration.Calibration`), each divided by
+    its row's scale — for the forest, its out-of-bag spread floored by the median one, *typical*
+    (locally weighted conformal, Lei et al. 2018 §5.2); unscaled (*typical* None) for the stepwise model."""
+
+    cal: Calibration
+    typical: float | None = None
+
+    def scale(self, spread: Any) -> np.ndarray:
+        """The scale of a design of forest *spread* (its trees' standard deviation, on the model's scale)."""
+        return _scale(spread, self.typical)
+
+
+def held_out_calibration(held_out: np.ndarray, z: np.ndarray, log: bool,
+                         spread: np.ndarray | None = None) -> ProposalCalibration | None:
     """A calibration from held-out predictions *held_out* of the values *z* (both on the model's scale:
-    log when *log*); rows where either is not finite are left out. None with fewer than MIN_ROWS rows."""
+    log when *log*), the residuals scaled by the held-out *spread* when given (see
+    :class:`ProposalCalibration`); rows where any is not finite are left out. None with fewer than
+    MIN_ROWS rows."""
     held_out, z = np.asarray(held_out, dtype=float), np.asarray(z, dtype=float)
-    use = np.isfinite(held_out) & np.isfinite(z)
+    sd = np.zeros(held_out.shape) if spread is None else np.asarray(spread, dtype=float)
+    use = np.isfinite(held_out) & np.isfinite(z) & np.isfinite(sd)
     n = int(use.sum())
     if n < MIN_ROWS:
         return None
-    p = held_out[use]
+    p, sd = held_out[use], sd[use]
+    typical = float(np.median(sd)) if spread is not None and float(np.median(sd)) > 0 else None
     rank = (np.argsort(np.argsort(p, kind="stable"), kind="stable") + 0.5) / n
     y = np.exp(z[use]) if log else z[use]
-    return Calibration(z[use] - p, rank, "log" if log else "none", 1, (float(y.min()), float(y.max())))
+    resid = (z[use] - p) / _scale(sd, typical)
+    return ProposalCalibration(Calibration(resid, rank, "log" if log else "none", 1, (float(y.min()), float(y.max()))),
+                               typical)
 
 
-def forest_calibration(forest: Any, X: np.ndarray, y: np.ndarray) -> Calibration | None:
-    """The forest's out-of-bag residuals on its training rows *X*, *y* (no refit: the round's forest)."""
-    return held_out_calibration(forest.oob_predictions(X), forest.transform(y), bool(forest.log))
+def forest_calibration(forest: Any, X: np.ndarray, y: np.ndarray) -> ProposalCalibration | None:
+    """The forest's out-of-bag residuals and spreads on its training rows *X*, *y* (no refit: the round's
+    forest; a row is predicted by the trees whose bootstrap sample left it out, at least two)."""
+    per_tree, inbag = forest._per_tree_inbag(X)
+    out = ~inbag
+    n = out.sum(axis=0)
+    mean = (per_tree * out).sum(axis=0) / np.maximum(n, 1)
+    sd = np.sqrt((((per_tree - mean) ** 2) * out).sum(axis=0) / np.maximum(n, 1))
+    mean = np.where(n >= 2, mean, np.nan)
+    return held_out_calibration(mean, forest.transform(y), bool(forest.log), sd)
 
 
-def interval(predicted: np.ndarray, cal: Calibration | None, goal: str | None,
-             level: float = LEVEL) -> tuple[np.ndarray, np.ndarray]:
+def interval(predicted: np.ndarray, cal: ProposalCalibration | None, goal: str | None, level: float = LEVEL,
+             spread: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """(lower, upper) around *predicted* (original scale) from *cal* at *level*, calibrated on the rows
-    ranked best for *goal* (``min``/``max``; None: every row). NaN where there is no calibration or no
-    usable prediction (not finite; not positive on the log scale)."""
+    ranked best for *goal* (``min``/``max``; None: every row), the residual ends times the scale of each
+    design's forest *spread* (when *cal* is scaled). NaN where there is no calibration or no usable
+    prediction (not finite; not positive on the log scale)."""
     p = np.asarray(predicted, dtype=float)
     nan = np.full(p.shape, np.nan)
     if cal is None:
         return nan, nan.copy()
-    lo_r, hi_r = cal.ends(level, goal)  # each at least MIN_HALF from 0: never an interval of zero width
+    lo_r, hi_r = cal.cal.ends(level, goal)  # each at least MIN_HALF from 0: never an interval of zero width
+    k = cal.scale(np.zeros(p.shape) if spread is None else spread)
+    k = np.where(np.isfinite(k) & (k > 0), k, 1.0)
+    lo_r, hi_r = np.minimum(lo_r * k, -MIN_HALF), np.maximum(hi_r * k, MIN_HALF)
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
-        if cal.scale == "log":
+        if cal.cal.scale == "log":
             usable = np.isfinite(p) & (p > 0)
             lo, hi = p * np.exp(lo_r), p * np.exp(hi_r)
         else:

@@ -463,21 +463,17 @@ class _Loop:
         has, no refit)."""
         from .intervals import forest_calibration, interval
 
-        n, goal = len(batch.digits), "max" if self.s.goal == "max" else "min"
+        n, goal = len(batch.digits), "max" if self.s.goal == "max" else "min"  # (pareto: the response, min)
         if not n:
             return batch
-        mu, _ = forest.predict(self.pool.features(batch.digits))
+        mu, sd = forest.predict(self.pool.features(batch.digits))
         pred = np.exp(mu) if forest.log else mu
         step = np.array([i < len(batch.chose) and batch.chose[i] == "stepwise" for i in range(n)], dtype=bool)
         if batch.predicted is not None:
             pred = np.where(step, batch.predicted, pred)
-        cal = forest_calibration(forest, X_ok, y)
-        lo, hi = interval(pred, cal, goal)
-        drawn = np.array([i < len(batch.chose) and batch.chose[i] == "random" for i in range(n)], dtype=bool)
-        if drawn.any():  # a uniform draw was not chosen for looking good: every held-out residual calibrates it
-            lo_d, hi_d = interval(pred, cal, None)
-            lo, hi = np.where(drawn, lo_d, lo), np.where(drawn, hi_d, hi)
-        if step.any():
+        # the forest's: every out-of-bag residual, scaled by the spread (docs/search.md, "Intervals on proposals")
+        lo, hi = interval(pred, forest_calibration(forest, X_ok, y), None, spread=sd)
+        if step.any():  # the stepwise model's best predictions: the held-out rows it ranked best (as explore's)
             lo_s, hi_s = interval(pred, getattr(self.chooser.get("model"), "calibration", None), goal)
             lo, hi = np.where(step, lo_s, lo), np.where(step, hi_s, hi)
         batch.predicted, batch.lower, batch.upper = pred, lo, hi

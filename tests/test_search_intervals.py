@@ -118,3 +118,12 @@ def test_coverage_counts_simulated_values_inside_their_own_interval():
     assert inside(None, 1.0, 2.0) is None
     assert coverage_text(trials) == "2 of 3 simulated values (67 %) inside their 95 % intervals"
     assert coverage_text(trials[2:4]) == ""
+
+
+def test_an_end_reaches_at_most_a_quarter_of_the_values_range_past_it():
+    """Held-out errors of a factor e² on values from 1 to e (log range 1): an interval reaches at most
+    e^-0.25 below the smallest value and e^1.25 above, as Explore's stays in the range the model can predict."""
+    z = np.linspace(0.0, 1.0, 40)
+    held_out = z + np.where(np.arange(40) % 2, 2.0, -2.0)
+    lo, hi = interval(np.array([1.5]), held_out_calibration(held_out, z, log=True), None)
+    assert lo[0] == pytest.approx(np.exp(-0.25)) and hi[0] == pytest.approx(np.exp(1.25))

@@ -461,18 +461,16 @@ class _Loop:
         """Each proposal's predicted value — the stepwise model's for its designs, else the forest's (a
         uniform draw's too) — and its calibrated interval (:mod:`.intervals`: held-out residuals the round
         has, no refit)."""
-        from .intervals import forest_calibration, interval
+        from .intervals import forest_intervals, interval
 
         n, goal = len(batch.digits), "max" if self.s.goal == "max" else "min"  # (pareto: the response, min)
         if not n:
             return batch
-        mu, sd = forest.predict(self.pool.features(batch.digits))
-        pred = np.exp(mu) if forest.log else mu
+        # the forest's: every out-of-bag residual, scaled by the spread (docs/search.md, "Intervals on proposals")
+        pred, lo, hi = forest_intervals(forest, X_ok, y, self.pool.features(batch.digits))
         step = np.array([i < len(batch.chose) and batch.chose[i] == "stepwise" for i in range(n)], dtype=bool)
         if batch.predicted is not None:
             pred = np.where(step, batch.predicted, pred)
-        # the forest's: every out-of-bag residual, scaled by the spread (docs/search.md, "Intervals on proposals")
-        lo, hi = interval(pred, forest_calibration(forest, X_ok, y), None, spread=sd)
         if step.any():  # the stepwise model's best predictions: the held-out rows it ranked best (as explore's)
             lo_s, hi_s = interval(pred, getattr(self.chooser.get("model"), "calibration", None), goal)
             lo, hi = np.where(step, lo_s, lo), np.where(step, hi_s, hi)

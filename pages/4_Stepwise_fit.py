@@ -171,7 +171,7 @@ if kind == "stepwise":
                 for app, part in results.groupby(app_col):
                     try:  # a parameter constant within one application is left out of its model
                         by_app[str(app)] = fit_model(kind, part, response, params, transform=transform,
-                                                     stepwise_kw=kw)
+                                                     stepwise_kw=kw, derived=space.derived_map() or None)
                     except GpudseError as e:
                         notes.append(f"{app_col} {app}: {e}")
                 for n in notes:

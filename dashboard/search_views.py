@@ -14,9 +14,9 @@ import streamlit as st
 
 from gpudse_core import GpudseError
 from gpudse_core import fmt as _fmt
+from gpudse_core.model.coverage import coverage_text, interval_fields
 from gpudse_core.search import figures
 from gpudse_core.search.importance import METHOD, parameter_importance
-from gpudse_core.search.intervals import interval_fields
 from gpudse_core.search.result import SearchStudy
 
 from . import frame as ui
@@ -55,8 +55,6 @@ def _interval_columns(t: Any) -> dict:
 
 def interval_note(study: SearchStudy) -> None:
     """How many simulated values fell inside the intervals their proposals carried (nothing before any)."""
-    from gpudse_core.search.intervals import coverage_text
-
     covered = coverage_text(study.trials)
     if covered:
         st.caption(f"Each design a model proposed carries the value it predicted and a calibrated interval, made "

@@ -8,8 +8,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from gpudse_core.search.intervals import (LEVEL, coverage, coverage_text, held_out_calibration, inside, interval,
-                                          interval_fields)
+from gpudse_core.model.coverage import coverage, coverage_text, inside, interval_fields
+from gpudse_core.search.intervals import LEVEL, held_out_calibration, interval
 from gpudse_core.search.pool import make_pool
 from gpudse_core.search.result import SearchStudy
 from gpudse_core.search.stored import StudyDamaged

@@ -235,7 +235,7 @@ class _Line:
 def _round_intervals(res) -> str:
     """``; 4 of 5 inside their 95 % intervals (41 of 47 so far), e.g. predicted 1.29 [0.617, 3.93] → 1.65``:
     the last round's proposals' calibrated intervals against what they simulated at (.search.intervals)."""
-    from ..search.intervals import coverage
+    from ..model.coverage import coverage
 
     last = [t for t in res.trials if t.round == res.trials[-1].round and t.lower is not None]
     if not last:
@@ -263,7 +263,7 @@ def _time_line(res) -> str:
 def _report(args, res, space, response, out) -> None:
     import pandas as pd
 
-    from ..search.intervals import coverage_text, interval_fields
+    from ..model.coverage import coverage_text, interval_fields
 
     params = list(space.parameter_names)
     rows = []

@@ -182,7 +182,7 @@ def history_table(study: Any) -> pd.DataFrame:
     """Every simulation of the study in order: round, the model version that chose it, the design, the
     value (and the simulated response under an objective, the cost of a Pareto search), the predicted
     value and calibrated interval it was proposed with (:mod:`gpudse_core.search.intervals`), its status."""
-    from ..search.intervals import interval_fields
+    from ..model.coverage import interval_fields
 
     intervals = any(t.lower is not None for t in study.trials)
     rows = []
@@ -212,7 +212,7 @@ def _valued(name: str, value: Any) -> str:
 
 def search_items(study: Any) -> list:
     """The report's items for a search study (see the module docstring)."""
-    from ..search.intervals import coverage_text
+    from ..model.coverage import coverage_text
     from . import figures
     from .plaintext import chart as plain
 

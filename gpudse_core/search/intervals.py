@@ -30,14 +30,14 @@ tables (``python benchmarks/bench_intervals.py --proposals``): docs/search.md, "
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any
 
 import numpy as np
 
 from ..model.calibration import MIN_HALF, MIN_ROWS, Calibration
+from ..model.coverage import LEVEL  # the level of every proposal's interval
 from ..model.fitted import DEFAULT_BOUND_MARGIN
 
-LEVEL = 0.95  # the level of every proposal's interval
 RANGE_MARGIN = DEFAULT_BOUND_MARGIN  # an end reaches at most this share of the values' range past it (as explore's)
 SPREAD_FLOOR = 1.0  # a forest residual is scaled by sqrt(spread² + (SPREAD_FLOOR × the median spread)²)
 
@@ -145,35 +145,3 @@ def interval(predicted: np.ndarray, cal: ProposalCalibration | None, goal: str |
         if log:
             lo, hi = np.exp(lo), np.exp(hi)
     return np.where(usable, lo, np.nan), np.where(usable, hi, np.nan)
-
-
-def inside(value: float | None, lower: float | None, upper: float | None) -> bool | None:
-    """Whether a simulated *value* fell inside [lower, upper] (None without a value or an interval)."""
-    if value is None or lower is None or upper is None:
-        return None
-    return bool(lower <= value <= upper)
-
-
-def interval_fields(t: Any) -> dict:
-    """A trial's ``predicted``, ``lower``, ``upper``, ``level`` and ``inside`` (the simulated value in the
-    interval; None without one): the columns of ``gpudse search``'s history, --json and the Search page."""
-    return {"predicted": t.predicted, "lower": t.lower, "upper": t.upper, "level": t.level,  # with an objective:
-            "inside": inside(t.value if t.status == "ok" else None, t.lower, t.upper)}  # the objective's
-
-
-def coverage(trials: Iterable[Any]) -> tuple[int, int]:
-    """(inside, checked): of the successful trials that carried an interval, how many fell inside it."""
-    hits = [inside(t.value, t.lower, t.upper) for t in trials if t.status == "ok"]
-    hits = [h for h in hits if h is not None]
-    return sum(hits), len(hits)
-
-
-def coverage_text(trials: Iterable[Any], level: float = LEVEL) -> str:
-    """``41 of 47 simulated values (87 %) inside their 95 % intervals``, or "" when none was checked."""
-    from ..fmt import fmt_count
-
-    k, n = coverage(trials)
-    if not n:
-        return ""
-    return (f"{k:,} of {fmt_count(n, 'simulated values')} ({100 * k / n:.0f} %) inside their "
-            f"{100 * level:g} % intervals")

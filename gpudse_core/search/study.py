@@ -164,7 +164,7 @@ class SearchResult:
             e.update({"surrogate": t.surrogate or None, "acquisition": t.acquisition, **interval_fields(t)})
             return e if t.cost is None else {**e, "cost": t.cost}
 
-        from .intervals import coverage, interval_fields
+        from ..model.coverage import coverage, interval_fields
         from .timing import timing_doc
 
         doc: dict[str, Any] = {"goal": self.goal, "evaluated": len(self.trials), "failed": self.failed,

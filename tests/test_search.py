@@ -535,6 +535,8 @@ def test_stepwise_model_drives_where_it_predicts_better_and_proposes_the_true_be
     chosen = [t for t in res.trials if t.surrogate == "stepwise"]
     assert chosen and all(t.model_version > 0 and t.acquisition is None and t.predicted is not None for t in chosen)
     assert all(t.predicted is None for t in res.trials if t.model_version == 0)
+    # its proposals' intervals come from its own held-out errors (search.intervals), around its prediction
+    assert all(t.level == 0.95 and 0 < t.lower < t.predicted < t.upper for t in chosen)
     first = chosen[0]
     assert first.design == {"a": 4, "b": 2, "c": 5, "d": 3}
     assert all(t.value > first.value for t in res.trials[:first.number])  # not found before

@@ -6,25 +6,29 @@ mean, for a positive response), or the stepwise model's prediction (:mod:`.choic
 :data:`LEVEL` (95 %) interval around that value, all computed before the design is simulated, so the
 history shows predicted [lower, upper] against the simulated value and whether it fell inside.
 
-The interval is calibrated as :mod:`gpudse_core.model.calibration` calibrates Explore's best designs,
-with held-out residuals the round already has, so it costs no refit:
+The interval is calibrated on held-out residuals the round already has, so it costs no refit:
 
-* **Held-out residuals** — for the forest, each simulated design's *out-of-bag* prediction (the mean
-  of the trees whose bootstrap sample left it out; Breiman 2001; Johansson et al. 2014's conformal
-  regression forests), for the stepwise model its *k-fold* predictions (the ones :func:`.choice.compare`
-  computes when it refits the model); signed errors truth − prediction on the log scale for a positive
-  response (a multiplicative interval whose lower end is always above zero), else on the response's.
-* **Selection correction** — a search proposes the designs its model is most optimistic about, so the
-  quantiles come from the simulated designs whose held-out prediction ranked best (the best
-  :data:`~gpudse_core.model.calibration.SHARE` of them, at least ``MIN_SELECTED``: lowest predictions
-  for a minimised value, highest for a maximised one), through
-  :meth:`gpudse_core.model.calibration.Calibration.ends` — the one implementation of the conformal
-  order statistics and of the selection.
+* **The forest's proposals** (and uniform draws) — each simulated design's *out-of-bag* prediction (the
+  mean of the trees whose bootstrap sample left it out; Breiman 2001; Johansson et al. 2014's conformal
+  regression forests) and out-of-bag spread; each signed error (truth − prediction, on the log scale for
+  a positive response: a multiplicative interval whose lower end is above zero) is divided by
+  ``sqrt(spread² + (SPREAD_FLOOR × median spread)²)``, and a proposal's ends are the conformal order
+  statistics of those scaled errors times its own scale (locally weighted conformal, Lei et al. 2018
+  §5.2). A search proposes where its trees disagree, and the spread is the selection correction that
+  measured right there: errors of the designs whose held-out prediction ranked best — the correction
+  :mod:`gpudse_core.model.calibration` makes for Explore's top rows — covered 75 % of the proposals on
+  the convolution tables, the spread-scaled errors of every design 95 % (docs/search.md).
+* **The stepwise model's proposals** (its best predictions, :mod:`.choice`) — its *k*-fold held-out
+  errors (the ones :func:`.choice.compare` computes when it refits the model), the best-ranked
+  ``SHARE`` of them, as Explore's best designs are calibrated
+  (:meth:`gpudse_core.model.calibration.Calibration.ends`: the one implementation of the conformal
+  order statistics and of that selection).
 
-An interval is never of zero width (each end at least ``MIN_HALF`` from the prediction on the
-residual scale). A proposal made before any model (the initial sample) or with fewer than
-``MIN_ROWS`` held-out residuals has no interval. Coverage measured on the benchmark_hub convolution
-tables (``python benchmarks/bench_intervals.py --proposals``): docs/search.md, "Intervals on proposals".
+An end reaches at most RANGE_MARGIN of the simulated values' range past it, and is at least
+``MIN_HALF`` from the prediction (never an interval of zero width). A proposal made before any model
+(the initial sample), or with fewer than ``MIN_ROWS`` held-out errors, has no interval. Coverage on the
+benchmark_hub convolution tables (``python benchmarks/bench_intervals.py --proposals``): docs/search.md,
+"Intervals on proposals".
 """
 
 from __future__ import annotations

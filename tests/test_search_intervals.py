@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from gpudse_core.model.coverage import coverage, coverage_text, inside, interval_fields
-from gpudse_core.search.intervals import LEVEL, held_out_calibration, interval
+from gpudse_core.search.intervals import LEVEL, held_out_calibration, interval, joined
 from gpudse_core.search.pool import make_pool
 from gpudse_core.search.result import SearchStudy
 from gpudse_core.search.stored import StudyDamaged
@@ -127,3 +127,13 @@ def test_an_end_reaches_at_most_a_quarter_of_the_values_range_past_it():
     held_out = z + np.where(np.arange(40) % 2, 2.0, -2.0)
     lo, hi = interval(np.array([1.5]), held_out_calibration(held_out, z, log=True), None)
     assert lo[0] == pytest.approx(np.exp(-0.25)) and hi[0] == pytest.approx(np.exp(1.25))
+
+
+def test_the_stepwise_models_interval_joins_the_forests_and_holds_its_prediction():
+    nan = np.array([np.nan])
+    lo, hi = joined(np.array([2.0]), (np.array([1.0]), np.array([3.0])), (np.array([2.5]), np.array([6.0])), True)
+    assert (lo[0], hi[0]) == (1.0, 6.0)
+    # no stepwise calibration yet: the forest's interval, widened to hold the stepwise prediction inside
+    lo, hi = joined(np.array([5.0]), (nan, nan), (np.array([1.0]), np.array([3.0])), True)
+    assert lo[0] == 1.0 and 5.0 < hi[0] < 5.01
+    assert np.isnan(joined(np.array([5.0]), (nan, nan), (nan, nan), True)).all()

@@ -149,3 +149,15 @@ def interval(predicted: np.ndarray, cal: ProposalCalibration | None, goal: str |
         if log:
             lo, hi = np.exp(lo), np.exp(hi)
     return np.where(usable, lo, np.nan), np.where(usable, hi, np.nan)
+
+
+def joined(predicted: np.ndarray, first: tuple[np.ndarray, np.ndarray], second: tuple[np.ndarray, np.ndarray],
+           log: bool) -> tuple[np.ndarray, np.ndarray]:
+    """The interval spanning both (lower, upper) pairs (either may be NaN: the other is taken), widened to
+    hold *predicted* at least MIN_HALF inside (on the log scale when *log*); NaN where neither exists."""
+    lo, hi = np.fmin(first[0], second[0]), np.fmax(first[1], second[1])
+    p = np.asarray(predicted, dtype=float)
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        near_lo, near_hi = (p * np.exp(-MIN_HALF), p * np.exp(MIN_HALF)) if log else (p - MIN_HALF, p + MIN_HALF)
+        return np.where(np.isfinite(lo), np.fmin(lo, near_lo), np.nan), np.where(np.isfinite(hi),
+                                                                                  np.fmax(hi, near_hi), np.nan)

@@ -461,7 +461,7 @@ class _Loop:
         """Each proposal's predicted value — the stepwise model's for its designs, else the forest's (a
         uniform draw's too) — and its calibrated interval (:mod:`.intervals`: held-out residuals the round
         has, no refit)."""
-        from .intervals import forest_intervals, interval
+        from .intervals import forest_intervals, interval, joined
 
         n, goal = len(batch.digits), "max" if self.s.goal == "max" else "min"  # (pareto: the response, min)
         if not n:
@@ -471,8 +471,10 @@ class _Loop:
         step = np.array([i < len(batch.chose) and batch.chose[i] == "stepwise" for i in range(n)], dtype=bool)
         if batch.predicted is not None:
             pred = np.where(step, batch.predicted, pred)
-        if step.any():  # the stepwise model's best predictions: the held-out rows it ranked best (as explore's)
-            lo_s, hi_s = interval(pred, getattr(self.chooser.get("model"), "calibration", None), goal)
+        if step.any():  # the stepwise model's best predictions: the held-out rows it ranked best (as explore's),
+            # joined with the forest's interval there (where the two models disagree, the truth was near either)
+            lo_s, hi_s = joined(pred, interval(pred, getattr(self.chooser.get("model"), "calibration", None), goal),
+                                (lo, hi), bool(forest.log))
             lo, hi = np.where(step, lo_s, lo), np.where(step, hi_s, hi)
         batch.predicted, batch.lower, batch.upper = pred, lo, hi
         return batch

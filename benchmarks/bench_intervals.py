@@ -23,7 +23,8 @@ every proposal made by a model whose configuration ran, its interval against the
 
     python benchmarks/bench_intervals.py                      # 8 seeds per table, uniform designs
     python benchmarks/bench_intervals.py --seeds 4 --history  # also fits from search histories
-    python benchmarks/bench_intervals.py --proposals --seeds 5  # the search's proposals
+    python benchmarks/bench_intervals.py --proposals --seeds 10  # the search's proposals
+    python benchmarks/bench_intervals.py --proposals --seeds 2 --spaces "LPS×area,BFS×area,AES×area,matMul×area"
 """
 
 from __future__ import annotations
@@ -73,7 +74,7 @@ def history_rows(gpu: str, seed: int, cache: Path, params: list[str]) -> pd.Data
         sys.path.insert(0, str(ROOT / "benchmarks"))
         from bench_search import make_truth, run_gpudse
 
-        res = run_gpudse(make_truth(f"conv-{gpu}", {}), N_FIT, seed, 5)
+        res = run_gpudse(make_truth(f"conv-{gpu}" if gpu in GPUS else gpu, {}), N_FIT, seed, 5)
         pd.DataFrame([dict(t.design, time_ms=t.value, status=t.status) for t in res.trials]).to_csv(path, index=False)
     h = pd.read_csv(path)
     return h[h.status == "ok"][params + ["time_ms"]].reset_index(drop=True)
@@ -136,7 +137,7 @@ def proposal_rows(gpu: str, seed: int) -> tuple[list[dict], float, int]:
     sys.path.insert(0, str(ROOT / "benchmarks"))
     from bench_search import make_truth, run_gpudse
 
-    res = run_gpudse(make_truth(f"conv-{gpu}", {}), N_FIT, seed, 5)
+    res = run_gpudse(make_truth(f"conv-{gpu}" if gpu in GPUS else gpu, {}), N_FIT, seed, 5)
     rows = [dict(space=gpu, seed=seed, model=t.surrogate, truth=t.value, predicted=t.predicted, lower=t.lower,
                  upper=t.upper) for t in res.trials if t.status == "ok" and t.lower is not None]
     return rows, sum(res.propose_seconds), len(res.rounds)
@@ -152,8 +153,10 @@ def proposal_summary(d: pd.DataFrame) -> pd.DataFrame:
                           "zero width": int((g.upper <= g.lower).sum())})
 
     per = d.groupby("space").apply(stats, include_groups=False)
+    by_model = d.groupby("model").apply(stats, include_groups=False)
+    by_model.index = [f"{m} proposals" for m in by_model.index]
     pooled = stats(d).to_frame("pooled").T
-    return pd.concat([per, pooled])
+    return pd.concat([per, by_model, pooled])
 
 
 def _timed_annotation() -> list[float]:
@@ -173,11 +176,11 @@ def _timed_annotation() -> list[float]:
     return spent
 
 
-def proposals_main(seeds: int, cache: Path) -> int:
+def proposals_main(seeds: int, cache: Path, spaces: list[str]) -> int:
     t0 = time.process_time()
     spent = _timed_annotation()
     rows, propose, rounds = [], 0.0, 0
-    for gpu in GPUS:
+    for gpu in spaces:
         for seed in range(seeds):
             r, p, n = proposal_rows(gpu, seed)
             rows += r
@@ -198,6 +201,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seeds", type=int, default=8, help="seeds per table (default 8: >= 200 recommended designs)")
     ap.add_argument("--history", action="store_true", help="also fits from 100-simulation search histories")
     ap.add_argument("--proposals", action="store_true", help="the intervals on a search's proposals instead")
+    ap.add_argument("--spaces", default=",".join(GPUS), help="--proposals: the tables (A100, A4000, MI250X) or "
+                    "bench_search's kernels (e.g. LPS×area, where the stepwise model proposes too)")
     ap.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) / "gpudse-bench-intervals")
     args = ap.parse_args(argv)
     if not HUB.is_dir():
@@ -205,7 +210,7 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     args.cache.mkdir(parents=True, exist_ok=True)
     if args.proposals:
-        return proposals_main(args.seeds, args.cache)
+        return proposals_main(args.seeds, args.cache, [x.strip() for x in args.spaces.split(",") if x.strip()])
     tables = {gpu: load_table(gpu) for gpu in GPUS}
     t0 = time.process_time()
     rows = []

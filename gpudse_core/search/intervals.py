@@ -22,7 +22,8 @@ The interval is calibrated on held-out residuals the round already has, so it co
   errors (the ones :func:`.choice.compare` computes when it refits the model), the best-ranked
   ``SHARE`` of them, as Explore's best designs are calibrated
   (:meth:`gpudse_core.model.calibration.Calibration.ends`: the one implementation of the conformal
-  order statistics and of that selection).
+  order statistics and of that selection), joined with the forest's interval at the design
+  (:func:`joined`): alone they covered 36 % of its proposals on the bench's kernels, joined 97 %.
 
 An end reaches at most RANGE_MARGIN of the simulated values' range past it, and is at least
 ``MIN_HALF`` from the prediction (never an interval of zero width). A proposal made before any model

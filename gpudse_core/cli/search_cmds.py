@@ -368,10 +368,12 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     se.add_argument("--workspace", metavar="ID", help="store the study in this workspace after every round "
                     "(a reload finds it, Stop ends it, the same command resumes it)")
     se.add_argument("-o", "--output", metavar="history.csv", help="every simulation: round, model version, "
-                    "acquisition, design, value or failure; the rounds' campaigns are kept in history.db beside it, "
+                    "acquisition, design, value or failure, the value predicted before simulating and its 95 %% "
+                    "interval; the rounds' campaigns are kept in history.db beside it, "
                     "which the same command again reads back instead of simulating")
     se.add_argument("--json", action="store_true", help='print {"goal", "evaluated", "failed", "best", "stopped", '
-                    '"history", "time"} (time: each round\'s propose, fit, simulate and total seconds, and their sums)')
+                    '"history", "time", "intervals"} (time: each round\'s propose, fit, simulate and total seconds, '
+                    'and their sums; intervals: how many simulated values fell inside their 95 %% intervals)')
     se.set_defaults(func=cmd_search)
 
 

@@ -16,8 +16,15 @@ the held-out rows the refits ranked best). Printed: coverage per space and poole
 whose prediction was below the truth, the rows held at the model's bound and the median width (upper /
 lower). Fits and search histories are cached in ``--cache`` (delete it to refit).
 
+With ``--proposals`` it measures instead the intervals a search puts on its proposals
+(``gpudse_core.search.intervals``: the predicted value and its 95 % interval, recorded before each design
+is simulated): ``gpudse search`` on each table (``--batch 5``, 100 simulations, seeds 0 to ``--seeds`` − 1),
+every proposal made by a model whose configuration ran, its interval against the time it simulated at.
+
     python benchmarks/bench_intervals.py                      # 8 seeds per table, uniform designs
     python benchmarks/bench_intervals.py --seeds 4 --history  # also fits from search histories
+    python benchmarks/bench_intervals.py --proposals --seeds 10  # the search's proposals
+    python benchmarks/bench_intervals.py --proposals --seeds 2 --spaces "LPS×area,BFS×area,AES×area,matMul×area"
 """
 
 from __future__ import annotations
@@ -67,7 +74,7 @@ def history_rows(gpu: str, seed: int, cache: Path, params: list[str]) -> pd.Data
         sys.path.insert(0, str(ROOT / "benchmarks"))
         from bench_search import make_truth, run_gpudse
 
-        res = run_gpudse(make_truth(f"conv-{gpu}", {}), N_FIT, seed, 5)
+        res = run_gpudse(make_truth(f"conv-{gpu}" if gpu in GPUS else gpu, {}), N_FIT, seed, 5)
         pd.DataFrame([dict(t.design, time_ms=t.value, status=t.status) for t in res.trials]).to_csv(path, index=False)
     h = pd.read_csv(path)
     return h[h.status == "ok"][params + ["time_ms"]].reset_index(drop=True)
@@ -124,16 +131,86 @@ def summary(d: pd.DataFrame) -> pd.DataFrame:
     return pd.concat([per, pooled]).sort_index(level=0, sort_remaining=False)
 
 
+def proposal_rows(gpu: str, seed: int) -> tuple[list[dict], float, int]:
+    """Every proposal of a 100-simulation search (batch 5) that carried an interval and simulated, with the
+    search's propose seconds and rounds."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from bench_search import make_truth, run_gpudse
+
+    res = run_gpudse(make_truth(f"conv-{gpu}" if gpu in GPUS else gpu, {}), N_FIT, seed, 5)
+    rows = [dict(space=gpu, seed=seed, model=t.surrogate, truth=t.value, predicted=t.predicted, lower=t.lower,
+                 upper=t.upper) for t in res.trials if t.status == "ok" and t.lower is not None]
+    return rows, sum(res.propose_seconds), len(res.rounds)
+
+
+def proposal_summary(d: pd.DataFrame) -> pd.DataFrame:
+    def stats(g: pd.DataFrame) -> pd.Series:
+        hit = (g.truth >= g.lower) & (g.truth <= g.upper)
+        return pd.Series({"proposals": len(g), "covered %": 100 * hit.mean(),
+                          "below truth %": 100 * (g.predicted < g.truth).mean(),
+                          "above upper %": 100 * (g.truth > g.upper).mean(),
+                          "width ×": float(np.median(g.upper / g.lower)), "lower > 0": bool((g.lower > 0).all()),
+                          "zero width": int((g.upper <= g.lower).sum())})
+
+    per = d.groupby("space").apply(stats, include_groups=False)
+    by_model = d.groupby("model").apply(stats, include_groups=False)
+    by_model.index = [f"{m} proposals" for m in by_model.index]
+    pooled = stats(d).to_frame("pooled").T
+    return pd.concat([per, by_model, pooled])
+
+
+def _timed_annotation() -> list[float]:
+    """Seconds spent putting intervals on proposals (the search's ``_Loop._annotate``), appended per round."""
+    from gpudse_core.search import study
+
+    spent: list[float] = []
+    annotate = study._Loop._annotate
+
+    def timed(self, *a):
+        t = time.perf_counter()
+        out = annotate(self, *a)
+        spent.append(time.perf_counter() - t)
+        return out
+
+    study._Loop._annotate = timed
+    return spent
+
+
+def proposals_main(seeds: int, cache: Path, spaces: list[str]) -> int:
+    t0 = time.process_time()
+    spent = _timed_annotation()
+    rows, propose, rounds = [], 0.0, 0
+    for gpu in spaces:
+        for seed in range(seeds):
+            r, p, n = proposal_rows(gpu, seed)
+            rows += r
+            propose, rounds = propose + p, rounds + n
+    d = pd.DataFrame(rows)
+    d.to_csv(cache / "proposals.csv", index=False)
+    print(f"nominal {100 * LEVEL:.0f} % intervals of a search's proposals; gpudse search --batch 5, {N_FIT} "
+          f"simulations, seeds 0-{seeds - 1} per table; propose {1000 * propose / max(rounds, 1):.0f} ms a round "
+          f"on average, of which the intervals {1000 * sum(spent) / max(rounds, 1):.1f} ms; "
+          f"{time.process_time() - t0:.0f} s of CPU")
+    with pd.option_context("display.width", 200, "display.precision", 1, "display.max_columns", 20):
+        print(proposal_summary(d).to_string())
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seeds", type=int, default=8, help="seeds per table (default 8: >= 200 recommended designs)")
     ap.add_argument("--history", action="store_true", help="also fits from 100-simulation search histories")
+    ap.add_argument("--proposals", action="store_true", help="the intervals on a search's proposals instead")
+    ap.add_argument("--spaces", default=",".join(GPUS), help="--proposals: the tables (A100, A4000, MI250X) or "
+                    "bench_search's kernels (e.g. LPS×area, where the stepwise model proposes too)")
     ap.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) / "gpudse-bench-intervals")
     args = ap.parse_args(argv)
     if not HUB.is_dir():
         print(f"needs the benchmark_hub tables in {HUB}", file=sys.stderr)
         return 1
     args.cache.mkdir(parents=True, exist_ok=True)
+    if args.proposals:
+        return proposals_main(args.seeds, args.cache, [x.strip() for x in args.spaces.split(",") if x.strip()])
     tables = {gpu: load_table(gpu) for gpu in GPUS}
     t0 = time.process_time()
     rows = []

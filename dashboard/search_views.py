@@ -14,6 +14,7 @@ import streamlit as st
 
 from gpudse_core import GpudseError
 from gpudse_core import fmt as _fmt
+from gpudse_core.model.coverage import coverage_text, interval_fields
 from gpudse_core.search import figures
 from gpudse_core.search.importance import METHOD, parameter_importance
 from gpudse_core.search.result import SearchStudy
@@ -38,11 +39,27 @@ def history_frame(study: SearchStudy) -> pd.DataFrame:
                           **({"objective": t.value} if objective else {}),
                           **({"cost": t.cost} if study.cost else {}),
                           "status": t.status,
+                          **(_interval_columns(t) if predicted else {}),
                           # no acquisition value (the initial sample, the stepwise model's designs): missing
                           "acquisition": t.acquisition,
                           **({"model used": t.surrogate} if surrogates else {}),
-                          **({"predicted": t.predicted} if predicted else {}),
                           **t.design} for t in res.trials])
+
+
+def _interval_columns(t: Any) -> dict:
+    """The value predicted before simulating, its calibrated interval and whether the value fell inside."""
+    f = interval_fields(t)
+    return {"predicted": f["predicted"], "lower": f["lower"], "upper": f["upper"],
+            "inside": None if f["inside"] is None else ("yes" if f["inside"] else "no")}
+
+
+def interval_note(study: SearchStudy) -> None:
+    """How many simulated values fell inside the intervals their proposals carried (nothing before any)."""
+    covered = coverage_text(study.trials)
+    if covered:
+        st.caption(f"Each design a model proposed carries the value it predicted and a calibrated interval, made "
+                   f"before it was simulated (\"predicted\", \"lower\", \"upper\"; \"inside\": whether the "
+                   f"simulated value fell in it): {ui.plain(covered)}. docs/search.md, \"Intervals on proposals\".")
 
 
 def history_table(table: pd.DataFrame, space: Any) -> None:

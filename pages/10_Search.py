@@ -32,9 +32,9 @@ st.title("Sequential search")
 st.caption("Simulate where a random-forest model expects the most improvement, round by round (expected "
            "improvement, Jones et al. 1998; the forest's spread as its uncertainty, SMAC); while the stepwise "
            "model predicts the designs simulated so far significantly better, it proposes half of each round "
-           "(its predicted best; the table's \"model used\" and \"predicted\" columns). For a Pareto front, "
-           "hypervolume improvement. The measured regret against random search, one-shot sampling and TPE is in "
-           "docs/search.md.")
+           "(its predicted best; the table's \"model used\" column). Each proposal carries the value its model "
+           "predicted and a calibrated 95 % interval. For a Pareto front, hypervolume improvement. The measured "
+           "regret against random search, one-shot sampling and TPE is in docs/search.md.")
 (space_sv,) = ui.need("space")
 space = space_sv.value
 sv = ui.analysis("search")  # a damaged or forged study: the banner names it, offers to drop it; read as missing
@@ -204,6 +204,7 @@ def show(study: SearchStudy, partial: bool, live: bool, version: int) -> None:
         st.caption("Nothing yet: the initial sample is still being simulated.")
     views.explore_views(w.id, version, study, live)
     st.subheader("Every simulation")
+    views.interval_note(study)
     views.history_table(table, space)
     if study.times:  # (a study stored before rounds were timed has none)
         total = sum(r.total_s for r in study.times)

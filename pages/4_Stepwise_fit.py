@@ -136,6 +136,8 @@ if kind == "stepwise":
                             help=fixed or ui.help_for("level cells"))
         row_guard = c4.checkbox("One-row guard", value=bool(base.get("row_guard", True)) and not paper,
                                 disabled=paper, help=fixed or ui.help_for("one-row guard"))
+        count_pairs = c4.checkbox("Count pairs", value=bool(base.get("count_pairs", True)) and not paper,
+                                  disabled=paper, help=fixed or ui.help_for("count pairs"))
         params = st.multiselect("Parameters", params_all, default=params_all)
         app_col = res.app_column
         per_app = bool(app_col) and st.checkbox(f"Also fit one model per {ui.plain(app_col)} (a bar each in the "
@@ -147,7 +149,7 @@ if kind == "stepwise":
         if not paper:
             settings.update(criterion=criterion, compare=compare, knots=knots, knot_placement=placement,
                             interactions=interactions, max_order=max_order, robust=robust, cells=cells,
-                            row_guard=row_guard)
+                            row_guard=row_guard, count_pairs=count_pairs)
         rows = []
 
         def show(step) -> None:
@@ -169,7 +171,7 @@ if kind == "stepwise":
                 for app, part in results.groupby(app_col):
                     try:  # a parameter constant within one application is left out of its model
                         by_app[str(app)] = fit_model(kind, part, response, params, transform=transform,
-                                                     stepwise_kw=kw)
+                                                     stepwise_kw=kw, derived=space.derived_map() or None)
                     except GpudseError as e:
                         notes.append(f"{app_col} {app}: {e}")
                 for n in notes:

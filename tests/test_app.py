@@ -610,6 +610,20 @@ def test_fit_with_the_examples_settings_reuses_its_model_and_analyses(app):
     assert not any("changed" in b for b in banners(app)), banners(app)
 
 
+@pytest.mark.slow
+def test_the_fit_page_turns_count_pairs_off_as_gpudse_fit_does(app):
+    """The page's "Count pairs" box is `gpudse fit --count-pairs on|off`: on by default, and a fit with it
+    unticked stores Algorithm 1's reading in the model's settings."""
+    w = ws(app)
+    goto(app, "Stepwise fit")
+    box = next(c for c in app.checkbox if c.label == "Count pairs")
+    assert box.value is True
+    box.uncheck()
+    button(app, "Fit").click().run()  # (a form: the box is sent with the Fit button)
+    ok(app, "fit")
+    assert w.get("model").value.settings["count_pairs"] is False
+
+
 def test_stepwise_page_fits_with_live_trace_and_per_application_models(app):
     import numpy as np
 

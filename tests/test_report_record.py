@@ -221,6 +221,27 @@ def test_a_search_with_an_objective_reports_the_objective_and_the_simulated_resp
     assert history["cycles"].tolist() == cycles
 
 
+def test_the_report_shows_each_proposals_interval_against_its_simulated_value():
+    """The search section: the predicted value and 95 % interval each proposal carried, whether the simulated
+    value fell inside, and the count (the initial sample has none)."""
+    from gpudse_core.report.record import search_items
+    from gpudse_core.search.result import SearchStudy
+    from gpudse_core.search.study import Trial
+
+    settings = {"source": "space stargazer, kernel BFS", "goal": "min", "response": "cycles", "params": ["blk"],
+                "budget": 3, "initial": 1, "seed": 0}
+    trials = (Trial(0, 0, 0, {"blk": 4}, None, 5000.0, "ok"),
+              Trial(1, 1, 1, {"blk": 8}, 0.1, 4000.0, "ok", predicted=3900.0, lower=3000.0, upper=4500.0, level=0.95),
+              Trial(2, 2, 2, {"blk": 16}, 0.1, 6000.0, "ok", predicted=3500.0, lower=2800.0, upper=5000.0, level=0.95))
+    items = search_items(SearchStudy(settings, trials, "budget"))
+    said = [i[1] for i in items if isinstance(i, tuple) and i[0] == "text"]
+    assert any(t.endswith("1 of 2 simulated values (50 %) inside their 95 % intervals.") for t in said), said
+    history = next(i for i in items if isinstance(i, tuple) and i[0].startswith("History"))
+    table, units = history[1], history[2]
+    assert table["inside"].tolist()[1:] == ["yes", "no"] and table[["predicted", "inside"]].iloc[0].isna().all()
+    assert table["upper"].tolist()[1:] == [4500.0, 5000.0] and units["lower"] == "cycles"
+
+
 def test_a_pareto_search_reports_its_simulated_front():
     from gpudse_core.report.record import search_items
     from gpudse_core.search.result import SearchStudy

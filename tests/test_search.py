@@ -59,8 +59,10 @@ def test_finds_the_known_optimum_within_budget_and_never_repeats():
     keys = [tuple(r) for c in calls for r in c.tolist()]
     assert len(keys) == len(set(keys)) == 60  # nothing simulated twice, failed designs included
     assert res.trials[0].model_version == 0 and res.trials[-1].model_version > 0
-    # every proposal carries what chose it: the forest's acquisition value, or the stepwise model's prediction
-    assert all((t.acquisition is not None) != (t.predicted is not None) for t in res.trials if t.model_version > 0)
+    # every proposal carries what chose it: the forest's acquisition value, or (acquisition none) the stepwise
+    # model; and the value its model predicted (the initial sample, chosen by none, predicts nothing)
+    assert all((t.acquisition is not None) == (t.surrogate == "forest") for t in res.trials if t.model_version > 0)
+    assert all((t.predicted is not None) == (t.model_version > 0) for t in res.trials[10:])
 
 
 class KnowsTheFailingColumn:
@@ -532,7 +534,9 @@ def test_stepwise_model_drives_where_it_predicts_better_and_proposes_the_true_be
     assert wins, res.choices
     chosen = [t for t in res.trials if t.surrogate == "stepwise"]
     assert chosen and all(t.model_version > 0 and t.acquisition is None and t.predicted is not None for t in chosen)
-    assert all(t.predicted is None for t in res.trials if t.surrogate != "stepwise")
+    assert all(t.predicted is None for t in res.trials if t.model_version == 0)
+    # its proposals' intervals come from its own held-out errors (search.intervals), around its prediction
+    assert all(t.level == 0.95 and 0 < t.lower < t.predicted < t.upper for t in chosen)
     first = chosen[0]
     assert first.design == {"a": 4, "b": 2, "c": 5, "d": 3}
     assert all(t.value > first.value for t in res.trials[:first.number])  # not found before

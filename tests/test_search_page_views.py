@@ -77,6 +77,10 @@ def test_two_stored_searches_side_by_side_and_a_history_without_none():
     assert len(history) == 28  # the current study's every simulation
     assert not history.isna().any().any()  # a null cell is drawn "None" by the grid
     assert (history["acquisition"] == "–").sum() == 12  # the initial sample has no acquisition value
+    # each model proposal's predicted value and interval, made before it was simulated; none for the initial sample
+    assert (history["predicted"] == "–").sum() == (history["inside"] == "–").sum() == 12
+    assert set(history["inside"]) <= {"yes", "no", "–"}
+    assert any("inside their 95 % intervals" in c.value for c in at.caption)
     assert history["cycles"].dtype.kind == "f"  # complete columns stay numbers (sortable)
 
 

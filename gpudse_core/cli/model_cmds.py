@@ -343,9 +343,15 @@ def cmd_validate(args: argparse.Namespace) -> int:
     models = [m.strip() for m in args.models.split(",") if m.strip()]
     params = [p.strip() for p in args.params.split(",") if p.strip()] if args.params else None
     if params is None:
-        params, param_note = default_params(data.columns, args.response, app_column=args.app_column)
+        params, param_note = default_params(data.columns, args.response, args.space, app_column=args.app_column)
     else:
         param_note = ""
+    derived = space_derived(args.space)
+    if derived:  # the space's derived quantities: predictors of every model compared, as gpudse fit takes them
+        from ..model.derived import add_columns
+
+        data = add_columns(data, derived, f"--space {args.space}")
+        params = [*(params or []), *(k for k in derived if k not in (params or []))]
     fixed = [t.strip() for t in args.fixed_terms.split(",") if t.strip()] if args.fixed_terms else None
     total = len(sizes) * args.repeats
 
@@ -476,6 +482,9 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
                     help="stepwise (robust default), paper (Stargazer as written), fixed, regional, application, "
                          "forest, boosting, hybrid, ebm, auto (chosen by cross-validation on each training draw)")
     va.add_argument("--fixed-terms", metavar="t1,t2,...", help="terms of the fixed model (default simd,blk,simd:blk)")
+    va.add_argument("--space", metavar="SPACE", help="design space file or preset: its parameters are the default "
+                                                     "--params, and its derived quantities (e.g. total_cus: "
+                                                     "cu_per_sa * sa) predictors of every model, as for fit")
     va.add_argument("--app-column", metavar="COL", help="application column for the S+A model")
     va.add_argument("--region", type=float, default=0.5, help="S+R region size as a share of N (default 0.5)")
     va.add_argument("--theta", type=float, default=None, help="θ of the stepwise model (default: its own)")

@@ -229,7 +229,25 @@ class _Line:
                  and self.goal in ("min", "max") else "")
         took = f"; {describe(res.rounds[-1])}" if res.rounds else ""
         print(f"round {res.trials[-1].round}: {len(res.trials):,}/{self.budget:,} simulated, {res.failed:,} failed"
-              f"{shown}{took}", file=sys.stderr)
+              f"{shown}{_round_intervals(res)}{took}", file=sys.stderr)
+
+
+def _round_intervals(res) -> str:
+    """``; 4 of 5 inside their 95 % intervals (41 of 47 so far), e.g. predicted 1.29 [0.617, 3.93] → 1.65``:
+    the last round's proposals' calibrated intervals against what they simulated at (.search.intervals)."""
+    from ..model.coverage import coverage
+
+    last = [t for t in res.trials if t.round == res.trials[-1].round and t.lower is not None]
+    if not last:
+        return ""
+    unit = response_unit(res.response) if all(t.measured is None for t in last) else None
+    k, n = coverage(last)
+    k_all, n_all = coverage(res.trials)
+    t = last[0]
+    got = fmt_number(t.value, unit, sig=3) if t.status == "ok" else "failed"
+    return (f"; {k:,} of {n:,} inside their {100 * t.level:g} % intervals ({k_all:,} of {n_all:,} so far), e.g. "
+            f"predicted {fmt_number(t.predicted, unit, sig=3)} [{fmt_number(t.lower, unit, sig=3)}, "
+            f"{fmt_number(t.upper, unit, sig=3)}] → {got}")
 
 
 def _time_line(res) -> str:
@@ -245,6 +263,8 @@ def _time_line(res) -> str:
 def _report(args, res, space, response, out) -> None:
     import pandas as pd
 
+    from ..model.coverage import coverage_text, interval_fields
+
     params = list(space.parameter_names)
     rows = []
     for t in res.trials:
@@ -253,7 +273,7 @@ def _report(args, res, space, response, out) -> None:
         if args.objective:
             row["objective"] = t.value
         row.update({"status": t.status, "error": t.error, "acquisition": t.acquisition, "surrogate": t.surrogate,
-                    "predicted": t.predicted})
+                    **interval_fields(t)})
         if t.cost is not None:
             row["cost"] = t.cost
         rows.append(row)
@@ -274,6 +294,9 @@ def _report(args, res, space, response, out) -> None:
         return fmt_number(v, u, sig=6)
 
     print(f"goal {res.goal}: {len(res.trials):,} simulations ({res.failed:,} failed); stopped: {res.stopped}")
+    covered = coverage_text(res.trials)
+    if covered:
+        print(f"intervals on proposals: {covered}")
     if res.goal == "pareto":
         print(f"front ({response} against {args.cost_column or 'cost'}):")
         for t in res.front():
@@ -345,10 +368,12 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     se.add_argument("--workspace", metavar="ID", help="store the study in this workspace after every round "
                     "(a reload finds it, Stop ends it, the same command resumes it)")
     se.add_argument("-o", "--output", metavar="history.csv", help="every simulation: round, model version, "
-                    "acquisition, design, value or failure; the rounds' campaigns are kept in history.db beside it, "
+                    "acquisition, design, value or failure, the value predicted before simulating and its 95 %% "
+                    "interval; the rounds' campaigns are kept in history.db beside it, "
                     "which the same command again reads back instead of simulating")
     se.add_argument("--json", action="store_true", help='print {"goal", "evaluated", "failed", "best", "stopped", '
-                    '"history", "time"} (time: each round\'s propose, fit, simulate and total seconds, and their sums)')
+                    '"history", "time", "intervals"} (time: each round\'s propose, fit, simulate and total seconds, '
+                    'and their sums; intervals: how many simulated values fell inside their 95 %% intervals)')
     se.set_defaults(func=cmd_search)
 
 

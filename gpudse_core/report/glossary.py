@@ -276,6 +276,14 @@ _TERMS = (
          "still passes. The fit's notes name each term held back and its row. The paper model has none.",
          GPUDSE + "'s stepwise search (a deletion check in the spirit of Belsley, Kuh & Welsch 1980)",
          ("one-row guard", "row guard", "--row-guard"), ("stepwise", "robust-fit")),
+    Term("count-pairs", "count pairs",
+         "Two count parameters tried together with their product, where neither passes alone.",
+         "Where the stepwise search would stop because no parameter passes θ alone, each pair of count parameters "
+         "(whole numbers ≥ 1, at least three values) is scored as one block, cu_per_sa + sa + cu_per_sa:sa, for "
+         "a quantity that is their product (the total CU count of CUs per shader array × shader arrays). Off is "
+         "Algorithm 1's reading: only interactions of parameters already chosen. The paper model has none.",
+         GPUDSE + "'s stepwise search (docs/models.md, \"Products of counts and real corners\")",
+         ("count pairs", "count-pairs", "--count-pairs"), ("stepwise", "interaction")),
     Term("bounded", "bounded prediction",
          "A prediction clipped to the training response range (widened by a documented margin), and counted.",
          "On a log scale a model can return absurd values (1e27 cycles) far from the data; gpudse bounds "

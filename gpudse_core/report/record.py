@@ -180,7 +180,11 @@ def search_settings_table(study: Any) -> pd.DataFrame:
 
 def history_table(study: Any) -> pd.DataFrame:
     """Every simulation of the study in order: round, the model version that chose it, the design, the
-    value (and the simulated response under an objective, the cost of a Pareto search), its status."""
+    value (and the simulated response under an objective, the cost of a Pareto search), the predicted
+    value and calibrated interval it was proposed with (:mod:`gpudse_core.search.intervals`), its status."""
+    from ..model.coverage import interval_fields
+
+    intervals = any(t.lower is not None for t in study.trials)
     rows = []
     for t in study.trials:
         row = {"simulation": t.number + 1, "round": t.round, "model version": t.model_version, **t.design}
@@ -191,6 +195,10 @@ def history_table(study: Any) -> pd.DataFrame:
             row[study.response] = t.value
         if t.cost is not None:
             row["cost"] = t.cost
+        if intervals:  # the proposal's predicted value and calibrated interval, made before it was simulated
+            f = interval_fields(t)
+            row.update({k: f[k] for k in ("predicted", "lower", "upper")})
+            row["inside"] = None if f["inside"] is None else ("yes" if f["inside"] else "no")
         row["status"] = t.status if not t.error else f"{t.status}: {t.error}"
         rows.append(row)
     return pd.DataFrame(rows)
@@ -204,6 +212,7 @@ def _valued(name: str, value: Any) -> str:
 
 def search_items(study: Any) -> list:
     """The report's items for a search study (see the module docstring)."""
+    from ..model.coverage import coverage_text
     from . import figures
     from .plaintext import chart as plain
 
@@ -225,7 +234,13 @@ def search_items(study: Any) -> list:
         valued = plain(study.response) if not study.objective else "objective"  # a response named by its user
         items.append(figures.search_progress([t.value for t in study.trials], [t.round for t in study.trials],
                                              valued, maximize=study.goal == "max"))
-        items.append(("History: every simulation", history_table(study), units))
+        covered = coverage_text(study.trials)
+        if covered:
+            items.append(("text", f"Intervals on the proposals (the value the model predicted for each design it "
+                                  f"proposed and a calibrated interval, before simulating it): {covered}."))
+        shown = {**units, **{c: units[study.response] for c in ("predicted", "lower", "upper")
+                             if units and not study.objective}}
+        items.append(("History: every simulation", history_table(study), shown))
     return items
 
 

@@ -53,6 +53,8 @@ class StepwiseSurrogate:
         self.space, self.objective, self.log = space, objective, log
         self.model = None
         self._cache: dict = {}
+        self.held_out: np.ndarray = np.zeros(0)  # the last cv_predictions (they calibrate its proposals' intervals)
+        self.calibration: Any = None
 
     def _fit(self, digits: np.ndarray, response: np.ndarray) -> Any:
         from ..model.registry import fit_model
@@ -93,6 +95,7 @@ class StepwiseSurrogate:
                 raise
             except Exception:  # noqa: BLE001 - a fold whose fit fails predicts nothing
                 continue
+        self.held_out = out
         return out
 
     def fit(self, digits: np.ndarray, response: np.ndarray) -> "StepwiseSurrogate":

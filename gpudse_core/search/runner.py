@@ -25,7 +25,7 @@ import contextlib
 import math
 import os
 from concurrent.futures import Executor, Future
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -410,6 +410,40 @@ def stopped_text(res: SearchResult) -> str:
 SAVE_EVERY_S = 2.0  # a running search stores its study at most this often (and after its last round)
 
 
+def _page_expressions(space: Any, goal: str, cost: str, objective: str, response: str) -> tuple[Any, Any]:
+    """The page's Cost (goal pareto) and Objective (min/max) checked as ``gpudse search --cost/--objective``
+    checks them, their messages naming the page's fields, and built (None when not given)."""
+    from .expressions import cost_function, objective_function
+    from .study import SearchError
+
+    if goal == "pareto" and not cost:
+        raise SearchError("Cost: the goal pareto needs a cost computed from the parameters, e.g. simd * smp "
+                          "(the front is the response against it)")
+    if cost and goal != "pareto":
+        raise SearchError("Cost: a cost is for the goal pareto; clear it, or choose pareto")
+    if objective and goal not in ("min", "max"):
+        raise SearchError(f"Objective: an objective is for the goal min or max, not {goal}; clear it, or choose "
+                          "min or max")
+    cost_fn = cost_function(cost, space, label="Cost") if cost else None
+    objective_fn = objective_function(objective, space, response, label="Objective",
+                                      cost_label="a Cost with the goal pareto") if objective else None
+    return cost_fn, objective_fn
+
+
+def _resumed(space: Any, old: Any, settings: dict, resume: bool) -> tuple[list, list, list]:
+    """What a resume goes on from — the stored study's trials, rounds' times and model errors — when
+    *resume* and *old* is a study of the same *settings*; nothing otherwise. A stored design the space
+    does not have is damaged (:func:`.stored.check_designs`), said before the job starts."""
+    from .stored import check_designs
+    from .study import Trial
+
+    if not (resume and old is not None and old.trials and same_study(old.settings, settings)):
+        return [], [], []
+    trials = [Trial.from_dict(t.to_dict(), space.parameter_names) for t in old.trials]
+    check_designs(trials, space)
+    return trials, list(old.times), [{"simulated": n, "error": e} for n, e in old.model_error]
+
+
 def start_search(ws: Any, kernel: str, goal: str = "min", budget: int = 100, batch: int = 4, seed: int = 0, *,
                  initial: int | None = None, initial_method: str = "uniform", cost: str = "", objective: str = "",
                  response: str = "cycles", resume: bool = True, backend: Any = None, on_stop: str = "kill") -> Any:
@@ -427,12 +461,9 @@ def start_search(ws: Any, kernel: str, goal: str = "min", budget: int = 100, bat
     job's message says which. While it runs, the message names the phase (choosing, simulating)."""
     from ..fmt import fmt_number, response_unit
     from ..sim.campaign import AnalyticalBackend
-    from ..workspace.jobs import Stopped, opener, start_job
-    from .expressions import cost_function, objective_function
-    from .lease import StudyLease
+    from ..workspace.jobs import Stopped, opener
     from .pool import make_pool
-    from .stored import check_designs
-    from .study import SearchError, Trial, check_settings, run_search
+    from .study import SearchError, check_settings, run_search
 
     (space_sv,) = ws.require("space")
     space = space_sv.value
@@ -446,28 +477,12 @@ def start_search(ws: Any, kernel: str, goal: str = "min", budget: int = 100, bat
     if builtin and response not in ("cycles", "cycles_trimmed", "ipc"):
         raise SearchError(f"response {response!r}: the built-in simulator reports cycles, cycles_trimmed and ipc")
     cost, objective = (cost or "").strip(), (objective or "").strip()
-    if goal == "pareto" and not cost:
-        raise SearchError("Cost: the goal pareto needs a cost computed from the parameters, e.g. simd * smp "
-                          "(the front is the response against it)")
-    if cost and goal != "pareto":
-        raise SearchError("Cost: a cost is for the goal pareto; clear it, or choose pareto")
-    if objective and goal not in ("min", "max"):
-        raise SearchError(f"Objective: an objective is for the goal min or max, not {goal}; clear it, or choose "
-                          "min or max")
-    cost_fn = cost_function(cost, space, label="Cost") if cost else None
-    objective_fn = objective_function(objective, space, response, label="Objective",
-                                      cost_label="a Cost with the goal pareto") if objective else None
+    cost_fn, objective_fn = _page_expressions(space, goal, cost, objective, response)
     old = stored_study(ws)
     settings = search_settings(space, kernel, goal, budget, seed, initial=initial, initial_method=initial_method,
                                cost=cost, objective=objective, response=response, batch=batch,
                                stored=old.settings if old is not None else None)
-    trials: list = []
-    times: list = []
-    if resume and old is not None and old.trials and same_study(old.settings, settings):
-        trials = [Trial.from_dict(t.to_dict(), space.parameter_names) for t in old.trials]
-        times = list(old.times)
-        check_designs(trials, space)  # a design the space does not have: damaged, before the job starts
-    errors = [{"simulated": n, "error": e} for n, e in old.model_error] if trials else []
+    trials, times, errors = _resumed(space, old, settings, resume)
     open_ws = opener(ws)
     ws_path, ws_id = ws.path, ws.id
 
@@ -519,11 +534,20 @@ def start_search(ws: Any, kernel: str, goal: str = "min", budget: int = 100, bat
             raise Stopped("stopped", doc)
         return doc
 
+    return _start_leased(ws, work, space_sv, kernel)
+
+
+def _start_leased(ws: Any, work: Callable[[Any], dict], space_sv: Any, kernel: str) -> Any:
+    """*work* as the workspace's search job, holding the study's lease while it runs (one run of the study
+    at a time: a second is refused, naming the first); refused in a workspace shared read-only."""
+    from ..workspace.jobs import start_job
+    from .lease import StudyLease
+
     if not ws.writable:
         from ..workspace.db import ReadOnly
 
         raise ReadOnly("this workspace is shared with you read-only; to run a search, make your own copy first (fork)")
-    lease = StudyLease(ws.path)  # one run of the study at a time: a second is refused, naming the first
+    lease = StudyLease(ws.path)
     lease.acquire()
 
     def leased(ctx: Any) -> dict:

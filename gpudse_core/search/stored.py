@@ -95,9 +95,13 @@ def check_trial(t: Any, i: int, params: list[str]) -> None:
             raise _fail(f"{where}'s {key}", f"{str(t[key])[:40]!r} is not a whole number ≥ 0")
     if t["status"] not in STATUSES:
         raise _fail(f"{where}'s status", f"{str(t['status'])[:40]!r} is not ok or failed")
-    for key in ("acquisition", "value", "cost", "measured", "predicted"):
+    for key in ("acquisition", "value", "cost", "measured", "predicted", "lower", "upper", "level"):
         if not _number(t.get(key)):
             raise _fail(f"{where}'s {key}", f"{str(t.get(key))[:40]!r} is not a finite number")
+    if t.get("level") is not None and not 0 < t["level"] < 1:
+        raise _fail(f"{where}'s level", f"{t['level']!r} is not between 0 and 1")
+    if (t.get("lower") is None) != (t.get("upper") is None):
+        raise _fail(f"{where}'s interval", "has one end without the other")
     if (t["status"] == "ok") != (t["value"] is not None):
         raise _fail(where, "has a value and a status that disagree")
     if not _number(t.get("seconds", 0.0), optional=False) or t.get("seconds", 0.0) < 0:

@@ -34,6 +34,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from ..errors import GpudseError
+from .intervals import LEVEL
 from .timing import RoundTime
 
 GOALS = ("min", "max", "accuracy", "pareto")
@@ -76,7 +77,10 @@ class Trial:
     seconds: float = 0.0  # the search's own time to propose this trial's batch
     measured: float | None = None  # with an objective: the simulated response (value is then the objective)
     surrogate: str = ""  # the model that chose it: "forest", "stepwise" (see .choice); "" for the initial sample
-    predicted: float | None = None  # chosen by the stepwise model: its predicted value (acquisition is then None)
+    predicted: float | None = None  # the value the model that chose it predicted, before simulating (.intervals)
+    lower: float | None = None  # the calibrated interval around predicted, at level (.intervals); None: no interval
+    upper: float | None = None
+    level: float | None = None
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -157,15 +161,18 @@ class SearchResult:
             e["status"] = t.status
             if t.status != "ok":
                 e["error"] = t.error
-            e.update({"surrogate": t.surrogate or None, "acquisition": t.acquisition, "predicted": t.predicted})
+            e.update({"surrogate": t.surrogate or None, "acquisition": t.acquisition, **interval_fields(t)})
             return e if t.cost is None else {**e, "cost": t.cost}
 
+        from ..model.coverage import coverage, interval_fields
         from .timing import timing_doc
 
         doc: dict[str, Any] = {"goal": self.goal, "evaluated": len(self.trials), "failed": self.failed,
                                "best": None if best is None else {**best.design, **point(best)},
                                "stopped": self.stopped, "history": [entry(t) for t in self.trials],
                                "time": timing_doc(self.rounds)}
+        k, n = coverage(self.trials)
+        doc["intervals"] = {"level": LEVEL, "checked": n, "inside": k, "coverage": k / n if n else None}
         if self.goal == "pareto":
             doc["front"] = [{**t.design, self.response: t.value, "cost": t.cost} for t in self.front()]
         return doc
@@ -277,13 +284,16 @@ class SearchSettings:
 @dataclass
 class _Batch:
     """One round's proposals: the designs (digits), their acquisition values (NaN: none), which model
-    chose each, the stepwise model's predicted values (NaN: none), and the seconds spent fitting."""
+    chose each, the predicted values and their calibrated intervals (NaN: none; :mod:`.intervals`), and
+    the seconds spent fitting."""
 
     digits: np.ndarray
     acq: np.ndarray | None = None
     chose: list = field(default_factory=list)
     predicted: np.ndarray | None = None
     fit_s: float = 0.0
+    lower: np.ndarray | None = None
+    upper: np.ndarray | None = None
 
     def subset(self, keep: list[int]) -> "_Batch":
         """The proposals at positions *keep* (those a stopped round finished simulating)."""
@@ -291,7 +301,7 @@ class _Batch:
             return None if a is None else np.asarray(a)[keep]
 
         return _Batch(self.digits[keep], part(self.acq), [self.chose[i] if i < len(self.chose) else "" for i in keep],
-                      part(self.predicted), self.fit_s)
+                      part(self.predicted), self.fit_s, part(self.lower), part(self.upper))
 
 
 def run_search(pool: Any, evaluate: Evaluate, *, trials: Sequence[Trial] = (), rounds: Sequence[RoundTime] = (),
@@ -444,7 +454,30 @@ class _Loop:
             fit_s += chose_s
         n_random = self._random_slots(k)
         batch = _pick(cand, pool.unit(cand), score, k - n_random, lead[:k - n_random], lead_pred[:k - n_random], fit_s)
-        return _with_random(batch, pool, n_random, self.rng) if n_random else batch
+        batch = _with_random(batch, pool, n_random, self.rng) if n_random else batch
+        return self._annotate(batch, forest, X[status], y)
+
+    def _annotate(self, batch: _Batch, forest: Any, X_ok: np.ndarray, y: np.ndarray) -> _Batch:
+        """Each proposal's predicted value — the stepwise model's for its designs, else the forest's (a
+        uniform draw's too) — and its calibrated interval (:mod:`.intervals`: held-out residuals the round
+        has, no refit)."""
+        from .intervals import forest_intervals, interval, joined
+
+        n, goal = len(batch.digits), "max" if self.s.goal == "max" else "min"  # (pareto: the response, min)
+        if not n:
+            return batch
+        # the forest's: every out-of-bag residual, scaled by the spread (docs/search.md, "Intervals on proposals")
+        pred, lo, hi = forest_intervals(forest, X_ok, y, self.pool.features(batch.digits))
+        step = np.array([i < len(batch.chose) and batch.chose[i] == "stepwise" for i in range(n)], dtype=bool)
+        if batch.predicted is not None:
+            pred = np.where(step, batch.predicted, pred)
+        if step.any():  # the stepwise model's best predictions: the held-out rows it ranked best (as explore's),
+            # joined with the forest's interval there (where the two models disagree, the truth was near either)
+            lo_s, hi_s = joined(pred, interval(pred, getattr(self.chooser.get("model"), "calibration", None), goal),
+                                (lo, hi), bool(forest.log))
+            lo, hi = np.where(step, lo_s, lo), np.where(step, hi_s, hi)
+        batch.predicted, batch.lower, batch.upper = pred, lo, hi
+        return batch
 
     def _random_slots(self, k: int) -> int:
         """How many of the next *k* proposals are uniform draws: the share's whole part of the simulations
@@ -568,14 +601,15 @@ class _Loop:
             elif not ok and np.isfinite(raw[i]):
                 error = f"the objective is undefined here ({s.response} = {raw[i]:.6g})"
             a = None if acq is None or not np.isfinite(acq[i]) else float(acq[i])
-            pred = None if predicted is None or not np.isfinite(predicted[i]) else float(predicted[i])
+            pred, lower, upper = (None if v is None or not np.isfinite(v[i]) else float(v[i])
+                                  for v in (predicted, batch.lower, batch.upper))
             res.trials.append(Trial(len(res.trials), self.rnd, self.version, {k: _plain(v) for k, v in d.items()},
                                     a, float(vals[i]) if ok else None,
                                     "ok" if ok else "failed", "" if ok else (error or "no value"),
                                     None if costs is None or not np.isfinite(costs[i]) else float(costs[i]), seconds,
                                     float(raw[i]) if ok and s.objective is not None else None,
                                     chose[i] if i < len(chose) else "",
-                                    pred))
+                                    pred, lower, upper, None if lower is None else LEVEL))
             self.done_digits.append(np.asarray(digits[i], dtype=np.int64))
         self.rnd += 1
         best = res.best()
@@ -654,6 +688,9 @@ def _choose(forest: Any, X: np.ndarray, y: np.ndarray, digits: np.ndarray, ok: l
             res.choices.append((len(ok), e_forest, e_step, p))
             return {"winner": "forest", "model": None}
         sw.fit(digits, response)
+        from .intervals import held_out_calibration
+
+        sw.calibration = held_out_calibration(sw.held_out, forest.transform(y), bool(forest.log))
     except Interrupted:  # a Stop during the fits: the search ends (run_search)
         raise
     except Exception:  # noqa: BLE001 - a stepwise fit that fails leaves the forest in charge

@@ -256,6 +256,7 @@ class SearchSettings:
     cost_column: str | None = None  # pareto: the cost is this second measured result (the simulator returns it)
     random_share: float | None = None  # None: RANDOM_SHARE (and STALLED_SHARE when stalled); 0: the models alone
     stalled_share: float | None = None  # None: STALLED_SHARE
+    local_share: float | None = None  # None: stall.LOCAL_SHARE of the proposals made while stalled (.stall); 0: none
 
     def check(self) -> int:
         """Every setting valid (or :class:`SearchError`); returns the initial sample size."""
@@ -385,6 +386,7 @@ class _Loop:
         self.stale, self.best_prev = 0, None
         self.stream = _UniformStream(pool, s.budget, s.seed) if s.goal == "accuracy" else None
         self.chooser: dict = {"next": 0, "winner": "forest", "model": None}
+        self.stall_phase = ""  # what the stall's share of the batch explores (.stall.phase)
 
     # ---- stop ----------------------------------------------------------------------------------------
     def stop_reason(self, should_stop: Callable[[], bool] | None) -> str | None:
@@ -443,8 +445,41 @@ class _Loop:
             lead, lead_pred, chose_s = self._stepwise_part(forest, X[status], y, status, cand, k, feasible)
             fit_s += chose_s
         n_random = self._random_slots(k)
-        batch = _pick(cand, pool.unit(cand), score, k - n_random, lead[:k - n_random], lead_pred[:k - n_random], fit_s)
+        unit = pool.unit(cand)
+        local = self._local(cand, unit, score, k - n_random) if s.goal in ("min", "max") else cand[:0, 0]
+        if len(local):  # stalled: the stall's part first (.stall), the models' from the other candidates
+            rest = np.setdiff1d(np.arange(len(cand)), local)
+            lead, lead_pred = _without(lead, lead_pred, cand[local])
+            m = k - n_random - len(local)
+            batch = _pick(cand[rest], unit[rest], score[rest], m, lead[:m], lead_pred[:m], fit_s)
+            batch = _Batch(np.concatenate([cand[local], batch.digits]),
+                           np.concatenate([score[local], np.full(len(batch.digits), np.nan) if batch.acq is None
+                                           else batch.acq]),
+                           [self.stall_phase] * len(local) + list(batch.chose),
+                           None if batch.predicted is None else np.concatenate([np.full(len(local), np.nan),
+                                                                                 batch.predicted]), fit_s)
+        else:
+            batch = _pick(cand, unit, score, k - n_random, lead[:k - n_random], lead_pred[:k - n_random], fit_s)
         return _with_random(batch, pool, n_random, self.rng) if n_random else batch
+
+    def _local(self, cand: np.ndarray, unit: np.ndarray, score: np.ndarray, k: int) -> np.ndarray:
+        """The candidates the stall's exploration takes from the next *k* proposals (.stall): none unless
+        the best has not improved for STALL simulations; then the trust region around the best designs
+        (``local``) or a restart far from every design simulated (``far``), by the stall's length."""
+        from . import stall
+
+        share = stall.LOCAL_SHARE if self.s.local_share is None else self.s.local_share
+        trials = self.res.trials
+        since = stall.stalled_for([t.value for t in trials], self.sign)
+        self.stall_phase = stall.phase(since)
+        if share <= 0 or not self.stall_phase:
+            return np.zeros(0, dtype=np.int64)
+        n = stall.owed([t.surrogate for t in trials[len(trials) - (since - stall.STALL):]]
+                       if since > stall.STALL else [], ("local", "far"), share, k)
+        if self.stall_phase == "far":
+            return stall.far_picks(cand, unit, score, self.pool.unit(np.array(self.done_digits)), n)
+        centres = _incumbents(self.res, self.done_digits, self.s.goal, self.sign)[:stall.LOCAL_CENTRES]
+        return stall.local_picks(cand, unit, score, centres, n)
 
     def _random_slots(self, k: int) -> int:
         """How many of the next *k* proposals are uniform draws: the share's whole part of the simulations
@@ -466,13 +501,9 @@ class _Loop:
 
     def _stalled_for(self) -> int:
         """Simulations since the best value last improved (0 before any success)."""
-        best, since = None, 0
-        for t in self.res.trials:
-            if t.status == "ok" and (best is None or self.sign * t.value < self.sign * best):
-                best, since = t.value, 0
-            else:
-                since += 1
-        return since if best is not None else 0
+        from .stall import stalled_for
+
+        return stalled_for([t.value for t in self.res.trials], self.sign)
 
     def _score(self, forest: Any, X: np.ndarray, status: np.ndarray, y: np.ndarray, cand: np.ndarray,
                Xc: np.ndarray) -> tuple[np.ndarray, Any]:
@@ -602,6 +633,17 @@ def _pick(cand: np.ndarray, unit_c: np.ndarray, score: np.ndarray, k: int, lead:
                       np.concatenate([lead_pred, np.full(len(pick), np.nan)]), fit_s)
     pick = diverse_batch(score, unit_c, k)
     return _Batch(cand[pick], score[pick], ["forest"] * len(pick), None, fit_s)
+
+
+def _without(lead: np.ndarray, lead_pred: np.ndarray, taken: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The stepwise model's *lead* designs (and predictions) that are not among *taken*."""
+    if not len(lead):
+        return lead, lead_pred
+    from .pool import row_keys
+
+    gone = {key.tobytes() for key in row_keys(taken)}
+    keep = np.array([key.tobytes() not in gone for key in row_keys(lead)], dtype=bool)
+    return lead[keep], lead_pred[keep]
 
 
 def _with_random(batch: _Batch, pool: Any, n: int, rng: np.random.Generator) -> _Batch:

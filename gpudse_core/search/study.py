@@ -17,6 +17,9 @@ whose errors are noise the spread cannot locate; see docs/search.md),
 ``pareto`` (the front of the response against a cost computed
 from the parameters: hypervolume improvement).
 
+Once the best stops improving, a share of each batch explores (:mod:`.stall`: a trust region around the
+best designs, then a restart far from everything simulated).
+
 A failed simulation (the simulator's error, or a lookup table's status other than ok) costs budget, is
 recorded, is never proposed again, and teaches the feasibility classifier. Every proposal is one
 :class:`Trial` of the study (like an Optuna study's trials): its round, the model version that chose

@@ -11,7 +11,7 @@ import pytest
 
 from gpudse_core.search import stall
 from gpudse_core.search.pool import make_pool
-from gpudse_core.search.study import run_search
+from gpudse_core.search.study import SearchError, run_search
 from gpudse_core.space.design import space_from_dict
 
 
@@ -92,3 +92,12 @@ def test_a_stalled_search_explores_and_finds_the_narrow_basin_the_models_alone_n
     assert first.surrogate == "far"  # the restart found the narrow basin; the models then went down it
     keys = [tuple(t.design.values()) for t in res.trials]
     assert len(set(keys)) == len(keys)  # nothing simulated twice
+
+
+@pytest.mark.parametrize("share", [-0.1, 1.5, float("nan"), "half", True])
+def test_a_share_outside_0_to_1_is_refused_before_anything_runs(share):
+    ran = []
+    with pytest.raises(SearchError, match="local_share must be a share from 0 to 1"):
+        run_search(make_pool(_trap_space()), lambda d, designs: ran.append(d) or _trap(d, designs), goal="min",
+                   budget=20, local_share=share)
+    assert not ran

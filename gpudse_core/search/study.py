@@ -275,6 +275,11 @@ class SearchSettings:
             raise SearchError(f"a measured cost column is for goal pareto, not {self.goal}")
         if self.objective is not None and self.goal not in ("min", "max"):
             raise SearchError(f"an objective is for goal min or max, not {self.goal}")
+        for name in ("random_share", "stalled_share", "local_share"):
+            v = getattr(self, name)
+            if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float, np.number))
+                                  or not 0.0 <= float(v) <= 1.0):
+                raise SearchError(f"{name} must be a share from 0 to 1 (got {v!r})")
         return n0
 
 

@@ -80,11 +80,15 @@ class Truth:
 
 
 class TableTruth(Truth):
-    def __init__(self, path):
+    """A benchmark_hub table (conv-GPU), or another table given as a frame, its response and parameters."""
+
+    def __init__(self, path, frame=None, response="time_ms", params=None, name=None):
         from gpudse_core.sim.lookup import LookupTable
 
-        t = LookupTable.from_frame(pd.read_csv(path), "time_ms", status_column="status", source=path.name)
-        super().__init__(path.stem.replace("convolution_", "conv-"), t.space, t.digits, t.values, "time_ms")
+        frame = pd.read_csv(path) if frame is None else frame
+        t = LookupTable.from_frame(frame, response, params=params, status_column="status" if params is None else None,
+                                   source=path.name)
+        super().__init__(name or path.stem.replace("convolution_", "conv-"), t.space, t.digits, t.values, response)
         self.table = t
         self.index = {k: i for i, k in enumerate(map(tuple, t.digits.tolist()))}
 
@@ -112,6 +116,29 @@ class KernelTruth(Truth):
 
     def lookup(self, digits):
         return self.values[self.space.encode(np.asarray(digits, dtype=np.int64))]
+
+
+MGPUSIM_STUDY = ROOT / "data" / "mgpusim_study.csv"
+STUDY_PARAMS = ["cu_per_sa", "sa", "l2_kb", "mem_banks", "line", "freq_mhz"]
+STUDY_RESPONSE = "geomean_kernel_exec_s"
+
+
+def study_truth(path: Path = MGPUSIM_STUDY) -> TableTruth:
+    """The MGPUSim study's table restricted to its simulated designs (docs/mgpusim-study.md): 82 distinct
+    designs of the ``mgpusim`` preset (83 rows; one design simulated twice, its two geometric means
+    averaged — they differ by 0.02 %), the geometric mean of fir's and aes's kernel times. The candidates
+    are these rows only, so a search here chooses among what MGPUSim actually ran."""
+    frame = pd.read_csv(path).groupby(STUDY_PARAMS, as_index=False)[STUDY_RESPONSE].mean()
+    return TableTruth(path, frame, STUDY_RESPONSE, STUDY_PARAMS, name="mgpusim-study")
+
+
+# budgets each space is read at: 82 designs make 50 / 100 / 200 meaningless there; at 10 the search is its
+# initial sample, uniform draws, so it is read at a quarter, three eighths and a half of the designs
+STUDY_BUDGETS = (20, 30, 40)
+
+
+def budgets_of(name: str) -> tuple:
+    return STUDY_BUDGETS if name == "mgpusim-study" else BUDGETS
 
 
 AREA = "40 + simd + (cc + tc) / 2 + 4 * (smp + ccp) + 2 * blk + mshr + dramq / 8 + intra + inter"
@@ -145,7 +172,9 @@ def make_truth(name: str, cache: dict) -> Truth:
     """conv-GPU (a benchmark_hub table), KERNEL (cycles) or KERNEL×area (cycles × AREA)."""
     if name in cache:
         return cache[name]
-    if name.startswith("conv-"):
+    if name == "mgpusim-study":
+        t = study_truth()
+    elif name.startswith("conv-"):
         t = TableTruth(HUB / f"convolution_{name[5:]}.csv")
     elif name.endswith("×area"):
         t = PerAreaTruth(make_truth(name[: -len("×area")], cache))
@@ -177,8 +206,17 @@ def pool_for(truth: Truth):
     return make_pool(truth.space, truth.digits)
 
 
-def run_gpudse(truth: Truth, B: int, seed: int, batch: int, goal: str = "min", surrogate: str | None = None,
-               random_share: float | None = None, stalled_share: float | None = None) -> list:
+# the search with settings other than its defaults, as methods of their own (none is in the default methods)
+VARIANTS = {
+    "gpudse-forest": dict(surrogate="forest"),  # the forest alone
+    "gpudse-share": dict(random_share=0.2),  # a fifth of the proposals uniform draws (docs/search.md, "Exploration")
+    "gpudse-stalled": dict(stalled_share=0.5, local_share=0.0),  # half drawn uniformly once stalled, no region
+    "gpudse-models": dict(local_share=0.0),  # the models alone: no trust region once stalled
+}
+
+
+def run_gpudse(truth: Truth, B: int, seed: int, batch: int, goal: str = "min", **settings) -> list:
+    """gpudse's search on *truth* with its defaults, or the given *settings* of run_search (a VARIANT's)."""
     from gpudse_core.search.study import run_search
 
     raw = getattr(truth, "raw", truth.lookup)  # the simulator's response; the objective is the search's
@@ -187,13 +225,8 @@ def run_gpudse(truth: Truth, B: int, seed: int, batch: int, goal: str = "min", s
         v = raw(digits)
         return [(None, "failed") if not math.isfinite(x) else (float(x), "") for x in v]
 
-    extra = {} if surrogate is None else {"surrogate": surrogate}  # None: the product's default
-    if random_share is not None:
-        extra["random_share"] = random_share
-    if stalled_share is not None:
-        extra["stalled_share"] = stalled_share
     return run_search(pool_for(truth), evaluate, goal=goal, budget=B, batch=batch, seed=seed,
-                      objective=getattr(truth, "objective", None), **extra)
+                      objective=getattr(truth, "objective", None), **settings)
 
 
 def best_curve(values: list[float], budgets) -> dict:
@@ -255,7 +288,7 @@ def run_oneshot(truths: list, B: int, seed: int) -> list[float]:
     return out
 
 
-def run_tpe(truth: Truth, B: int, seed: int) -> dict:
+def run_tpe(truth: Truth, B: int, seed: int, budgets=BUDGETS) -> dict:
     import optuna
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
@@ -271,7 +304,7 @@ def run_tpe(truth: Truth, B: int, seed: int) -> dict:
             study.tell(trial, v)
         else:
             study.tell(trial, state=optuna.trial.TrialState.FAIL)
-    return best_curve(vals, BUDGETS)
+    return best_curve(vals, budgets)
 
 
 def accuracy_error(truth: Truth, digits: np.ndarray, seed: int, eval_idx) -> float:
@@ -297,62 +330,73 @@ TABLES = ("conv-A100", "conv-A4000", "conv-MI250X")
 SIZES = tuple(range(50, 301, 25))  # --goal accuracy: simulations
 
 
+def is_table(group: str) -> bool:
+    """A measured table (one judged space) rather than a kernel (cycles, and cycles × area)."""
+    return group.startswith("conv-") or group == "mgpusim-study"
+
+
 def regret_unit(group: str, seeds: int, batch: int, methods: list, judged_only: bool = False) -> dict:
     """Regret of every method on one table, or on one kernel's cycles (ties) and cycles × area together
     (the one-shot fit is shared between the two)."""
     cache: dict = {}
-    names = [group] if group.startswith("conv-") else ([f"{group}×area"] if judged_only else [group, f"{group}×area"])
+    names = [group] if is_table(group) else ([f"{group}×area"] if judged_only else [group, f"{group}×area"])
     truths = [make_truth(n, cache) for n in names]
-    res = {n: {m: {b: [] for b in BUDGETS} for m in methods} for n in names}
-    own, own_forest, steps, t0 = [], [], [], time.time()
+    budgets = budgets_of(group)
+    res = {n: {m: {b: [] for b in budgets} for m in methods} for n in names}
+    own, own_forest, steps, local, t0 = [], [], [], [], time.time()
     for seed in range(seeds):
         for t in truths:
-            if "gpudse" in methods:
-                r = run_gpudse(t, max(BUDGETS), seed, batch)
-                own += list(np.subtract(r.propose_seconds, r.fit_seconds))
-                steps.append(sum(x.surrogate == "stepwise" for x in r.trials))
-                curve = best_curve([x.value for x in r.trials], BUDGETS)
-                for b in BUDGETS:
-                    res[t.name]["gpudse"][b].append(curve[b] / t.best - 1)
-            if "gpudse-forest" in methods:  # --surrogate forest: the forest alone
-                r = run_gpudse(t, max(BUDGETS), seed, batch, surrogate="forest")
-                own_forest += list(np.subtract(r.propose_seconds, r.fit_seconds))
-                curve = best_curve([x.value for x in r.trials], BUDGETS)
-                for b in BUDGETS:
-                    res[t.name]["gpudse-forest"][b].append(curve[b] / t.best - 1)
-            for m, share in (("gpudse-share", dict(random_share=0.2)), ("gpudse-stalled", dict(stalled_share=0.5))):
-                if m in methods:  # the interleaved uniform draws, not the default (docs/search.md, "Exploration")
-                    r = run_gpudse(t, max(BUDGETS), seed, batch, **share)
-                    curve = best_curve([x.value for x in r.trials], BUDGETS)
-                    for b in BUDGETS:
+            for m, settings in {"gpudse": {}, **VARIANTS}.items():
+                if m in methods:  # the search with its defaults, or other settings (docs/search.md)
+                    r = run_gpudse(t, max(budgets), seed, batch, **settings)
+                    if m == "gpudse":
+                        own += list(np.subtract(r.propose_seconds, r.fit_seconds))
+                        steps.append(sum(x.surrogate == "stepwise" for x in r.trials))
+                        local.append(sum(x.surrogate == "local" for x in r.trials))
+                    if m == "gpudse-forest":
+                        own_forest += list(np.subtract(r.propose_seconds, r.fit_seconds))
+                    curve = best_curve([x.value for x in r.trials], budgets)
+                    for b in budgets:
                         res[t.name][m][b].append(curve[b] / t.best - 1)
             if "tpe" in methods:
-                curve = run_tpe(t, max(BUDGETS), seed)
-                for b in BUDGETS:
+                curve = run_tpe(t, max(budgets), seed, budgets)
+                for b in budgets:
                     res[t.name]["tpe"][b].append(curve[b] / t.best - 1)
         if "one-shot" in methods:
-            for b in BUDGETS:
+            for b in budgets:
                 for t, v in zip(truths, run_oneshot(truths, b, seed)):
                     res[t.name]["one-shot"][b].append(v)
     if "random" in methods:
         for t in truths:
-            for b in BUDGETS:
+            for b in budgets:
                 res[t.name]["random"][b] = [random_expectation(t, b)]
     ties = {t.name: int(np.sum(t.values[np.isfinite(t.values)] == t.best)) for t in truths}
     lines = []
     for t in truths:
-        line = "  ".join(f"{m} " + "/".join(f"{100 * np.median(res[t.name][m][b]):.1f}" for b in BUDGETS)
-                         for m in methods)
-        lines.append(f"{t.name}: regret % at B={'/'.join(map(str, BUDGETS))}: {line}  ({ties[t.name]:,} design(s) "
-                     f"with the best value)")
+        line = "  ".join(f"{m} {cell(res[t.name][m], budgets)}" for m in methods)
+        lines.append(f"{t.name}: regret % at B={'/'.join(map(str, budgets))}, median (worst seed): {line}  "
+                     f"({ties[t.name]:,} design(s) with the best value)")
+        for m in methods:
+            if m.startswith("gpudse"):
+                lines.append(f"  {m} per seed: " + "  ".join(
+                    "/".join(f"{100 * res[t.name][m][b][i]:.1f}" for b in budgets) for i in range(seeds)))
     forest = (f"; gpudse-forest: own time per batch median {np.median(own_forest):.3f} s, max "
               f"{max(own_forest):.3f} s" if own_forest else "")
     chose = (f"designs chosen by the stepwise model per gpudse run: median {np.median(steps):.0f}, max "
-             f"{max(steps)}; " if steps else "")
+             f"{max(steps)}; by the stall's trust region: median {np.median(local):.0f}, max {max(local)}; "
+             if steps else "")
     lines.append(f"  ({group}: {time.time() - t0:.0f} s; {chose}gpudse's own time per batch (fits apart) median "
                  f"{np.median(own) if own else 0:.3f} s, max {max(own) if own else 0:.3f} s{forest}; "
                  f"load average {os.getloadavg()[0]:.1f})")
     return {"kind": "regret", "group": group, "res": res, "ties": ties, "lines": lines}
+
+
+def cell(per_budget: dict, budgets) -> str:
+    """Median regret % at each budget, and the worst seed's in brackets when there are several seeds."""
+    med = "/".join(f"{100 * np.median(per_budget[b]):.1f}" for b in budgets)
+    if len(per_budget[budgets[0]]) < 2:
+        return med
+    return med + " (" + "/".join(f"{100 * np.max(per_budget[b]):.1f}" for b in budgets) + ")"
 
 
 def accuracy_unit(name: str, seeds: int, batch: int = 10) -> dict:
@@ -397,7 +441,8 @@ def main(argv=None) -> int:
                     "with 10 the medians of the two curves moved by ±0.05 points between settings, as much as "
                     "the differences judged)")
     ap.add_argument("--spaces", default=None, help="comma list of tables and kernels: conv-A100,conv-A4000,"
-                    "conv-MI250X,LPS,BFS,AES,matMul (a kernel runs as cycles and as cycles × area)")
+                    "conv-MI250X,mgpusim-study,LPS,BFS,AES,matMul (a kernel runs as cycles and as cycles × area; "
+                    "mgpusim-study, the MGPUSim study's 82 simulated designs, at B = 20/30/40)")
     ap.add_argument("--methods", default="gpudse,random,one-shot,tpe")
     ap.add_argument("--batch", type=int, default=2, help="gpudse proposals per round (default 2: `gpudse search` "
                     "proposes one per worker, and this machine has 2 cores)")
@@ -414,12 +459,12 @@ def main(argv=None) -> int:
         return huge_run(args.batch)
     seeds = args.seeds or (3 if args.quick else 10)
     groups = args.spaces.split(",") if args.spaces else (["conv-A100", "matMul"] if args.quick else
-                                                         [*TABLES, *KERNELS])
+                                                         [*TABLES, "mgpusim-study", *KERNELS])
     methods = args.methods.split(",")
     units = [] if args.accuracy_only else [("regret", g, seeds, args.batch, methods, args.judged_only) for g in groups]
     if not args.no_accuracy:
         acc_seeds = args.accuracy_seeds or (3 if args.quick else 20)
-        units += [("accuracy", g, acc_seeds) for g in groups]
+        units += [("accuracy", g, acc_seeds) for g in groups if g != "mgpusim-study"]  # 82 designs: no N = 300
     t0 = time.time()
     print(f"bench_search: {seeds} seeds, budgets {BUDGETS}, accuracy at N = {SIZES} "
           f"({args.accuracy_seeds or (3 if args.quick else 20)} seeds), {args.jobs} process(es), "
@@ -454,28 +499,32 @@ def summary(done: list, groups: list, methods: list, judged_only: bool = False) 
 
     b_s = "/".join(map(str, BUDGETS))
     if reg:
-        judged = ([(g, g) for g in groups if g.startswith("conv-")]
-                  + [(g, f"{g}×area") for g in groups if not g.startswith("conv-")])
-        tied = [] if judged_only else [(g, g) for g in groups if not g.startswith("conv-")]
+        judged = ([(g, g) for g in groups if is_table(g)]
+                  + [(g, f"{g}×area") for g in groups if not is_table(g)])
+        tied = [] if judged_only else [(g, g) for g in groups if not is_table(g)]
         for unique, rows in ((True, judged), (False, tied)):
             if not rows:
                 continue
-            print(f"\nmedian regret %, B = {b_s}: " + ("one best design" if unique else
+            print(f"\nmedian regret % (worst seed), B = {b_s} (mgpusim-study: B = "
+                  f"{'/'.join(map(str, STUDY_BUDGETS))}): " + ("one best design" if unique else
                   "raw cycles, where many designs TIE for the best (the largest design is fastest)"))
-            print(f"{'space':<13}" + "".join(f"{m:>19}" for m in methods)
-                  + ("   gpudse below all (or both 0.0), every B; gpudse/random at B=100" if unique
-                     else "   designs tied"))
+            print(f"{'space':<13}" + "".join(f"{m:>34}" for m in methods)
+                  + ("   gpudse below all (or both 0.0), every B; at most random's, every B; gpudse/random at the "
+                     "middle B" if unique else "   designs tied"))
             for g, name in rows:
-                r = reg[g]["res"][name]
-                cells = "".join(f"{'/'.join(f'{med(r[m][b]):.1f}' for b in BUDGETS):>19}" for m in methods)
+                r, budgets = reg[g]["res"][name], budgets_of(g)
+                cells = "".join(f"{cell(r[m], budgets):>34}" for m in methods)
                 if unique and "gpudse" in methods:
                     # below every other method at every budget; where a method's median run found the
                     # true best (0.0) nothing can be below it, and gpudse must have found it too
                     below = all(med(r["gpudse"][b]) < med(r[m][b]) or med(r["gpudse"][b]) == med(r[m][b]) == 0.0
-                                for m in methods if not m.startswith("gpudse") for b in BUDGETS)
-                    rnd = med(r["random"][100]) if "random" in methods else 0.0
-                    ratio = med(r["gpudse"][100]) / rnd if rnd > 0 else float("nan")
-                    print(f"{name:<13}{cells}   {'yes' if below else 'NO'}; {ratio:.2f}")
+                                for m in methods if not m.startswith("gpudse") for b in budgets)
+                    at_most = ("random" not in methods or all(med(r["gpudse"][b]) <= med(r["random"][b])
+                                                              for b in budgets))
+                    rnd = med(r["random"][budgets[1]]) if "random" in methods else 0.0
+                    ratio = med(r["gpudse"][budgets[1]]) / rnd if rnd > 0 else float("nan")
+                    print(f"{name:<13}{cells}   {'yes' if below else 'NO'}; {'yes' if at_most else 'NO'}; "
+                          f"{ratio:.2f}")
                 else:
                     print(f"{name:<13}{cells}   {'' if unique else format(reg[g]['ties'][name], ',')}")
     if acc:

@@ -59,3 +59,17 @@ def test_each_method_runs_and_reports_a_regret_curve():
     assert curve[30] <= curve[10] and curve[30] >= t.best
     shot = bs.run_oneshot([t], 30, seed=0)
     assert shot[0] >= 0.0
+
+
+def test_the_mgpusim_study_space_is_its_simulated_designs_once_each():
+    import pandas as pd
+
+    frame = pd.read_csv(bs.MGPUSIM_STUDY)
+    t = bs.make_truth("mgpusim-study", {})
+    designs = frame[bs.STUDY_PARAMS].drop_duplicates()
+    assert len(t.values) == len(designs) < len(frame)  # one row per design: the repeated one averaged
+    repeated = frame[frame.duplicated(bs.STUDY_PARAMS, keep=False)]
+    key = t.space.digits_of_point({p: repeated.iloc[0][p] for p in bs.STUDY_PARAMS})
+    assert t.lookup(np.array([key]))[0] == pytest.approx(repeated[bs.STUDY_RESPONSE].mean(), rel=1e-12)
+    assert t.best == pytest.approx(frame[bs.STUDY_RESPONSE].min(), rel=1e-12)
+    assert max(bs.budgets_of("mgpusim-study")) < len(t.values)  # a budget below the designs there are

@@ -555,7 +555,8 @@ def test_forest_keeps_the_search_where_it_predicts_better():
     space, _, _, evaluate = _tiny(lambda a, b, c, d: 1 + 4 * float(a >= 4 and b >= 4 and c >= 4) + 0.01 * d)
     res = run_search(make_pool(space), evaluate, goal="min", budget=60, batch=2, seed=0, surrogate="auto")
     assert len(res.choices) >= 5 and not any(c[2] < c[1] and c[3] < 0.05 for c in res.choices)
-    assert {t.surrogate for t in res.trials} == {"", "forest"}
+    # every proposal the forest's (or, once the best has stalled, the stall's exploration: test_search_stall.py)
+    assert {t.surrogate for t in res.trials} - {"local", "far"} == {"", "forest"}
     alone = run_search(make_pool(space), evaluate, goal="min", budget=60, batch=2, seed=0, surrogate="forest")
     assert [t.design for t in alone.trials] == [t.design for t in res.trials] and not alone.choices
     default = run_search(make_pool(space), evaluate, goal="min", budget=60, batch=2, seed=0)  # auto

@@ -17,6 +17,9 @@ whose errors are noise the spread cannot locate; see docs/search.md),
 ``pareto`` (the front of the response against a cost computed
 from the parameters: hypervolume improvement).
 
+Once the best stops improving, a share of each batch explores (:mod:`.stall`: a trust region around the
+best designs, then a restart far from everything simulated).
+
 A failed simulation (the simulator's error, or a lookup table's status other than ok) costs budget, is
 recorded, is never proposed again, and teaches the feasibility classifier. Every proposal is one
 :class:`Trial` of the study (like an Optuna study's trials): its round, the model version that chose
@@ -263,6 +266,7 @@ class SearchSettings:
     cost_column: str | None = None  # pareto: the cost is this second measured result (the simulator returns it)
     random_share: float | None = None  # None: RANDOM_SHARE (and STALLED_SHARE when stalled); 0: the models alone
     stalled_share: float | None = None  # None: STALLED_SHARE
+    local_share: float | None = None  # None: stall.LOCAL_SHARE of the proposals made while stalled (.stall); 0: none
 
     def check(self) -> int:
         """Every setting valid (or :class:`SearchError`); returns the initial sample size."""
@@ -278,6 +282,11 @@ class SearchSettings:
             raise SearchError(f"a measured cost column is for goal pareto, not {self.goal}")
         if self.objective is not None and self.goal not in ("min", "max"):
             raise SearchError(f"an objective is for goal min or max, not {self.goal}")
+        for name in ("random_share", "stalled_share", "local_share"):
+            v = getattr(self, name)
+            if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float, np.number))
+                                  or not 0.0 <= float(v) <= 1.0):
+                raise SearchError(f"{name} must be a share from 0 to 1 (got {v!r})")
         return n0
 
 
@@ -395,6 +404,7 @@ class _Loop:
         self.stale, self.best_prev = 0, None
         self.stream = _UniformStream(pool, s.budget, s.seed) if s.goal == "accuracy" else None
         self.chooser: dict = {"next": 0, "winner": "forest", "model": None}
+        self.stall_phase = ""  # what the stall's share of the batch explores (.stall.phase)
 
     # ---- stop ----------------------------------------------------------------------------------------
     def stop_reason(self, should_stop: Callable[[], bool] | None) -> str | None:
@@ -453,7 +463,21 @@ class _Loop:
             lead, lead_pred, chose_s = self._stepwise_part(forest, X[status], y, status, cand, k, feasible)
             fit_s += chose_s
         n_random = self._random_slots(k)
-        batch = _pick(cand, pool.unit(cand), score, k - n_random, lead[:k - n_random], lead_pred[:k - n_random], fit_s)
+        unit = pool.unit(cand)
+        local = self._local(cand, unit, score, k - n_random) if s.goal in ("min", "max") else cand[:0, 0]
+        if len(local):  # stalled: the stall's part first (.stall), the models' from the other candidates
+            rest = np.setdiff1d(np.arange(len(cand)), local)
+            lead, lead_pred = _without(lead, lead_pred, cand[local])
+            m = k - n_random - len(local)
+            batch = _pick(cand[rest], unit[rest], score[rest], m, lead[:m], lead_pred[:m], fit_s)
+            batch = _Batch(np.concatenate([cand[local], batch.digits]),
+                           np.concatenate([score[local], np.full(len(batch.digits), np.nan) if batch.acq is None
+                                           else batch.acq]),
+                           [self.stall_phase] * len(local) + list(batch.chose),
+                           None if batch.predicted is None else np.concatenate([np.full(len(local), np.nan),
+                                                                                 batch.predicted]), fit_s)
+        else:
+            batch = _pick(cand, unit, score, k - n_random, lead[:k - n_random], lead_pred[:k - n_random], fit_s)
         batch = _with_random(batch, pool, n_random, self.rng) if n_random else batch
         return self._annotate(batch, forest, X[status], y)
 
@@ -479,6 +503,25 @@ class _Loop:
         batch.predicted, batch.lower, batch.upper = pred, lo, hi
         return batch
 
+    def _local(self, cand: np.ndarray, unit: np.ndarray, score: np.ndarray, k: int) -> np.ndarray:
+        """The candidates the stall's exploration takes from the next *k* proposals (.stall): none unless
+        the best has not improved for STALL simulations; then the trust region around the best designs
+        (``local``) or a restart far from every design simulated (``far``), by the stall's length."""
+        from . import stall
+
+        share = stall.LOCAL_SHARE if self.s.local_share is None else self.s.local_share
+        trials = self.res.trials
+        since = stall.stalled_for([t.value for t in trials], self.sign)
+        self.stall_phase = stall.phase(since)
+        if share <= 0 or not self.stall_phase:
+            return np.zeros(0, dtype=np.int64)
+        n = stall.owed([t.surrogate for t in trials[len(trials) - (since - stall.STALL):]]
+                       if since > stall.STALL else [], ("local", "far"), share, k)
+        if self.stall_phase == "far":
+            return stall.far_picks(cand, unit, score, self.pool.unit(np.array(self.done_digits)), n)
+        centres = _incumbents(self.res, self.done_digits, self.s.goal, self.sign)[:stall.LOCAL_CENTRES]
+        return stall.local_picks(cand, unit, score, centres, n)
+
     def _random_slots(self, k: int) -> int:
         """How many of the next *k* proposals are uniform draws: the share's whole part of the simulations
         counted from the initial sample (so batches of 1 and of 10 draw equally often) — or, while the best
@@ -499,13 +542,9 @@ class _Loop:
 
     def _stalled_for(self) -> int:
         """Simulations since the best value last improved (0 before any success)."""
-        best, since = None, 0
-        for t in self.res.trials:
-            if t.status == "ok" and (best is None or self.sign * t.value < self.sign * best):
-                best, since = t.value, 0
-            else:
-                since += 1
-        return since if best is not None else 0
+        from .stall import stalled_for
+
+        return stalled_for([t.value for t in self.res.trials], self.sign)
 
     def _score(self, forest: Any, X: np.ndarray, status: np.ndarray, y: np.ndarray, cand: np.ndarray,
                Xc: np.ndarray) -> tuple[np.ndarray, Any]:
@@ -636,6 +675,17 @@ def _pick(cand: np.ndarray, unit_c: np.ndarray, score: np.ndarray, k: int, lead:
                       np.concatenate([lead_pred, np.full(len(pick), np.nan)]), fit_s)
     pick = diverse_batch(score, unit_c, k)
     return _Batch(cand[pick], score[pick], ["forest"] * len(pick), None, fit_s)
+
+
+def _without(lead: np.ndarray, lead_pred: np.ndarray, taken: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The stepwise model's *lead* designs (and predictions) that are not among *taken*."""
+    if not len(lead):
+        return lead, lead_pred
+    from .pool import row_keys
+
+    gone = {key.tobytes() for key in row_keys(taken)}
+    keep = np.array([key.tobytes() not in gone for key in row_keys(lead)], dtype=bool)
+    return lead[keep], lead_pred[keep]
 
 
 def _with_random(batch: _Batch, pool: Any, n: int, rng: np.random.Generator) -> _Batch:

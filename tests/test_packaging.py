@@ -33,7 +33,7 @@ def readme_commands() -> dict[str, str]:
 def test_readme_gives_the_two_commands():
     cmds = readme_commands()
     assert cmds["dashboard"] == "pip install -r requirements.txt && streamlit run app.py"
-    assert cmds["tests"] == "pip install -r requirements.txt && python -m pytest -q"
+    assert cmds["tests"] == "pip install -r requirements.txt && python -m pytest -q -n 2 --dist loadfile"
 
 
 def test_ci_runs_exactly_the_readme_test_command():

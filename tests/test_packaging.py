@@ -157,6 +157,7 @@ def _dist(name: str) -> str:
     return re.sub(r"[-_.]+", "-", re.split(r"[<>=!~\[ ;]", name.strip())[0]).lower()
 
 
+@pytest.mark.slow
 def test_every_library_the_core_imports_is_installed_by_pip_install_dot():
     """After `pip install .` (README: just the package and the CLI) no command dies on a missing module:
     each library the core imports is a dependency, or optional with a message saying what to install."""

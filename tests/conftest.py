@@ -2,7 +2,16 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
+
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    # One native thread per pytest-xdist worker (and its subprocesses), set before numpy loads OpenBLAS: two
+    # workers on two cores each spinning a second OpenBLAS/OpenMP thread wait on descheduled threads
+    # (gpudse_core/model/threads.py). Measured, the fast loop on two workers: 188 s of wall time and 197 s of
+    # CPU with the libraries' default two threads each, 86 s and 157 s with one (serially: 158 s and 147 s).
+    for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ.setdefault(_var, "1")
 
 import pytest
 from hypothesis import settings

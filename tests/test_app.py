@@ -141,6 +141,7 @@ def test_first_visit_opens_a_copy_of_the_example_with_every_page_filled(app):
     assert len(app.dataframe[0].value) == 20
 
 
+@pytest.mark.slow
 def test_a_second_visitor_gets_a_separate_copy(app):
     other = new_app()
     assert ws(other).id != ws(app).id and ws(other).writable

@@ -51,6 +51,7 @@ def test_accuracy_page_says_a_killed_validation_was_interrupted_and_reruns_it():
     assert not any("interrupted" in t for t in texts(app, "warning"))
 
 
+@pytest.mark.slow
 def test_a_read_only_visitor_sees_the_interruption_but_cannot_rerun():
     app = new_app()
     goto(app, "Accuracy")

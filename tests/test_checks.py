@@ -169,6 +169,7 @@ def test_a_check_of_an_out_of_date_model_is_refused(home):
         add_check_to_results(ws)
 
 
+@pytest.mark.slow
 def test_the_explore_page_checks_then_adds_as_a_separate_step(home):
     """On the Explore page: "Simulate these" shows predicted beside simulated with the versions it
     checked and no stale banner; "Add these to the results and refit" is its own button, whose job

@@ -88,6 +88,7 @@ def test_the_examples_own_settings_reuse_the_examples_model(home):
     assert ws.status("review_notes").ok
 
 
+@pytest.mark.slow
 def test_the_command_lines_workspace_fit_goes_through_the_same_reuse(home):
     """``gpudse fit --workspace ID``: the robust defaults on the example's results are the example's own fit."""
     import json

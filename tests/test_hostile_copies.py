@@ -100,6 +100,7 @@ def test_a_fork_killed_mid_copy_goes_at_the_next_open(home):
     assert not list((home / "workspaces").glob("*.fork.*"))
 
 
+@pytest.mark.slow
 def test_a_template_build_killed_half_way_is_never_listed_and_goes_at_the_next_listing(home):
     mine, _ = create_workspace("someone's work")
     mine.close()

@@ -71,6 +71,7 @@ def _valid(out, kind: str) -> None:
         assert data.count(b"\n") == 401  # header + 400 sampled points
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("prior", [True, False], ids=["over-an-old-file", "new-file"])
 @pytest.mark.parametrize("what", ["report", "project", "stage-table"])
 def test_a_kill_mid_write_leaves_the_old_file_or_none_never_half(workspace, tmp_path, what, prior):

@@ -447,6 +447,7 @@ def test_search_page_core_runs_mgpusim_rounds_as_workspace_campaigns(binary, tmp
     assert len(list((tmp_path / "runs").rglob("metrics.json"))) == 3
 
 
+@pytest.mark.slow
 def test_search_page_offers_mgpusim_benchmarks_for_its_space(tmp_path, monkeypatch):
     pytest.importorskip("streamlit")
     from gpudse_core import load_preset

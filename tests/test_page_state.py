@@ -87,6 +87,7 @@ def test_the_sampling_request_form_comes_from_the_address(fitted):
     assert at.radio(key="how").value == "Number of points" and not at.error
 
 
+@pytest.mark.slow
 def test_the_replay_opens_at_the_links_row(fitted):
     rows = fitted[2]
     assert rows >= 3

@@ -225,6 +225,7 @@ def test_a_malformed_result_is_refused_when_stored_and_nothing_is_kept(home):
     assert ws.get("scan").version == first.version and ws.get("true_error").value is None
 
 
+@pytest.mark.slow
 def test_workspace_show_lists_what_a_typed_analysis_holds_and_a_damaged_one(home):
     import os
     import subprocess

@@ -113,6 +113,7 @@ def test_beyond_int64():
     assert s.point(2**70 + 2) == chunk[1].iloc[2].to_dict()
 
 
+@pytest.mark.slow
 @given(radices=st.lists(st.integers(1, 5), min_size=1, max_size=5), chunk=st.integers(1, 40))
 @settings(max_examples=60)
 def test_enumeration_equals_cartesian_product(radices, chunk):

@@ -104,6 +104,7 @@ def test_a_fit_with_known_coefficients_that_interpolates_shows_them_and_no_tests
     assert "This fit interpolates" in text and "R-squared:" not in text and "ANOVA (Lee" not in text
 
 
+@pytest.mark.slow
 def test_gpudse_fit_summary_prints_the_tables(tmp_path):
     csv = tmp_path / "r.csv"
     noisy_data(60, seed=5).to_csv(csv, index=False)

@@ -24,6 +24,9 @@ from . import state as ui_state
 
 SETTINGS_SHOWN = ("seed", "batch", "initial", "initial_method", "surrogate", "acquisition")
 MAX_OTHERS = 30  # other workspaces looked at for a stored search
+# the comparison in the address (a copied link or a reload opens it): ?compare=true and ?searches=, the
+# picked versions of this workspace's study (another workspace's search is not named in a link)
+COMPARE_PARAM, PICKS_PARAM, PICKED_KEY = "compare", "searches", "se_compare"
 _CACHE = "_gpudse_search_versions"  # session state: (workspace id, version) -> its study, read once
 
 
@@ -133,6 +136,19 @@ def candidates(w: Any) -> dict[str, tuple[str, int]]:
     return out
 
 
+def linked_picks(ws_id: str, options: dict[str, tuple[str, int]]) -> list[str]:
+    """The labels of the address's ``?searches=`` (this workspace's versions, comma-separated) that are
+    among *options*, at most two; anything else in it is ignored."""
+    raw = str(st.query_params.get(PICKS_PARAM) or "")[:100]
+    by_version = {v: label for label, (i, v) in options.items() if i == ws_id}
+    out = []
+    for part in raw.split(","):
+        label = by_version.get(int(part)) if part.strip().isdigit() and len(part.strip()) < 10 else None
+        if label and label not in out:
+            out.append(label)
+    return out[:2]
+
+
 def _kept(w: Any, version: int) -> SearchStudy | None:
     """A kept version of this workspace's study, read once per session (a version never changes)."""
     cache = st.session_state.setdefault(_CACHE, {})
@@ -174,7 +190,7 @@ def summary(labels: list[str], studies: list[SearchStudy]) -> pd.DataFrame:
 def side_by_side(w: Any) -> None:
     """Pick two stored searches: their best-so-far curves on one chart and their settings in a table."""
     st.subheader("Two searches side by side")
-    if not st.toggle("Compare two stored searches", key="se_compare_on",
+    if not st.toggle("Compare two stored searches", **ui_state.bound(COMPARE_PARAM),  # ?compare= in links
                      help="reads the searches this workspace keeps (and your other workspaces' current ones)"):
         return  # reading every kept study costs seconds on a large history: only when asked
     options = candidates(w)
@@ -183,9 +199,14 @@ def side_by_side(w: Any) -> None:
                    "another of your workspaces.")
         return
     labels = list(options)
-    picked = st.multiselect("Searches", labels, default=labels[:2], max_selections=2, key="se_compare",
+    if PICKED_KEY not in st.session_state:  # first drawn: the address's picks, else the two newest
+        st.session_state[PICKED_KEY] = linked_picks(w.id, options) or labels[:2]
+    else:  # a label a new search renamed (no longer "· current") or another workspace's gone: dropped
+        st.session_state[PICKED_KEY] = [p for p in st.session_state[PICKED_KEY] if p in options]
+    picked = st.multiselect("Searches", labels, max_selections=2, key=PICKED_KEY,
                             help="this workspace's stored searches (the newest version of each), and the current "
                                  "search of your other workspaces")
+    ui_state.to_url(PICKS_PARAM, ",".join(str(options[p][1]) for p in picked if options[p][0] == w.id) or None)
     if len(picked) < 2:
         st.caption("Pick two searches.")
         return

@@ -40,10 +40,12 @@ def store_search(w, seed: int, budget: int = 24, goal: str = "min") -> None:
     w.put_analysis("search", study_doc(settings, res), inputs=[space_sv], origin=f"search, seed {seed}")
 
 
-def page(ws_id: str | None = None) -> AppTest:
+def page(ws_id: str | None = None, **params: str) -> AppTest:
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=180)
     if ws_id:
         at.query_params["ws"] = ws_id
+    for key, value in params.items():  # the rest of an address
+        at.query_params[key] = value
     at.run()
     at.switch_page("pages/10_Search.py").run()
     assert not at.exception, [e.value for e in at.exception]
@@ -62,7 +64,7 @@ def test_two_stored_searches_side_by_side_and_a_history_without_none():
             "Two searches side by side"} <= set(subheaders)
     assert any(c.value.startswith("Method: fANOVA-like") for c in at.caption)
     assert not [m for m in at.multiselect if m.key == "se_compare"]  # read only when asked for
-    at.toggle(key="se_compare_on").set_value(True).run()
+    at.toggle(key="compare").set_value(True).run()
     assert not at.exception, [e.value for e in at.exception]
 
     picker = at.multiselect(key="se_compare")
@@ -84,10 +86,40 @@ def test_two_stored_searches_side_by_side_and_a_history_without_none():
     assert history["cycles"].dtype.kind == "f"  # complete columns stay numbers (sortable)
 
 
+def test_the_comparison_is_in_the_address_and_a_new_session_opens_it():
+    at = page()
+    w = at.session_state["_gpudse_ws"]
+    for seed, budget in ((1, 24), (2, 28), (3, 32)):
+        store_search(w, seed=seed, budget=budget)
+    at.run()
+    at.toggle(key="compare").set_value(True).run()
+    picker = at.multiselect(key="se_compare")
+    oldest = next(label for label in picker.options if "24 simulations" in label)
+    picker.set_value([picker.value[0], oldest]).run()
+    assert not at.exception, [e.value for e in at.exception]
+    # (?compare= is written by the browser, Streamlit's bind="query-params"; ?searches= by the page)
+    picks = at.query_params["searches"]
+    picks = picks[0] if isinstance(picks, list) else picks
+    versions = [v.version for v in w.history("search")]
+    assert picks == f"{versions[-1]},{versions[0]}"  # the newest and the oldest, in the order picked
+
+    # a copied link (or a reload): a new session with that address draws the same two
+    again = page(w.id, compare="true", searches=picks)
+    assert not again.exception, [e.value for e in again.exception]
+    shown = again.multiselect(key="se_compare").value
+    assert [label.split("(")[1].split(")")[0] for label in shown] == ["min cycles, 32 simulations",
+                                                                      "min cycles, 24 simulations"]
+    # a version that is not stored, or not a number, is ignored: the two newest instead
+    for bad in ("999,abc", "-1", "1" * 40):
+        other = page(w.id, compare="true", searches=bad)
+        assert not other.exception, [e.value for e in other.exception]
+        assert len(other.multiselect(key="se_compare").value) == 2
+
+
 def test_one_stored_search_says_what_a_comparison_needs():
     at = page()
     store_search(at.session_state["_gpudse_ws"], seed=3)
-    at.toggle(key="se_compare_on").set_value(True).run()
+    at.toggle(key="compare").set_value(True).run()
     assert not at.exception
     assert any("Needs two stored searches" in c.value for c in at.caption)
     assert not [m for m in at.multiselect if m.key == "se_compare"]

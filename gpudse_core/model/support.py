@@ -34,6 +34,7 @@ from .splines import Basis, format_level
 MAX_LEVELS = 64  # distinct training values kept as cells; more are binned
 BINS = 16  # quantile bins of a parameter with more distinct values
 MAX_CELLS = 1 << 20  # cells of one interaction term's bitmap
+MAX_JOINT = 4  # parameters of the largest union of overlapping interaction terms whose combinations are recorded
 
 
 @dataclass
@@ -155,25 +156,28 @@ def numeric_support(name: str, values: Any, scale: str = "linear",
 
 @dataclass
 class Support:
-    """Parameters' supports and, per interaction term, the cell combinations seen in training."""
+    """Parameters' supports and, per interaction term (``seen``) and per union of overlapping terms of at most
+    ``MAX_JOINT`` parameters (``joint``, :func:`joint_combinations`), the cell combinations seen in training."""
 
     params: dict[str, ParamSupport]
     seen: dict[tuple[str, ...], np.ndarray]  # flat boolean bitmap in C order over the params' cells
+    joint: dict[tuple[str, ...], np.ndarray] = field(default_factory=dict)  # the same, per union of terms
 
     @classmethod
     def build(cls, X: pd.DataFrame, bases: Mapping[str, Basis], interactions: Sequence[tuple[str, ...]]) -> Support:
         params = {p: param_support(b, X[p].to_numpy()) for p, b in bases.items()}
         codes = {p: params[p].cells(X[p].to_numpy())[0] for p in params}
-        seen = {}
-        for t in interactions:
+        terms = [tuple(t) for t in interactions]
+        seen, joint = {}, {}
+        for t in joint_combinations(terms, list(params)):
             shape = tuple(params[p].size for p in t)
             if int(np.prod(shape)) > MAX_CELLS:
                 continue  # too fine to record: such a term is not checked
             flat = np.ravel_multi_index(tuple(codes[p] for p in t), shape)
             bitmap = np.zeros(int(np.prod(shape)), dtype=bool)
             bitmap[flat] = True
-            seen[tuple(t)] = bitmap
-        return cls(params, seen)
+            (seen if t in terms else joint)[t] = bitmap
+        return cls(params, seen, joint)
 
     @classmethod
     def of(cls, X: pd.DataFrame, categorical: Sequence[str]) -> Support:
@@ -184,38 +188,54 @@ class Support:
         return cls(params, {})
 
     def _violations(self, X: pd.DataFrame) -> Iterator[tuple[str, Any, np.ndarray]]:
-        """Yield (``"param"``, parameter, rows) for values outside a parameter's support and (``"term"``,
-        parameters, rows) for combinations an interaction term never saw (rows: indices into *X*)."""
+        """Yield (``"param"``, parameter, rows) for values outside a parameter's support, (``"term"``,
+        parameters, rows) for combinations an interaction term never saw and (``"joint"``, parameters, rows)
+        for combinations of a union of terms no training row had, rows not already named for a part of it
+        (rows: indices into *X*)."""
         n = len(X)
         codes, outside = {}, {}
+        named: list[tuple[frozenset, np.ndarray]] = []
         for p, ps in self.params.items():
             if p not in X.columns:
                 continue
             codes[p], outside[p] = ps.cells(X[p].to_numpy())
             bad = np.flatnonzero(outside[p])
             if bad.size:
+                named.append((frozenset([p]), bad))
                 yield "param", p, bad
-        for t, bitmap in self.seen.items():
-            if not all(p in codes for p in t):
-                continue
-            ok = np.ones(n, dtype=bool)
-            for p in t:
-                ok &= ~outside[p]
-            idx = np.flatnonzero(ok)
-            if not idx.size:
-                continue
-            shape = tuple(self.params[p].size for p in t)
-            flat = np.ravel_multi_index(tuple(codes[p][idx] for p in t), shape)
-            bad = idx[~bitmap[flat]]
-            if bad.size:
-                yield "term", t, bad
+        for what, maps in (("term", self.seen), ("joint", self.joint)):
+            for t, bitmap in maps.items():
+                if not all(p in codes for p in t):
+                    continue
+                ok = np.ones(n, dtype=bool)
+                for p in t:
+                    ok &= ~outside[p]
+                if what == "joint":
+                    for part, rows in named:
+                        if part < frozenset(t):
+                            ok[rows] = False
+                idx = np.flatnonzero(ok)
+                if not idx.size:
+                    continue
+                shape = tuple(self.params[p].size for p in t)
+                flat = np.ravel_multi_index(tuple(codes[p][idx] for p in t), shape)
+                bad = idx[~bitmap[flat]]
+                if bad.size:
+                    named.append((frozenset(t), bad))
+                    yield what, t, bad
 
     def outside(self, X: pd.DataFrame) -> np.ndarray:
         """Per row of *X*: True where :meth:`reasons` gives a reason (without building the texts)."""
-        out = np.zeros(len(X), dtype=bool)
-        for _, _, bad in self._violations(X):
-            out[bad] = True
-        return out
+        own, joint = self.outside_parts(X)
+        return own | joint
+
+    def outside_parts(self, X: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+        """Per row of *X*: (outside a parameter's support or an interaction term's seen combinations; inside
+        those but in a combination of a union of overlapping terms that no training row had)."""
+        own, joint = np.zeros(len(X), dtype=bool), np.zeros(len(X), dtype=bool)
+        for what, _, bad in self._violations(X):
+            (joint if what == "joint" else own)[bad] = True
+        return own, joint & ~own
 
     def reasons(self, X: pd.DataFrame) -> np.ndarray:
         """Per row of *X*: "" inside the support, else why not (reasons joined by "; ")."""
@@ -238,38 +258,81 @@ class Support:
         return out.to_numpy()
 
     def to_dict(self) -> dict:
-        return {"params": [ps.to_dict() for ps in self.params.values()],
-                "seen": [{"params": list(t), "cells": np.packbits(b, bitorder="little").tobytes().hex()}
-                         for t, b in self.seen.items()]}
+        d = {"params": [ps.to_dict() for ps in self.params.values()], "seen": _bitmaps(self.seen)}
+        if self.joint:
+            d["joint"] = _bitmaps(self.joint)
+        return d
 
     @classmethod
     def from_dict(cls, d: Any, bases: Mapping[str, Basis]) -> Support:
         if not isinstance(d, dict) or not isinstance(d.get("params"), list) or not isinstance(d.get("seen", []), list):
             raise GpudseError("support must be an object with 'params' and 'seen' lists")
+        if not isinstance(d.get("joint", []), list):
+            raise GpudseError("support: 'joint' must be a list")
         params = {}
         for e in d["params"]:
             ps = ParamSupport.from_dict(e)
             if ps.name not in bases:
                 raise GpudseError(f"support names {ps.name!r}, which the model does not use")
             params[ps.name] = ps
-        seen = {}
-        for e in d.get("seen", []):
-            if not isinstance(e, dict) or not isinstance(e.get("params"), list) or not isinstance(e.get("cells"), str):
-                raise GpudseError("support: each 'seen' entry needs 'params' and 'cells'")
-            t = tuple(e["params"])
-            if not 2 <= len(t) <= 3 or any(not isinstance(p, str) or p not in params for p in t):
-                raise GpudseError(f"support: interaction {list(t)!r} names unknown parameters")
-            size = int(np.prod([params[p].size for p in t]))
-            if size > MAX_CELLS:
-                raise GpudseError(f"support: interaction {list(t)!r} has more than {MAX_CELLS:,} cells")
-            try:
-                raw = bytes.fromhex(e["cells"])
-            except ValueError:
-                raise GpudseError(f"support: cells of {list(t)!r} are not hexadecimal") from None
-            if len(raw) != (size + 7) // 8:
-                raise GpudseError(f"support: cells of {list(t)!r} have {len(raw)} bytes, expected {(size + 7) // 8}")
-            seen[t] = np.unpackbits(np.frombuffer(raw, dtype=np.uint8), bitorder="little")[:size].astype(bool)
-        return cls(params, seen)
+        seen = _read_bitmaps(d.get("seen", []), params, "seen", 3)
+        return cls(params, seen, _read_bitmaps(d.get("joint", []), params, "joint", MAX_JOINT))
+
+
+def _bitmaps(maps: Mapping[tuple[str, ...], np.ndarray]) -> list[dict]:
+    return [{"params": list(t), "cells": np.packbits(b, bitorder="little").tobytes().hex()} for t, b in maps.items()]
+
+
+def _read_bitmaps(entries: list, params: Mapping[str, ParamSupport], field_name: str,
+                  most: int) -> dict[tuple[str, ...], np.ndarray]:
+    """The checked bitmaps of a support's ``seen`` or ``joint`` list (combinations of 2 to *most* parameters)."""
+    out = {}
+    for e in entries:
+        if not isinstance(e, dict) or not isinstance(e.get("params"), list) or not isinstance(e.get("cells"), str):
+            raise GpudseError(f"support: each {field_name!r} entry needs 'params' and 'cells'")
+        t = tuple(e["params"])
+        if not 2 <= len(t) <= most or any(not isinstance(p, str) or p not in params for p in t):
+            raise GpudseError(f"support: interaction {list(t)!r} names unknown parameters")
+        size = int(np.prod([params[p].size for p in t]))
+        if size > MAX_CELLS:
+            raise GpudseError(f"support: interaction {list(t)!r} has more than {MAX_CELLS:,} cells")
+        try:
+            raw = bytes.fromhex(e["cells"])
+        except ValueError:
+            raise GpudseError(f"support: cells of {list(t)!r} are not hexadecimal") from None
+        if len(raw) != (size + 7) // 8:
+            raise GpudseError(f"support: cells of {list(t)!r} have {len(raw)} bytes, expected {(size + 7) // 8}")
+        out[t] = np.unpackbits(np.frombuffer(raw, dtype=np.uint8), bitorder="little")[:size].astype(bool)
+    return out
+
+
+def joint_combinations(terms: Sequence[tuple[str, ...]], order: Sequence[str]) -> list[tuple[str, ...]]:
+    """The model's interaction terms and every union of overlapping ones (sharing a parameter) of at most
+    ``MAX_JOINT`` parameters, each in *order* (the data's), terms first, then unions by size.
+
+    Why: the model's prediction at a design sums its terms, so two overlapping terms (blk:simd and
+    simd:tc) predict a (blk, simd, tc) combination that no training row may have shown, each term's own
+    combination seen. On the built-in backprop kernel (seed 11, 300 rows) every three-way combination of
+    blk, smp, mshr and simd was seen but not blk = smp = mshr = 1 with simd = 8 or 16, predicted 30 % too
+    fast (docs/models.md, "New draws of the built-in kernels")."""
+    rank = {p: i for i, p in enumerate(order)}
+    firsts: dict[frozenset, tuple[str, ...]] = {}
+    for t in terms:
+        if len(t) > 1:
+            firsts.setdefault(frozenset(t), tuple(t))
+    base, have, frontier = list(firsts), set(firsts), list(firsts)
+    while frontier:
+        grown = []
+        for a in frontier:
+            for b in base:
+                u = a | b
+                if a & b and len(a) < len(u) <= MAX_JOINT and u not in have:
+                    have.add(u)
+                    grown.append(u)
+        frontier = grown
+    unions = sorted((tuple(sorted(u, key=rank.__getitem__)) for u in have - set(firsts)),
+                    key=lambda t: (len(t), [rank[p] for p in t]))
+    return list(firsts.values()) + unions
 
 
 def _fmt_all(values: np.ndarray, text: bool) -> list[str]:
@@ -282,7 +345,7 @@ def _fmt_all(values: np.ndarray, text: bool) -> list[str]:
 
 def _together(params: Sequence[str], values: Sequence[str]) -> str:
     parts = [f"{p}={v}" for p, v in zip(params, values)]
-    joined = parts[0] + " with " + (parts[1] if len(parts) == 2 else f"{parts[1]} and {parts[2]}")
+    joined = parts[0] + " with " + (parts[1] if len(parts) == 2 else f"{', '.join(parts[1:-1])} and {parts[-1]}")
     return f"{joined} not seen in training"
 
 

@@ -9,10 +9,19 @@ only been seen with simd = 32, and the log-scale prediction ran to 1e27. So a mo
   of them (a query value maps to the nearest one on the modelling scale), else ``BINS`` quantile
   bins on the modelling scale;
 * per interaction term (two or three parameters): which combinations of cells occurred in the
-  training rows, as a bitmap over the product of the cell counts (hex in the model JSON).
+  training rows, as a bitmap over the product of the cell counts (hex in the model JSON);
+* the same per union of overlapping terms of at most ``MAX_JOINT`` parameters (``joint``,
+  :func:`joint_combinations`) that has no more combinations than training rows: the model sums its
+  terms, so it predicts a four-way corner no training row had from three-way terms that each saw theirs;
+* per such combination with a binned parameter: that parameter's training range in each combination
+  of the others' cells (``ranges``): the bins are too coarse to see a tensor part run away just past
+  the values seen.
 
 :meth:`Support.reasons` gives, per query row, ``""`` inside the support or a short reason such as
-``"blk=8 with simd=8 not seen in training"`` or ``"blk=64 outside the training range [1, 16]"``.
+``"blk=8 with simd=8 not seen in training"``, ``"blk=64 outside the training range [1, 16]"`` or
+``"ppb=10 beyond the values [3, 9] seen with tpp=25"``; :meth:`Support.outside_parts` tells a row outside only
+by a union of terms (which the default model holds from below only, :meth:`.fitted.StepwiseModel.guarded`)
+from the others.
 
 Every model kind records its support this way: the stepwise model per its bases and interaction terms
 (:meth:`Support.build`), a learner (forest, boosting, EBM, hybrid) and a validation draw per parameter

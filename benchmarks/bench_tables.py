@@ -1,7 +1,7 @@
 """Benchmark: the default model against the random forest on every real table, several draws.
 
-Run: python benchmarks/bench_tables.py [--seeds 1000,1001,1002] [--tables A100,A4000,MI250X,kmeans,kmeans-watt,matrix]
-     [--train 300] [--test 1000] [--models stepwise,forest]
+Run: python benchmarks/bench_tables.py [--seeds 1000,1001,1002 or 1000-1009]
+     [--tables A100,A4000,MI250X,kmeans,kmeans-watt,matrix] [--train 300] [--test 1000] [--models stepwise,forest]
 
 The real tables of ``../shared/data`` (not shipped; skipped with a note when absent):
 
@@ -117,15 +117,21 @@ def run(name: str, args: argparse.Namespace) -> dict | None:
     return row
 
 
+def _seed_range(text: str) -> range:
+    """``"1000"`` or ``"1000-1009"`` (both ends included)."""
+    lo, _, hi = text.strip().partition("-")
+    return range(int(lo), int(hi or lo) + 1)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--seeds", default="1000,1001,1002")
+    ap.add_argument("--seeds", default="1000,1001,1002", help="comma-separated seeds or ranges (1000-1009)")
     ap.add_argument("--tables", default=",".join(TABLES))
     ap.add_argument("--models", default="stepwise,forest", help="the first is compared with the last")
     ap.add_argument("--train", type=int, default=300)
     ap.add_argument("--test", type=int, default=1000)
     args = ap.parse_args()
-    args.seeds = [int(s) for s in args.seeds.split(",") if s.strip()]
+    args.seeds = [seed for part in args.seeds.split(",") if part.strip() for seed in _seed_range(part)]
     args.models = [m.strip() for m in args.models.split(",") if m.strip()]
     t0 = time.perf_counter()
     rows = [r for r in (run(t.strip(), args) for t in args.tables.split(",") if t.strip()) if r]

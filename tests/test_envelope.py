@@ -83,6 +83,20 @@ def test_the_envelope_is_saved_with_the_model_and_checked(model_and_data, tmp_pa
         load_model(bad, source="m.json")
 
 
+def test_the_guard_is_the_same_for_each_copy_of_a_design(model_and_data):
+    """The support and the envelope are checked once per distinct design of the model's parameters: copies
+    of a design, differing only in a column the model does not read, get what the design gets alone."""
+    model, _, X = model_and_data
+    rows = X.iloc[[0, len(X) - 1, 1, len(X) - 2]].reset_index(drop=True)  # two inside, two far (held)
+    alone = [model.guarded(rows.iloc[[i]]) for i in range(len(rows))]
+    copies = pd.concat([rows] * 3, ignore_index=True).assign(unused=np.arange(12.0))
+    z, bounded, held = model.guarded(copies)
+    for i, (z1, b1, h1) in enumerate(alone):
+        assert np.array_equal(z[i::4], np.repeat(z1, 3)) and (held[i::4] == h1[0]).all()
+        assert (bounded[i::4] == b1[0]).all()
+    assert held[1] and held[3] and not held[0]
+
+
 def test_envelope_of_known_neighbours():
     """Four designs on a line and one word: the K nearest are found on the modelling scale."""
     from gpudse_core.model.splines import Basis

@@ -11,7 +11,9 @@ point outside the support is held to the range of the responses of the point's `
 designs (on the modelling scale: each numeric parameter encoded as its basis encodes it and divided by its
 training spread, a categorical parameter 0 where the level matches and 1 where not). Such a prediction is
 flagged ``bounded`` and its ``extrapolation`` reason says it was held. Inside the support the model's own
-prediction stands.
+prediction stands. A point outside only by a union of overlapping terms (a corner no training row had, every
+term's own combination seen: :func:`.support.joint_combinations`) is held from below only
+(:meth:`.fitted.StepwiseModel.guarded`).
 
 Measured (docs/models.md, "Far outside the training data"; ``benchmarks/bench_tables.py``): 10 neighbours
 with no widening gave the lowest maxima of 5, 10 and 20 neighbours, widened by 0 or 5 % of the response

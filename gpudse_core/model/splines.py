@@ -188,7 +188,9 @@ def _hmisc_knots(x: np.ndarray, nk: int, fractied: float) -> np.ndarray:
 
 
 # ---- R's splines::ns (Stargazer 1.0) ---------------------------------------------------------------
-MAX_CELL_LEVELS = 16  # level cells (model/cells.py) only on parameters with at most this many distinct values
+# level cells (model/cells.py) only on parameters with at most this many distinct values: Starchart's k-means
+# runtime is a lookup by threads per point (32 levels) and the access pattern (docs/models.md)
+MAX_CELL_LEVELS = 32
 REFERENCE_MAX_INTERIOR = 3  # Stargazer 1.0: at most three interior knots per parameter
 REFERENCE_EVEN_TOL = 0.01  # midrange within 1 % of the distinct values' mean: even spacing
 

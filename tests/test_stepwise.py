@@ -429,3 +429,23 @@ def test_every_candidate_carries_its_r2_and_adjusted_r2_under_every_criterion():
                 assert t["adj_r2s"][t["chosen"]] == pytest.approx(t["adj_r2"], rel=1e-12)
         first = scored[0]
         assert max(first["r2s"], key=first["r2s"].get) == "a"  # a explains most alone
+
+
+def test_doubly_non_linear_parts_only_on_grid_parameters(monkeypatch):
+    """The adaptive form's doubly non-linear part (a tensor spline) is offered on grid parameters (a max of two
+    bottlenecks over 8 × 6 levels needs it) but not on a parameter of more than DOUBLY_MAX_VALUES distinct values,
+    whose tensor columns reach single rows and swing between them (docs/models.md, Starchart k-means)."""
+    from gpudse_core.model.stepwise import StepwiseRegression
+    from gpudse_core.model.stepwise import search as stepwise_search
+
+    rng = np.random.default_rng(0)
+    a = rng.choice([1, 2, 4, 8, 16, 32, 64, 128], 300).astype(float)
+    b = rng.choice([1, 2, 3, 4, 5, 6], 300).astype(float)
+    y = np.maximum(100 / a, 20 / b) + np.exp(rng.normal(0, 0.01, 300))
+    grid = StepwiseRegression(response="y").fit(pd.DataFrame({"a": a, "b": b, "y": y})).model_
+    assert "b:a (full)" in grid.terms
+    b_near = b + rng.uniform(-0.45, 0.45, 300).round(3)  # the same grid, near-continuous: ~290 values
+    near = pd.DataFrame({"a": a, "b": b_near, "y": y})
+    assert not any(t.endswith("(full)") for t in StepwiseRegression(response="y").fit(near).model_.terms)
+    monkeypatch.setattr(stepwise_search, "DOUBLY_MAX_VALUES", 10_000)
+    assert any(t.endswith("(full)") for t in StepwiseRegression(response="y").fit(near).model_.terms)

@@ -11,11 +11,15 @@ The method (``StepwiseRegression(cells=True)``, the robust default; step 10 of :
 1. **Candidates.** Every conjunction of two or three conditions ``p = v`` on the model's parameters
    (each with at most :data:`.splines.MAX_CELL_LEVELS` distinct training values), that holds for at
    least :data:`MIN_ROWS` training rows and fails for at least as many, is a candidate column
-   (1 where it holds, else 0); identical columns are kept once. The work is bounded before it
-   starts: at most :data:`MAX_CANDIDATES` columns, and no more than the limits ``cell_bytes`` (the
-   columns' memory) and ``cell_work`` (rows × conjunctions tried) allow, pairs first; a triple is
-   only tried where its first two conditions hold for enough rows. With ``max_order=2`` only pairs
-   are candidates, and with ``max_terms`` only cells on parameter sets the model has a term for.
+   (1 where it holds, else 0); identical columns are kept once. A numeric parameter of more than
+   :data:`STEP_LEVELS` values also has threshold conditions ``p >= v`` (at each value but the lowest): it has
+   too few rows per value for an equality to hold for enough of them, and its corners are steps across values
+   (Starchart's k-means runs 2× slower from 18 threads per point on with the non-consecutive pattern).
+   The work is bounded before it starts: at most :data:`MAX_CANDIDATES` columns, and no more than the
+   limits ``cell_bytes`` (the columns' memory) and ``cell_work`` (rows × conjunctions tried) allow,
+   pairs first; a triple is only tried where its first two conditions hold for enough rows. With
+   ``max_order=2`` only pairs are candidates, and with ``max_terms`` only cells on parameter sets the
+   model has a term for.
 2. **Selection.** Forward selection by partial F-test against the model's columns: the candidate
    that lowers the residual sum of squares most is accepted while its p-value is below
    ``ALPHA / m`` (Bonferroni over the m candidates: the family of tests is the whole candidate set),
@@ -53,6 +57,14 @@ MIN_ROWS = 8  # a cell must hold for, and fail for, at least this many training 
 MAX_CELLS = 20  # cells accepted at most
 MAX_CANDIDATES = 20_000  # candidate columns formed at most (pairs first, then triples while room is left)
 ORDERS = (2, 3)  # conditions per cell
+STEP_LEVELS = 16  # numeric parameters of more distinct values than this also have threshold conditions p >= v
+
+
+@dataclass(frozen=True)
+class AtLeast:
+    """A threshold condition's level: the cell holds where the parameter's value is at least *value*."""
+
+    value: float
 TIE = 0.02  # the cells are kept only when their leave-one-out error is lower by more than this share
 ROUNDS = 5  # a robust model: selection passes, each on the pseudo-observations of the last fit with its cells
 
@@ -92,7 +104,10 @@ def candidates(values: Mapping[str, np.ndarray], text: Mapping[str, bool], order
     conds: dict[str, list[tuple[Any, np.ndarray]]] = {}
     for p in names:
         k = _key(values[p], text[p])
-        conds[p] = [(lvl, k == lvl) for lvl in np.unique(k)]
+        levels = np.unique(k)
+        conds[p] = [(lvl, k == lvl) for lvl in levels]
+        if not text[p] and levels.size > STEP_LEVELS:
+            conds[p] += [(AtLeast(float(lvl)), k >= lvl) for lvl in levels[1:]]
     cols: list[np.ndarray] = []
     desc: list[tuple] = []
     seen: set[bytes] = set()
@@ -190,4 +205,4 @@ def select(A: np.ndarray, z: np.ndarray, C: np.ndarray) -> list[int]:
 
 def label(conditions: tuple, fmt) -> str:
     """``tile_size_x=3 & use_shmem=1``: a cell's conditions as text (*fmt* formats a level)."""
-    return " & ".join(f"{p}={fmt(v)}" for p, v in conditions)
+    return " & ".join(f"{p}>={fmt(v.value)}" if isinstance(v, AtLeast) else f"{p}={fmt(v)}" for p, v in conditions)

@@ -188,7 +188,9 @@ def _hmisc_knots(x: np.ndarray, nk: int, fractied: float) -> np.ndarray:
 
 
 # ---- R's splines::ns (Stargazer 1.0) ---------------------------------------------------------------
-MAX_CELL_LEVELS = 16  # level cells (model/cells.py) only on parameters with at most this many distinct values
+# level cells (model/cells.py) only on parameters with at most this many distinct values: Starchart's k-means
+# runtime is a lookup by threads per point (32 levels) and the access pattern (docs/models.md)
+MAX_CELL_LEVELS = 32
 REFERENCE_MAX_INTERIOR = 3  # Stargazer 1.0: at most three interior knots per parameter
 REFERENCE_EVEN_TOL = 0.01  # midrange within 1 % of the distinct values' mean: even spacing
 
@@ -314,6 +316,9 @@ class Basis:
     # level cells (model/cells.py): one indicator column per listed value, 1 where the raw value is it;
     # they come after every other column, and only products of them (cells) use them
     cells: list[Any] = field(default_factory=list)
+    # threshold cells (model/cells.py, numeric parameters of many levels): one step column per listed value, 1
+    # where the raw value is at least it; after the level cells' columns, and only cells use them
+    thresholds: list[float] = field(default_factory=list)
 
     @property
     def own_width(self) -> int:
@@ -326,7 +331,7 @@ class Basis:
 
     @property
     def width(self) -> int:
-        return self.own_width + len(self.cells)
+        return self.own_width + len(self.cells) + len(self.thresholds)
 
     def is_cell_column(self, col: int) -> bool:
         return col >= self.own_width
@@ -348,7 +353,8 @@ class Basis:
 
     @property
     def column_names(self) -> list[str]:
-        return self._own_names() + [f"{self.name}={format_level(v)}" for v in self.cells]
+        return (self._own_names() + [f"{self.name}={format_level(v)}" for v in self.cells]
+                + [f"{self.name}>={format_level(v)}" for v in self.thresholds])
 
     def _own_names(self) -> list[str]:
         step = [f"pow2({self.name})"] if self.pow2 else []
@@ -392,8 +398,15 @@ class Basis:
         text parameter; an unseen text level gets the average, 1 / the number of levels).
         """
         own = self._own_columns(values, unseen)
-        if not self.cells:
+        if not self.cells and not self.thresholds:
             return own
+        steps = np.zeros((own.shape[0], 0))
+        if self.thresholds:  # numeric only (from_dict refuses them on text levels)
+            x = np.asarray(values, dtype=float).ravel()
+            t = np.asarray(self.thresholds, dtype=float)
+            steps = (x[:, None] >= t[None, :] - 1e-9 * np.maximum(1.0, np.abs(t[None, :]))).astype(float)
+        if not self.cells:
+            return np.column_stack([own, steps])
         if self.kind == "categorical" and not self.numeric_levels:
             v = np.asarray(values, dtype=object).astype(str).ravel()
             ind = np.column_stack([(v == str(c)).astype(float) for c in self.cells])
@@ -402,7 +415,7 @@ class Basis:
             x = np.asarray(values, dtype=float).ravel()
             lv = np.asarray(self.cells, dtype=float)
             ind = (np.abs(x[:, None] - lv[None, :]) <= 1e-9 * np.maximum(1.0, np.abs(lv[None, :]))).astype(float)
-        return np.column_stack([own, ind])
+        return np.column_stack([own, ind, steps])
 
     def _own_columns(self, values: Any, unseen: str) -> np.ndarray:
         if self.kind == "categorical":
@@ -457,6 +470,8 @@ class Basis:
         if self.cells:
             text = self.kind == "categorical" and not self.numeric_levels
             d["cells"] = [str(v) for v in self.cells] if text else [float(v) for v in self.cells]
+        if self.thresholds:
+            d["thresholds"] = [float(v) for v in self.thresholds]
         return d
 
     @classmethod
@@ -527,9 +542,20 @@ class Basis:
                 raise GpudseError(bad)
         if len(set(cells)) != len(cells):
             raise GpudseError(bad)
+        thresholds = d.get("thresholds", [])
+        bad = (f"{ctx}: thresholds must be a list of at most {MAX_CELL_LEVELS} distinct finite numbers (the values "
+               f"with a step column), and only on a numeric parameter")
+        if not isinstance(thresholds, list) or len(thresholds) > MAX_CELL_LEVELS or (thresholds and text):
+            raise GpudseError(bad)
+        try:
+            thresholds = [float(v) if _is_number(v) else None for v in thresholds]
+        except OverflowError:
+            raise GpudseError(bad) from None
+        if not all(v is not None and np.isfinite(v) for v in thresholds) or len(set(thresholds)) != len(thresholds):
+            raise GpudseError(bad)
         return cls(name=name, kind=kind, knots=knots, levels=list(levels), norm=norm,
                    lo=float(rng[0]) if rng else None, hi=float(rng[1]) if rng else None, scale=scale, pow2=pow2,
-                   cells=list(cells))
+                   cells=list(cells), thresholds=thresholds)
 
 
 def make_basis(name: str, values: Any, knots: int | Sequence[float] = 4, placement: str = "even",

@@ -256,7 +256,8 @@ _TERMS = (
     Term("level-cells", "level cells",
          "Columns for combinations of two or three parameter levels, such as tile_size_x=3 & use_shmem=1.",
          "After the search, each combination of two or three parameter levels is a candidate column, on parameters "
-         "with at most 16 distinct values. It is 1 for the designs that have those levels and 0 for the rest, and "
+         "with at most 32 distinct values (one of more than 16 values also as a threshold, such as tpp>=18). It is 1 "
+         "for the designs that have those levels and 0 for the rest, and "
          "it must hold for at least 8 training rows and fail for at least 8. "
          "A cell is added when its F-test passes at 0.05 divided by the number of candidates (Bonferroni). The "
          "cells are kept only if they predict the rows left out more than 2 % better. A cell joins the term of "

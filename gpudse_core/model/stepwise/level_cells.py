@@ -216,6 +216,11 @@ def _add_cell_column(m: StepwiseModel, conds: tuple, text: Mapping[str, bool], X
         if p not in m.bases:
             m.bases[p] = make_basis(p, X[p].to_numpy(), 0, categorical=bool(text[p]))
         b = m.bases[p]
+        if isinstance(lvl, lc.AtLeast):  # a threshold's step column, after the level cells' columns
+            if lvl.value not in b.thresholds:
+                b.thresholds.append(lvl.value)
+            idx.append(b.own_width + len(b.cells) + b.thresholds.index(lvl.value))
+            continue
         v = str(lvl) if text[p] else float(lvl)
         own = [str(x) if text[p] else float(x) for x in b.levels] if b.kind == "categorical" else []
         if v in own[1:]:  # the level's own column is this indicator
@@ -223,9 +228,17 @@ def _add_cell_column(m: StepwiseModel, conds: tuple, text: Mapping[str, bool], X
             continue
         if v not in b.cells:
             b.cells.append(v)
+            _shift_thresholds(m, p, b.own_width + len(b.cells) - 1)
         idx.append(b.own_width + b.cells.index(v))
     params = [p for p, _ in conds]
     m.columns.append((params, idx))
     m.column_labels.append(" * ".join(f"[{m.bases[p].column_names[i]}]" for p, i in zip(params, idx)))
     if frozenset(params) not in {frozenset(u.split(":")) for u in m.terms}:
         m.terms.append(term_name(params))
+
+
+def _shift_thresholds(m: StepwiseModel, p: str, start: int) -> None:
+    """A level cell's column was inserted at *start* of *p*'s basis: the step columns after it move up one."""
+    for c, (params, idx) in enumerate(m.columns):
+        if p in params:
+            m.columns[c] = (params, type(idx)(i + 1 if q == p and i >= start else i for q, i in zip(params, idx)))

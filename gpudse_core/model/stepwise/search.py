@@ -32,6 +32,10 @@ from .terms import DOUBLY, JOINT, WITH, interaction_block, label, plain
 
 CACHE_BYTES = 256 << 20  # residualised candidate blocks kept between steps of the revisit pass
 GUARD_NOTE = "one-row guard"  # the start of the note naming the terms the guard held back
+# the adaptive form's doubly non-linear parts only on parameters of at most this many distinct training values (a
+# grid): on a near-continuous one (Starchart k-means' points per block, 150 values in 300 rows) its tensor columns
+# reach single rows and swing between them (predicted 10^40× off at an inner point, docs/models.md)
+DOUBLY_MAX_VALUES = 32
 
 Prepared = dict[str, tuple]  # candidate name -> (key, (residual block, factor), column labels, RSS, rank)
 
@@ -92,6 +96,7 @@ class Search:
         # the path to it: b:a:c and a:c:b are one term): (name, row, its share of the gain)
         self.held: dict[frozenset, tuple[str, int, float]] = {}
         self.form = "full" if self.cfg.interactions == "full" else "restricted"
+        self.many_values = {p for p in names if X[p].nunique() > DOUBLY_MAX_VALUES}
         self.chunk_cols = max(1, CACHE_BYTES // (8 * self.n))
         self.loo_error: float | None = None
         self.model: StepwiseModel | None = None
@@ -422,7 +427,8 @@ class Search:
     def doubly(self, t: tuple[str, ...]) -> bool:
         """Does the adaptive form offer the doubly non-linear remainder of interaction *t*?"""
         return (self.cfg.interactions == "adaptive" and len(t) > 1 and t[-1] != DOUBLY
-                and sum(self.bases[p].width > len(self.bases[p].linear_columns) for p in t) >= 2)
+                and sum(self.bases[p].width > len(self.bases[p].linear_columns) for p in t) >= 2
+                and not self.many_values.intersection(t))
 
     def evaluate(self, cset: Candidates, cands: list[tuple[str, ...]]) -> tuple[dict, dict, Prepared]:
         """Every candidate's score by the criterion (and its model's R² and adjusted R², kept for the trace);

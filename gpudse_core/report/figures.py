@@ -288,8 +288,10 @@ def dendrogram(vc: Any) -> go.Figure:
     return style.apply(fig, title_text="Variable clustering", source="Lee & Brooks Fig. 1 (Hmisc varclus)")
 
 
-def space_error_cdf(errors: Any, max_points: int = 20_000) -> go.Figure:
-    """The true relative error over a whole space (built-in simulator), as a CDF (subsampled for drawing)."""
+def space_error_cdf(errors: Any, max_points: int = 20_000, designs: int | None = None) -> go.Figure:
+    """The true relative error over a whole space (built-in simulator), as a CDF (subsampled for drawing).
+    *errors* may be quantiles of the errors (a stored :class:`~gpudse_core.model.true_error.TrueError` keeps
+    1,001): *designs*, how many designs they summarise, then titles the chart, not the quantiles' count."""
     e = _finite(errors)
     step = max(1, e.size // max_points)
     x, y = ecdf(100 * np.sort(e)[::step]) if e.size else (np.array([]), np.array([]))
@@ -299,7 +301,7 @@ def space_error_cdf(errors: Any, max_points: int = 20_000) -> go.Figure:
         fig.update_xaxes(**style.log_axis(x, "relative error (%)", unit="%"))
     fig.update_layout(xaxis_title="relative error (%)", yaxis_title="fraction of the space", height=380,
                       yaxis_tickformat=".0%", showlegend=False)
-    return style.apply(fig, title_text=f"True error over all {fmt.fmt_count(e.size)} designs")
+    return style.apply(fig, title_text=f"True error over all {fmt.fmt_count(designs or e.size)} designs")
 
 
 def pareto(front: pd.DataFrame, cost: str, response: str, cloud: pd.DataFrame | None = None) -> go.Figure:

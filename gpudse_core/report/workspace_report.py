@@ -184,7 +184,7 @@ def workspace_report(ws: Any, *, include_stale: bool = False) -> str:
         title = ANALYSIS_TITLES["true_error"] + rc.label("true_error")[len("true_error"):]
         items = [(title, value.table(), {}, kinds_err)]
         if value.quantiles is not None:
-            items.append(figures.space_error_cdf(np.asarray(value.quantiles)))
+            items.append(figures.space_error_cdf(np.asarray(value.quantiles), designs=value.points))
         sections.append(("Accuracy: the true error over the space (built-in simulator)", items))
     scan_sv = _typed(rc, "scan")
     if scan_sv is not None:

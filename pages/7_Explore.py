@@ -18,7 +18,7 @@ from gpudse_core import GpudseError
 from gpudse_core.explore.results import ScanResult
 from gpudse_core.explore.scan import sensitivity
 from gpudse_core.fmt import fmt_value
-from gpudse_core.report import figures
+from gpudse_core.report import figures, recommendation
 from gpudse_core.workspace.stages import title
 
 w = ui.page("Explore")
@@ -224,19 +224,17 @@ elif ui.analysis_banner(sv, lambda: compute(ui_work.scan_request(sv.value, reque
     st.markdown(f"**The {len(best)} {goal_word} predicted {ui.plain(model.response)} of "
                 f"{ui.fmt_count(designs)} designs** "
                 f"(model version {model_sv.version}; exact: {ui.fmt_count(evaluated)} {ui.plain(value.how())})")
-    for note in value.notes:
+    # what a review needs beside the rows, as the report says it: accuracy out of sample, the scan's notes
+    # (calibrated or not, extrapolated, held at a bound, failed rows left out), how to read the rows
+    said = recommendation.accuracy(ui.headline(w, model_sv))
+    if said:
+        st.markdown(ui.plain(said))
+    for note in recommendation.notes(value):
         st.caption(f":material/info: {ui.plain(note)}")
     shown = value.shown
     if shown is not None:  # one row per group of designs the model cannot tell apart
-        st.caption(f"The model reads {ui.plain(', '.join(value.used))}: each row stands for every design with "
-                   f"its prediction (**designs**; **any**: every value of the parameter gives it) and shows the design "
-                   f"nearest a simulated one, then nearest the middle of the space (docs/cli.md). **distinguishable "
-                   f"from best**: the interval lies apart from the best row's."
-                   + (" The interval is where a simulation is expected to land (95 %)."
-                      if value.level is not None else ""))
+        st.caption(ui.plain(recommendation.reading(value)))
         ui.table(shown)
-        if value.left_out:
-            st.caption(f"{ui.fmt_count(value.left_out)} row(s) left out: a design of theirs failed to simulate.")
     else:  # stored by an earlier version: one row per design
         best = best[["predicted"] + [c for c in best.columns if c != "predicted"]]
         ui.table(best, units=ui.units(space) | {"predicted": ui.response_unit(model.response)})

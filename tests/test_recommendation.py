@@ -32,3 +32,76 @@ def test_the_true_error_cdf_is_titled_by_the_designs_its_quantiles_summarise():
     assert "933,120 designs" in fig.layout.title.text and "1,001" not in fig.layout.title.text
     # errors of every design given as they are: titled by their own count
     assert "5,000 designs" in figures.space_error_cdf(np.full(5000, 0.01)).layout.title.text
+
+
+# ---- beside the best designs: the page and the report say the same -------------------------------------
+PARAMS = ["blk", "cc", "tc", "smp", "ccp", "simd", "mshr", "dramq", "intra", "inter"]
+
+
+@pytest.fixture(scope="module")
+def narrow(tmp_path_factory):
+    """A workspace whose 100 results hold SIMD widths 8 and 16 only (matMul, 1 % noise) and its model's scan
+    of the whole stargazer space: the best row combines values no training row had together."""
+    import os
+
+    from dashboard.work import scan_work
+    from gpudse_core import load_preset, sample
+    from gpudse_core.model.stepwise import fit_stepwise
+    from gpudse_core.sim.simulator import simulate
+    from gpudse_core.workspace import create_workspace
+
+    old = os.environ.get("GPUDSE_HOME")
+    os.environ["GPUDSE_HOME"] = str(tmp_path_factory.mktemp("home"))
+    try:
+        space = load_preset("stargazer")
+        pts = sample(space, n=600, seed=2).table()
+        pts = pts[pts.simd <= 16].head(100).reset_index(drop=True)
+        data = pts.join(simulate(pts, "matMul", noise=0.01, seed=2))[PARAMS + ["cycles"]]
+        ws, _ = create_workspace("narrow review")
+        ws.set_space(space, "stargazer")
+        results = ws.set_results(data, "cycles", "test rows", inputs=["space"])
+        model = fit_stepwise(data, "cycles")
+        model_sv = ws.set_model(model, "stepwise", inputs=[results])
+        scan = scan_work(model, space, {"k": 5, "maximize": False, "cost": "simd"}, results=data)
+        ws.put_analysis("scan", scan, inputs=[model_sv, ws.get("space")])
+        yield ws, scan
+    finally:
+        if old is None:
+            os.environ.pop("GPUDSE_HOME")
+        else:
+            os.environ["GPUDSE_HOME"] = old
+
+
+@pytest.mark.slow  # the fixture fits and calibrates a model: about 4 s of CPU
+def test_the_scan_says_its_intervals_are_calibrated_and_where_the_model_extrapolates(narrow):
+    from gpudse_core.explore.designs import CALIBRATED_NOTE
+
+    _, scan = narrow
+    assert CALIBRATED_NOTE in scan.notes and not any("not calibrated" in n for n in scan.notes)
+    assert scan.shown is not None
+    assert any("outside what the training rows cover" in n and "the model extrapolates" in n for n in scan.notes)
+
+
+@pytest.mark.slow
+def test_the_report_carries_the_accuracy_notes_and_reading_of_the_best_designs(narrow):
+    import html as html_lib
+    import re
+
+    from gpudse_core.report import recommendation
+    from gpudse_core.report.workspace_report import workspace_report
+    from gpudse_core.workspace import open_workspace
+    from gpudse_core.workspace.provenance import model_headline
+
+    ws, scan = narrow
+    ws = open_workspace(ws.id, trusted=True)
+    page = workspace_report(ws)
+    part = html_lib.unescape(re.sub(r"<[^>]+>", " ", page[page.index("Explore: the best designs"):]))
+    part = " ".join(part.split())
+    head = model_headline(ws, ws.get("model"), None)
+    assert head is not None and head.value is not None  # a leave-one-out error, as the Model section leads with
+    said = recommendation.lines(scan, head)
+    assert said[0] == recommendation.accuracy(head) and head.text() in said[0]
+    for sentence in said:  # accuracy, how to read the rows, and every note of the scan
+        assert " ".join(sentence.split()) in part, sentence
+    assert "extrapolates" in part and "calibrated on held-out refits" in part
+    assert part.index("extrapolates") < part.index("predicted cycles")  # read before the rows, as on the page

@@ -101,7 +101,7 @@ def workspace_report(ws: Any, *, include_stale: bool = False) -> str:
     from ..errors import GpudseError
     from ..model.headline import fit_headline
     from ..workspace import report_contents
-    from . import figures
+    from . import figures, recommendation
     from .html import html_report
 
     rc = report_contents(ws, include_stale=include_stale)
@@ -190,7 +190,9 @@ def workspace_report(ws: Any, *, include_stale: bool = False) -> str:
     if scan_sv is not None:
         value = scan_sv.value
         title = ANALYSIS_TITLES["scan"] + rc.label("scan")[len("scan"):]
-        items = [(title, best_designs_table(value, space), {"predicted": resp_unit} if resp_unit else {})]
+        # the review's record says what the page says beside the rows: accuracy, notes, how to read them
+        items = [("text", t) for t in recommendation.lines(value, headline)]
+        items.append((title, best_designs_table(value, space), {"predicted": resp_unit} if resp_unit else {}))
         front = value.pareto
         if front is not None and len(front) and "cost" in front.columns and model is not None:
             cost = value.cost

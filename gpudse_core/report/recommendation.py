@@ -1,0 +1,45 @@
+"""The words beside a recommendation: what a design review needs next to the best designs of a scan, said
+once for the Explore page and the HTML report — the model's accuracy out of sample, how to read the rows
+(``designs``, ``any``, the shown design, ``distinguishable from best``, the interval's level), and every
+note the scan made (intervals calibrated on held-out refits or not, rows outside the training data where
+the model extrapolates, predictions held at a bound, rows left out because a design failed)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .. import fmt
+
+
+def accuracy(headline: Any) -> str | None:
+    """The model's out-of-sample accuracy (:class:`gpudse_core.model.headline.Headline`), one sentence."""
+    if headline is None:
+        return None
+    return f"The model's accuracy out of sample: {headline.text()}."
+
+
+def reading(scan: Any) -> str | None:
+    """How to read the rows of *scan* (a :class:`~gpudse_core.explore.results.ScanResult` grouped by
+    prediction); None for a scan stored before rows were grouped."""
+    if scan.shown is None:
+        return None
+    text = (f"The model reads {', '.join(scan.used)}: each row stands for every design with its prediction "
+            f"(designs: how many; any: every value of the parameter gives it) and shows the design nearest a "
+            f"simulated one, then nearest the middle of the space (docs/cli.md). distinguishable from best: the "
+            f"interval lies apart from the best row's.")
+    if scan.level is not None:
+        text += f" The interval is where a simulation is expected to land ({fmt.fmt_number(100 * scan.level)} %)."
+    return text
+
+
+def notes(scan: Any) -> list[str]:
+    """The scan's notes, each a sentence, and the rows left out because a design of theirs failed."""
+    out = [n[:1].upper() + n[1:] + ("" if n.endswith(".") else ".") for n in scan.notes if n]
+    if scan.left_out:
+        out.append(f"{fmt.fmt_count(scan.left_out)} row(s) left out: a design of theirs failed to simulate.")
+    return out
+
+
+def lines(scan: Any, headline: Any) -> list[str]:
+    """Everything said beside the best designs, in the order read: accuracy, how to read, notes."""
+    return [t for t in (accuracy(headline), reading(scan)) if t] + notes(scan)

@@ -105,3 +105,27 @@ def test_the_report_carries_the_accuracy_notes_and_reading_of_the_best_designs(n
         assert " ".join(sentence.split()) in part, sentence
     assert "extrapolates" in part and "calibrated on held-out refits" in part
     assert part.index("extrapolates") < part.index("predicted cycles")  # read before the rows, as on the page
+
+
+class _Terms:
+    """A fitted model as Fig. 3 reads it: the response and each term's R² gain in selection order."""
+
+    def __init__(self, names: list[str]) -> None:
+        self.response, self.names = "time_ms", names
+
+    def contributions(self):
+        return [(n, 0.9 / len(self.names)) for n in self.names]
+
+
+def test_fig3s_legend_lies_below_the_bars_and_the_figure_grows_with_the_terms():
+    # the terms of a 14-term fit on a convolution table: beside the bar they covered it in a half-page column
+    long = ["use_shmem", "tile_size_y", "tile_size_y:use_shmem", "block_size_y", "block_size_y:use_shmem",
+            "block_size_y:use_shmem:tile_size_y", "read_only", "read_only:use_shmem", "tile_size_x", "block_size_x",
+            "block_size_x:block_size_y", "block_size_x:block_size_y (full)", "block_size_x:use_shmem",
+            "level cells: [block_size_x=16] * [block_size_y=1], [block_size_x=16] * [tile_size_x=4]"]
+    few, many = figures.contributions(_Terms(long[:4])), figures.contributions(_Terms(long))
+    for fig in (few, many):
+        assert fig.layout.legend.y < 0 and fig.layout.legend.yanchor == "top"  # under the plotting area
+        assert fig.layout.legend.orientation == "v"  # one term a line, in selection order
+    # 10 more terms, one of them two lines: the legend's 11 more lines are added, the bars keep their height
+    assert many.layout.height - few.layout.height >= 11 * 24

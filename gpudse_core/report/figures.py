@@ -37,10 +37,13 @@ def contributions(model: StepwiseModel, models: dict[str, StepwiseModel] | None 
             # level cells are one bar named by its cells, one cell a line so the legend stays narrow
             fig.add_trace(go.Bar(x=[name], y=[gain], name=term.replace(", [", ",<br>["), legendgroup=term,
                                  hovertemplate=f"{term}: {fmt.fmt_r2(gain)}<extra>{name}</extra>"))
-    terms = len({t.name for t in fig.data})
-    # tall enough that the legend lists every term without scrolling (22 px an entry)
+    # the legend below the bars, one term a line: beside them, a model's long term names took the width of
+    # a half-page column and were drawn over the bar (a 14-term fit at 1280 px); the figure grows by the
+    # legend's lines (24 px a term, two for a wrapped cell line) so the bars keep their height
+    lines = sum(1 + str(n).count("<br>") for n in dict.fromkeys(t.name for t in fig.data))
     fig.update_layout(barmode="stack", yaxis_title="contribution to R²", yaxis_range=[0, 1],
-                      height=max(400, min(1100, 220 + 24 * terms)), legend_title_text="term (in order)",
+                      height=min(1500, 480 + 24 * lines), legend_title_text="term (in order)",
+                      legend=dict(orientation="v", yanchor="top", y=-0.12, xanchor="left", x=0),
                       xaxis_type="category")
     return style.apply(fig, title_text="Each term's contribution to R²", source="Stargazer Fig. 3")
 

@@ -15,6 +15,7 @@ from dashboard import jobs as ui_jobs
 from dashboard import state as ui_state
 from dashboard import work as ui_work
 from gpudse_core import GpudseError
+from gpudse_core.csvout import frame_text
 from gpudse_core.explore.results import ScanResult
 from gpudse_core.explore.scan import sensitivity
 from gpudse_core.fmt import fmt_value
@@ -235,6 +236,10 @@ elif ui.analysis_banner(sv, lambda: compute(ui_work.scan_request(sv.value, reque
     if shown is not None:  # one row per group of designs the model cannot tell apart
         st.caption(ui.plain(recommendation.reading(value)))
         ui.table(shown)
+        st.download_button("The shown designs (CSV)", lambda: frame_text(recommendation.shown_designs(
+            value, list(space.parameter_names))), file_name="best-designs.csv", mime="text/csv",
+            icon=":material/download:", help="one design per row — the one Simulate these runs — with its prediction "
+                                             "and interval: to simulate elsewhere and upload the results")
     else:  # stored by an earlier version: one row per design
         best = best[["predicted"] + [c for c in best.columns if c != "predicted"]]
         ui.table(best, units=ui.units(space) | {"predicted": ui.response_unit(model.response)})

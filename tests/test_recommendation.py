@@ -129,3 +129,18 @@ def test_fig3s_legend_lies_below_the_bars_and_the_figure_grows_with_the_terms():
         assert fig.layout.legend.orientation == "v"  # one term a line, in selection order
     # 10 more terms, one of them two lines: the legend's 11 more lines are added, the bars keep their height
     assert many.layout.height - few.layout.height >= 11 * 24
+
+
+@pytest.mark.slow
+def test_the_shown_designs_to_simulate_elsewhere_are_feasible_and_predicted_as_listed(narrow):
+    from gpudse_core.report import recommendation
+
+    ws, scan = narrow
+    space, model = ws.get("space").value, ws.get("model").value
+    table = recommendation.shown_designs(scan, list(space.parameter_names))
+    assert list(table.row) == list(range(1, len(scan.best) + 1)) and len(table) == 5
+    designs = table[list(space.parameter_names)]
+    assert all(space.is_feasible(d) for d in designs.to_dict("records"))  # one concrete design per row
+    np.testing.assert_allclose(model.predict(designs), table.predicted, rtol=1e-9)
+    assert (table.lower <= table.predicted).all() and (table.predicted <= table.upper).all()
+    assert table.predicted.is_monotonic_increasing  # best first, as the rows above it

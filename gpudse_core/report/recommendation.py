@@ -43,3 +43,12 @@ def notes(scan: Any) -> list[str]:
 def lines(scan: Any, headline: Any) -> list[str]:
     """Everything said beside the best designs, in the order read: accuracy, how to read, notes."""
     return [t for t in (accuracy(headline), reading(scan)) if t] + notes(scan)
+
+
+def shown_designs(scan: Any, parameters: list[str]) -> Any:
+    """One design per row of *scan* — the shown design, the one "Simulate these" would run — with its
+    prediction and interval, best first: what to simulate elsewhere when no simulator is at hand."""
+    best = scan.best
+    keep = [p for p in parameters if p in best.columns] + [c for c in ("predicted", "lower", "upper")
+                                                             if c in best.columns]
+    return best[keep].reset_index(drop=True).rename_axis("row").reset_index().assign(row=lambda d: d["row"] + 1)

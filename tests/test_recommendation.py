@@ -144,3 +144,16 @@ def test_the_shown_designs_to_simulate_elsewhere_are_feasible_and_predicted_as_l
     np.testing.assert_allclose(model.predict(designs), table.predicted, rtol=1e-9)
     assert (table.lower <= table.predicted).all() and (table.predicted <= table.upper).all()
     assert table.predicted.is_monotonic_increasing  # best first, as the rows above it
+
+
+@pytest.mark.slow
+def test_the_best_designs_header_gives_a_unit_the_response_name_does_not_already_say(narrow):
+    from gpudse_core.explore.designs import best_designs
+
+    ws, _ = narrow
+    found = best_designs(ws.get("model").value, ws.get("space").value, top=2)
+    for response, predicted in (("time_ms", "predicted time_ms"), ("cycles", "predicted cycles"),
+                                ("gpu_sim_cycle", "predicted gpu_sim_cycle (cycles)")):
+        unit = fmt.response_unit(response)
+        cols = list(found.display(ws.get("space").value, response, unit).columns)
+        assert cols[0] == predicted and cols[1] == f"95 % interval ({unit})", cols

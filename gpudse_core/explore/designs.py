@@ -80,7 +80,8 @@ class BestDesigns:
         r = self.rows
         out: dict[str, list[str]] = {}
         u = {"v": unit} if unit else {}
-        out[header(f"predicted {response}", unit if unit != response else None)] = \
+        said = bool(unit) and str(response).lower().endswith(str(unit).lower())  # time_ms: no "(ms)" after it
+        out[header(f"predicted {response}", None if said else unit)] = \
             format_table(r[["predicted"]].set_axis(["v"], axis=1), u).iloc[:, 0].tolist()
         if self.level is not None:
             pct = f"{100 * self.level:g} %"

@@ -41,8 +41,9 @@ def notes(scan: Any) -> list[str]:
 
 
 def lines(scan: Any, headline: Any) -> list[str]:
-    """Everything said beside the best designs, in the order read: accuracy, how to read, notes."""
-    return [t for t in (accuracy(headline), reading(scan)) if t] + notes(scan)
+    """Everything said beside the best designs, in the Explore page's order: accuracy, the notes, then
+    how to read the rows (just above them)."""
+    return [t for t in [accuracy(headline), *notes(scan), reading(scan)] if t]
 
 
 def shown_designs(scan: Any, parameters: list[str]) -> Any:

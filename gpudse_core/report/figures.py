@@ -27,6 +27,9 @@ def _finite(a: Any) -> np.ndarray:
     return v[np.isfinite(v)]
 
 
+LEGEND_BESIDE_CHARS = 32  # Fig. 3's legend beside the bars while its longest line has at most this many characters
+
+
 def contributions(model: StepwiseModel, models: dict[str, StepwiseModel] | None = None) -> go.Figure:
     """Stargazer Fig. 3: each term's R² gain in selection order, one stacked bar per model/application;
     a term keeps its colour across bars and has one legend entry."""
@@ -37,14 +40,17 @@ def contributions(model: StepwiseModel, models: dict[str, StepwiseModel] | None 
             # level cells are one bar named by its cells, one cell a line so the legend stays narrow
             fig.add_trace(go.Bar(x=[name], y=[gain], name=term.replace(", [", ",<br>["), legendgroup=term,
                                  hovertemplate=f"{term}: {fmt.fmt_r2(gain)}<extra>{name}</extra>"))
-    # the legend below the bars, one term a line: beside them, a model's long term names took the width of
-    # a half-page column and were drawn over the bar (a 14-term fit at 1280 px); the figure grows by the
-    # legend's lines (24 px a term, two for a wrapped cell line) so the bars keep their height
-    lines = sum(1 + str(n).count("<br>") for n in dict.fromkeys(t.name for t in fig.data))
+    names = list(dict.fromkeys(t.name for t in fig.data))
+    lines = sum(1 + str(n).count("<br>") for n in names)
+    longest = max((len(line) for n in names for line in str(n).split("<br>")), default=0)
     fig.update_layout(barmode="stack", yaxis_title="contribution to R²", yaxis_range=[0, 1],
-                      height=min(1500, 480 + 24 * lines), legend_title_text="term (in order)",
-                      legend=dict(orientation="v", yanchor="top", y=-0.12, xanchor="left", x=0),
-                      xaxis_type="category")
+                      legend_title_text="term (in order)", xaxis_type="category")
+    if longest <= LEGEND_BESIDE_CHARS:  # beside the bars, tall enough to list every term (24 px an entry)
+        fig.update_layout(height=max(400, min(1100, 220 + 24 * len(names))))
+    else:  # long names beside the bars took a half-page column's width and were drawn over them (a 14-term fit
+        # on a convolution table at 1280 px): below them, one term a line, the figure grown by the legend's lines
+        fig.update_layout(height=min(1500, 480 + 24 * lines),
+                          legend=dict(orientation="v", yanchor="top", y=-0.12, xanchor="left", x=0))
     return style.apply(fig, title_text="Each term's contribution to R²", source="Stargazer Fig. 3")
 
 

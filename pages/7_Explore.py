@@ -249,11 +249,9 @@ elif ui.analysis_banner(sv, lambda: compute(ui_work.scan_request(sv.value, reque
         checked = True
     front = value.pareto
     if front is not None and len(front) and "cost" in front.columns:
-        cost_label = ("sum of parameter levels" if value.cost == "levels"
-                      else space.parameter(value.cost).display if value.cost in space.parameter_names
-                      else str(value.cost or "cost"))
-        ui.chart(figures.pareto(front, cost_label, model.response, value.cloud))
-        st.caption(ui.help_for("pareto"))
+        ui.chart(figures.pareto(front, recommendation.cost_label(value.cost, space), model.response, value.cloud))
+        st.caption(ui.help_for("pareto") + (" " + recommendation.cost_note(value.cost)
+                                            if recommendation.cost_note(value.cost) else ""))
 
 if not checked:
     simulated_best(space, model)

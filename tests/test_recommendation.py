@@ -160,3 +160,20 @@ def test_the_best_designs_header_gives_a_unit_the_response_name_does_not_already
         unit = fmt.response_unit(response)
         cols = list(found.display(ws.get("space").value, response, unit).columns)
         assert cols[0] == predicted and cols[1] == f"95 % interval ({unit})", cols
+
+
+def test_the_default_pareto_cost_is_explained_as_the_levels_it_sums():
+    from dashboard.work import level_costs
+    from gpudse_core import load_preset
+    from gpudse_core.report import recommendation
+
+    space = load_preset("stargazer")
+    assert recommendation.cost_label("levels", space) == "sum of parameter levels"
+    assert recommendation.cost_label("simd", space) == space.parameter("simd").display
+    assert recommendation.cost_note("simd") is None  # a parameter's own values: its axis says it
+    note = recommendation.cost_note("levels")
+    assert "smallest value 0, its largest 1" in note and "ranked among its values" in note
+    for name, costs in level_costs(space).items():  # what the note says is what the cost is
+        values = [float(v) for v in space.parameter(name).values]
+        assert costs[values.index(min(values))] == 0.0 and costs[values.index(max(values))] == 1.0
+        assert sorted(costs) == [i / (len(values) - 1) for i in range(len(values))]

@@ -53,3 +53,18 @@ def shown_designs(scan: Any, parameters: list[str]) -> Any:
     keep = [p for p in parameters if p in best.columns] + [c for c in ("predicted", "lower", "upper")
                                                              if c in best.columns]
     return best[keep].reset_index(drop=True).rename_axis("row").reset_index().assign(row=lambda d: d["row"] + 1)
+
+
+def cost_label(cost: str | None, space: Any) -> str:
+    """The Pareto front's cost as its axis names it: the sum of levels, a parameter's display name, or as given."""
+    if cost == "levels":
+        return "sum of parameter levels"
+    return space.parameter(cost).display if cost in space.parameter_names else str(cost or "cost")
+
+
+def cost_note(cost: str | None) -> str | None:
+    """What the default cost of the Pareto front is (None for a parameter: its axis says it)."""
+    if cost != "levels":
+        return None
+    return ("Sum of parameter levels: each numeric parameter's value ranked among its values and scaled to 0 … 1 "
+            "(its smallest value 0, its largest 1), summed over the parameters — a stand-in for a hardware budget.")

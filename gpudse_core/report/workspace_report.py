@@ -195,10 +195,10 @@ def workspace_report(ws: Any, *, include_stale: bool = False) -> str:
         items.append((title, best_designs_table(value, space), {"predicted": resp_unit} if resp_unit else {}))
         front = value.pareto
         if front is not None and len(front) and "cost" in front.columns and model is not None:
-            cost = value.cost
-            cost_label = ("sum of parameter levels" if cost == "levels" else space.parameter(cost).display
-                          if cost in space.parameter_names else str(cost or "cost"))
-            items.append(figures.pareto(front, cost_label, model.response, value.cloud))
+            items.append(figures.pareto(front, recommendation.cost_label(value.cost, space), model.response,
+                                        value.cloud))
+            if recommendation.cost_note(value.cost):
+                items.append(("text", recommendation.cost_note(value.cost)))
         sections.append(("Explore: the best designs and the Pareto front", items))
     if model is not None and proj.model is not None and "model" not in rc.left_out:
         from ..explore.scan import sensitivity

@@ -177,3 +177,28 @@ def test_the_default_pareto_cost_is_explained_as_the_levels_it_sums():
         values = [float(v) for v in space.parameter(name).values]
         assert costs[values.index(min(values))] == 0.0 and costs[values.index(max(values))] == 1.0
         assert sorted(costs) == [i / (len(values) - 1) for i in range(len(values))]
+
+
+def test_an_uploads_dropped_failures_stay_on_the_results_record(tmp_path, monkeypatch):
+    import pandas as pd
+
+    from gpudse_core.report.record import settings_table, upload_note
+    from gpudse_core.sim.upload import validate_results
+    from gpudse_core.space.design import space_from_dict
+    from gpudse_core.workspace import create_workspace
+
+    monkeypatch.setenv("GPUDSE_HOME", str(tmp_path))
+    space = space_from_dict({"name": "conv", "parameters": [{"name": "bx", "values": [16, 32, 64]},
+                                                                  {"name": "shmem", "values": [0, 1]}]})
+    # a measured tuning table's rows as benchmark_hub writes them: a failed configuration has no time
+    table = pd.DataFrame({"bx": [16, 32, 64, 16], "shmem": [0, 0, 1, 1], "time_ms": [5.9, 4.1, None, 9.1],
+                          "status": ["ok", "ok", "RuntimeFailedConfig", "ok"]})
+    rep = validate_results(table, space, ["time_ms"])
+    note = upload_note(rep)
+    assert note.startswith("kept 3 of 4 rows") and "time_ms" in note and "row" in note
+    ws, _ = create_workspace("upload record")
+    ws.set_space(space, "conv")
+    results = ws.set_results(rep.table, "time_ms", "uploaded conv.csv", inputs=["space"], note=note)
+    record = settings_table(ws, results, None)
+    checks = record[record.setting == "upload checks"]
+    assert list(checks.value) == [note] and checks.part.iloc[0].startswith("Results v1")

@@ -202,3 +202,29 @@ def test_an_uploads_dropped_failures_stay_on_the_results_record(tmp_path, monkey
     record = settings_table(ws, results, None)
     checks = record[record.setting == "upload checks"]
     assert list(checks.value) == [note] and checks.part.iloc[0].startswith("Results v1")
+
+
+def test_the_results_record_survives_a_project_round_trip(tmp_path, monkeypatch):
+    import pandas as pd
+
+    from gpudse_core import load_preset, sample
+    from gpudse_core.report.record import settings_table
+    from gpudse_core.sim.simulator import simulate
+    from gpudse_core.workspace import create_workspace, export_project, import_project
+    from gpudse_core.workspace.provenance import results_provenance
+
+    monkeypatch.setenv("GPUDSE_HOME", str(tmp_path))
+    space = load_preset("stargazer")
+    pts = sample(space, n=20, seed=4).table()
+    ws, _ = create_workspace("saved")
+    ws.set_space(space, "stargazer")
+    ws.set_results(pd.concat([pts, simulate(pts, "BFS", noise=0.02, seed=4)], axis=1), "cycles",
+                   "built-in simulator, BFS, 2% noise", inputs=["space"], note="kept 20 of 21 rows; a test note")
+    copy, _ = create_workspace("loaded")
+    import_project(copy, export_project(ws).data, "review.zip")
+    res = copy.get("results")
+    assert res.origin == "built-in simulator, BFS, 2% noise (project review.zip)"
+    prov = results_provenance(copy, res)  # the simulator, its kernel and noise, as before the zip
+    assert (prov.simulator, prov.kernel, prov.noise) == ("built-in simulator", "BFS", 0.02)
+    record = settings_table(copy, res, None)
+    assert list(record[record.setting == "upload checks"].value) == ["kept 20 of 21 rows; a test note"]

@@ -227,6 +227,9 @@ elif ui.analysis_banner(sv, lambda: compute(ui_work.scan_request(sv.value, reque
                 f"(model version {model_sv.version}; exact: {ui.fmt_count(evaluated)} {ui.plain(value.how())})")
     # what a review needs beside the rows, as the report says it: accuracy out of sample, the scan's notes
     # (calibrated or not, extrapolated, held at a bound, failed rows left out), how to read the rows
+    caution = recommendation.caution(value, model, list(space.parameter_names))
+    if caution:
+        st.warning(ui.plain(caution), icon=":material/warning:")
     said = recommendation.accuracy(ui.headline(w, model_sv))
     if said:
         st.markdown(ui.plain(said))

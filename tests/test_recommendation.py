@@ -228,3 +228,22 @@ def test_the_results_record_survives_a_project_round_trip(tmp_path, monkeypatch)
     assert (prov.simulator, prov.kernel, prov.noise) == ("built-in simulator", "BFS", 0.02)
     record = settings_table(copy, res, None)
     assert list(record[record.setting == "upload checks"].value) == ["kept 20 of 21 rows; a test note"]
+
+
+@pytest.mark.slow
+def test_a_best_row_where_the_model_extrapolates_is_a_caution_on_the_record(narrow):
+    from gpudse_core.report import recommendation
+    from gpudse_core.report.workspace_report import workspace_report
+    from gpudse_core.workspace import open_workspace
+
+    ws, scan = narrow
+    space, model = ws.get("space").value, ws.get("model").value
+    said = recommendation.caution(scan, model, list(space.parameter_names))
+    # the scan's own note names row 1 among those outside the training rows (SIMD width 32 was never trained)
+    assert any(n.startswith("row(s) 1") and "the model extrapolates" in n for n in scan.notes)
+    assert said is not None and said.startswith("The best row lies where the model extrapolates")
+    page = workspace_report(open_workspace(ws.id, trusted=True))
+    assert f"<p class='note'>{said}</p>" in page.replace("&#x27;", "'")  # set apart, above the rows
+    # a scan whose best row the training rows cover gets none: the same rows from the second on
+    inside = type(scan)(**{**scan.__dict__, "best": scan.best.iloc[1:].reset_index(drop=True)})
+    assert recommendation.caution(inside, model, list(space.parameter_names)) is None

@@ -68,3 +68,22 @@ def cost_note(cost: str | None) -> str | None:
         return None
     return ("Sum of parameter levels: each numeric parameter's value ranked among its values and scaled to 0 … 1 "
             "(its smallest value 0, its largest 1), summed over the parameters — a stand-in for a hardware budget.")
+
+
+def caution(scan: Any, model: Any, parameters: list[str]) -> str | None:
+    """A warning when the best row itself lies where the model extrapolates (outside what its training rows
+    cover, or held at its bound): the recommendation is then the model's weakest prediction, not its best
+    guess, and a review must not take it without a simulation. None when the best row is inside."""
+    details = getattr(model, "predict_details", None)
+    best = scan.best
+    if details is None or not len(best) or any(p not in best.columns for p in parameters):
+        return None
+    det = details(best[parameters])
+    why = det["extrapolation"].astype(str).to_numpy()
+    held = det["bounded"].astype(bool).to_numpy()
+    if not (why[0] or held[0]):
+        return None
+    outside = int(((why != "") | held).sum())
+    reason = why[0] or "its prediction is held at the model's bound"
+    return (f"The best row lies where the model extrapolates ({reason}), as do {outside} of the {len(best)} rows "
+            f"shown: these predictions are the model's weakest. Simulate the designs before recommending them.")

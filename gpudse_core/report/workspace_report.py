@@ -191,7 +191,9 @@ def workspace_report(ws: Any, *, include_stale: bool = False) -> str:
         value = scan_sv.value
         title = ANALYSIS_TITLES["scan"] + rc.label("scan")[len("scan"):]
         # the review's record says what the page says beside the rows: accuracy, notes, how to read them
-        items = [("text", t) for t in recommendation.lines(value, headline)]
+        caution = recommendation.caution(value, model, list(space.parameter_names)) if model is not None else None
+        items = [("warning", caution)] if caution else []
+        items += [("text", t) for t in recommendation.lines(value, headline)]
         items.append((title, best_designs_table(value, space), {"predicted": resp_unit} if resp_unit else {}))
         front = value.pareto
         if front is not None and len(front) and "cost" in front.columns and model is not None:

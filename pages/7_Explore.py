@@ -238,7 +238,7 @@ elif ui.analysis_banner(sv, lambda: compute(ui_work.scan_request(sv.value, reque
     shown = value.shown
     if shown is not None:  # one row per group of designs the model cannot tell apart
         st.caption(ui.plain(recommendation.reading(value)))
-        ui.table(shown)
+        ui.table(recommendation.numbered(shown), kinds={"row": "count"})
         st.download_button("The shown designs (CSV)", lambda: frame_text(recommendation.shown_designs(
             value, list(space.parameter_names))), file_name="best-designs.csv", mime="text/csv",
             icon=":material/download:", help="one design per row — the one Simulate these runs — with its prediction "

@@ -247,3 +247,20 @@ def test_a_best_row_where_the_model_extrapolates_is_a_caution_on_the_record(narr
     # a scan whose best row the training rows cover gets none: the same rows from the second on
     inside = type(scan)(**{**scan.__dict__, "best": scan.best.iloc[1:].reset_index(drop=True)})
     assert recommendation.caution(inside, model, list(space.parameter_names)) is None
+
+
+@pytest.mark.slow
+def test_the_best_designs_are_numbered_as_the_notes_name_them(narrow):
+    import re
+
+    from gpudse_core.report.workspace_report import workspace_report
+    from gpudse_core.workspace import open_workspace
+
+    ws, scan = narrow
+    page = workspace_report(open_workspace(ws.id, trusted=True))
+    table = page[page.index("Best designs (whole-space scan)"):]
+    table = table[:table.index("</table>")]
+    rows = [[re.sub(r"<[^>]+>", "", c) for c in re.findall(r"<t[hd][^>]*>.*?</t[hd]>", r)]
+            for r in re.findall(r"<tr>.*?</tr>", table, flags=re.S)]
+    assert rows[0][0] == "row" and [r[0] for r in rows[1:]] == [str(i) for i in range(1, len(scan.best) + 1)]
+    assert any(n.startswith("row(s) 1") for n in scan.notes)  # the number a note names is a row's number

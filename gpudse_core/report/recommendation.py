@@ -87,3 +87,11 @@ def caution(scan: Any, model: Any, parameters: list[str]) -> str | None:
     reason = why[0] or "its prediction is held at the model's bound"
     return (f"The best row lies where the model extrapolates ({reason}), as do {outside} of the {len(best)} rows "
             f"shown: these predictions are the model's weakest. Simulate the designs before recommending them.")
+
+
+def numbered(shown: Any) -> Any:
+    """The shown best designs with their row number first, the number the notes ("row(s) 1, 2") and
+    "Simulate these" ("1: 102,329 cycles") refer to."""
+    if "row" in shown.columns:
+        return shown
+    return shown.reset_index(drop=True).rename_axis("row").reset_index().assign(row=lambda d: d["row"] + 1)

@@ -250,7 +250,9 @@ def best_designs_table(scan: Any, space: Any) -> Any:
     A scan stored before the rows were grouped is shown with its columns formatted and without the
     raw ``bounded`` and ``design_index`` columns (*scan*: a ScanResult)."""
     if scan.shown is not None:
-        return scan.shown
+        from .recommendation import numbered
+
+        return numbered(scan.shown)  # the row numbers the notes above it name
     from ..fmt import format_table, space_units
 
     best = scan.best.drop(columns=[c for c in ("bounded", "design_index") if c in scan.best.columns])

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gpudse_core import GpudseError
+from gpudse_core import GpudseError, fmt
 from gpudse_core.workspace import JobContext, Stopped, start_validation
 
 POLL_S = 0.5  # a running job's panel refreshes this often
@@ -81,7 +81,7 @@ def scan_work(model: Any, space: Any, request: dict, ctx: JobContext | None = No
     else:
         c = pts[cost].to_numpy(dtype=float)
     cloud = pts.assign(predicted=model.predict(pts), cost=c)[["predicted", "cost"]]
-    unit = "cycles" if "cycle" in str(model.response).lower() else None
+    unit = fmt.response_unit(model.response)
     value = ScanResult(best=found.rows, shown=found.display(space, model.response, unit), used=list(found.used),
                        level=found.level, left_out=int(found.left_out), pareto=res.pareto,
                        space_size=int(res.space_size), feasible=None if res.feasible is None else int(res.feasible),

@@ -450,9 +450,21 @@ def text_table(df: Any, units: Mapping[str, str] | None = None, kinds: Mapping[s
     return format_table(df, units, kinds, sig).to_string(index=False)
 
 
+# a response column's unit read from its name's last word: ``time_ms``, ``geomean_kernel_exec_s``, ``power_w``
+_UNIT_SUFFIXES = {"ms": "ms", "us": "µs", "ns": "ns", "s": "s", "sec": "s", "w": "W", "watts": "W"}
+
+
 def response_unit(response: Any) -> str | None:
-    """The unit of a response column when its name says it (cycles), else None."""
-    return "cycles" if "cycle" in str(response).lower() else None
+    """The unit of a response column when its name says it, else None: cycles (``cycles``,
+    ``gpu_sim_cycle``), or a unit as the name's last ``_`` word (``time_ms`` → ms, MGPUSim's
+    ``kernel_exec_s`` → s, ``power_w`` → W; ``wattage`` → W)."""
+    name = str(response).strip().lower()
+    if "cycle" in name:
+        return "cycles"
+    if name == "wattage":
+        return "W"
+    head, sep, last = name.rpartition("_")
+    return _UNIT_SUFFIXES.get(last) if sep and head else None
 
 
 def squared_unit(unit: str | None, transform: str = "none") -> str | None:

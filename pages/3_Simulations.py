@@ -25,6 +25,7 @@ from dashboard import work as ui_work
 from gpudse_core import GpudseError
 from gpudse_core.choices import MGPUSIM_BENCHMARKS, MGPUSIM_PARAMETERS
 from gpudse_core.csvout import frame_text
+from gpudse_core.report.record import upload_note
 from gpudse_core.sim.campaign import AnalyticalBackend, CommandBackend, points_spec
 from gpudse_core.sim.simulator import KERNELS, PARAMETERS
 from gpudse_core.sim.upload import DUPLICATES, read_upload, validate_results
@@ -223,7 +224,8 @@ with tab_upload:
                 else:
                     confirmed = not used  # nothing to lose: the first results are used at once
                 if confirmed and w.writable and ui.guarded(
-                        lambda: w.set_results(rep.table, model_response, f"uploaded {up.name}", inputs=[space_sv])):
+                        lambda: w.set_results(rep.table, model_response, f"uploaded {up.name}", inputs=[space_sv],
+                                              note=upload_note(rep))):
                     st.session_state.upload_used = (w.id, sig)
                     st.rerun()  # every part of the page (and the sidebar) from the new version
                 if used:

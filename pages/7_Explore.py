@@ -15,10 +15,11 @@ from dashboard import jobs as ui_jobs
 from dashboard import state as ui_state
 from dashboard import work as ui_work
 from gpudse_core import GpudseError
+from gpudse_core.csvout import frame_text
 from gpudse_core.explore.results import ScanResult
 from gpudse_core.explore.scan import sensitivity
 from gpudse_core.fmt import fmt_value
-from gpudse_core.report import figures
+from gpudse_core.report import figures, recommendation
 from gpudse_core.workspace.stages import title
 
 w = ui.page("Explore")
@@ -224,19 +225,24 @@ elif ui.analysis_banner(sv, lambda: compute(ui_work.scan_request(sv.value, reque
     st.markdown(f"**The {len(best)} {goal_word} predicted {ui.plain(model.response)} of "
                 f"{ui.fmt_count(designs)} designs** "
                 f"(model version {model_sv.version}; exact: {ui.fmt_count(evaluated)} {ui.plain(value.how())})")
-    for note in value.notes:
+    # what a review needs beside the rows, as the report says it: accuracy out of sample, the scan's notes
+    # (calibrated or not, extrapolated, held at a bound, failed rows left out), how to read the rows
+    caution = recommendation.caution(value, model, list(space.parameter_names))
+    if caution:
+        st.warning(ui.plain(caution), icon=":material/warning:")
+    said = recommendation.accuracy(ui.headline(w, model_sv))
+    if said:
+        st.markdown(ui.plain(said))
+    for note in recommendation.notes(value):
         st.caption(f":material/info: {ui.plain(note)}")
     shown = value.shown
     if shown is not None:  # one row per group of designs the model cannot tell apart
-        st.caption(f"The model reads {ui.plain(', '.join(value.used))}: each row stands for every design with "
-                   f"its prediction (**designs**; **any**: every value of the parameter gives it) and shows the design "
-                   f"nearest a simulated one, then nearest the middle of the space (docs/cli.md). **distinguishable "
-                   f"from best**: the interval lies apart from the best row's."
-                   + (" The interval is where a simulation is expected to land (95 %)."
-                      if value.level is not None else ""))
-        ui.table(shown)
-        if value.left_out:
-            st.caption(f"{ui.fmt_count(value.left_out)} row(s) left out: a design of theirs failed to simulate.")
+        st.caption(ui.plain(recommendation.reading(value)))
+        ui.table(recommendation.numbered(shown), kinds={"row": "count"})
+        st.download_button("The shown designs (CSV)", lambda: frame_text(recommendation.shown_designs(
+            value, list(space.parameter_names))), file_name="best-designs.csv", mime="text/csv",
+            icon=":material/download:", help="one design per row — the one Simulate these runs — with its prediction "
+                                             "and interval: to simulate elsewhere and upload the results")
     else:  # stored by an earlier version: one row per design
         best = best[["predicted"] + [c for c in best.columns if c != "predicted"]]
         ui.table(best, units=ui.units(space) | {"predicted": ui.response_unit(model.response)})
@@ -246,11 +252,9 @@ elif ui.analysis_banner(sv, lambda: compute(ui_work.scan_request(sv.value, reque
         checked = True
     front = value.pareto
     if front is not None and len(front) and "cost" in front.columns:
-        cost_label = ("sum of parameter levels" if value.cost == "levels"
-                      else space.parameter(value.cost).display if value.cost in space.parameter_names
-                      else str(value.cost or "cost"))
-        ui.chart(figures.pareto(front, cost_label, model.response, value.cloud))
-        st.caption(ui.help_for("pareto"))
+        ui.chart(figures.pareto(front, recommendation.cost_label(value.cost, space), model.response, value.cloud))
+        st.caption(ui.help_for("pareto") + (" " + recommendation.cost_note(value.cost)
+                                            if recommendation.cost_note(value.cost) else ""))
 
 if not checked:
     simulated_best(space, model)

@@ -139,6 +139,9 @@ def test_first_visit_opens_a_copy_of_the_example_with_every_page_filled(app):
     assert any("The 20 lowest predicted cycles of 933,120 designs" in m and "exact" in m
                for m in texts(app, "markdown"))
     assert len(app.dataframe[0].value) == 20
+    # beside the recommendation, as in the report: the model's out-of-sample error and calibrated intervals
+    assert any(m.startswith("The model's accuracy out of sample: leave-one-out error") for m in texts(app, "markdown"))
+    assert any("calibrated on held-out refits" in c for c in texts(app, "caption"))
 
 
 @pytest.mark.slow

@@ -8,6 +8,7 @@ import json
 import sys
 import time
 
+from .. import fmt
 from ..errors import GpudseError
 from .common import Progress, add_precision, count_arg, nonnegative_int, writable, write_table
 
@@ -43,7 +44,7 @@ def cmd_explore(args: argparse.Namespace) -> int:
                          exclude_simulated=bool(args.exclude_simulated), level=level)
     res = found.result
     line.end()
-    unit = "cycles" if "cycle" in str(model.response).lower() else None
+    unit = fmt.response_unit(model.response)
     if out is not None:
         if args.top:
             write_table(found.rows, out, args.precision)

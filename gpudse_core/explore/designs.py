@@ -80,7 +80,8 @@ class BestDesigns:
         r = self.rows
         out: dict[str, list[str]] = {}
         u = {"v": unit} if unit else {}
-        out[header(f"predicted {response}", unit if unit != response else None)] = \
+        said = bool(unit) and str(response).lower().endswith(str(unit).lower())  # time_ms: no "(ms)" after it
+        out[header(f"predicted {response}", None if said else unit)] = \
             format_table(r[["predicted"]].set_axis(["v"], axis=1), u).iloc[:, 0].tolist()
         if self.level is not None:
             pct = f"{100 * self.level:g} %"
@@ -416,6 +417,12 @@ def _merge(space: DesignSpace, used: list[str], best: pd.DataFrame, members: lis
     return out, free
 
 
+# said of a scan whose intervals are calibrated (the Explore page and the report state it beside the rows)
+CALIBRATED_NOTE = ("the intervals are calibrated on held-out refits: the model refitted on folds of its training "
+                   "rows, with the errors of the held-out rows those refits ranked best (docs/models.md, \"Intervals "
+                   "of recommended designs\")")
+
+
 def _intervals(model: Any, space: DesignSpace, rows: pd.DataFrame, level: float | None, notes: list[str],
                results: pd.DataFrame | None = None, goal: str = "min") -> float | None:
     """Prediction intervals of the shown designs (``lower``, ``upper``) and ``distinguishable``: whether
@@ -439,6 +446,7 @@ def _intervals(model: Any, space: DesignSpace, rows: pd.DataFrame, level: float 
         from ..model.calibration import calibrated_interval
 
         iv = calibrated_interval(model, X, cal, level, goal)
+        notes.append(CALIBRATED_NOTE)
         bounded = np.flatnonzero(iv["bounded"].to_numpy())
         if bounded.size:
             notes.append(f"row(s) {', '.join(str(i + 1) for i in bounded)}: the prediction is held at the model's "

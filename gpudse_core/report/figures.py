@@ -27,6 +27,9 @@ def _finite(a: Any) -> np.ndarray:
     return v[np.isfinite(v)]
 
 
+LEGEND_BESIDE_CHARS = 32  # Fig. 3's legend beside the bars while its longest line has at most this many characters
+
+
 def contributions(model: StepwiseModel, models: dict[str, StepwiseModel] | None = None) -> go.Figure:
     """Stargazer Fig. 3: each term's R² gain in selection order, one stacked bar per model/application;
     a term keeps its colour across bars and has one legend entry."""
@@ -37,11 +40,17 @@ def contributions(model: StepwiseModel, models: dict[str, StepwiseModel] | None 
             # level cells are one bar named by its cells, one cell a line so the legend stays narrow
             fig.add_trace(go.Bar(x=[name], y=[gain], name=term.replace(", [", ",<br>["), legendgroup=term,
                                  hovertemplate=f"{term}: {fmt.fmt_r2(gain)}<extra>{name}</extra>"))
-    terms = len({t.name for t in fig.data})
-    # tall enough that the legend lists every term without scrolling (22 px an entry)
+    names = list(dict.fromkeys(t.name for t in fig.data))
+    lines = sum(1 + str(n).count("<br>") for n in names)
+    longest = max((len(line) for n in names for line in str(n).split("<br>")), default=0)
     fig.update_layout(barmode="stack", yaxis_title="contribution to R²", yaxis_range=[0, 1],
-                      height=max(400, min(1100, 220 + 24 * terms)), legend_title_text="term (in order)",
-                      xaxis_type="category")
+                      legend_title_text="term (in order)", xaxis_type="category")
+    if longest <= LEGEND_BESIDE_CHARS:  # beside the bars, tall enough to list every term (24 px an entry)
+        fig.update_layout(height=max(400, min(1100, 220 + 24 * len(names))))
+    else:  # long names beside the bars took a half-page column's width and were drawn over them (a 14-term fit
+        # on a convolution table at 1280 px): below them, one term a line, the figure grown by the legend's lines
+        fig.update_layout(height=min(1500, 480 + 24 * lines),
+                          legend=dict(orientation="v", yanchor="top", y=-0.12, xanchor="left", x=0))
     return style.apply(fig, title_text="Each term's contribution to R²", source="Stargazer Fig. 3")
 
 
@@ -288,8 +297,10 @@ def dendrogram(vc: Any) -> go.Figure:
     return style.apply(fig, title_text="Variable clustering", source="Lee & Brooks Fig. 1 (Hmisc varclus)")
 
 
-def space_error_cdf(errors: Any, max_points: int = 20_000) -> go.Figure:
-    """The true relative error over a whole space (built-in simulator), as a CDF (subsampled for drawing)."""
+def space_error_cdf(errors: Any, max_points: int = 20_000, designs: int | None = None) -> go.Figure:
+    """The true relative error over a whole space (built-in simulator), as a CDF (subsampled for drawing).
+    *errors* may be quantiles of the errors (a stored :class:`~gpudse_core.model.true_error.TrueError` keeps
+    1,001): *designs*, how many designs they summarise, then titles the chart, not the quantiles' count."""
     e = _finite(errors)
     step = max(1, e.size // max_points)
     x, y = ecdf(100 * np.sort(e)[::step]) if e.size else (np.array([]), np.array([]))
@@ -299,7 +310,7 @@ def space_error_cdf(errors: Any, max_points: int = 20_000) -> go.Figure:
         fig.update_xaxes(**style.log_axis(x, "relative error (%)", unit="%"))
     fig.update_layout(xaxis_title="relative error (%)", yaxis_title="fraction of the space", height=380,
                       yaxis_tickformat=".0%", showlegend=False)
-    return style.apply(fig, title_text=f"True error over all {fmt.fmt_count(e.size)} designs")
+    return style.apply(fig, title_text=f"True error over all {fmt.fmt_count(designs or e.size)} designs")
 
 
 def pareto(front: pd.DataFrame, cost: str, response: str, cloud: pd.DataFrame | None = None) -> go.Figure:

@@ -53,7 +53,8 @@ def html_report(project: Project, figures: list[Any], tables: dict[str, pd.DataF
     *subtitle*: a line under the title (versions, date). *headline*: the model's out-of-sample headline
     (:class:`gpudse_core.model.headline.Headline`): it leads the model section, and when the fit
     interpolates its note replaces R². *sections*: ``[(heading, items)]`` drawn after *tables* and before
-    *figures*, in order, each item a DataFrame, a Plotly figure, a ``("text", str)`` paragraph or a
+    *figures*, in order, each item a DataFrame, a Plotly figure, a ``("text", str)`` paragraph (``("warning",
+    str)``: set apart as a caution) or a
     ``(name, DataFrame)`` captioned table; *table_units* gives a table's column units by table name.
     *model_sections*: HTML built by gpudse (its text escaped), placed after the model (the trace table).
     """
@@ -116,6 +117,8 @@ def html_report(project: Project, figures: list[Any], tables: dict[str, pd.DataF
                 parts.append("<div class='table'>" + _report_table(item, units) + "</div>")
             elif isinstance(item, tuple) and item[0] == "text":
                 parts.append(f"<p>{html.escape(str(item[1]))}</p>")
+            elif isinstance(item, tuple) and item[0] == "warning":  # a caution the page shows as a warning box
+                parts.append(f"<p class='note'>{html.escape(str(item[1]))}</p>")
             elif isinstance(item, tuple):  # (caption, table[, units[, kinds]])
                 name, df, *rest = item
                 parts.append(f"<h3>{html.escape(str(name))}</h3><div class='table'>"

@@ -103,7 +103,16 @@ def _results_rows(ws: Any, sv: Any) -> list[tuple[str, str]]:
                  ("rows", fmt.fmt_count(prov.rows)), ("response", str(prov.response))]
     if getattr(sv.value, "app_column", None):
         rows.append(("applications in column", str(sv.value.app_column)))
+    if sv.note and not sv.partial:  # an upload's checks: the rows and columns they left out, and why
+        rows.append(("upload checks", str(sv.note)))
     return rows
+
+
+def upload_note(report: Any) -> str:
+    """What an upload's checks kept and left out (a :class:`gpudse_core.sim.upload.UploadReport`), for the
+    results' record: failed configurations dropped for a missing response stay on the record."""
+    parts = [f"kept {fmt.fmt_count(report.rows_kept)} of {fmt.fmt_count(report.rows_in, 'rows')}"]
+    return "; ".join(parts + [f"{p.kind}: {p}" for p in report.problems])
 
 
 def settings_table(ws: Any, results_sv: Any, model_sv: Any, left_out: Any = ()) -> pd.DataFrame:

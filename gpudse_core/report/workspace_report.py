@@ -101,7 +101,7 @@ def workspace_report(ws: Any, *, include_stale: bool = False) -> str:
     from ..errors import GpudseError
     from ..model.headline import fit_headline
     from ..workspace import report_contents
-    from . import figures
+    from . import figures, recommendation
     from .html import html_report
 
     rc = report_contents(ws, include_stale=include_stale)
@@ -184,19 +184,23 @@ def workspace_report(ws: Any, *, include_stale: bool = False) -> str:
         title = ANALYSIS_TITLES["true_error"] + rc.label("true_error")[len("true_error"):]
         items = [(title, value.table(), {}, kinds_err)]
         if value.quantiles is not None:
-            items.append(figures.space_error_cdf(np.asarray(value.quantiles)))
+            items.append(figures.space_error_cdf(np.asarray(value.quantiles), designs=value.points))
         sections.append(("Accuracy: the true error over the space (built-in simulator)", items))
     scan_sv = _typed(rc, "scan")
     if scan_sv is not None:
         value = scan_sv.value
         title = ANALYSIS_TITLES["scan"] + rc.label("scan")[len("scan"):]
-        items = [(title, best_designs_table(value, space), {"predicted": resp_unit} if resp_unit else {})]
+        # the review's record says what the page says beside the rows: accuracy, notes, how to read them
+        caution = recommendation.caution(value, model, list(space.parameter_names)) if model is not None else None
+        items = [("warning", caution)] if caution else []
+        items += [("text", t) for t in recommendation.lines(value, headline)]
+        items.append((title, best_designs_table(value, space), {"predicted": resp_unit} if resp_unit else {}))
         front = value.pareto
         if front is not None and len(front) and "cost" in front.columns and model is not None:
-            cost = value.cost
-            cost_label = ("sum of parameter levels" if cost == "levels" else space.parameter(cost).display
-                          if cost in space.parameter_names else str(cost or "cost"))
-            items.append(figures.pareto(front, cost_label, model.response, value.cloud))
+            items.append(figures.pareto(front, recommendation.cost_label(value.cost, space), model.response,
+                                        value.cloud))
+            if recommendation.cost_note(value.cost):
+                items.append(("text", recommendation.cost_note(value.cost)))
         sections.append(("Explore: the best designs and the Pareto front", items))
     if model is not None and proj.model is not None and "model" not in rc.left_out:
         from ..explore.scan import sensitivity
@@ -246,7 +250,9 @@ def best_designs_table(scan: Any, space: Any) -> Any:
     A scan stored before the rows were grouped is shown with its columns formatted and without the
     raw ``bounded`` and ``design_index`` columns (*scan*: a ScanResult)."""
     if scan.shown is not None:
-        return scan.shown
+        from .recommendation import numbered
+
+        return numbered(scan.shown)  # the row numbers the notes above it name
     from ..fmt import format_table, space_units
 
     best = scan.best.drop(columns=[c for c in ("bounded", "design_index") if c in scan.best.columns])

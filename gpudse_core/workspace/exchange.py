@@ -70,6 +70,7 @@ def _project(ws: Workspace, keep: dict[str, StageValue], left_out: dict[str, str
     settings = {"workspace": ws.name, "origins": {s: sv.origin for s, sv in keep.items()},
                 "partial": {s: sv.note for s, sv in keep.items() if sv.partial},
                 "stale": {s: sv.status.reason for s, sv in keep.items() if not sv.ok}, "left_out": left_out,
+                "notes": {s: sv.note for s, sv in keep.items() if sv.note and not sv.partial},
                 "space_origin": keep["space"].origin}
     return Project(keep["space"].value, json.loads(samples.value.to_json()) if samples else None,
                    results.value.table if results else None, results.value.response if results else None,
@@ -83,6 +84,9 @@ def export_project(ws: Workspace, *, include_stale: bool = False) -> ProjectExpo
 
     keep, left_out = _included(ws, include_stale)
     return ProjectExport(save_project(_project(ws, keep, left_out)), left_out)
+
+
+ORIGIN_CHARS = 500  # a saved origin read back from a project zip (user text) is cut to this length
 
 
 def import_project(ws: Workspace, data: bytes, name: str = "project.zip",
@@ -102,13 +106,28 @@ def import_project(ws: Workspace, data: bytes, name: str = "project.zip",
             saved_as = None
     samples = proj.sample_set  # validated against the space by load_project (points of it, feasible)
     origin = f"project {name}"
+    saved = proj.settings.get("origins") if isinstance(proj.settings.get("origins"), dict) else {}
+    notes = proj.settings.get("notes") if isinstance(proj.settings.get("notes"), dict) else {}
+
+    def origin_of(stage: str) -> str:
+        """What made the stage where it was saved, kept through the zip (the record of a review — the
+        simulator, its kernel and noise — survives a project round trip), and the zip it came in."""
+        was = saved.get(stage)
+        return f"{was.strip()[:ORIGIN_CHARS]} ({origin})" if isinstance(was, str) and was.strip() else origin
+
+    def note_of(stage: str) -> str:
+        was = notes.get(stage)
+        return was if isinstance(was, str) else ""
+
     out: dict[str, StageValue] = {}
     with ws.batch():
         out["space"] = ws.set_space(proj.space, str(proj.settings.get("space_origin") or origin))
-        out["samples"] = ws.set_samples(samples, origin) if samples is not None else ws.remove("samples")
+        out["samples"] = ws.set_samples(samples, origin_of("samples")) if samples is not None else ws.remove("samples")
         if proj.results is not None:
-            out["results"] = ws.set_results(proj.results, proj.results_response or "cycles", origin)
-            out["model"] = ws.set_model(proj.model, origin) if proj.model is not None else ws.remove("model")
+            out["results"] = ws.set_results(proj.results, proj.results_response or "cycles", origin_of("results"),
+                                            note=note_of("results"))
+            out["model"] = (ws.set_model(proj.model, origin_of("model")) if proj.model is not None
+                            else ws.remove("model"))
         else:
             out["results"] = ws.remove("results")
             out["model"] = ws.remove("model")

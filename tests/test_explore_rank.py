@@ -5,6 +5,8 @@ what predicting every feasible design and ranking would give."""
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -25,7 +27,8 @@ class HeldModel(TableModel):
     def __init__(self, space, intercept, terms, corner, floor, lower=False, **kw):
         super().__init__(space, intercept, terms, **kw)
         self.corner, self.floor, self.lower = set(corner), float(floor), lower
-        self.neighbours = object()  # what marks a model with an envelope
+        # what marks a model with an envelope: the training responses (transformed scale) it holds to
+        self.neighbours = SimpleNamespace(z=np.array([5.0, 12.0, 20.0]))
 
     def linear_predictor(self, X: pd.DataFrame) -> np.ndarray:
         return self.linear(X)
@@ -77,12 +80,26 @@ def test_guarded_rank_is_brute_force_at_every_depth():
         assert got.rows.predicted.tolist() == [e["predicted"] for e in brute_force_by_prediction(model, space, top)]
 
 
-def test_a_hold_that_lowers_a_scanned_group_is_said():
-    """A hold both ways can lower a prediction, where the exactness argument stops: a note says so."""
+def test_a_hold_that_improves_a_scanned_group_is_said():
+    """A hold both ways can lower a prediction (min goal), and for a max goal a raise improves one: there
+    the exactness argument stops, and a note says so."""
     model, space = _model(floor=0.5, lower=True), _space()
+    model.neighbours.z = np.array([0.5, 5.0, 12.0])  # a held value is one of the training responses or above
     got = best_designs(model, space, top=3, level=None)
     assert got.rows.predicted.iloc[0] == pytest.approx(0.51)
     assert any("better prediction than the model's equation" in n for n in got.notes)
+    raised = _model(floor=40.0)  # the corner raised above every other design: the best for a max goal
+    raised.neighbours.z = np.array([5.0, 41.0])  # (a neighbour that slow: what it is raised to)
+    top = best_designs(raised, space, top=3, level=None, maximize=True)
+    assert any("an unseen corner is held to a better prediction" in n for n in top.notes)
+    assert not any("better prediction" in n for n in best_designs(raised, space, top=3, level=None).notes)
+    # the 4th prediction (1.3, a = b = 1) better than every training response (2 and 9; the corner's others
+    # held down to 2.03-2.1, the 5th group scanned among them): no hold can beat it, exact and no note
+    low = _model(floor=2.0, lower=True)
+    low.neighbours.z = np.array([2.0, 9.0])
+    got = best_designs(low, space, top=4, level=None)
+    assert got.rows.predicted.tolist() == [e["predicted"] for e in brute_force_by_prediction(low, space, 4)]
+    assert not any("better prediction" in n for n in got.notes)
 
 
 def test_equation_of_a_model_without_envelope_is_its_prediction():

@@ -331,9 +331,11 @@ def _scan_guarded(model: Any, space: DesignSpace, ask: int, top: int, leave: set
     The argument covers holds that only worsen a prediction for the goal: the default stepwise model
     holds an unseen corner of overlapping terms from below only, so for a min goal it is exact. A hold
     both ways (a value or level combination outside the support, a binned parameter past its range) and,
-    for a max goal, the corners' raise can *improve* a prediction: an unscanned group improved that way is
-    missed; a note says so when a scanned group was. When the depth reaches ``limits.explore_top``
-    first, the order is the best the deeper list gives, said in a note."""
+    for a max goal, the corners' raise can *improve* a prediction, though never beyond the best training
+    response (a held value is one of its neighbours'): when the *top*-th value is better than every training
+    response it stays exact, else an unscanned group improved that way could be missed, and a note says so
+    when a scanned group was improved (for a max goal, always). When the depth reaches
+    ``limits.explore_top`` first, the order is the best the deeper list gives, said in a note."""
     res, scanned = scan(model, space, top=ask, distinct=True, rank="equation", **kw)
     sign = -1.0 if kw.get("maximize") else 1.0
     cap = limits.current().explore_top
@@ -358,13 +360,30 @@ def _scan_guarded(model: Any, space: DesignSpace, ask: int, top: int, leave: set
     best = res.best
     shown, eq = _key(best.predicted, sign), _key(best.equation, sign)
     better = np.flatnonzero(shown < eq)
-    if better.size:
-        notes.append(f"{better.size:,} of the {len(best):,} groups scanned are held to a better prediction than the "
-                     f"model's equation gives (outside the training data): a group beyond them held likewise could "
-                     f"rank higher")
+    keys, _ = _positions(space, best, used)
+    values = np.unique(shown[[k not in leave for k in map(tuple, keys.tolist())]])
+    # a held value is a training response (or the equation's own, when raised): a top-th value better
+    # than every training response leaves an improving hold nothing to win; else say what could
+    if res.complete and len(best) == ask and len(values) >= top and not values[top - 1] < _best_response(model, sign) \
+            and (better.size or sign < 0):
+        why = (f"{better.size:,} of the {len(best):,} groups scanned are" if better.size else
+               "for the highest predictions a design in an unseen corner is")
+        notes.append(f"{why} held to a better prediction than the model's equation gives (outside the training "
+                     f"data), and row {top}'s is not better than every training response: a group beyond the "
+                     f"{len(best):,} scanned held likewise could rank higher")
     index = best.design_index.tolist()
     order = sorted(range(len(best)), key=lambda i: (shown[i], index[i]))
     return dataclasses.replace(res, best=best.iloc[order].reset_index(drop=True)), scanned, notes
+
+
+def _best_response(model: Any, sign: float) -> float:
+    """The best training response the neighbour envelope holds to, as a sort key (-inf when unknown)."""
+    z = getattr(getattr(model, "neighbours", None), "z", None)
+    if z is None or not np.size(z):
+        return -np.inf
+    from ..model.fitted import inverse_transform
+
+    return float(np.min(inverse_transform(np.asarray(z, dtype=float), getattr(model, "transform", "none")) * sign))
 
 
 def _key(values: pd.Series, sign: float) -> np.ndarray:

@@ -129,7 +129,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
                                                                "refits the model 5 times)")
     ex.add_argument("--rank", choices=("guarded", "equation"), default="guarded",
                     help="order the best rows by the prediction they show (default), or by the model's equation "
-                         "before the neighbour envelope holds it (for comparison; docs/explore.md)")
+                         "before the neighbour envelope holds it (for comparison; docs/cli.md)")
     ex.add_argument("--json", action="store_true", help='print {"space_size", "evaluated", "method", "best": [...]}; '
                                                         'each best row: parameters (its shown design), predicted, '
                                                         'lower, upper, distinguishable, designs, simulated, '

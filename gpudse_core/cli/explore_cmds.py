@@ -41,7 +41,7 @@ def cmd_explore(args: argparse.Namespace) -> int:
     level = None if args.no_interval else args.level
     found = best_designs(model, space, top=args.top, maximize=args.maximize, pareto=args.pareto, where=args.where,
                          scheduler=scheduler, workers=args.workers, progress=progress, results=results,
-                         exclude_simulated=bool(args.exclude_simulated), level=level)
+                         exclude_simulated=bool(args.exclude_simulated), level=level, rank=args.rank)
     res = found.result
     line.end()
     unit = fmt.response_unit(model.response)
@@ -128,6 +128,9 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     ex.add_argument("--level", type=_level, default=0.95, help="prediction interval level (default 0.95)")
     ex.add_argument("--no-interval", action="store_true", help="no prediction intervals (a calibrated interval "
                                                                "refits the model 5 times)")
+    ex.add_argument("--rank", choices=("guarded", "equation"), default="guarded",
+                    help="order the best rows by the prediction they show (default), or by the model's equation "
+                         "before the neighbour envelope holds it (for comparison; docs/cli.md)")
     ex.add_argument("--json", action="store_true", help='print {"space_size", "evaluated", "method", "best": [...]}; '
                                                         'each best row: parameters (its shown design), predicted, '
                                                         'lower, upper, distinguishable, designs, simulated, '

@@ -327,16 +327,31 @@ def _designs(plan: _Plan, cells: np.ndarray) -> np.ndarray:
     return plan.structure.first_digits(values) if plan.structure is not None else values
 
 
-def _keys(model: Any, space: DesignSpace, digits: np.ndarray, sign: float) -> tuple[np.ndarray, np.ndarray]:
-    pred = np.asarray(model.predict(space.frame(digits)), dtype=np.float64) if digits.shape[0] else np.zeros(0)
+def equation_of(model: Any) -> Callable[[pd.DataFrame], np.ndarray]:
+    """The model's **equation**: its bounded prediction without the neighbour envelope (what the scan's
+    sums of terms and clip compute), on the original scale. A model without an envelope (the paper's,
+    a forest) predicts that already: its ``predict``."""
+    if getattr(model, "neighbours", None) is None or not callable(getattr(model, "linear_predictor", None)):
+        return model.predict
+    from ..model.fitted import inverse_transform
+
+    return lambda X: inverse_transform(model.bound(model.linear_predictor(X))[0], model.transform)
+
+
+def _keys(model: Any, space: DesignSpace, digits: np.ndarray, sign: float, predict: Any = None
+          ) -> tuple[np.ndarray, np.ndarray]:
+    predict = model.predict if predict is None else predict
+    pred = np.asarray(predict(space.frame(digits)), dtype=np.float64) if digits.shape[0] else np.zeros(0)
     key = pred * sign
     return pred, np.where(np.isnan(key), np.inf, key)
 
 
 def _table(model: Any, plan: _Plan, space: DesignSpace, digits: np.ndarray, index: Sequence[int],
-           cells: np.ndarray) -> pd.DataFrame:
+           cells: np.ndarray, equation: bool = False) -> pd.DataFrame:
     frame = space.frame(digits)
     frame["predicted"] = np.asarray(model.predict(frame), dtype=np.float64) if len(frame) else np.zeros(0)
+    if equation:
+        frame["equation"] = np.asarray(equation_of(model)(frame), dtype=np.float64) if len(frame) else np.zeros(0)
     if callable(getattr(model, "bound", None)) and plan.structure is not None and len(frame):
         z = _linear(plan, cells) * plan.sign  # back on the model's transformed scale
         frame["bounded"] = np.asarray(model.bound(z)[1], dtype=bool)
@@ -353,10 +368,13 @@ def _linear(plan: _Plan, cells: np.ndarray) -> np.ndarray:
     return z
 
 
-def _top(model: Any, space: DesignSpace, plan: _Plan, pool: TopK, k: int, distinct: bool = False) -> pd.DataFrame:
+def _top(model: Any, space: DesignSpace, plan: _Plan, pool: TopK, k: int, distinct: bool = False,
+         rank: str = "predict") -> pd.DataFrame:
+    """The *k* best of the pool by ``model.predict`` or, with *rank* ``"equation"``, by the model's
+    equation (:func:`equation_of`, shown in an ``equation`` column beside ``predicted``)."""
     cells = pool.cell
     digits = _designs(plan, cells)
-    _, key = _keys(model, space, digits, plan.sign)
+    _, key = _keys(model, space, digits, plan.sign, equation_of(model) if rank == "equation" else None)
     order = np.lexsort((*pool.w.T[::-1], key))
     out_digits: list[np.ndarray] = []
     out_index: list[int] = []
@@ -393,7 +411,7 @@ def _top(model: Any, space: DesignSpace, plan: _Plan, pool: TopK, k: int, distin
             out_cells.append(int(cells[c]))
         i = j
     arr = np.asarray(out_digits, dtype=np.int64).reshape(-1, len(space.radices))
-    return _table(model, plan, space, arr, out_index, np.asarray(out_cells, dtype=np.int64))
+    return _table(model, plan, space, arr, out_index, np.asarray(out_cells, dtype=np.int64), rank == "equation")
 
 
 def _front(model: Any, space: DesignSpace, plan: _Plan, pool: Front, cost: Cost) -> pd.DataFrame:
@@ -448,11 +466,14 @@ def scan(model: Any, space: DesignSpace, top: int = 20, maximize: bool = False,
          pareto: str | Mapping[str, Sequence[float]] | None = None, where: str | None = None,
          scheduler: str | None = None, progress: Callable[[int, int], Any] | None = None,
          stop: Callable[[], bool] | None = None, *, workers: int | None = None, method: str = "auto",
-         block: int = BLOCK_CELLS, dtype: Any = None, distinct: bool = False
+         block: int = BLOCK_CELLS, dtype: Any = None, distinct: bool = False, rank: str = "predict"
          ) -> tuple[ExploreResult, Structure | None]:
     """:func:`find_best`, and the structure its best designs were enumerated on (None unless the
     method is exact), for a caller that needs the same structure afterwards (:func:`.designs.best_designs`
-    counts each group's designs on it) and should not build it twice."""
+    counts each group's designs on it) and should not build it twice. With *rank* ``"equation"`` the
+    top are ordered by the model's equation (:func:`equation_of`: what the scan's pool bounds), not by
+    ``model.predict``, with both in the table: :func:`.designs.best_designs` re-ranks them by the
+    guarded prediction."""
     t0 = time.perf_counter()
     if isinstance(top, bool) or not isinstance(top, (int, np.integer)) or top < 0:
         raise GpudseError(f"--top must be a whole number of at least 0 (got {top!r})")
@@ -461,6 +482,8 @@ def scan(model: Any, space: DesignSpace, top: int = 20, maximize: bool = False,
         raise GpudseError("nothing to find: ask for --top K designs or a --pareto front")
     if method not in METHODS:
         raise GpudseError(f"unknown method {method!r}; choose {', '.join(METHODS)}")
+    if rank not in ("predict", "equation"):
+        raise GpudseError(f"unknown rank {rank!r}; choose predict or equation")
     if not isinstance(block, int) or block < 1:
         raise GpudseError(f"block must be a whole number of at least 1 (got {block!r})")
     if distinct and pareto is not None and top:
@@ -470,7 +493,7 @@ def scan(model: Any, space: DesignSpace, top: int = 20, maximize: bool = False,
         kw = dict(maximize=maximize, where=where, scheduler=scheduler, progress=progress, stop=stop,
                   workers=workers, method=method, block=block, dtype=dtype)
         front_res = find_best(model, space, 0, pareto=pareto, **kw)
-        top_res, top_structure = scan(model, space, top, distinct=True, **kw)
+        top_res, top_structure = scan(model, space, top, distinct=True, rank=rank, **kw)
         return dataclasses.replace(
             front_res, best=top_res.best, evaluated=front_res.evaluated + top_res.evaluated,
             elapsed=time.perf_counter() - t0, complete=front_res.complete and top_res.complete,
@@ -520,7 +543,8 @@ def scan(model: Any, space: DesignSpace, top: int = 20, maximize: bool = False,
         progress(total, total)
     empty = pd.DataFrame(columns=[*space.parameter_names, "predicted", "design_index"])
     if topk is not None and topk.n:
-        best = _top(model, space, plan, topk, top, distinct)
+        # a scan of every point through model.predict (method predict) ranks by the shown prediction already
+        best = _top(model, space, plan, topk, top, distinct, rank if plan.method != "predict" else "predict")
     else:
         best = empty
     pareto_table = None

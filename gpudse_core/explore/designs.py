@@ -40,6 +40,7 @@ from .structure import Structure, build_structure, parameter_dims
 OK_STATUS = ("ok", "done", "")  # a results row with another status is a failed simulation
 ANY = "any"
 SHOWN_VALUES = 6  # values listed for an unused parameter before "… (n values)"
+RANKS = ("guarded", "equation")  # what orders the best rows: the shown prediction, or the model's equation
 
 
 @dataclass
@@ -210,11 +211,18 @@ def _group_of(structure: Structure, digits: np.ndarray, cache: dict) -> tuple[in
 def best_designs(model: Any, space: DesignSpace, top: int = 20, *, maximize: bool = False, where: str | None = None,
                  results: pd.DataFrame | None = None, exclude_simulated: bool = False, level: float | None = 0.95,
                  pareto: Any = None, scheduler: str | None = None, workers: int | None = None,
-                 progress: Callable[[int, int], Any] | None = None, stop: Callable[[], bool] | None = None
-                 ) -> BestDesigns:
+                 progress: Callable[[int, int], Any] | None = None, stop: Callable[[], bool] | None = None,
+                 rank: str = "guarded") -> BestDesigns:
     """The *top* best groups of designs the model cannot tell apart (see the module docstring); the
-    scan's own result (with the Pareto front against *pareto*, if given) is ``.result``."""
+    scan's own result (with the Pareto front against *pareto*, if given) is ``.result``.
+
+    *rank* ``"guarded"`` ranks them by the prediction the rows show (the model's guarded prediction:
+    :func:`_scan_guarded`); ``"equation"`` by the model's equation, the scan's own order, as before the
+    neighbour envelope held predictions (for comparison: the rows it puts first can be held far above it)."""
     from ..explore.terms import check_parameters
+
+    if rank not in RANKS:
+        raise GpudseError(f"unknown rank {rank!r}; choose {' or '.join(RANKS)}")
 
     used = check_parameters(model, space)
     sim: dict[tuple, tuple[int, float]] = {}
@@ -227,8 +235,12 @@ def best_designs(model: Any, space: DesignSpace, top: int = 20, *, maximize: boo
         raise GpudseError(f"{len(leave):,} groups of designs are simulated or failed and --top is {top:,}: more than "
                           f"{limits.current().explore_top:,} to scan for; ask for fewer or leave out fewer")
     ask = min(ask + 1, limits.current().explore_top) if top else 0  # one more: is the last prediction shared?
-    res, scanned, more = _scan_ties(model, space, ask, int(top), leave, used, maximize=maximize, pareto=pareto,
-                                    where=where, scheduler=scheduler, workers=workers, progress=progress, stop=stop)
+    kw = dict(maximize=maximize, pareto=pareto, where=where, scheduler=scheduler, workers=workers, progress=progress,
+              stop=stop)
+    if rank == "guarded" and top:
+        res, scanned, more = _scan_guarded(model, space, ask, int(top), leave, used, **kw)
+    else:
+        res, scanned, more = _scan_ties(model, space, ask, int(top), leave, used, **kw)
     notes = list(res.notes) + more
     if failed and res.pareto is not None and len(res.pareto):
         # the front is a scan of designs, not groups: a design of a group that failed to simulate is no
@@ -239,7 +251,7 @@ def best_designs(model: Any, space: DesignSpace, top: int = 20, *, maximize: boo
             notes.append(f"{int(bad.sum()):,} design(s) of the Pareto front are left out: their group failed to "
                          f"simulate (designs only they outdid are not shown until the next scan)")
             res = dataclasses.replace(res, pareto=res.pareto.loc[~bad].reset_index(drop=True))
-    best = res.best.drop(columns=[c for c in ("bounded",) if c in res.best.columns])
+    best = res.best.drop(columns=[c for c in ("bounded", "equation") if c in res.best.columns])
     keys, _ = _positions(space, best, used) if len(best) else (np.zeros((0, len(used)), dtype=np.int64), None)
     all_keys = list(map(tuple, keys.tolist()))
     kept = [i for i, k in enumerate(all_keys) if k not in leave]
@@ -302,6 +314,83 @@ def _scan_ties(model: Any, space: DesignSpace, ask: int, top: int, leave: set, u
         notes.append(f"the scan kept the {cap:,} best groups of designs the model can tell apart; the last row's "
                      f"prediction may be shared by more designs than it counts")
     return res, scanned, notes
+
+
+def _scan_guarded(model: Any, space: DesignSpace, ask: int, top: int, leave: set, used: list[str], **kw: Any
+                  ) -> tuple[ExploreResult, Structure | None, list[str]]:
+    """The distinct scan ranked by the **guarded** prediction (the one the rows show), not the equation.
+
+    The scan's pool bounds the model's equation (its sums of terms and clip, :func:`.best.equation_of`);
+    the neighbour envelope then holds some predictions (:meth:`gpudse_core.model.fitted.StepwiseModel.guarded`).
+    So the groups are scanned best first **by the equation**, *ask* of them, their guarded predictions
+    computed, and *ask* doubled until the *top*-th best distinct guarded value (groups in *leave* aside)
+    is better than the equation value *T* of the last group scanned. Then no unscanned group can enter:
+    its guarded value is no better than its equation value (a hold that only **raises** for a min goal),
+    which is no better than *T*. The answer is what ranking every feasible group by its guarded prediction
+    would give, ties to the smaller first design.
+
+    The argument covers holds that only worsen a prediction for the goal: the default stepwise model
+    holds an unseen corner of overlapping terms from below only, so for a min goal it is exact. A hold
+    both ways (a value or level combination outside the support, a binned parameter past its range) and,
+    for a max goal, the corners' raise can *improve* a prediction, though never beyond the best training
+    response (a held value is one of its neighbours'): when the *top*-th value is better than every training
+    response it stays exact, else an unscanned group improved that way could be missed, and a note says so
+    when a scanned group was improved (for a max goal, always). When the depth reaches
+    ``limits.explore_top`` first, the order is the best the deeper list gives, said in a note."""
+    res, scanned = scan(model, space, top=ask, distinct=True, rank="equation", **kw)
+    sign = -1.0 if kw.get("maximize") else 1.0
+    cap = limits.current().explore_top
+    notes: list[str] = []
+    if "equation" not in res.best.columns:  # ranked by model.predict already (a scan through it)
+        return res, scanned, notes
+    while res.complete and len(res.best) == ask:
+        keys, _ = _positions(space, res.best, used)
+        kept = np.array([k not in leave for k in map(tuple, keys.tolist())], dtype=bool)
+        shown = _key(res.best.predicted, sign)[kept]
+        values = np.unique(shown)
+        if len(values) >= top and values[top - 1] < _key(res.best.equation, sign)[-1]:
+            break
+        if ask >= cap:
+            notes.append(f"ranked by the shown prediction among the {cap:,} best groups by the model's equation "
+                         f"(the deepest scan the limits allow): a group beyond them could rank higher")
+            break
+        ask = min(2 * ask, cap)
+        more, scanned = scan(model, space, top=ask, distinct=True, rank="equation", **{**kw, "pareto": None})
+        res = dataclasses.replace(res, best=more.best, evaluated=res.evaluated + more.evaluated,
+                                  complete=more.complete)
+    best = res.best
+    shown, eq = _key(best.predicted, sign), _key(best.equation, sign)
+    better = np.flatnonzero(shown < eq)
+    keys, _ = _positions(space, best, used)
+    values = np.unique(shown[[k not in leave for k in map(tuple, keys.tolist())]])
+    # a held value is a training response (or the equation's own, when raised): a top-th value better
+    # than every training response leaves an improving hold nothing to win; else say what could
+    if res.complete and len(best) == ask and len(values) >= top and not values[top - 1] < _best_response(model, sign) \
+            and (better.size or sign < 0):
+        why = (f"{better.size:,} of the {len(best):,} groups scanned are" if better.size else
+               "for the highest predictions a design in an unseen corner is")
+        notes.append(f"{why} held to a better prediction than the model's equation gives (outside the training "
+                     f"data), and row {top}'s is not better than every training response: a group beyond the "
+                     f"{len(best):,} scanned held likewise could rank higher")
+    index = best.design_index.tolist()
+    order = sorted(range(len(best)), key=lambda i: (shown[i], index[i]))
+    return dataclasses.replace(res, best=best.iloc[order].reset_index(drop=True)), scanned, notes
+
+
+def _best_response(model: Any, sign: float) -> float:
+    """The best training response the neighbour envelope holds to, as a sort key (-inf when unknown)."""
+    z = getattr(getattr(model, "neighbours", None), "z", None)
+    if z is None or not np.size(z):
+        return -np.inf
+    from ..model.fitted import inverse_transform
+
+    return float(np.min(inverse_transform(np.asarray(z, dtype=float), getattr(model, "transform", "none")) * sign))
+
+
+def _key(values: pd.Series, sign: float) -> np.ndarray:
+    """Values as a sort key for the goal, best first (NaN last)."""
+    key = values.to_numpy(float) * sign
+    return np.where(np.isnan(key), np.inf, key)
 
 
 def _prediction_groups(pred: np.ndarray, top: int) -> list[list[int]]:

@@ -495,7 +495,8 @@ def fit_model(settings: dict, params: Sequence[str] | None = None, origin: str =
 
 
 def describe_fit(settings: dict, chosen: str | None = None) -> str:
-    """The model's origin line: Algorithm 1 and the settings a reader needs (θ, φ, knots, transform)."""
+    """The model's origin line: Algorithm 1 and the settings a reader needs (θ, φ, knots, transform, and
+    whether the robust default's level cells, one-row guard and count pairs were on)."""
     from gpudse_core.model.stepwise import PAPER_SETTINGS
 
     paper = bool(settings.get("reference"))  # Stargazer 1.0; its θ, φ, rule and transform said below
@@ -505,10 +506,8 @@ def describe_fit(settings: dict, chosen: str | None = None) -> str:
     else:
         parts += [f"{settings.get('criterion')}", f"k = {settings.get('knots')} ({settings.get('knot_placement')})",
                   "Huber fit" if settings.get("robust", "huber") == "huber" else "least squares"]
-        if settings.get("cells"):
-            parts.append("level cells")
-        if settings.get("row_guard"):
-            parts.append("one-row guard")
+        for key, name in (("cells", "level cells"), ("row_guard", "one-row guard"), ("count_pairs", "count pairs")):
+            parts.append(name if settings.get(key, True) else f"no {name}")  # on by default: say when taken off
     tr = settings.get("response_transform")
     if tr == "auto":
         parts.append(f"{chosen + ' ' if chosen else ''}response scale chosen by leave-one-out error")

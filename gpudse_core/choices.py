@@ -39,6 +39,8 @@ MODEL_KINDS = ("auto", "stepwise", "paper", "ebm", "forest", "boosting", "hybrid
 # cross-validation goes to the earlier one). "+2way"/"+3way" set the stepwise search's highest
 # interaction order (pairs only / three-way terms too); "paper" is pairs only, as released.
 AUTO_CANDIDATES = ("stepwise+2way", "paper", "stepwise+3way", "ebm", "forest", "boosting", "hybrid")
+# how auto picks among them (gpudse_core.model.auto): the default first, then the rule before it
+AUTO_RULES = ("one-se", "lowest")
 
 # Stargazer Table 4's eleven applications, in the order of the paper (gpudse_core.sim.simulator)
 KERNELS = ("AES", "BFS", "CP", "LPS", "RAY", "STO", "backprop", "bfs", "hotspot", "nw", "matMul")

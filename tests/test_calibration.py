@@ -82,6 +82,37 @@ def test_no_zero_width_and_positive_ends_even_when_held_out_rows_were_exact():
     np.testing.assert_allclose(iv.upper / iv.predicted, np.exp(MIN_HALF))
 
 
+def test_the_linear_predictor_is_evaluated_once_and_gives_what_the_model_says(fitted, monkeypatch):
+    """calibrated_interval reads the prediction, the bound's flags, the envelope's flags and the equation's own
+    value from one pass over the rows (plus the rows the envelope held); each equals what the model's own
+    methods give, so the interval is the one built from them separately."""
+    from gpudse_core.model.calibration import _guarded
+    from gpudse_core.model.fitted import StepwiseModel, inverse_transform
+
+    model, train, cal = fitted
+    far = pd.DataFrame({"a": [4096, 20, 24, 1, -300], "b": [8, 1, 64, 128, 4], "c": [0, 1, 0, 1, 1]})
+    X = pd.concat([draw(50, 7)[PARAMS], far], ignore_index=True)
+    z, mask, held = model.guarded(X)
+    clamped = model.bound(model.linear_predictor(X))[1]
+    own = inverse_transform(model.bound(model.linear_predictor(X))[0], model.transform)
+    assert held.any() and clamped.any() and not held.all()  # every kind of row is present
+    rows = []
+    lp = StepwiseModel.linear_predictor
+    monkeypatch.setattr(StepwiseModel, "linear_predictor", lambda self, Z: rows.append(len(Z)) or lp(self, Z))
+    pred, c, h, o = _guarded(model, X)
+    assert rows == [len(X), int(held.sum())]
+    np.testing.assert_array_equal(pred, model.predict(X))
+    np.testing.assert_array_equal(c, clamped)
+    np.testing.assert_array_equal(h, held)
+    np.testing.assert_array_equal(o[held], own[held])
+    assert np.isnan(o[~held]).all()
+    rows.clear()
+    iv = calibrated_interval(model, X, cal, 0.95)
+    assert rows == [len(X), int(held.sum())]
+    np.testing.assert_array_equal(iv.predicted, model.predict(X))
+    np.testing.assert_array_equal(iv.bounded, clamped | held)
+
+
 def test_a_clamped_prediction_gets_an_interval_spanning_what_the_model_can_predict(fitted):
     model, train, cal = fitted
     lo_b, hi_b = np.exp(model.bounds()) if model.transform == "log" else (None, None)

@@ -347,11 +347,22 @@ def test_cross_validation_table_and_choice(smooth):
     t = cross_validate(train, "t", ["blk", "simd", "q"], folds=3,
                        candidates=("stepwise+2way", "stepwise+3way", "forest"),
                        progress=lambda d, n, m: seen.append((d, n)))
-    assert list(t.columns) == ["candidate", "mean", "median", "p98", "max", "nonfinite", "bounded", "seconds", "note"]
+    assert list(t.columns) == ["candidate", "mean", "median", "p98", "max", "nonfinite", "bounded", "seconds",
+                               "vs_ref", "vs_ref_se", "note"]
     assert seen[-1] == (9, 9)
-    chosen, reason = choose(t, 3)
+    # the paired difference from the forest on the same held-out rows: its mean is the difference of the means
+    r = t.set_index("candidate")
+    assert np.isnan(r.loc["forest", "vs_ref"]) and np.isnan(r.loc["forest", "vs_ref_se"])
+    for c in ("stepwise+2way", "stepwise+3way"):
+        assert r.loc[c, "vs_ref"] == pytest.approx(r.loc[c, "mean"] - r.loc["forest", "mean"], abs=1e-12)
+        assert r.loc[c, "vs_ref_se"] > 0
+    chosen, reason = choose(t, 3, rule="lowest")
     ok = t[t.note == ""]
     assert chosen == ok[ok["mean"] <= 1.02 * ok["mean"].min()].iloc[0]["candidate"] and chosen in reason
+    chosen, reason = choose(t, 3)
+    beat = r[r.vs_ref + r.vs_ref_se < 0]
+    assert (chosen == "forest") if beat.empty else (chosen in beat.index)
+    assert f"picked {chosen}" in reason
     bad = t.assign(note="fold 1: broken")
     with pytest.raises(GpudseError, match="no candidate model could be fitted"):
         choose(bad, 3)
@@ -361,43 +372,87 @@ def test_cross_validation_table_and_choice(smooth):
         cross_validate(train.iloc[:8], "t", ["blk"], folds=5)
     with pytest.raises(GpudseError, match="auto cannot be one of its own"):
         cross_validate(train, "t", ["blk"], candidates=("auto",))
+    with pytest.raises(GpudseError, match="unknown rule 'best'.*one-se, lowest"):
+        choose(t, 3, rule="best")
 
 
 @pytest.mark.slow
 def test_stopping_a_candidate_that_cannot_matter_keeps_the_choice(smooth):
     """A learner whose errors on the folds done already exceed the bar is stopped; the choice, the
-    reason and the finished candidates' figures are those of the full cross-validation."""
+    reason and the finished candidates' figures are those of the full cross-validation, under either rule
+    (under one-se the forest, the reference, always finishes, and the bar is at least its mean)."""
     train, _ = smooth
     cands = ("stepwise+2way", "stepwise+3way", "ebm", "forest")
     kw = dict(folds=4, candidates=cands)
     full = cross_validate(train, "t", ["blk", "simd", "q"], stop_early=False, **kw)
-    fast = cross_validate(train, "t", ["blk", "simd", "q"], **kw)
-    assert list(fast.candidate) == list(cands)  # the table keeps the list's order
-    stopped = fast[fast.note.str.startswith("stopped after")]
-    assert len(stopped) >= 1 and set(stopped.candidate) <= {"ebm", "forest"}
-    assert choose(fast, 4) == choose(full, 4)
-    done = fast[fast.note == ""].set_index("candidate")
-    ref = full.set_index("candidate").loc[done.index]
-    assert np.array_equal(done["mean"].to_numpy(), ref["mean"].to_numpy())
-    # the bar it crossed: above the lowest finished mean's tie band and the runner-up
     finished = sorted(full.loc[full.candidate.isin(["stepwise+2way", "stepwise+3way"]), "mean"])
-    for c in stopped.candidate:
-        assert full.set_index("candidate").loc[c, "mean"] > max(finished[0] * 1.02, finished[1])
+    means = full.set_index("candidate")["mean"]
+    for rule in ("lowest", "one-se"):
+        fast = cross_validate(train, "t", ["blk", "simd", "q"], rule=rule, **kw)
+        assert list(fast.candidate) == list(cands)  # the table keeps the list's order
+        stopped = fast[fast.note.str.startswith("stopped after")]
+        assert choose(fast, 4, rule=rule) == choose(full, 4, rule=rule)
+        done = fast[fast.note == ""].set_index("candidate")
+        ref = full.set_index("candidate").loc[done.index]
+        for col in ("mean", "vs_ref", "vs_ref_se") if rule == "one-se" else ("mean",):  # lowest may stop the forest
+            np.testing.assert_array_equal(done[col].to_numpy(), ref[col].to_numpy())
+        # the bar it crossed: above the lowest finished mean's tie band and the runner-up (and the forest's)
+        bar = max(finished[0] * 1.02, finished[1], means["forest"] if rule == "one-se" else 0)
+        for c in stopped.candidate:
+            assert means[c] > bar
+        if rule == "lowest":
+            assert len(stopped) >= 1 and set(stopped.candidate) <= {"ebm", "forest"}
+        else:
+            assert set(stopped.candidate) <= {"ebm"}
 
 
 def test_choice_rule():
-    """The lowest cross-validated error wins; within 2 % of it, the earliest (simplest) candidate."""
+    """The lowest rule: the lowest cross-validated error wins; within 2 % of it, the earliest (simplest)
+    candidate. A table without the paired differences (or without the forest) is chosen so by either rule."""
     def table(means):
         return pd.DataFrame({"candidate": list(means), "mean": list(means.values()), "note": ""})
 
-    assert choose(table({"stepwise": 0.050, "forest": 0.030, "boosting": 0.020}), 5)[0] == "boosting"
-    chosen, reason = choose(table({"stepwise": 0.050, "forest": 0.0107, "boosting": 0.0106}), 5)
+    for rule in ("lowest", "one-se"):
+        assert choose(table({"stepwise": 0.050, "forest": 0.030, "boosting": 0.020}), 5, rule=rule)[0] == "boosting"
+    chosen, reason = choose(table({"stepwise": 0.050, "forest": 0.0107, "boosting": 0.0106}), 5, rule="lowest")
     assert chosen == "forest" and "within 2 % of the lowest (boosting 1.06 %)" in reason
     assert "best interpretable model, stepwise, has 5.00 %" in reason
-    chosen, reason = choose(table({"stepwise": 0.0101, "forest": 0.0100}), 5)
+    chosen, reason = choose(table({"stepwise": 0.0101, "forest": 0.0100}), 5, rule="lowest")
     assert chosen == "stepwise" and "tie" in reason
-    chosen, reason = choose(table({"stepwise": 0.0103, "forest": 0.0100}), 5, tie=0.0)
+    chosen, reason = choose(table({"stepwise": 0.0103, "forest": 0.0100}), 5, tie=0.0, rule="lowest")
     assert chosen == "forest" and "next: stepwise 1.03 %" in reason
+    assert choose(table({"stepwise": 0.0101, "boosting": 0.0100}), 5)[0] == "stepwise"  # no forest: lowest
+
+
+def test_one_se_rule_leaves_the_forest_only_for_a_clear_win():
+    """The default rule: the forest unless a candidate's held-out errors beat the forest's on the same rows
+    by more than one standard error of the paired difference (backprop, docs/models.md: stepwise+2way
+    1.46 % against the forest's 1.49 % in cross-validation, 1.32 against 1.09 % on new designs)."""
+    def table(rows):  # candidate: (mean, paired difference from the forest, its standard error)
+        return pd.DataFrame([{"candidate": c, "mean": m, "vs_ref": d, "vs_ref_se": se, "note": ""}
+                             for c, (m, d, se) in rows.items()])
+
+    noise = {"stepwise+2way": (0.0146, -0.0003, 0.0006), "forest": (0.0149, np.nan, np.nan),
+             "boosting": (0.0152, 0.0003, 0.0004)}
+    chosen, reason = choose(table(noise), 5)
+    assert chosen == "forest" and choose(table(noise), 5, rule="lowest")[0] == "stepwise+2way"
+    assert "no candidate predicts the same held-out rows better by more than 1 standard error" in reason
+    assert "lowest: stepwise+2way 1.46 %, -0.03 ± 0.06 points" in reason
+    assert "best interpretable model, stepwise+2way, has 1.46 %" in reason
+    clear = {**noise, "stepwise+2way": (0.0120, -0.0029, 0.0008)}
+    chosen, reason = choose(table(clear), 5)
+    assert chosen == "stepwise+2way"
+    assert "better than forest (1.49 %) on the same held-out rows by -0.29 ± 0.08 points" in reason
+    # among the clear winners, the lowest rule: a tie within 2 % goes to the simpler one
+    both = {**clear, "boosting": (0.0118, -0.0031, 0.0009)}
+    assert choose(table(both), 5)[0] == "stepwise+2way"
+    both["boosting"] = (0.0100, -0.0049, 0.0009)
+    chosen, reason = choose(table(both), 5)
+    assert chosen == "boosting" and "next: stepwise+2way 1.20 %" in reason
+    # a winner by exactly one standard error is not clear; a failed forest leaves the lowest rule
+    assert choose(table({**noise, "stepwise+2way": (0.0141, -0.0008, 0.0008)}), 5)[0] == "forest"
+    failed = table(noise).assign(note=lambda t: np.where(t.candidate == "forest", "fold 1: broken", ""))
+    assert choose(failed, 5)[0] == "stepwise+2way"
 
 
 @pytest.mark.slow
@@ -541,3 +596,29 @@ def test_a_project_keeps_a_learner_larger_than_a_document(tmp_path):
     with limits.override(document_bytes=size // 2, model_bytes=size // 2), \
             pytest.raises(limits.LimitError, match="model_bytes"):
         load_project(zipped, "p.zip")
+
+
+def test_the_rule_reaches_auto_from_the_command_line(smooth, tmp_path, capsys, monkeypatch):
+    """`gpudse fit --model auto --auto-rule lowest` picks by the rule before; the default by one-se. The
+    cross-validation is replaced by a known table (stepwise+2way lowest, within noise of the forest)."""
+    import gpudse_core.model.auto as auto
+
+    train, _ = smooth
+    data = tmp_path / "r.csv"
+    train.to_csv(data, index=False)
+    known = pd.DataFrame([{"candidate": c, "mean": m, "median": m, "p98": m, "max": m, "nonfinite": 0, "bounded": 0,
+                           "seconds": 0.0, "vs_ref": d, "vs_ref_se": 0.0006, "note": ""}
+                          for c, m, d in (("stepwise+2way", 0.0146, -0.0003), ("forest", 0.0149, np.nan))])
+    rules = []
+    monkeypatch.setattr(auto, "cross_validate", lambda *a, rule, **k: rules.append(rule) or known)
+    picks = {}
+    for flag in ([], ["--auto-rule", "lowest"]):
+        assert main(["fit", str(data), "--response", "t", "--model", "auto", *flag, "-o", str(tmp_path / "m.json"),
+                     "--json"]) == 0
+        sel = json.loads(capsys.readouterr().out)["selection"]
+        picks[sel["rule"]] = sel["chosen"]
+        assert sel["reference"] == "forest" and [r["candidate"] for r in sel["table"]] == ["stepwise+2way", "forest"]
+    assert rules == ["one-se", "lowest"] and picks == {"one-se": "forest", "lowest": "stepwise+2way"}
+    with pytest.raises(SystemExit) as e:
+        main(["fit", str(data), "--response", "t", "--model", "auto", "--auto-rule", "best"])
+    assert e.value.code == 2 and "invalid choice: 'best' (choose from 'one-se', 'lowest')" in capsys.readouterr().err

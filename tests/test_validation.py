@@ -199,6 +199,8 @@ def test_progress_and_cancel(gpu_data):
         ({"train_sizes": [600]}, "needs 800 rows but the data have 700"),
         ({"train_sizes": [2]}, "at least 3"),
         ({"params": ["simd", "zz"]}, "unknown column"),
+        ({"models": ["fixed"], "fixed_terms": ["simd", "bogus:blk"]}, "term 'bogus:blk': 'bogus' not a parameter"),
+        ({"models": ["fixed"], "fixed_terms": ["simd:simd"]}, "two or three different parameters"),
     ],
 )
 def test_bad_requests(gpu_data, kwargs, pattern):
@@ -210,6 +212,29 @@ def test_bad_response(gpu_data):
     bad = gpu_data.assign(cycles=gpu_data.cycles.where(gpu_data.index != 5, np.nan))
     with pytest.raises(GpudseError, match="row 6"):
         validate(bad, "cycles")
+
+
+def test_cli_refuses_an_unknown_fixed_term_before_fitting(gpu_data, tmp_path, capsys):
+    """Without --space the parameters are the data's other columns; a term naming none of them is refused
+    (it was left out of the fixed model in silence), and so is a forced term of ``gpudse fit``."""
+    path = tmp_path / "r.csv"
+    gpu_data.to_csv(path, index=False)
+    assert main(["validate", str(path), "--response", "cycles", "--models", "fixed", "--train-sizes", "30",
+                 "--repeats", "1", "--fixed-terms", "simd,bogus:blk"]) == 2
+    err = capsys.readouterr().err
+    assert "'bogus:blk'" in err and "Traceback" not in err and "fits done" not in err  # refused before any fit
+    assert main(["fit", str(path), "--response", "cycles", "--force", "bogus:blk", "-o", str(tmp_path / "m.json")]) == 2
+    assert "forced term 'bogus:blk'" in capsys.readouterr().err and not (tmp_path / "m.json").exists()
+
+
+def test_forced_term_on_a_constant_column_is_left_out_with_a_note(gpu_data):
+    """A small draw can hold one level of a parameter: its forced terms go with it, and the model says so."""
+    from gpudse_core.model.learners import stepwise_fit
+
+    rows = gpu_data[gpu_data.smp == gpu_data.smp.iloc[0]].head(120)
+    m = stepwise_fit(rows, "cycles", forced=["simd", "smp:blk"], search=False)
+    assert m.terms == ["simd"]
+    assert any("with the forced term(s) smp:blk" in n for n in m.notes)
 
 
 @pytest.mark.slow

@@ -254,7 +254,7 @@ def _fit_model(args: argparse.Namespace, data, params, out, echo, derived: dict 
             line(f"cross-validation: {done}/{total} fits ({message})")
 
     model = fit_model(args.model, data, args.response, params, transform=args.transform, seed=args.seed,
-                      folds=args.folds, progress=progress, derived=derived or None)
+                      folds=args.folds, progress=progress, derived=derived or None, auto_rule=args.auto_rule)
     params = list(params or []) + [k for k in derived or {} if k not in (params or [])]
     save_model(model, out)
     kind = model_kind(model)
@@ -291,8 +291,9 @@ def _cv_table(rows: list[dict]) -> str:
     import pandas as pd
 
     t = pd.DataFrame(rows)
-    for col in ("mean", "median", "p98", "max"):
-        t[col] = t[col].map(lambda v: "-" if v is None or v != v else f"{100 * v:.2f}")
+    for col in ("mean", "median", "p98", "max", "vs_ref", "vs_ref_se"):
+        if col in t.columns:
+            t[col] = t[col].map(lambda v: "-" if v is None or v != v else f"{100 * v:.2f}")
     t["seconds"] = t["seconds"].map(lambda v: f"{v:.1f}")
     return t.to_string(index=False)
 
@@ -455,6 +456,10 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
                     help="stepwise (robust default), paper (Stargazer as written), auto (chosen by cross-validation), "
                          "ebm, forest, boosting or hybrid (default stepwise)")
     fi.add_argument("--folds", type=count_arg, default=5, help="--model auto: cross-validation folds (default 5)")
+    fi.add_argument("--auto-rule", choices=choices.AUTO_RULES, default=choices.AUTO_RULES[0],
+                    help="--model auto: one-se (default) keeps the forest unless a candidate predicts the held-out "
+                         "rows better by more than one standard error of the paired difference; lowest: the "
+                         "lowest mean error (within 2 %%, the simpler model)")
     fi.add_argument("--seed", type=nonnegative_int, default=0, help="seed of the learners and the folds (default 0)")
     fi.set_defaults(func=cmd_fit)
 

@@ -143,14 +143,27 @@ def calibrate(model: Any, data: pd.DataFrame, folds: int = FOLDS, seed: int = 0)
     return Calibration(resid, rank, scale, folds, (float(y.min()), float(y.max())))
 
 
-def _clamped(model: Any, X: pd.DataFrame) -> np.ndarray:
-    """Which rows' predictions the model held at its bound."""
-    if getattr(model, "kind", "") == "stepwise":
-        return np.asarray(model.bound(model.linear_predictor(X))[1], dtype=bool)
-    from .learners import guard
+def _guarded(model: Any, X: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(the prediction shown, original scale; the rows it was held at the model's bound; the rows the
+    neighbour envelope held (:mod:`.envelope`); the equation's own bounded prediction at those rows, NaN
+    elsewhere), from one evaluation of the linear predictor over *X* (and one over the held rows only,
+    whose own value the envelope replaced)."""
+    from .fitted import inverse_transform
 
-    return np.asarray(guard(np.asarray(model.linear_predictor(X), dtype=float), model.bounds_, model.median_)[1],
-                      dtype=bool)
+    if getattr(model, "kind", "") != "stepwise":
+        from .learners import guard
+
+        z, clamped = guard(np.asarray(model.linear_predictor(X), dtype=float), model.bounds_, model.median_)
+        none = np.zeros(len(X), dtype=bool)
+        return inverse_transform(z, model.transform), np.asarray(clamped, dtype=bool), none, np.full(len(X), np.nan)
+    z, mask, held = model.guarded(X)  # mask: clamped or held; where not held, exactly the bound's flags
+    clamped = np.asarray(mask, dtype=bool).copy()
+    own = np.full(len(X), np.nan)
+    rows = np.flatnonzero(held)
+    if rows.size:
+        own_z, clamped[rows] = model.bound(model.linear_predictor(X.iloc[rows]))
+        own[rows] = inverse_transform(own_z, model.transform)
+    return inverse_transform(z, model.transform), clamped, np.asarray(held, dtype=bool), own
 
 
 def _predictable_range(model: Any, cal: Calibration) -> tuple[float, float]:
@@ -177,13 +190,11 @@ def calibrated_interval(model: Any, X: pd.DataFrame, cal: Calibration, level: fl
     model can predict, and beyond it on the side the model was clamped by the calibrated end). Every
     interval lies within the range the model can predict except where the calibrated end of a clamped
     row goes past it, and each end is at least MIN_HALF from the prediction."""
-    from .fitted import inverse_transform
     from .intervals import _check_level
 
     level = _check_level(level)
     lo_r, hi_r = cal.ends(level, goal)
-    pred = np.asarray(model.predict(X), dtype=float)
-    clamped = _clamped(model, X)
+    pred, clamped, held, own = _guarded(model, X)
     floor, ceiling = _predictable_range(model, cal)
     log = cal.scale == "log"
     if log:
@@ -197,9 +208,8 @@ def calibrated_interval(model: Any, X: pd.DataFrame, cal: Calibration, level: fl
     high = clamped & ~low
     lo = np.where(low, shift(floor, lo_r), np.where(high, floor, np.maximum(shift(pred, lo_r), floor)))
     hi = np.where(high, shift(ceiling, hi_r), np.where(low, ceiling, np.minimum(shift(pred, hi_r), ceiling)))
-    held, nb_lo, nb_hi = _held(model, X)
     if held.any():  # held to its neighbours: the interval covers what they measured and what the equation
-        own = inverse_transform(model.bound(model.linear_predictor(model._with_derived(X)))[0], model.transform)
+        nb_lo, nb_hi = _neighbour_range(model, X, held)
         a, b = np.fmin(nb_lo, own), np.fmax(nb_hi, own)  # says, by the calibrated ends too
         lo = np.where(held, np.minimum(lo, np.maximum(shift(a, lo_r), floor)), lo)
         hi = np.where(held, np.maximum(hi, np.minimum(shift(b, hi_r), ceiling)), hi)
@@ -208,19 +218,14 @@ def calibrated_interval(model: Any, X: pd.DataFrame, cal: Calibration, level: fl
     return pd.DataFrame({"predicted": pred, "lower": lo, "upper": hi, "bounded": clamped | held}, index=X.index)
 
 
-def _held(model: Any, X: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(rows whose prediction the neighbour envelope held (:mod:`.envelope`), and the original-scale
-    range of those neighbours' responses; NaN elsewhere)."""
-    n = len(X)
-    held, lo, hi = np.zeros(n, dtype=bool), np.full(n, np.nan), np.full(n, np.nan)
-    if getattr(model, "kind", "") != "stepwise" or getattr(model, "neighbours", None) is None or not n:
-        return held, lo, hi
+def _neighbour_range(model: Any, X: pd.DataFrame, held: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The original-scale range of the responses of the training designs nearest to each *held* row
+    (:mod:`.envelope`); NaN elsewhere."""
     from .fitted import inverse_transform
 
-    held = np.asarray(model.guarded(X)[2], dtype=bool)
+    lo, hi = np.full(len(X), np.nan), np.full(len(X), np.nan)
     rows = np.flatnonzero(held)
-    if rows.size:
-        z_lo, z_hi = model.neighbours.envelope(model._with_derived(X).iloc[rows], model.bases)
-        lo[rows] = inverse_transform(np.asarray(z_lo, dtype=float), model.transform)
-        hi[rows] = inverse_transform(np.asarray(z_hi, dtype=float), model.transform)
-    return held, lo, hi
+    z_lo, z_hi = model.neighbours.envelope(model._with_derived(X).iloc[rows], model.bases)
+    lo[rows] = inverse_transform(np.asarray(z_lo, dtype=float), model.transform)
+    hi[rows] = inverse_transform(np.asarray(z_hi, dtype=float), model.transform)
+    return lo, hi

@@ -699,12 +699,15 @@ def stepwise_fit(data: pd.DataFrame, response: str, kind: str = "stepwise", max_
         raise FitError(f"{kind} cannot have three-way interactions (Stargazer 1.0 tries pairs only)")
     cols = [c for c in data.columns if c != response and data[c].nunique() > 1]
     constant = [str(c) for c in data.columns if c != response and c not in cols]
-    if "forced" in settings:
-        settings["forced"] = [t for t in settings["forced"] if all(p in cols for p in t.split(":"))]
+    dropped: list = []
+    if "forced" in settings:  # a term on a column constant in this draw is left out, an unknown name refused
+        dropped = [t for t in settings["forced"] if any(p.strip() in constant for p in str(t).split(":"))]
+        settings["forced"] = [t for t in settings["forced"] if t not in dropped]
     model = fit_stepwise(data[cols + [response]], response, callback=callback,
                          transform=None if kind == "paper" else transform, **settings)
     if constant:
-        model.notes.append(f"column(s) {', '.join(constant)} constant in the data: left out")
+        model.notes.append(f"column(s) {', '.join(constant)} constant in the data: left out"
+                           + (f", with the forced term(s) {', '.join(map(str, dropped))}" if dropped else ""))
     if kind == "stepwise" and model.bound_margin is not None:  # the default's guard far outside the data
         from .envelope import Neighbours
 

@@ -41,27 +41,30 @@ def fit_model(name: str, data: pd.DataFrame, response: str, params: Sequence[str
               transform: str | None = "log", seed: int = 0, stepwise_kw: Mapping[str, Any] | None = None,
               callback: Callable | None = None, folds: int = 5,
               progress: Callable[[int, int, str], Any] | None = None,
-              derived: Mapping[str, str] | None = None) -> Any:
+              derived: Mapping[str, str] | None = None, auto_rule: str | None = None) -> Any:
     """Fit the model called *name* on a results table: the one entry point of every front end (the
     ``gpudse fit`` command, the dashboard's fit pages, the search, the example workspace). *stepwise_kw*
     (θ, φ, knots …, checked by :func:`.learners.stepwise_settings`) and *callback* (one call per trace
     step) apply to the stepwise models; *transform* None lets the stepwise model choose its scale;
-    *folds* and *progress* apply to ``auto`` (the choice by cross-validation, :mod:`.auto`); every
+    *folds*, *progress* and *auto_rule* (None: the default, :data:`.auto.RULE`) apply to ``auto`` (the
+    choice by cross-validation, :mod:`.auto`); every
     other name is one kind of :mod:`.kinds`. *derived* (name → expression over the parameters, a design
     space's derived quantities, :mod:`.derived`) adds predictors every kind uses and the model keeps."""
     from .kinds import check_response, fit_kind
 
     if derived:
         return _with_derived(name, data, response, params, dict(derived), transform=transform, seed=seed,
-                             stepwise_kw=stepwise_kw, callback=callback, folds=folds, progress=progress)
+                             stepwise_kw=stepwise_kw, callback=callback, folds=folds, progress=progress,
+                             auto_rule=auto_rule)
     base, _ = split_name(name)
     if base == "auto":
-        from .auto import select_model
+        from .auto import RULE, select_model
 
         check_response(data, response)
         params = list(params) if params else [c for c in data.columns if c != response]
         return note_constant_response(select_model(data, response, params, transform=transform, folds=folds,
-                                                   seed=seed, progress=progress, stepwise_kw=stepwise_kw),
+                                                   seed=seed, progress=progress, stepwise_kw=stepwise_kw,
+                                                   rule=auto_rule or RULE),
                                       data, response)
     return note_constant_response(fit_kind(name, data, response, params, transform=transform, seed=seed,
                                            stepwise_kw=stepwise_kw, callback=callback), data, response)

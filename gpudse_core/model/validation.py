@@ -222,6 +222,8 @@ def validate(data: pd.DataFrame, response: str, params: Sequence[str] | None = N
     if const:
         notes.append(f"left out constant column(s): {', '.join(const)}")
     params = [p for p in params if p not in const]
+    if fixed_terms:
+        _check_terms(fixed_terms, list(params), const)
     sizes = sorted({int(n) for n in train_sizes})
     if not sizes or sizes[0] < 3:
         raise GpudseError("training sizes must be whole numbers of at least 3")
@@ -285,6 +287,21 @@ def validate(data: pd.DataFrame, response: str, params: Sequence[str] | None = N
                 del store[m]
         raise Cancelled("validation cancelled", partial=res) from None
     return res
+
+
+def _check_terms(terms: Sequence[str], params: list[str], constant: list[str]) -> None:
+    """Refuse a fixed-model term that names no parameter of the data (before any fit, so a typo is never
+    silently left out of the model)."""
+    for t in terms:
+        parts = [q.strip() for q in str(t).split(":")]
+        unknown = [q for q in parts if q not in params]
+        if unknown:
+            why = "constant in the data" if all(q in constant for q in unknown) else "not a parameter"
+            raise GpudseError(f"fixed-model term {str(t)!r}: {', '.join(map(repr, unknown))} {why}; the parameters "
+                              f"are {', '.join(params)}; give terms such as simd,blk,simd:blk")
+        if not 1 <= len(parts) <= 3 or len(set(parts)) != len(parts):
+            raise GpudseError(f"fixed-model term {str(t)!r}: give a parameter or an interaction of two or three "
+                              f"different parameters, e.g. simd:blk")
 
 
 def _predict_all(train, test, response, params, models, transform, seed, fixed_terms, app_column, region, fit_kw,

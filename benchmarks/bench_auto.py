@@ -1,0 +1,111 @@
+"""Benchmark: ``--model auto``'s rules side by side, its mean error over the forest's (target ≤ 1.05).
+
+Run: python benchmarks/bench_auto.py [--kernels BFS,bfs] [--no-kernels] [--no-hub] [--seed 0] [--pool 4000]
+     [--repeats 3] [--train 300] [--test 1000]
+
+The draws of ``benchmarks/bench_accuracy.py`` with the same arguments (its kernel pools and benchmark_hub
+tables, the same test and training rows of each repeat, the same seeds), so a row here matches that table's
+``auto/forest`` column for the rule it ran with. On each training draw the candidates are cross-validated once
+(:func:`gpudse_core.model.auto.cross_validate`, every fold of every candidate: no early stop) and each rule of
+:data:`gpudse_core.model.auto.RULES` picks from that one table; the picks and the forest are refitted on the
+whole draw and scored on the test rows, as ``gpudse validate`` scores them. Columns: the forest's mean relative
+error (%) over all repeats' test points; for each rule, the ratio of its pick's mean to the forest's and the
+picks (``×n`` when picked on n repeats).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bench_accuracy import HUB, hub_data, kernel_pools  # noqa: E402
+from gpudse_core.choices import KERNELS  # noqa: E402
+from gpudse_core.model.auto import RULES, choose, cross_validate  # noqa: E402
+from gpudse_core.model.kinds import fit_kind  # noqa: E402
+from gpudse_core.model.metrics import relative_errors  # noqa: E402
+
+
+def draws(data: pd.DataFrame, args: argparse.Namespace):
+    """(repeat, training rows, test rows) as :func:`gpudse_core.model.validation.validate` draws them."""
+    rng = np.random.default_rng(args.seed)
+    for rep in range(args.repeats):
+        order = rng.permutation(len(data))
+        test = data.iloc[order[:args.test]].reset_index(drop=True)
+        train = data.iloc[rng.choice(order[args.test:], size=args.train, replace=False)].reset_index(drop=True)
+        yield rep, train, test
+
+
+def run(name: str, data: pd.DataFrame, response: str, args: argparse.Namespace) -> dict:
+    t0 = time.perf_counter()
+    params = [c for c in data.columns if c != response]
+    data = data[params + [response]].reset_index(drop=True)
+    errors: dict[str, list[float]] = {r: [] for r in ("forest", *RULES)}
+    picks: dict[str, list[str]] = {r: [] for r in RULES}
+    for rep, train, test in draws(data, args):
+        seed = args.seed + rep
+        table = cross_validate(train, response, params, transform="auto", seed=seed, stop_early=False)
+        chosen = {r: choose(table, 5, rule=r)[0] for r in RULES}
+        y = test[response].to_numpy(float)
+        for kind in sorted({"forest", *chosen.values()}):
+            model = fit_kind(kind, train, response, params, transform="auto", seed=seed)
+            e = float(np.mean(relative_errors(y, model.predict_details(test)["predicted"].to_numpy())))
+            for r in [k for k in ("forest", *RULES) if (k == "forest" and kind == "forest") or chosen.get(k) == kind]:
+                errors[r].append(e)
+        for r in RULES:
+            picks[r].append(chosen[r])
+    forest = float(np.mean(errors["forest"]))
+    row: dict = {"data": name, "forest mean": 100 * forest}
+    for r in RULES:
+        row[f"{r}/forest"] = float(np.mean(errors[r])) / forest
+    for r in RULES:
+        row[f"{r} picked"] = ", ".join(f"{k}×{v}" if v > 1 else k for k, v in Counter(picks[r]).most_common())
+    row["s"] = time.perf_counter() - t0
+    print(f"  {name}: {row['s']:.0f} s", file=sys.stderr, flush=True)
+    return row
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--kernels", default=",".join(KERNELS))
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--train", type=int, default=300)
+    ap.add_argument("--test", type=int, default=1000)
+    ap.add_argument("--pool", type=int, default=4000, help="simulated points per kernel to draw from")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--no-hub", action="store_true", help="skip the benchmark_hub GPUs")
+    ap.add_argument("--no-kernels", action="store_true", help="skip the built-in kernels")
+    args = ap.parse_args()
+    rows = []
+    t0 = time.perf_counter()
+    if not args.no_kernels:
+        try:
+            for k, data in kernel_pools([k.strip() for k in args.kernels.split(",") if k.strip()], args.pool,
+                                        args.seed):
+                rows.append(run(k, data, "cycles", args))
+        except ValueError as e:
+            ap.error(str(e))
+    if not args.no_hub:
+        if not HUB.is_dir():
+            print(f"note: {HUB} not found; benchmark_hub rows skipped", file=sys.stderr)
+        for path in sorted(HUB.glob("*.csv")) if HUB.is_dir() else []:
+            rows.append(run(path.stem.replace("convolution_", "conv "), hub_data(path), "time_ms", args))
+    table = pd.DataFrame(rows).set_index("data")
+    pd.set_option("display.width", 250)
+    pd.set_option("display.max_columns", 100)
+    print(f"auto's mean relative error over the forest's, N = {args.train} training points, {args.test} test points "
+          f"x {args.repeats} repeats, seed {args.seed}; rules: {', '.join(RULES)} (the default first); "
+          f"total {time.perf_counter() - t0:.0f} s")
+    print(table.to_string(float_format=lambda v: f"{v:.3f}"))
+
+
+if __name__ == "__main__":
+    main()

@@ -78,6 +78,18 @@ def test_a_move_picked_counts_as_tried_for_the_next_pick():
     assert stall.local_picks(cand, score, centres, done, 2).tolist() == [0, 2]
 
 
+def test_every_direction_from_a_centre_is_polled_before_one_twice():
+    centre = np.array([[0, 0, 0]])
+    done = np.array([[0, 0, 0], [1, 0, 0], [2, 0, 0]])  # a was moved twice from the centre already
+    cand = np.array([[3, 0, 0], [0, 1, 0], [0, 0, 1], [1, 1, 0]])
+    tries, key = stall.polled(cand, centre, done)
+    assert tries.tolist() == [2, 0, 0, 0]
+    assert key[1] != key[2] and len(set(key.tolist())) == 4
+    # a = 3 is a never-simulated value (the most novel), but a was polled twice: b and c go first
+    score = np.array([1.0, 0.2, 0.1, 0.0])
+    assert stall.local_picks(cand, score, centre, done, 3).tolist() == [1, 2, 0]
+
+
 def test_the_share_grows_the_longer_the_stall_lasts():
     assert [stall.share_at(s, 0.2, stall=40, span=20) for s in (0, 39, 40, 59, 60, 80, 100, 400)] == (
         [0.0, 0.0, 0.2, 0.2, 0.4, pytest.approx(0.6), pytest.approx(0.6), pytest.approx(0.6)])
@@ -144,8 +156,11 @@ def _ridge(digits, designs):
     return [(_ridge_value(d["w"], d["h"], d["x"]), "") for d in designs]
 
 
-@pytest.mark.slow  # two 50-simulation searches: about 1 s of CPU, and sklearn's import
+@pytest.mark.slow  # two 56-simulation searches: about 1 s of CPU, and sklearn's import
 def test_a_stalled_search_walks_to_the_move_the_models_learned_as_bad(monkeypatch):
+    """(Seeds 0–4: the models alone end at 10 in all five; with the walk at 1 in four, 2 in one. The region
+    ranked by the forest, as before the walk, reached 1 in none of ten seeds at 50 simulations: 4 in three,
+    through the restart, 10 in seven.)"""
     from gpudse_core.search.study import Trial
 
     monkeypatch.setattr(stall, "STALL", 10)  # the toy space's scale: stalled after 10, phases of 10
@@ -155,7 +170,7 @@ def test_a_stalled_search_walks_to_the_move_the_models_learned_as_bad(monkeypatc
              (1, 3, 4), (4, 2, 1), (0, 4, 5), (3, 0, 3), (5, 3, 0)]
     trials = [Trial(i, 0, 0, dict(w=w, h=h, x=x), None, _ridge_value(w, h, x), "ok")
               for i, (w, h, x) in enumerate(start)]
-    kw = dict(goal="min", budget=50, batch=3, seed=0, surrogate="forest", trials=trials)
+    kw = dict(goal="min", budget=56, batch=3, seed=0, surrogate="forest", trials=trials)
     alone = run_search(make_pool(_ridge_space()), _ridge, local_share=0.0, **kw)
     assert alone.best().value == 10.0  # the basin's floor, never h = 5 beside it
     res = run_search(make_pool(_ridge_space()), _ridge, **kw)  # the default share

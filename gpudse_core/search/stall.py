@@ -153,14 +153,35 @@ def _closer(nov: np.ndarray, cand: np.ndarray, moved: np.ndarray, d: np.ndarray)
     return np.where(same, np.minimum(nov, (~eq).sum(axis=1)), nov)
 
 
+def polled(cand: np.ndarray, centres: np.ndarray, done: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """How often each candidate's direction was tried from its centre already: the simulated designs that
+    differ from the candidate's nearest centre in exactly the parameters the candidate moves (any values),
+    and each candidate's key of (centre, moved parameters) — a pattern search polls every parameter of the
+    incumbent before it polls one twice."""
+    cand = np.asarray(cand, dtype=np.int64)
+    centres = np.asarray(centres, dtype=np.int64)
+    done = np.asarray(done, dtype=np.int64).reshape(-1, cand.shape[1])
+    bits = 1 << np.arange(cand.shape[1], dtype=np.int64)
+    near = np.argmin(np.stack([(cand != c[None, :]).sum(axis=1) for c in centres]), axis=0)
+    key = near * (1 << cand.shape[1]) + ((cand != centres[near]) * bits).sum(axis=1)
+    tried = np.concatenate([i * (1 << cand.shape[1]) + ((done != c[None, :]) * bits).sum(axis=1)
+                            for i, c in enumerate(centres)])
+    vals, counts = np.unique(tried, return_counts=True)
+    at = np.searchsorted(vals, key)
+    hit = (at < len(vals)) & (vals[np.minimum(at, len(vals) - 1)] == key)
+    return np.where(hit, counts[np.minimum(at, len(vals) - 1)], 0), key
+
+
 def local_picks(cand: np.ndarray, score: np.ndarray, centres: np.ndarray, done: np.ndarray, n: int,
                 max_radius: int = MAX_RADIUS) -> np.ndarray:
     """Indices of up to *n* candidates in the trust region, walked by what has not been tried rather
     than by the model (a pattern search from the centres): the designs within the smallest Hamming
     radius (1 to *max_radius*) of *centres* that holds *n* candidates (or the largest that holds any),
-    nearest first, then the most novel moves (:func:`novelty`; *done*: the designs simulated), then the
-    best *score*; each pick counts as tried for the next. The model that stalled ranks a move it learned
-    as bad last, so a region ranked by it never reaches the one design that matters (docs/search.md)."""
+    nearest first, then the directions least tried from their centre (:func:`polled`: every parameter
+    before any twice), then the most novel moves (:func:`novelty`; *done*: the designs simulated), then
+    the best *score*; each pick counts as tried for the next. The model that stalled ranks a move it
+    learned as bad last, so a region ranked by it never reaches the one design that matters
+    (docs/search.md)."""
     if n <= 0 or not len(cand) or not len(centres):
         return np.zeros(0, dtype=np.int64)
     dist = hamming(cand, centres)
@@ -173,11 +194,13 @@ def local_picks(cand: np.ndarray, score: np.ndarray, centres: np.ndarray, done: 
         return np.zeros(0, dtype=np.int64)
     c = np.asarray(cand, dtype=np.int64)[inside]
     nov, moved = novelty(c, centres, done)
+    tries, key = polled(c, centres, done)
     s = np.where(np.isfinite(score[inside]), score[inside], -np.inf)
     chosen: list[int] = []
     for _ in range(min(n, len(inside))):
-        order = np.lexsort((-s, -nov, dist[inside]))  # the last key sorts first
+        order = np.lexsort((-s, -nov, tries, dist[inside]))  # the last key sorts first
         i = int(next(j for j in order if j not in chosen))
         chosen.append(i)
         nov = _closer(nov, c, moved, c[i])
+        tries = tries + (key == key[i])
     return inside[np.array(chosen, dtype=np.int64)]

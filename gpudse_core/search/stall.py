@@ -18,18 +18,20 @@ what is known; ``far``), then the region again, and so on; the share grows by ``
 ends the stall, and the models have the whole batch again.
 
 The region is **walked by what has not been tried, not ranked by the model** (a pattern search, as
-Hooke & Jeeves 1961 poll each coordinate move from the incumbent): the model that stalled is the one
-that learned the optimum's value as bad, and ranked by it the region's designs never reached the one
-design that matters. Each move (the parameters a candidate changes from its centre, and their new
-values) goes first when those values were never simulated, or simulated only far from here
-(:func:`novelty`), ties by the model's score.
+Hooke & Jeeves 1961 poll each coordinate of the incumbent): the model that stalled is the one that
+learned the optimum's value as bad, and ranked by it the region's designs never reached the one design
+that matters. Each candidate is a move from its nearest centre (the parameters it changes, and their
+new values); the nearest go first, then the directions least tried from their centre (:func:`polled`),
+then the most novel moves (:func:`novelty`: values never simulated, or simulated only far from here),
+then the model's score.
 
 Measured (docs/search.md, "Exploration once the search stalls"; batches of 5, 10 seeds): stalled
 after 20 simulations with half the batch, the model-ranked region cured conv-MI250X's stalled seed but
-raised conv-A100's median regret at 100 simulations from 3.7 % to 14.3 %; after 40, a fifth, the
-model-ranked region left every median unchanged and cured no stalled seed; the walk with the growing
-share cures conv-MI250X's seed 2 (48.5 % → 0.0 at 200) and changes no median but conv-A4000's at 200
-(0.4 → 0.0).
+raised conv-A100's median regret at 100 simulations from 3.7 % to 14.3 %; after 40, a fifth, it left
+every median unchanged and cured no stalled seed. The walk with the growing share leaves every median
+of the tables as it was or lower, and improves stalled seeds (MI250X's seed 2 at 200: 48.5 % → 15.5;
+A4000's seeds 10, 14 and 16: 23.6 % → 0.4) — but moves others the other way (A100's seed 1: 11.2 %
+→ 43.0): a seed's figure at 200 is chaotic.
 """
 
 from __future__ import annotations

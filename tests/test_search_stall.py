@@ -88,6 +88,9 @@ def test_every_direction_from_a_centre_is_polled_before_one_twice():
     # a = 3 is a never-simulated value (the most novel), but a was polled twice: b and c go first
     score = np.array([1.0, 0.2, 0.1, 0.0])
     assert stall.local_picks(cand, score, centre, done, 3).tolist() == [1, 2, 0]
+    # within a round too: once a is moved, b goes before a second move of a, whatever the score
+    cand = np.array([[1, 0, 0], [2, 0, 0], [0, 1, 0]])
+    assert stall.local_picks(cand, np.array([0.9, 0.8, 0.1]), centre, centre, 3).tolist() == [0, 2, 1]
 
 
 def test_the_share_grows_the_longer_the_stall_lasts():

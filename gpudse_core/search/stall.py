@@ -160,18 +160,18 @@ def polled(cand: np.ndarray, centres: np.ndarray, done: np.ndarray) -> tuple[np.
     differ from the candidate's nearest centre in exactly the parameters the candidate moves (any values),
     and each candidate's key of (centre, moved parameters) — a pattern search polls every parameter of the
     incumbent before it polls one twice."""
+    from .pool import row_keys
+
     cand = np.asarray(cand, dtype=np.int64)
     centres = np.asarray(centres, dtype=np.int64)
     done = np.asarray(done, dtype=np.int64).reshape(-1, cand.shape[1])
-    bits = 1 << np.arange(cand.shape[1], dtype=np.int64)
     near = np.argmin(np.stack([(cand != c[None, :]).sum(axis=1) for c in centres]), axis=0)
-    key = near * (1 << cand.shape[1]) + ((cand != centres[near]) * bits).sum(axis=1)
-    tried = np.concatenate([i * (1 << cand.shape[1]) + ((done != c[None, :]) * bits).sum(axis=1)
-                            for i, c in enumerate(centres)])
-    vals, counts = np.unique(tried, return_counts=True)
-    at = np.searchsorted(vals, key)
-    hit = (at < len(vals)) & (vals[np.minimum(at, len(vals) - 1)] == key)
-    return np.where(hit, counts[np.minimum(at, len(vals) - 1)], 0), key
+    key = row_keys(np.column_stack([near, cand != centres[near]]))  # (centre, the parameters moved)
+    tried: dict = {}
+    for i, c in enumerate(centres):
+        for k in row_keys(np.column_stack([np.full(len(done), i), done != c[None, :]])):
+            tried[k.tobytes()] = tried.get(k.tobytes(), 0) + 1
+    return np.array([tried.get(k.tobytes(), 0) for k in key], dtype=np.int64), key
 
 
 def local_picks(cand: np.ndarray, score: np.ndarray, centres: np.ndarray, done: np.ndarray, n: int,

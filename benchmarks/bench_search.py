@@ -335,16 +335,17 @@ def is_table(group: str) -> bool:
     return group.startswith("conv-") or group == "mgpusim-study"
 
 
-def regret_unit(group: str, seeds: int, batch: int, methods: list, judged_only: bool = False) -> dict:
+def regret_unit(group: str, seeds: int | list, batch: int, methods: list, judged_only: bool = False) -> dict:
     """Regret of every method on one table, or on one kernel's cycles (ties) and cycles × area together
-    (the one-shot fit is shared between the two)."""
+    (the one-shot fit is shared between the two); *seeds*: a count (0 … seeds − 1) or the seeds themselves."""
+    seed_list = list(range(seeds)) if isinstance(seeds, int) else list(seeds)
     cache: dict = {}
     names = [group] if is_table(group) else ([f"{group}×area"] if judged_only else [group, f"{group}×area"])
     truths = [make_truth(n, cache) for n in names]
     budgets = budgets_of(group)
     res = {n: {m: {b: [] for b in budgets} for m in methods} for n in names}
     own, own_forest, steps, local, t0 = [], [], [], [], time.time()
-    for seed in range(seeds):
+    for seed in seed_list:
         for t in truths:
             for m, settings in {"gpudse": {}, **VARIANTS}.items():
                 if m in methods:  # the search with its defaults, or other settings (docs/search.md)
@@ -379,7 +380,8 @@ def regret_unit(group: str, seeds: int, batch: int, methods: list, judged_only: 
         for m in methods:
             if m.startswith("gpudse"):
                 lines.append(f"  {m} per seed: " + "  ".join(
-                    "/".join(f"{100 * res[t.name][m][b][i]:.1f}" for b in budgets) for i in range(seeds)))
+                    f"{seed}: " + "/".join(f"{100 * res[t.name][m][b][i]:.1f}" for b in budgets)
+                    for i, seed in enumerate(seed_list)))
     forest = (f"; gpudse-forest: own time per batch median {np.median(own_forest):.3f} s, max "
               f"{max(own_forest):.3f} s" if own_forest else "")
     chose = (f"designs chosen by the stepwise model per gpudse run: median {np.median(steps):.0f}, max "
@@ -437,6 +439,8 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true", help="3 seeds, conv-A100 and matMul only")
     ap.add_argument("--seeds", type=int, default=None, help="regret: seeds (default 10; --quick 3)")
+    ap.add_argument("--seed-list", default=None, help="regret: these seeds only, e.g. 2,7 (the runs that stall); "
+                    "instead of --seeds")
     ap.add_argument("--accuracy-seeds", type=int, default=None, help="--goal accuracy: seeds (default 20, --quick 3: "
                     "with 10 the medians of the two curves moved by ±0.05 points between settings, as much as "
                     "the differences judged)")
@@ -458,6 +462,13 @@ def main(argv=None) -> int:
     if args.huge:
         return huge_run(args.batch)
     seeds = args.seeds or (3 if args.quick else 10)
+    if args.seed_list:
+        try:
+            seeds = [int(x) for x in args.seed_list.split(",") if x.strip()]
+        except ValueError:
+            ap.error(f"--seed-list {args.seed_list!r}: give whole numbers separated by commas, e.g. 2,7")
+        if not seeds or min(seeds) < 0:
+            ap.error(f"--seed-list {args.seed_list!r}: give seeds from 0 up, e.g. 2,7")
     groups = args.spaces.split(",") if args.spaces else (["conv-A100", "matMul"] if args.quick else
                                                          [*TABLES, "mgpusim-study", *KERNELS])
     methods = args.methods.split(",")
@@ -466,7 +477,8 @@ def main(argv=None) -> int:
         acc_seeds = args.accuracy_seeds or (3 if args.quick else 20)
         units += [("accuracy", g, acc_seeds) for g in groups if g != "mgpusim-study"]  # 82 designs: no N = 300
     t0 = time.time()
-    print(f"bench_search: {seeds} seeds, budgets {BUDGETS}, accuracy at N = {SIZES} "
+    which = "seeds " + ",".join(map(str, seeds)) if isinstance(seeds, list) else f"{seeds} seeds"
+    print(f"bench_search: {which}, budgets {BUDGETS}, accuracy at N = {SIZES} "
           f"({args.accuracy_seeds or (3 if args.quick else 20)} seeds), {args.jobs} process(es), "
           f"load average {os.getloadavg()[0]:.1f}", flush=True)
     done = []

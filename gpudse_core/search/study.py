@@ -505,8 +505,9 @@ class _Loop:
 
     def _local(self, cand: np.ndarray, unit: np.ndarray, score: np.ndarray, k: int) -> np.ndarray:
         """The candidates the stall's exploration takes from the next *k* proposals (.stall): none unless
-        the best has not improved for STALL simulations; then the trust region around the best designs
-        (``local``) or a restart far from every design simulated (``far``), by the stall's length."""
+        the best has not improved for STALL simulations; then the trust region around the best designs,
+        walked by what has not been tried (``local``), or a restart far from every design simulated
+        (``far``), by the stall's length — a share of the proposals that grows with it."""
         from . import stall
 
         share = stall.LOCAL_SHARE if self.s.local_share is None else self.s.local_share
@@ -515,12 +516,13 @@ class _Loop:
         self.stall_phase = stall.phase(since)
         if share <= 0 or not self.stall_phase:
             return np.zeros(0, dtype=np.int64)
-        n = stall.owed([t.surrogate for t in trials[len(trials) - (since - stall.STALL):]]
-                       if since > stall.STALL else [], ("local", "far"), share, k)
+        start = stall.phase_start(since)  # the phase's share of the proposals made since it began
+        n = stall.owed([t.surrogate for t in trials[len(trials) - (since - start):]] if since > start else [],
+                       ("local", "far"), stall.share_at(since, share), k)
         if self.stall_phase == "far":
             return stall.far_picks(cand, unit, score, self.pool.unit(np.array(self.done_digits)), n)
         centres = _incumbents(self.res, self.done_digits, self.s.goal, self.sign)[:stall.LOCAL_CENTRES]
-        return stall.local_picks(cand, unit, score, centres, n)
+        return stall.local_picks(cand, score, centres, np.array(self.done_digits), n)
 
     def _random_slots(self, k: int) -> int:
         """How many of the next *k* proposals are uniform draws: the share's whole part of the simulations

@@ -253,8 +253,8 @@ elif ui.analysis_banner(sv, lambda: compute(ui_work.scan_request(sv.value, reque
     front = value.pareto
     if front is not None and len(front) and "cost" in front.columns:
         ui.chart(figures.pareto(front, recommendation.cost_label(value.cost, space), model.response, value.cloud))
-        st.caption(ui.help_for("pareto") + (" " + recommendation.cost_note(value.cost)
-                                            if recommendation.cost_note(value.cost) else ""))
+        cost_note = recommendation.cost_note(value.cost)
+        st.caption(ui.help_for("pareto") + (" " + ui.plain(cost_note) if cost_note else ""))
 
 if not checked:
     simulated_best(space, model)

@@ -223,7 +223,8 @@ with tab_upload:
                 else:
                     confirmed = not used  # nothing to lose: the first results are used at once
                 if confirmed and w.writable and ui.guarded(
-                        lambda: w.set_results(rep.table, model_response, f"uploaded {up.name}", inputs=[space_sv])):
+                        lambda: (w.set_results(rep.table, model_response, f"uploaded {up.name}", inputs=[space_sv]),
+                                 rep.failures is None or w.record_failures(up.name, space.name, rep.failures))):
                     st.session_state.upload_used = (w.id, sig)
                     st.rerun()  # every part of the page (and the sidebar) from the new version
                 if used:

@@ -223,10 +223,11 @@ with tab_upload:
                 else:
                     confirmed = not used  # nothing to lose: the first results are used at once
                 if confirmed and w.writable and ui.guarded(
-                        lambda: (w.set_results(rep.table, model_response, f"uploaded {up.name}", inputs=[space_sv]),
-                                 rep.failures is None or w.record_failures(up.name, space.name, rep.failures))):
+                        lambda: w.set_results(rep.table, model_response, f"uploaded {up.name}", inputs=[space_sv])):
                     st.session_state.upload_used = (w.id, sig)
                     st.rerun()  # every part of the page (and the sidebar) from the new version
+                if used and rep.failures is not None and w.writable:  # kept where every scan finds them (once)
+                    ui.guarded(lambda: w.record_failures(up.name, space.name, rep.failures))
                 if used:
                     st.success(f"{ui.fmt_count(rep.rows_kept, 'rows')} of {ui.plain(up.name)} are the results in use "
                                f"(response: {ui.plain(model_response)}).", icon=":material/check:")

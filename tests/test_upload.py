@@ -186,10 +186,14 @@ def test_a_workspace_keeps_an_uploads_failures_for_the_scan(tmp_path, monkeypatc
     rep = validate_results(df, SPACE, responses=["cycles"])
     ws.set_results(rep.table, "cycles", "uploaded m.csv")
     assert ws.record_failures("m.csv", SPACE.name, rep.failures) == "failures of m.csv"
-    assert ws.record_failures("m.csv", SPACE.name, rep.failures) == "failures of m.csv (2)"  # uploaded again
+    assert ws.record_failures("m.csv", SPACE.name, rep.failures) == "failures of m.csv"  # the page drawn again
+    other = validate_results(df.assign(status=["ok", "ok", "CompileFailedConfig", "ok"]), SPACE).failures
+    assert ws.record_failures("m.csv", SPACE.name, other) == "failures of m.csv (2)"  # another table, same name
     got = failed_points(ws, list(SPACE.parameter_names))
-    assert len(got) == 2 and set(got["status"]) == {"failed"} and set(got["error"]) == {"RuntimeFailedConfig"}
-    assert got[list(SPACE.parameter_names)].iloc[0].to_dict() == df[list(SPACE.parameter_names)].iloc[1].to_dict()
+    assert len(got) == 2 and set(got["status"]) == {"failed"}
+    assert sorted(got["error"]) == ["CompileFailedConfig", "RuntimeFailedConfig"]
+    runtime = got.loc[got["error"] == "RuntimeFailedConfig", list(SPACE.parameter_names)]
+    assert runtime.iloc[0].to_dict() == df[list(SPACE.parameter_names)].iloc[1].to_dict()
 
 
 def test_cli_import(tmp_path, capsys):

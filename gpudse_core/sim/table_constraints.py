@@ -32,8 +32,8 @@ import pandas as pd
 from ..errors import GpudseError
 
 MAX_SUGGESTIONS = 12
-MAX_LISTED = 8
-PAIR_WORK = 200_000_000  # rows × parameters² read when looking for pairs never measured  # values of b listed in one "pair never measured" suggestion
+MAX_LISTED = 8  # values of b listed in one "pair never measured" suggestion
+PAIR_WORK = 200_000_000  # rows × parameters² read when looking for pairs never measured
 
 
 @dataclass(frozen=True)

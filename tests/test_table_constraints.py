@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from gpudse_core.cli import main
 from gpudse_core.sim.lookup import infer_space
@@ -100,3 +101,28 @@ def test_the_a4000_convolution_table_shows_the_thread_limit_and_padding_with_sha
     assert table_coverage(frame, space) == (4362, 10240)
     found = [s.expr for s in suggest_constraints(frame, space)]
     assert "block_size_x * block_size_y <= 1024" in found and "not (use_padding == 1 and use_shmem == 0)" in found
+
+
+@given(st.lists(st.booleans(), min_size=160, max_size=160))
+@settings(max_examples=40, deadline=None)
+def test_any_subset_of_a_product_keeps_every_row_feasible_under_the_suggestions(keep):
+    """Whatever rows a table holds, the suggestions together admit every one of them (none is a rule the
+    table breaks), and each excludes some combination of the product."""
+    full = pd.DataFrame([dict(bx=bx, by=by, pad=pad, shm=shm, tile=tile, time_ms=1.0)
+                         for bx, by, pad, shm, tile in itertools.product((32, 64, 128, 256, 512), (1, 2, 4, 8),
+                                                                         (0, 1), (0, 1), (1, 2))])
+    frame = full[keep].reset_index(drop=True)
+    if frame.empty:
+        return
+    space = infer_space(frame, PARAMS)
+    found = suggest_constraints(frame, space)
+    held, size = table_coverage(frame, space)
+    assert held == len(frame) and size == space.size
+    assert all(s.excludes > 0 for s in found)
+    together = feasible_with(space, found)
+    assert together is not None and held <= together <= size
+    if found:
+        d = space.to_dict()
+        d["constraints"] = [s.expr for s in found]
+        both = load_space_dict(d)
+        assert all(both.is_feasible(r) for r in frame[PARAMS].to_dict("records"))

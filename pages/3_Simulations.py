@@ -231,7 +231,9 @@ with tab_upload:
                 if used:
                     st.success(f"{ui.fmt_count(rep.rows_kept, 'rows')} of {ui.plain(up.name)} are the results in use "
                                f"(response: {ui.plain(model_response)}).", icon=":material/check:")
-                st.write(f"Kept **{ui.fmt_count(rep.rows_kept)}** of {ui.fmt_count(rep.rows_in)} rows.")
+                st.write(f"Kept **{ui.fmt_count(rep.rows_kept)}** of {ui.fmt_count(rep.rows_in)} rows"
+                         + (f"; **{ui.fmt_count(rep.rows_failed)}** failed configurations kept as failures (never "
+                            f"recommended)" if rep.rows_failed else "") + ".")
                 # a constant column is a problem only as the response to model; others are noted
                 aside = [p for p in rep.problems if p.kind == "constant response" and p.column != model_response]
                 for p in rep.problems:

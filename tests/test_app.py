@@ -932,6 +932,8 @@ def test_an_uploaded_tables_failed_configurations_are_kept_as_failures(app):
     ok(app, "upload")
     assert any("2 failed configurations kept as failures" in t and "rows 4, 8" in t for t in texts(app, "warning"))
     assert not any("missing or not numbers" in t or "reserved" in t for t in texts(app, "warning"))
+    summary = "Kept **38** of 40 rows; **2** failed configurations kept as failures"
+    assert any(summary in m for m in texts(app, "markdown")), texts(app, "markdown")
     app.button(key="upload_replace").click().run()
     ok(app, "replace")
     assert len(w.get("results").value.table) == 38

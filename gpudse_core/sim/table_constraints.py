@@ -78,7 +78,7 @@ def _product_bounds(frame: pd.DataFrame, space: Any) -> list[tuple[str, str]]:
               and all(float(v) >= 1 for v in p.values)]
     out = []
     for a, b in itertools.combinations(counts, 2):
-        most = (pd.to_numeric(frame[a.name]) * pd.to_numeric(frame[b.name])).max()
+        most = (pd.to_numeric(frame[a.name]).astype(float) * pd.to_numeric(frame[b.name]).astype(float)).max()
         if most < float(max(a.values)) * float(max(b.values)):
             bound = int(most) if float(most).is_integer() else float(most)
             out.append((f"{a.name} * {b.name} <= {bound}",

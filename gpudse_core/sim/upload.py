@@ -14,12 +14,13 @@ problems, each naming the column and the (1-based) data rows and what was done:
 * columns gpudse adds itself (``design_index``, ``predicted``, …, see ``choices.RESERVED_NAMES``)
   are never taken for responses, even when named as one: dropped with a note;
 * a ``status`` column (a measured tuning table's, e.g. the FAIR Benchmark Hub's ``ok`` /
-  ``RuntimeFailedConfig``): a row whose status is not one of :data:`OK_STATUS` (case-insensitive,
-  surrounding spaces ignored) is a **failed configuration**. It is kept, not dropped, in
-  ``UploadReport.failures`` in the form a campaign's failed points take (the parameters, ``status``
-  ``failed``, ``error`` the table's status), so the fit leaves it out — as it leaves out a failed
-  simulation — and explore never recommends a design group holding it. A status that is not text (a
-  number, True/False) or is longer than :data:`STATUS_CHARS` rejects the row, naming it.
+  ``RuntimeFailedConfig``): a row whose status is not one of ``choices.OK_STATUS`` (ok, success,
+  succeeded, done or empty; case and surrounding spaces ignored; explore reads the same) is a **failed
+  configuration**. It is kept, not dropped, in ``UploadReport.failures`` in the form a campaign's failed
+  points take (the parameters, ``status`` ``failed``, ``error`` the table's status), so the fit leaves
+  it out — as it leaves out a failed simulation — and explore never recommends a design group holding
+  it. A status that is not text (a number, True/False, text that reads as a number) or is longer than
+  :data:`STATUS_CHARS` rejects the row, naming it.
 
 Reading goes through :func:`gpudse_core.dataio.read_table_bytes` (bounded; duplicated column names
 refused), so an upload and a file given to the CLI are read the same way.
@@ -32,7 +33,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from ..choices import RESERVED_NAMES
+from ..choices import OK_STATUS, RESERVED_NAMES
 from ..dataio import TableError, is_boolean_column, read_table_bytes, table_format
 from ..errors import GpudseError
 from ..space.design import DesignSpace
@@ -40,7 +41,6 @@ from ..space.design import DesignSpace
 SNAP = ("reject", "nearest")
 DUPLICATES = ("keep", "average", "reject")
 STATUS = "status"
-OK_STATUS = ("ok", "success", "succeeded", "done", "")  # any other status is a failed configuration
 STATUS_CHARS = 200
 
 

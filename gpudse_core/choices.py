@@ -56,6 +56,10 @@ MGPUSIM_PARAMETERS = ("cu_per_sa", "sa", "l2_kb", "mem_banks", "line", "freq_mhz
 RESERVED_NAMES = ("config", "run_dir", "point", "attempt", "design_index", "predicted", "bounded", "extrapolation",
                   "status", "error", "log_tail")
 
+# A results or measured table's ``status`` that means the configuration ran (compared stripped, lower-case);
+# any other status is a failed configuration: uploads keep it as a failure, explore never recommends it.
+OK_STATUS = ("ok", "success", "succeeded", "done", "")
+
 # Columns simulators write beside the design parameters: the built-in simulator's outputs and the
 # GPGPU-Sim statistics (with their totals). Without --params, fit and validate never take them for
 # parameters (a model of cycles on cycles_trimmed and ipc has R² 1 and says nothing).

@@ -228,10 +228,14 @@ with tab_upload:
                                               note=upload_note(rep))):
                     st.session_state.upload_used = (w.id, sig)
                     st.rerun()  # every part of the page (and the sidebar) from the new version
+                if used and rep.failures is not None and w.writable:  # kept where every scan finds them (once)
+                    ui.guarded(lambda: w.record_failures(up.name, space.name, rep.failures))
                 if used:
                     st.success(f"{ui.fmt_count(rep.rows_kept, 'rows')} of {ui.plain(up.name)} are the results in use "
                                f"(response: {ui.plain(model_response)}).", icon=":material/check:")
-                st.write(f"Kept **{ui.fmt_count(rep.rows_kept)}** of {ui.fmt_count(rep.rows_in)} rows.")
+                st.write(f"Kept **{ui.fmt_count(rep.rows_kept)}** of {ui.fmt_count(rep.rows_in)} rows"
+                         + (f"; **{ui.fmt_count(rep.rows_failed)}** failed configurations kept as failures (never "
+                            f"recommended)" if rep.rows_failed else "") + ".")
                 # a constant column is a problem only as the response to model; others are noted
                 aside = [p for p in rep.problems if p.kind == "constant response" and p.column != model_response]
                 for p in rep.problems:

@@ -920,6 +920,31 @@ def test_an_upload_with_a_constant_side_column_warns_only_about_the_response(app
     assert any("constant response" in t and "clock_mhz" in t for t in texts(app, "warning")), texts(app, "warning")
 
 
+def test_an_uploaded_tables_failed_configurations_are_kept_as_failures(app):
+    """A measured table's status column (ok, or why the configuration failed, with an empty response):
+    the upload says the failures are kept, and records them where every scan finds a campaign's failures."""
+    from gpudse_core.workspace.campaigns import failed_points
+
+    w = ws(app)
+    params = list(w.get("space").value.parameter_names)
+    table = w.get("results").value.table[params + ["cycles"]].head(40).copy()
+    table["status"] = ["RuntimeFailedConfig" if i in (3, 7) else "ok" for i in range(40)]
+    table.loc[[3, 7], "cycles"] = None
+    goto(app, "Simulations")
+    app.file_uploader(key="results_upload").upload("measured.csv", table.to_csv(index=False).encode()).run()
+    ok(app, "upload")
+    assert any("2 failed configurations kept as failures" in t and "rows 4, 8" in t for t in texts(app, "warning"))
+    assert not any("missing or not numbers" in t or "reserved" in t for t in texts(app, "warning"))
+    summary = "Kept **38** of 40 rows; **2** failed configurations kept as failures"
+    assert any(summary in m for m in texts(app, "markdown")), texts(app, "markdown")
+    app.button(key="upload_replace").click().run()
+    ok(app, "replace")
+    assert len(w.get("results").value.table) == 38
+    failed = failed_points(w, params)
+    assert len(failed) == 2 and failed["error"].tolist() == ["RuntimeFailedConfig"] * 2
+    assert "failures of measured.csv" in [c.name for c in w.campaigns()]
+
+
 def test_home_cards_and_workspace_list_speak_in_stages(app):
     """Home's 'Where you are' cards: the example's validation and scan read 'computed'; the list of
     workspaces names the pipeline's stages, never an analysis's storage key (true_error)."""

@@ -163,3 +163,22 @@ def test_results_mark_simulated_groups_and_exclude_simulated_leaves_them_out(mod
     text = capsys.readouterr().out
     assert "any" in text and "95 % interval (cycles)" in text and "measured (cycles)" in text
     assert "True" not in text and "False" not in text
+
+
+def test_failed_configurations_an_import_kept_are_never_recommended(model_file, tmp_path, capsys):
+    """A measured table's failed rows (status not ok) go through gpudse import to *_failed.csv; explore
+    --failed leaves out the group holding one, as it does a failed simulation in --results."""
+    plain = explore_json(capsys, model_file, "stargazer", "--top", "3")["best"]
+    first = {p: plain[0][p] for p in SPACE.parameter_names}
+    ran = {p: plain[1][p] for p in SPACE.parameter_names}
+    src = tmp_path / "measured.csv"
+    pd.DataFrame([dict(first, cycles=None, status="RuntimeFailedConfig"), dict(ran, cycles=1000.0, status="ok"),
+                  dict(ran, cycles=1100.0, status="ok")]).to_csv(src, index=False)
+    assert main(["import", str(src), "--space", "stargazer", "-o", str(tmp_path / "r.csv")]) == 0
+    capsys.readouterr()
+    got = explore_json(capsys, model_file, "stargazer", "--top", "2", "--results", tmp_path / "r.csv",
+                       "--failed", tmp_path / "r_failed.csv")
+    assert got["left_out"] == 1 and same_group(got["best"][0], plain[1]) and same_group(got["best"][1], plain[2])
+    assert got["best"][0]["simulated"] == 2
+    assert main(["explore", str(model_file), "stargazer", "--failed", str(tmp_path / "r.csv")]) == 2
+    assert "no status column" in capsys.readouterr().err

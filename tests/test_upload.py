@@ -96,21 +96,104 @@ def test_read_upload_formats_and_cap():
         read_upload(b"\x00\x01 not parquet", "r.parquet")
 
 
-@given(st.lists(st.tuples(st.integers(0, 19), st.sampled_from(["simd", "blk", "cycles"]),
-                          st.sampled_from([7, 8.0, "x", None, -1, 16])), max_size=15))
+@given(st.lists(st.tuples(st.integers(0, 19), st.sampled_from(["simd", "blk", "cycles", "status"]),
+                          st.sampled_from([7, 8.0, "x", None, -1, 16, "ok", " OK ", "RuntimeFailedConfig", True])),
+                max_size=15))
 @settings(max_examples=60)
-def test_every_row_is_kept_or_reported(edits):
-    df = results()
-    df = df.astype({"simd": object, "blk": object, "cycles": object})
+def test_every_row_is_kept_failed_or_reported(edits):
+    """Every row ends in exactly one place: the results, the failed configurations, or a reported problem."""
+    df = results().assign(status="ok")
+    df = df.astype({"simd": object, "blk": object, "cycles": object, "status": object})
     for row, col, val in edits:
         df.loc[row, col] = val
     try:
         rep = validate_results(df, SPACE, responses=["cycles"], duplicates="keep")
     except GpudseError:
         return
-    kinds = ("not a value", "bad response", "infinite response")
+    kinds = ("not a value", "bad response", "infinite response", "bad status")
     reported = {r for p in rep.problems if p.kind in kinds for r in p.rows}
-    assert rep.rows_kept + len(reported) == 20
+    failed = {r for p in rep.problems if p.kind == "failed configurations" for r in p.rows}
+    assert not reported & failed and len(failed) == rep.rows_failed
+    assert rep.rows_kept + rep.rows_failed + len(reported) == 20
+    failing = df["status"].map(lambda v: isinstance(v, str) and v in ("x", "RuntimeFailedConfig"))  # not ok/OK/empty
+    assert failed <= set(np.flatnonzero(failing.to_numpy(bool)) + 1)
+
+
+def test_a_status_column_keeps_failed_configurations_as_failures():
+    """A measured tuning table (FAIR Benchmark Hub: status ok, or why the configuration failed, with an
+    empty time) keeps its failures in a campaign's form, not as dropped "bad responses"."""
+    df = results(8).assign(status=["ok", "OK", " success ", None, "RuntimeFailedConfig", "CompileFailedConfig",
+                                   "ok", "RuntimeFailedConfig"])
+    df.loc[[4, 5], "cycles"] = np.nan  # failed rows have no time; row 8 has one, and still failed
+    df["simd"] = df["simd"].astype(str)  # canonical values for the failures too ("8" -> 8)
+    rep = validate_results(df, SPACE, responses=["cycles"])
+    assert rep.rows_kept == 5 and "status" not in rep.table.columns and rep.table["cycles"].notna().all()
+    assert rep.rows_failed == 3
+    f = rep.failures
+    assert list(f.columns) == [*SPACE.parameter_names, "status", "error"]
+    assert f["status"].tolist() == ["failed"] * 3
+    assert f["error"].tolist() == ["RuntimeFailedConfig", "CompileFailedConfig", "RuntimeFailedConfig"]
+    assert f["simd"].tolist() == results(8)["simd"].iloc[[4, 5, 7]].tolist()
+    (p,) = [p for p in rep.problems if p.kind == "failed configurations"]
+    assert p.rows == [5, 6, 8] and "3 failed configurations kept as failures" in str(p)
+    assert "RuntimeFailedConfig 2" in str(p) and not any(q.kind in ("bad response", "reserved columns")
+                                                         for q in rep.problems)
+
+
+@pytest.mark.parametrize("value", [1, True, "3.5", "x" * 201])
+def test_a_status_that_is_no_status_rejects_the_row_naming_it(value):
+    df = results(5).assign(status="ok").astype({"status": object})
+    df.loc[2, "status"] = value
+    rep = validate_results(df, SPACE, responses=["cycles"])
+    (p,) = [p for p in rep.problems if p.kind == "bad status"]
+    assert p.rows == [3] and "(rows 3)" in str(p) and "not a status" in str(p)
+    assert rep.rows_kept == 4 and rep.rows_failed == 0
+
+
+def test_cli_import_keeps_failures_beside_the_results_and_in_the_store(tmp_path, capsys):
+    from gpudse_core.cli import main
+    from gpudse_core.sim.store import CampaignStore
+
+    df = results(6).assign(status=["ok", "RuntimeFailedConfig", "ok", "ok", "ok", "ok"])
+    df.loc[1, "cycles"] = np.nan
+    src = tmp_path / "measured.csv"
+    df.to_csv(src, index=False)
+    out = tmp_path / "clean.csv"
+    assert main(["import", str(src), "--space", "stargazer", "--store", str(tmp_path / "c.db"), "-o", str(out)]) == 0
+    err = capsys.readouterr().err
+    assert "kept 5 of 6 rows" in err and "1 failed configurations kept as failures" in err
+    assert "--failed" in err and "clean_failed.csv" in err
+    assert len(pd.read_csv(out)) == 5 and "status" not in pd.read_csv(out).columns
+    failed = pd.read_csv(tmp_path / "clean_failed.csv")
+    assert failed[list(SPACE.parameter_names)].to_dict("records") == df[list(SPACE.parameter_names)].iloc[[1]].to_dict(
+        "records") and failed["error"].tolist() == ["RuntimeFailedConfig"]
+    with CampaignStore(tmp_path / "c.db", name="import") as store:
+        prog = store.progress()
+        assert (prog.done, prog.failed) == (5, 1)
+        assert store.failures()["error"].tolist() == ["RuntimeFailedConfig"]
+
+
+def test_a_workspace_keeps_an_uploads_failures_for_the_scan(tmp_path, monkeypatch):
+    """The dashboard's upload records the failures as a campaign's failed points, which every scan adds
+    to the results (dashboard.work.with_failures), so explore never recommends them."""
+    from gpudse_core.workspace import create_workspace
+    from gpudse_core.workspace.campaigns import failed_points
+
+    monkeypatch.setenv("GPUDSE_HOME", str(tmp_path / "home"))
+    ws, _ = create_workspace("upload")
+    ws.set_space(SPACE)
+    df = results(4).assign(status=["ok", "RuntimeFailedConfig", "ok", "ok"])
+    rep = validate_results(df, SPACE, responses=["cycles"])
+    ws.set_results(rep.table, "cycles", "uploaded m.csv")
+    assert ws.record_failures("m.csv", SPACE.name, rep.failures) == "failures of m.csv"
+    assert ws.record_failures("m.csv", SPACE.name, rep.failures) == "failures of m.csv"  # the page drawn again
+    other = validate_results(df.assign(status=["ok", "ok", "CompileFailedConfig", "ok"]), SPACE).failures
+    assert ws.record_failures("m.csv", SPACE.name, other) == "failures of m.csv (2)"  # another table, same name
+    got = failed_points(ws, list(SPACE.parameter_names))
+    assert len(got) == 2 and set(got["status"]) == {"failed"}
+    assert sorted(got["error"]) == ["CompileFailedConfig", "RuntimeFailedConfig"]
+    runtime = got.loc[got["error"] == "RuntimeFailedConfig", list(SPACE.parameter_names)]
+    assert runtime.iloc[0].to_dict() == df[list(SPACE.parameter_names)].iloc[1].to_dict()
 
 
 def test_cli_import(tmp_path, capsys):

@@ -38,6 +38,16 @@ def cmd_explore(args: argparse.Namespace) -> int:
         from ..dataio import read_table
 
         results = read_table(args.exclude_simulated or args.results)
+    if args.failed:  # failed configurations (gpudse import's *_failed.csv): their groups are never recommended
+        import pandas as pd
+
+        from ..dataio import read_table
+
+        failed = read_table(args.failed)
+        if "status" not in failed.columns:
+            raise GpudseError(f"{args.failed}: no status column; give the failed configurations gpudse import "
+                              f"wrote (parameters, status, error)")
+        results = failed if results is None else pd.concat([results, failed], ignore_index=True)
     level = None if args.no_interval else args.level
     found = best_designs(model, space, top=args.top, maximize=args.maximize, pareto=args.pareto, where=args.where,
                          scheduler=scheduler, workers=args.workers, progress=progress, results=results,
@@ -125,6 +135,8 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
                                                              "calibrate the intervals (5 refits)")
     ex.add_argument("--exclude-simulated", metavar="RESULTS.csv", help="like --results, and leave out every group "
                                                                        "with a simulated design: what to simulate next")
+    ex.add_argument("--failed", metavar="FAILED.csv", help="configurations that failed (the *_failed.csv gpudse "
+                                                           "import writes): groups holding one are left out")
     ex.add_argument("--level", type=_level, default=0.95, help="prediction interval level (default 0.95)")
     ex.add_argument("--no-interval", action="store_true", help="no prediction intervals (a calibrated interval "
                                                                "refits the model 5 times)")

@@ -318,9 +318,25 @@ def cmd_space_infer(args: argparse.Namespace) -> int:
     params = parse_params(args.params)
     space = infer_space(frame, params, str(args.table), name=Path(args.table).stem)
     out = writable(args.output, (".yaml", ".yml", ".json"))
-    space.save(out)
+    from ..atomicfile import write_text
+    from ..sim import table_constraints as tc
+
+    held, size = tc.table_coverage(frame, space)
+    found = tc.suggest_constraints(frame, space)
+    together = tc.feasible_with(space, found)
+    if out.suffix.lower() == ".json":  # JSON has no comments: the suggestions are printed only
+        space.save(out)
+    else:  # the suggestions under the space as comments, never applied
+        write_text(out, space.to_yaml() + tc.commented_yaml(found, held, size, together))
     print(f"wrote {out}: {len(space.parameters)} parameters, {space.size:,} combinations "
           f"({len(frame):,} rows in the table)", file=sys.stderr)
+    print(f"note: {tc.coverage_note(held, size)}"
+          + (" (suggested below, and as comments in the file)" if found and out.suffix.lower() != ".json" else
+             " (suggested below)" if found else ""), file=sys.stderr)
+    for sug in found:
+        print(f"  {sug.expr}    # excludes {sug.excludes:,}: {sug.why}", file=sys.stderr)
+    if found and together is not None:
+        print(f"  all of them together leave {together:,} combinations (the table holds {held:,})", file=sys.stderr)
     return 0
 
 

@@ -189,12 +189,19 @@ def cmd_import(args: argparse.Namespace) -> int:
     for p in rep.problems:
         print(f"  {p.kind}: {p}", file=sys.stderr)
     write_table(rep.table, out, args.precision)
+    failed_out = None
+    if rep.failures is not None:  # kept beside the results, as explore's --failed reads them
+        failed_out = out.with_name(f"{out.stem}_failed{out.suffix}")
+        write_table(rep.failures, failed_out, args.precision)
     if args.store:
         with CampaignStore(args.store, name=args.campaign) as store:
             store.import_results({"backend": "upload", "source": path.name, "space": space.name}, rep.table,
-                                 rep.responses)
+                                 rep.responses, rep.failures)
     print(f"kept {rep.rows_kept:,} of {rep.rows_in:,} rows ({len(rep.problems)} problem(s) reported); wrote {out}",
           file=sys.stderr)
+    if failed_out is not None:
+        print(f"{rep.rows_failed:,} failed configurations kept as failures in {failed_out}: give it to explore "
+              f"(--failed {failed_out}) so that no recommended design group holds one", file=sys.stderr)
     return 0
 
 

@@ -17,7 +17,7 @@ prediction are one row:
   apart from the best row's (``distinguishable``);
 * given a results table: how many designs of the row were simulated and their mean measured
   response; with ``exclude_simulated`` groups holding one are left out; a group holding a *failed*
-  simulation (a missing response, or a ``status`` column other than ok/done) is never recommended.
+  simulation (a missing response, or a ``status`` other than ``choices.OK_STATUS``) is never recommended.
 """
 
 from __future__ import annotations
@@ -31,13 +31,13 @@ import numpy as np
 import pandas as pd
 
 from .. import limits
+from ..choices import OK_STATUS  # a results row with another status is a failed simulation
 from ..errors import GpudseError
 from ..space.design import DesignSpace
 from .best import ExploreResult, scan
 from .representative import ENUMERATED
 from .structure import Structure, build_structure, parameter_dims
 
-OK_STATUS = ("ok", "done", "")  # a results row with another status is a failed simulation
 ANY = "any"
 SHOWN_VALUES = 6  # values listed for an unused parameter before "… (n values)"
 RANKS = ("guarded", "equation")  # what orders the best rows: the shown prediction, or the model's equation

@@ -604,10 +604,13 @@ class CampaignStore:
         with self._tx("renewing the campaign's lease"):
             pass
 
-    def import_results(self, spec: dict, table: pd.DataFrame, responses: list[str]) -> int:
-        """Record uploaded results as a finished campaign (every point done); returns the row count."""
+    def import_results(self, spec: dict, table: pd.DataFrame, responses: list[str],
+                       failures: pd.DataFrame | None = None) -> int:
+        """Record uploaded results as a finished campaign (every point done; the *failures*, parameters and
+        ``error``, as failed points, as a simulator's failures are kept); returns the row count."""
         self._writable()
         params = [c for c in table.columns if c not in responses]
+        failed = [] if failures is None else failures.to_dict(orient="records")
         now = time.time()
         with self._tx("importing results", lease=False):
             if self.db.execute("SELECT 1 FROM campaign WHERE name = ?", (self.name,)).fetchone():
@@ -621,6 +624,11 @@ class CampaignStore:
                 ((self.name, i, json.dumps({p: r[p] for p in params}, default=json_default),
                   json.dumps({c: r[c] for c in responses}, default=json_default), now)
                  for i, r in enumerate(table.to_dict(orient="records"))))
+            self.db.executemany(
+                "INSERT INTO point (campaign, idx, params, status, attempts, error, finished) "
+                "VALUES (?, ?, ?, 'failed', 1, ?, ?)",
+                ((self.name, len(table) + i, json.dumps({p: r[p] for p in params}, default=json_default),
+                  str(r.get("error", "failed"))[:500], now) for i, r in enumerate(failed)))
         return len(table)
 
     def requeue_failed(self) -> int:

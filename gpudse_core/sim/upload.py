@@ -12,7 +12,15 @@ problems, each naming the column and the (1-based) data rows and what was done:
 * non-numeric, missing or infinite responses — the row is dropped;
 * a response that is constant over the rows kept — flagged (a regression cannot use it);
 * columns gpudse adds itself (``design_index``, ``predicted``, …, see ``choices.RESERVED_NAMES``)
-  are never taken for responses, even when named as one: dropped with a note.
+  are never taken for responses, even when named as one: dropped with a note;
+* a ``status`` column (a measured tuning table's, e.g. the FAIR Benchmark Hub's ``ok`` /
+  ``RuntimeFailedConfig``): a row whose status is not one of ``choices.OK_STATUS`` (ok, success,
+  succeeded, done or empty; case and surrounding spaces ignored; explore reads the same) is a **failed
+  configuration**. It is kept, not dropped, in ``UploadReport.failures`` in the form a campaign's failed
+  points take (the parameters, ``status`` ``failed``, ``error`` the table's status), so the fit leaves
+  it out — as it leaves out a failed simulation — and explore never recommends a design group holding
+  it. A status that is not text (a number, True/False, text that reads as a number) or is longer than
+  :data:`STATUS_CHARS` rejects the row, naming it.
 
 Reading goes through :func:`gpudse_core.dataio.read_table_bytes` (bounded; duplicated column names
 refused), so an upload and a file given to the CLI are read the same way.
@@ -25,13 +33,15 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from ..choices import RESERVED_NAMES
+from ..choices import OK_STATUS, RESERVED_NAMES
 from ..dataio import TableError, is_boolean_column, read_table_bytes, table_format
 from ..errors import GpudseError
 from ..space.design import DesignSpace
 
 SNAP = ("reject", "nearest")
 DUPLICATES = ("keep", "average", "reject")
+STATUS = "status"
+STATUS_CHARS = 200
 
 
 @dataclass
@@ -52,6 +62,11 @@ class UploadReport:
     responses: list[str]
     problems: list[Problem] = field(default_factory=list)
     rows_in: int = 0
+    failures: pd.DataFrame | None = None  # failed configurations: parameters, status ("failed"), error
+
+    @property
+    def rows_failed(self) -> int:
+        return 0 if self.failures is None else len(self.failures)
 
     @property
     def rows_kept(self) -> int:
@@ -91,6 +106,8 @@ def validate_results(df: pd.DataFrame, space: DesignSpace, responses: list[str] 
     rows_in = len(df)
     df = df.reset_index(drop=True)
     others = [c for c in df.columns if c not in params]
+    has_status = STATUS in others
+    others = [c for c in others if c != STATUS]  # read below: which rows failed
     reserved = [c for c in others if c in RESERVED_NAMES]
     booleans = [c for c in others if is_boolean_column(df[c])]  # True/False would read as 1/0: never a response
     if responses is None:
@@ -123,6 +140,10 @@ def validate_results(df: pd.DataFrame, space: DesignSpace, responses: list[str] 
     if not responses:
         raise GpudseError("the results have no numeric response column (e.g. cycles) besides the parameters")
     keep = np.ones(len(df), dtype=bool)
+    failed = np.zeros(len(df), dtype=bool)
+    if has_status:
+        failed, bad_status = _read_status(df[STATUS], problems)
+        keep &= ~bad_status
     out = df[params + responses].copy()
     for p in space.parameters:
         col = df[p.name]
@@ -157,6 +178,7 @@ def validate_results(df: pd.DataFrame, space: DesignSpace, responses: list[str] 
         inf = np.flatnonzero(np.isinf(arr))
         nan = np.flatnonzero(np.isnan(arr))
         out[r] = vals
+        inf, nan = inf[~failed[inf]], nan[~failed[nan]]  # a failed configuration has no response to check
         if nan.size:
             keep[nan] = False
             problems.append(Problem("bad response", r, (nan + 1).tolist(),
@@ -165,7 +187,8 @@ def validate_results(df: pd.DataFrame, space: DesignSpace, responses: list[str] 
             keep[inf] = False
             problems.append(Problem("infinite response", r, (inf + 1).tolist(),
                                     f"{r}: {inf.size} value(s) are infinite (or beyond ±1.8e308); rows dropped"))
-    out = out[keep]
+    failures = _failures(df, out[keep & failed], space, problems) if (keep & failed).any() else None
+    out = out[keep & ~failed]
     for p in space.parameters:  # canonical types (e.g. "8" -> 8) so duplicates are found
         out[p.name] = [p.values[p.position(v)] for v in out[p.name].tolist()]
     dup_mask = out.duplicated(subset=params, keep=False)
@@ -191,4 +214,48 @@ def validate_results(df: pd.DataFrame, space: DesignSpace, responses: list[str] 
                 problems.append(Problem("constant response", r, [],
                                         f"{r}: every row kept has the value {out[r].iloc[0]:g}; a constant response "
                                         f"cannot be modelled — check the simulator's output or the column"))
-    return UploadReport(out, responses, problems, rows_in)
+    return UploadReport(out, responses, problems, rows_in, failures)
+
+
+def _read_status(col: pd.Series, problems: list[Problem]) -> tuple[np.ndarray, np.ndarray]:
+    """Which rows failed (a status not in :data:`OK_STATUS`) and which hold a status that is no status."""
+    failed = np.zeros(len(col), dtype=bool)
+    bad = np.zeros(len(col), dtype=bool)
+    for i, v in enumerate(col.tolist()):
+        if v is None or (isinstance(v, float) and np.isnan(v)):
+            continue  # empty: a row that ran (its response says whether it is usable)
+        text = v.strip() if isinstance(v, str) else None
+        if text is None or len(text) > STATUS_CHARS or _is_number(text):
+            bad[i] = True
+        elif text.lower() not in OK_STATUS:
+            failed[i] = True
+    if bad.any():
+        rows = (np.flatnonzero(bad) + 1).tolist()
+        example = str(col.iloc[rows[0] - 1])[:40]
+        problems.append(Problem("bad status", STATUS, rows,
+                                f"{STATUS}: {bad.sum()} value(s) such as {example!r} are not a status (text of at "
+                                f"most {STATUS_CHARS} characters: ok for a configuration that ran, else why it "
+                                f"failed, e.g. RuntimeFailedConfig); rows rejected"))
+    return failed, bad
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _failures(df: pd.DataFrame, rows: pd.DataFrame, space: DesignSpace, problems: list[Problem]) -> pd.DataFrame:
+    """The failed configurations *rows* in the form of a campaign's failed points: the parameters (canonical
+    values), ``status`` ``failed`` and ``error`` the table's status."""
+    fails = pd.DataFrame({p.name: [p.values[p.position(v)] for v in rows[p.name].tolist()] for p in space.parameters})
+    fails["status"] = "failed"
+    fails["error"] = [str(w).strip() for w in df.loc[rows.index, STATUS].tolist()]
+    kinds = pd.Series(fails["error"]).value_counts()
+    shown = ", ".join(f"{k} {n:,}" for k, n in kinds.head(4).items()) + (", …" if len(kinds) > 4 else "")
+    problems.append(Problem("failed configurations", STATUS, (rows.index + 1).tolist(),
+                            f"{len(fails):,} failed configurations kept as failures ({shown}): the fit leaves them "
+                            f"out and explore never recommends a design group holding one"))
+    return fails

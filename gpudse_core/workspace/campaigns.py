@@ -155,6 +155,31 @@ def failed_points(ws: Any, params: list[str]) -> Any:
     return pd.concat(frames, ignore_index=True) if frames else None
 
 
+def record_failures(ws: Any, source: str, space: str, failures: Any) -> str:
+    """Keep an uploaded table's failed configurations (parameters, ``status``, ``error``, as
+    :func:`gpudse_core.sim.upload.validate_results` gives them) as a campaign of failed points, so that
+    :func:`failed_points` finds them as it finds a simulator's failures: the fit never sees them and a
+    scan never recommends a design group holding one. The same failures recorded again (the page drawn
+    again, the file uploaded again) are not recorded twice. Returns the campaign's name."""
+    import pandas as pd
+
+    params = [c for c in failures.columns if c not in ("status", "error")]
+    digest = hashlib.sha256(pd.util.hash_pandas_object(failures.astype(str), index=False).to_numpy().tobytes()
+                            ).hexdigest()
+    camps = list_campaigns(ws)
+    for c in camps:
+        if (c.spec or {}).get("failures_sha256") == digest and (c.spec or {}).get("space") == space:
+            return c.name
+    taken = {c.name for c in camps}
+    base = f"failures of {str(source)[:80]}"
+    name = next(n for n in (base if i == 1 else f"{base} ({i})" for i in range(1, len(taken) + 2)) if n not in taken)
+    store_name = record_campaign(ws, name, origin=f"upload {str(source)[:200]}")
+    with _store(ws, store_name) as st:
+        st.import_results({"backend": "upload", "source": str(source), "space": space, "failures_sha256": digest},
+                          failures[params].iloc[:0], [], failures)
+    return name
+
+
 def append_campaign(ws: Any, name: str) -> Any:
     """Add the campaign's finished points to the current results (a new version of the results
     stage): designs chosen from a model's predictions, simulated to check them."""

@@ -675,6 +675,11 @@ class Workspace:
 
         return adopt_campaign(self, name, **kw)
 
+    def record_failures(self, source: str, space: str, failures: Any) -> str:
+        from .campaigns import record_failures
+
+        return record_failures(self, source, space, failures)
+
 
 # ---- module functions --------------------------------------------------------------------------
 def create_workspace(name: str = DEFAULT_NAME, root: str | Path | None = None) -> tuple[Workspace, str]:

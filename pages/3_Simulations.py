@@ -234,7 +234,8 @@ with tab_upload:
                     st.success(f"{ui.fmt_count(rep.rows_kept, 'rows')} of {ui.plain(up.name)} are the results in use "
                                f"(response: {ui.plain(model_response)}).", icon=":material/check:")
                 st.write(f"Kept **{ui.fmt_count(rep.rows_kept)}** of {ui.fmt_count(rep.rows_in)} rows"
-                         + (f"; **{ui.fmt_count(rep.rows_failed)}** failed configurations kept as failures (never "
+                         + (f"; **{ui.fmt_count(rep.rows_failed)}** failed configuration"
+                            f"{'' if rep.rows_failed == 1 else 's'} kept as failures (never "
                             f"recommended)" if rep.rows_failed else "") + ".")
                 # a constant column is a problem only as the response to model; others are noted
                 aside = [p for p in rep.problems if p.kind == "constant response" and p.column != model_response]

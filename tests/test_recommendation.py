@@ -179,7 +179,7 @@ def test_the_default_pareto_cost_is_explained_as_the_levels_it_sums():
         assert sorted(costs) == [i / (len(values) - 1) for i in range(len(values))]
 
 
-def test_an_uploads_dropped_failures_stay_on_the_results_record(tmp_path, monkeypatch):
+def test_an_uploads_failed_configurations_stay_on_the_results_record(tmp_path, monkeypatch):
     import pandas as pd
 
     from gpudse_core.report.record import settings_table, upload_note
@@ -195,7 +195,8 @@ def test_an_uploads_dropped_failures_stay_on_the_results_record(tmp_path, monkey
                           "status": ["ok", "ok", "RuntimeFailedConfig", "ok"]})
     rep = validate_results(table, space, ["time_ms"])
     note = upload_note(rep)
-    assert note.startswith("kept 3 of 4 rows") and "time_ms" in note and "row" in note
+    assert note.startswith("kept 3 of 4 rows") and "1 failed configuration kept as failures" in note
+    assert "RuntimeFailedConfig 1" in note and "(rows 3)" in note
     ws, _ = create_workspace("upload record")
     ws.set_space(space, "conv")
     results = ws.set_results(rep.table, "time_ms", "uploaded conv.csv", inputs=["space"], note=note)

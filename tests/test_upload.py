@@ -161,7 +161,7 @@ def test_cli_import_keeps_failures_beside_the_results_and_in_the_store(tmp_path,
     out = tmp_path / "clean.csv"
     assert main(["import", str(src), "--space", "stargazer", "--store", str(tmp_path / "c.db"), "-o", str(out)]) == 0
     err = capsys.readouterr().err
-    assert "kept 5 of 6 rows" in err and "1 failed configurations kept as failures" in err
+    assert "kept 5 of 6 rows" in err and "1 failed configuration kept as failures" in err
     assert "--failed" in err and "clean_failed.csv" in err
     assert len(pd.read_csv(out)) == 5 and "status" not in pd.read_csv(out).columns
     failed = pd.read_csv(tmp_path / "clean_failed.csv")

@@ -200,7 +200,8 @@ def cmd_import(args: argparse.Namespace) -> int:
     print(f"kept {rep.rows_kept:,} of {rep.rows_in:,} rows ({len(rep.problems)} problem(s) reported); wrote {out}",
           file=sys.stderr)
     if failed_out is not None:
-        print(f"{rep.rows_failed:,} failed configurations kept as failures in {failed_out}: give it to explore "
+        print(f"{rep.rows_failed:,} failed configuration{'' if rep.rows_failed == 1 else 's'} kept as failures in "
+              f"{failed_out}: give it to explore "
               f"(--failed {failed_out}) so that no recommended design group holds one", file=sys.stderr)
     return 0
 

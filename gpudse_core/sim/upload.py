@@ -256,6 +256,7 @@ def _failures(df: pd.DataFrame, rows: pd.DataFrame, space: DesignSpace, problems
     kinds = pd.Series(fails["error"]).value_counts()
     shown = ", ".join(f"{k} {n:,}" for k, n in kinds.head(4).items()) + (", …" if len(kinds) > 4 else "")
     problems.append(Problem("failed configurations", STATUS, (rows.index + 1).tolist(),
-                            f"{len(fails):,} failed configurations kept as failures ({shown}): the fit leaves them "
+                            f"{len(fails):,} failed configuration{'' if len(fails) == 1 else 's'} kept as failures "
+                            f"({shown}): the fit leaves them "
                             f"out and explore never recommends a design group holding one"))
     return fails

@@ -113,15 +113,13 @@ def summarize(model, data):
 
 def final_line(model, data) -> str:
     """The fit's last line: its terms, led by the out-of-sample error; R² only when it means something."""
-    from ..fmt import fmt_r2
-    from ..model.headline import fit_headline
+    from ..model.headline import fit_headline, fit_r2
 
     h = fit_headline(model, data)
     head = f"final model ({model.n:,} rows): {' + '.join(model.terms)}; "
     if h.interpolates:
         return head.rstrip("; ") + "\nnote: " + (h.note or "the fit interpolates")
-    where = "of its Huber pseudo-observations" if getattr(model, "robust", None) else "on the training rows"
-    return head + f"{h.text()}; R² {fmt_r2(model.r2)}, adj R² {fmt_r2(model.adj_r2)} ({where})"
+    return head + f"{h.text()}; {fit_r2(model, data).text()}"
 
 
 def cmd_fit(args: argparse.Namespace) -> int:

@@ -31,7 +31,7 @@ KIND_WORDS = {"initial": "first term", "main": "parameter", "interaction": "pair
               "robust": "robust fit", "cells": "level cells"}
 NONLINEAR = "non-linear part"
 STATISTIC = {"p_value": "p (F-test)", "adj_r2": "gain", "r2": "gain", "aic": "AIC drop", "bic": "BIC drop",
-             "loo_error": "LOO error"}
+             "loo_error": "mean LOO error"}
 
 
 @dataclass
@@ -184,8 +184,8 @@ def statistic_text(row: Row) -> str:
         if v <= 0.0:
             return "p < 1e-300"  # below the smallest double: the F-test underflowed
         return f"p = {v:.2g}" if v >= 1e-4 else f"p = {v:.1e}"
-    if row.statistic == "LOO error":
-        return f"LOO error {fmt.fmt_percent(v)}"
+    if row.statistic == "mean LOO error":
+        return f"mean LOO error {fmt.fmt_percent(v)}"
     if row.statistic == "gain":  # four decimals like R²; a gain too small for them in two significant digits
         return f"gain {v:+.4f}" if v == 0 or abs(v) >= 5e-5 else f"gain {v:+.1e}"
     return f"{row.statistic} {fmt.fmt_number(v, sig=4)}"
@@ -200,7 +200,7 @@ def score_text(row: Row, column: str) -> str:
     if row.metric == "p_value":
         return "p < 1e-300" if v <= 0 else (f"p = {v:.2g}" if v >= 1e-4 else f"p = {v:.1e}")
     if row.metric == "loo_error":
-        return f"LOO error {fmt.fmt_percent(v)}"
+        return f"mean LOO error {fmt.fmt_percent(v)}"
     return f"{row.metric.upper()} {fmt.fmt_number(v, sig=5)}"
 
 
@@ -217,7 +217,7 @@ def term_text(row: Row) -> str:
             return f"{row.chosen}: search rerun on Huber pseudo-observations"
         others = ", ".join(f"{k} {fmt.fmt_percent(v)}" for k, v in row.scores.items()
                            if k != row.chosen and v is not None)
-        return f"kept {row.chosen}" + (f" (LOO error of the others: {others})" if others else "")
+        return f"kept {row.chosen}" + (f" (mean LOO error of the others: {others})" if others else "")
     if row.kind == "cells":  # StepwiseRegression._cells: level-combination indicator columns
         return f"level cells added ({row.chosen})" if row.accepted else "no level cells added"
     return f"{row.chosen} {'added' if row.accepted else 'rejected'}"

@@ -16,7 +16,7 @@ def trace_table(model, params) -> str:
     """Stargazer Table 1 of a fitted model as text (gpudse_core.report.trace: the page's and the report's table)."""
     from ..report import trace
 
-    return trace.text(trace.build(model.trace, list(params)))
+    return trace.text(trace.build(model.trace, list(params)), model.settings or {})
 
 
 def trace_json(model, params) -> dict:

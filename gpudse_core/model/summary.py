@@ -177,6 +177,10 @@ def _summarize(model: Any, data: Any, validation: Any, noise_free: bool) -> Summ
                              "upper": ci[:, 1]})
         try:
             table = anova(model, data)
+            if table.attrs.get("note"):  # a rank-deficient design: which rows test fewer constraints
+                short = table[table["note"] != ""]
+                notes.append(table.attrs["note"] + ": " + "; ".join(
+                    f"{str(r.factor).strip()} ({r.note.split(':')[0]})" for r in short.itertuples(index=False)))
         except GpudseError as e:
             table = None
             notes.append(f"no ANOVA: {e}")

@@ -50,6 +50,22 @@ def stepwise_flags(args: argparse.Namespace) -> list[str]:
     return [f"--{k.replace('_', '-')}" for k in STEPWISE_ONLY if getattr(args, k, None) not in (None, [], ())]
 
 
+def auto_flags(args: argparse.Namespace) -> list[str]:
+    """The flags of ``--model auto``'s cross-validation given on the command line (``--folds``, ``--auto-rule``)."""
+    return [flag for flag, key in (("--folds", "folds"), ("--auto-rule", "auto_rule"))
+            if getattr(args, key, None) is not None]
+
+
+def refuse_auto_flags(args: argparse.Namespace) -> None:
+    """``--folds`` and ``--auto-rule`` tune only ``--model auto``: with any other model they are refused by name,
+    as the stepwise flags are for the learners, never silently ignored."""
+    given = auto_flags(args)
+    if given and args.model != "auto":
+        raise GpudseError(f"{', '.join(given)}: {'these tune' if len(given) > 1 else 'this tunes'} --model auto's "
+                          f"choice by cross-validation, and --model {args.model} does not run it; drop "
+                          f"{'them' if len(given) > 1 else 'it'}, or use --model auto")
+
+
 def fit_settings(args: argparse.Namespace) -> tuple[dict, list[str]]:
     """The stepwise search's settings given by ``gpudse fit`` flags (the model's own for the rest,
     model.learners.stepwise_settings; the paper model's are stepwise.PAPER_SETTINGS). With ``--space``,
@@ -123,6 +139,7 @@ def final_line(model, data) -> str:
 
 
 def cmd_fit(args: argparse.Namespace) -> int:
+    refuse_auto_flags(args)
     if args.workspace:
         return _fit_workspace(args)
     missing = [w for w, v in (("DATA", args.data), ("--response", args.response), ("-o", args.output)) if v is None]
@@ -251,8 +268,9 @@ def _fit_model(args: argparse.Namespace, data, params, out, echo, derived: dict 
         if not args.json:
             line(f"cross-validation: {done}/{total} fits ({message})")
 
+    folds = {} if args.folds is None else {"folds": args.folds}  # fit_model's default otherwise
     model = fit_model(args.model, data, args.response, params, transform=args.transform, seed=args.seed,
-                      folds=args.folds, progress=progress, derived=derived or None, auto_rule=args.auto_rule)
+                      progress=progress, derived=derived or None, auto_rule=args.auto_rule, **folds)
     params = list(params or []) + [k for k in derived or {} if k not in (params or [])]
     save_model(model, out)
     kind = model_kind(model)
@@ -453,8 +471,9 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     fi.add_argument("--model", choices=choices.MODEL_KINDS, default="stepwise",
                     help="stepwise (robust default), paper (Stargazer as written), auto (chosen by cross-validation), "
                          "ebm, forest, boosting or hybrid (default stepwise)")
-    fi.add_argument("--folds", type=count_arg, default=5, help="--model auto: cross-validation folds (default 5)")
-    fi.add_argument("--auto-rule", choices=choices.AUTO_RULES, default=choices.AUTO_RULES[0],
+    fi.add_argument("--folds", type=count_arg, default=None,
+                    help="--model auto: cross-validation folds (default 5)")
+    fi.add_argument("--auto-rule", choices=choices.AUTO_RULES, default=None,
                     help="--model auto: one-se (default) keeps the forest unless a candidate predicts the held-out "
                          "rows better by more than one standard error of the paired difference; lowest: the "
                          "lowest mean error (within 2 %%, the simpler model)")

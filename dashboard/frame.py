@@ -510,7 +510,7 @@ def describe_fit(settings: dict, chosen: str | None = None) -> str:
             parts.append(name if settings.get(key, True) else f"no {name}")  # on by default: say when taken off
     tr = settings.get("response_transform")
     if tr == "auto":
-        parts.append(f"{chosen + ' ' if chosen else ''}response scale chosen by leave-one-out error")
+        parts.append(f"{chosen + ' ' if chosen else ''}response scale chosen by the mean leave-one-out error")
     elif tr and tr != "none":
         parts.append(f"{tr} response")
     return ("stepwise, Stargazer as written: " if paper else "stepwise (Algorithm 1): ") + ", ".join(parts)

@@ -19,7 +19,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from gpudse_core.jsonutil import finite_number
-from gpudse_core.report import style
+from gpudse_core.report import style, trace
 
 from . import frame as ui
 from . import state as ui_state
@@ -27,8 +27,6 @@ from . import state as ui_state
 ROW_PARAM = "row"  # the address's parameter: the row shown (1 = the first, left out of the address)
 _OPENED = "_gpudse_replay_opened"  # session_state: a replay was drawn (the address's row is taken once)
 SPEEDS = (0.5, 1.0, 2.0, 4.0)  # rows per second
-RULE = {"initial": ("θ", "theta"), "main": ("θ", "theta"), "lookahead": ("θ", "theta"), "interaction": ("φ", "phi"),
-        "interaction3": ("φ₃", "phi3")}
 WHAT = {"initial": "parameter", "main": "parameter", "interaction": "pairwise interaction",
         "interaction3": "three-way interaction", "forced": "forced term",
         "revisit": "interaction of the revisit pass", "lookahead": "parameter with one of its pairs (look-ahead)",
@@ -37,12 +35,10 @@ WHAT = {"initial": "parameter", "main": "parameter", "interaction": "pairwise in
 
 def threshold(row: dict, before: dict | None, settings: dict) -> tuple[str, float | None]:
     """The rule's symbol and value: θ for parameters, φ for pairs, φ₃ for triples (the revisit pass
-    after Algorithm 1 tries pairs and triples by the same rules)."""
-    kind = row["kind"]
-    if kind in ("revisit", "nonlinear"):  # by the interaction's own rule: φ for a pair, φ₃ for a triple
-        kind = "interaction3" if str(row.get("chosen") or "").count(":") >= 2 else "interaction"
-    sym, key = RULE.get(kind, ("", ""))
-    return sym, (float(settings[key]) if settings.get(key) is not None else None)
+    after Algorithm 1 tries pairs and triples by the same rules; gpudse_core.report.trace.threshold)."""
+    if row["kind"] == "initial":  # accepted without one; its symbol names the parameters' rule
+        return "θ", (float(settings["theta"]) if settings.get("theta") is not None else None)
+    return trace.threshold(row["kind"], row.get("chosen"), settings)
 
 
 def explain(row: dict, before: dict | None, settings: dict) -> str:

@@ -20,6 +20,7 @@ from dashboard import work as ui_work
 from dashboard import replay as ui_replay
 from gpudse_core import GpudseError
 from gpudse_core.choices import FIT_TRANSFORMS, ROBUST_FITS, THRESHOLD_RULES
+from gpudse_core.model.headline import fit_r2
 from gpudse_core.model.inference import anova, coefficient_table
 from gpudse_core.model.registry import fit_model, model_kind, model_to_dict
 from gpudse_core.model.splines import PLACEMENTS
@@ -243,12 +244,8 @@ else:
 if interpolates:
     m[1].metric("Training rows", ui.fmt_count(model.n))
 else:
-    if getattr(model, "robust", None):  # a Huber fit: R² of its pseudo-observations (StepwiseRegression._robust)
-        m[1].metric("R² (Huber pseudo-observations)", ui.fmt_r2(model.r2),
-                    help=f"adjusted R² {ui.fmt_r2(model.adj_r2)}; the training rows with each residual clipped at "
-                         f"the residuals' typical size, as the coefficient table and the ANOVA use them")
-    else:
-        m[1].metric("R² (on the training rows)", ui.fmt_r2(model.r2), help=f"adjusted R² {ui.fmt_r2(model.adj_r2)}")
+    r2 = fit_r2(model, data)  # the data's R², on the scale the model fits; a Huber fit's pseudo-observations' in help
+    m[1].metric(f"R² of {ui.plain(r2.scale)}", ui.fmt_r2(r2.r2), help=ui.plain(r2.text()))
 m[2].metric("Terms", len(model.terms))
 m[3].metric("Coefficients", len(model.coefficients))
 if interpolates:

@@ -14,7 +14,7 @@ def test_origin_line_names_the_robust_defaults_and_says_which_were_taken_off():
     on = describe_fit(DEFAULT, "log")
     assert on.startswith("stepwise (Algorithm 1): θ = 0.001, φ = 0.001, ftest, k = 6 (distinct), Huber fit")
     assert "level cells, one-row guard, count pairs" in on and "no " not in on
-    assert "log response scale chosen by leave-one-out error" in on
+    assert "log response scale chosen by the mean leave-one-out error" in on
     off = describe_fit({**DEFAULT, "count_pairs": False})
     assert "no count pairs" in off and "level cells, one-row guard" in off
     off = describe_fit({**DEFAULT, "cells": False, "row_guard": False})

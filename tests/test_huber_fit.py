@@ -68,7 +68,7 @@ def test_the_kept_model_is_the_best_by_leave_one_out_error():
     from gpudse_core.report import trace
 
     text = trace.text(trace.build(m.trace, list(train.columns[:-1])))
-    assert f"kept {best} (LOO error of the others: least squares" in text
+    assert f"kept {best} (mean LOO error of the others: least squares" in text
     # the score is the mean leave-one-out relative error of least squares on the kept fit's own
     # pseudo-observations, recomputed here by refitting without each row (bounded as predictions are)
     A = design_matrix(m, train)

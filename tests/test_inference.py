@@ -134,3 +134,31 @@ def test_full_interaction_anova_matches_rms(case):
     if case == "pair":
         row = ours.set_index("factor").loc[" f(A,B) vs. Af(B) + Bg(A)"]
         assert row["df"] == 2  # the doubly non-linear columns x1'·x2', x1''·x2'
+
+
+def test_a_rank_deficient_design_says_so_in_the_anova_and_prints_nothing(model, data):
+    """On rows where the factor g takes one level its dummy columns are collinear with the intercept: the
+    Wald tests are then of fewer independent constraints than columns (Lee & Brooks Table 5's d.f.), which
+    the table must say rather than statsmodels' ValueWarning on stderr."""
+    import warnings
+
+    from gpudse_core.model.inference import design_matrix
+    from gpudse_core.model.summary import summarize
+
+    assert "note" not in anova(model, data).columns  # a full-rank design: the table as rms prints it
+    one = data[data["g"] == "b"]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        table = anova(model, one)
+        s = summarize(model, one)
+    assert not [w for w in caught if "rank" in str(w.message)], [str(w.message) for w in caught]
+    reg = table[table["factor"] == "REGRESSION"].iloc[0]
+    cols = len(model.column_labels) - 1  # every column but the intercept
+    independent = np.linalg.matrix_rank(design_matrix(model, one)) - 1
+    assert independent < cols and reg["df"] == independent
+    assert reg["note"] == f"df {independent} of {cols} constraints: the rest are collinear"
+    short = table[table["note"] != ""]
+    assert "g" in set(short["factor"]) and (short["df"] < short["factor"].map(
+        dict((label, len(ks)) for label, ks in anova_rows(model)))).all()
+    assert table.attrs["note"].startswith(f"{len(short)} ANOVA rows test fewer independent constraints")
+    assert any(n.startswith(table.attrs["note"]) and "REGRESSION (df " in n for n in s.notes)

@@ -494,6 +494,23 @@ def test_cli_fit_auto_and_predict_any_kind(smooth, tmp_path, capsys):
         assert not (tmp_path / "flags.json").exists()
 
 
+def test_the_cross_validation_flags_are_refused_without_model_auto(tmp_path, capsys):
+    """--folds and --auto-rule tune only --model auto's choice: with the stepwise search (a file or a workspace),
+    the paper model or a learner they are refused by name before any work, never silently ignored."""
+    data = tmp_path / "r.csv"
+    pd.DataFrame({"a": [1.0, 2.0, 3.0, 4.0], "t": [1.0, 2.0, 3.0, 4.0]}).to_csv(data, index=False)
+    out = tmp_path / "m.json"
+    for kind, flags in (("stepwise", ["--folds", "3"]), ("paper", ["--auto-rule", "lowest"]),
+                        ("forest", ["--folds", "3", "--auto-rule", "lowest"])):
+        assert main(["fit", str(data), "--response", "t", "--model", kind, *flags, "-o", str(out)]) == 2
+        err = capsys.readouterr().err
+        named = ", ".join(f for f in flags if f.startswith("--"))
+        assert f"{named}: th" in err and f"--model {kind} does not run it" in err and "use --model auto" in err
+        assert not out.exists()
+    assert main(["fit", "--workspace", "nope", "--folds", "3"]) == 2
+    assert "--folds: this tunes --model auto's choice by cross-validation" in capsys.readouterr().err
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("kind", ["forest", "boosting", "hybrid", "ebm"])
 def test_learners_predict_no_rows(kind, smooth):

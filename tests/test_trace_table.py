@@ -107,3 +107,36 @@ def test_the_statistic_and_r2_come_before_the_candidates_in_the_html_table(matmu
         assert cells == [trace.statistic_text(r), trace.fmt.fmt_r2(r.r2), trace.fmt.fmt_r2(r.adj_r2)], tr
     inter = next(r for r in table.rows if r.kind == "interaction" and r.accepted)
     assert f"+ {inter.chosen.replace(':', ':<wbr>')}" in page  # a long term wraps at its colons
+
+
+def test_the_text_table_shows_the_threshold_each_step_was_held_to(matmul):
+    """θ for a parameter, φ for a pair, φ₃ for a triple (Stargazer Algorithm 1): with three different limits
+    the one a row names is the one its decision obeyed, so 'rejected p = 0.0039' reads against it."""
+    params, data = matmul
+    settings = {"theta": 0.002, "phi": 0.0005, "phi3": 0.0001}
+    model = fit_stepwise(data, "cycles", transform="log", criterion="ftest", **settings)
+    table = trace.build(model.trace, params)
+    text = trace.text(table, model.settings)
+    head = text.splitlines()[0].split()
+    assert head[-3:] == ["statistic", "threshold", "R²"] and "threshold: what the statistic had to pass" in text
+    limits = {"θ": 0.002, "φ": 0.0005, "φ₃": 0.0001}
+    tested = [r for r in table.rows if r.kind not in ("initial", "forced") and r.statistic_value is not None
+              and r.statistic.startswith("p")]
+    assert {r.kind for r in tested} >= {"main", "interaction"}
+    for r in tested:
+        shown = trace.threshold_text(r, model.settings)
+        sym = shown.split()[2]
+        assert shown == f"p < {sym} = {limits[sym]:g}" and shown in text
+        assert r.accepted == (r.statistic_value < limits[sym]), (r.chosen, r.statistic_value, shown)
+        assert sym == {"main": "θ", "lookahead": "θ"}.get(r.kind, "φ₃" if r.chosen.count(":") >= 2 else "φ")
+    assert trace.threshold_text(table.rows[0], model.settings) == "none (first term)"
+    assert "threshold" not in trace.text(table).splitlines()[0]  # without settings: the table as before
+
+
+def test_the_papers_relative_rule_is_shown_as_a_share_of_r2():
+    row = trace.Row(3, "main", "adj. R²", {}, "simd", "simd", True, "gain", 0.1, 0.5, 0.5)
+    paper = {**PAPER_SETTINGS, "theta": 0.003}
+    assert trace.threshold_text(row, paper) == "gain ≥ θ × R² = 0.003 × R²"
+    assert trace.threshold_text(row, {**paper, "threshold_rule": "absolute"}) == "gain > θ = 0.003"
+    assert trace.threshold("revisit", "a:b:c", {"phi": 0.1, "phi3": 0.2}) == ("φ₃", 0.2)
+    assert trace.threshold("nonlinear", "a:b", {"phi": 0.1, "phi3": 0.2}) == ("φ", 0.1)

@@ -16,7 +16,7 @@ def trace_table(model, params) -> str:
     """Stargazer Table 1 of a fitted model as text (gpudse_core.report.trace: the page's and the report's table)."""
     from ..report import trace
 
-    return trace.text(trace.build(model.trace, list(params)))
+    return trace.text(trace.build(model.trace, list(params)), model.settings or {})
 
 
 def trace_json(model, params) -> dict:
@@ -48,6 +48,22 @@ STEPWISE_ONLY = ("theta", "phi", "phi3", "criterion", "compare", "knots", "knot_
 def stepwise_flags(args: argparse.Namespace) -> list[str]:
     """The stepwise search's flags given on the command line (``--knots 4`` …), as typed."""
     return [f"--{k.replace('_', '-')}" for k in STEPWISE_ONLY if getattr(args, k, None) not in (None, [], ())]
+
+
+def auto_flags(args: argparse.Namespace) -> list[str]:
+    """The flags of ``--model auto``'s cross-validation given on the command line (``--folds``, ``--auto-rule``)."""
+    return [flag for flag, key in (("--folds", "folds"), ("--auto-rule", "auto_rule"))
+            if getattr(args, key, None) is not None]
+
+
+def refuse_auto_flags(args: argparse.Namespace) -> None:
+    """``--folds`` and ``--auto-rule`` tune only ``--model auto``: with any other model they are refused by name,
+    as the stepwise flags are for the learners, never silently ignored."""
+    given = auto_flags(args)
+    if given and args.model != "auto":
+        raise GpudseError(f"{', '.join(given)}: {'these tune' if len(given) > 1 else 'this tunes'} --model auto's "
+                          f"choice by cross-validation, and --model {args.model} does not run it; drop "
+                          f"{'them' if len(given) > 1 else 'it'}, or use --model auto")
 
 
 def fit_settings(args: argparse.Namespace) -> tuple[dict, list[str]]:
@@ -113,18 +129,17 @@ def summarize(model, data):
 
 def final_line(model, data) -> str:
     """The fit's last line: its terms, led by the out-of-sample error; R² only when it means something."""
-    from ..fmt import fmt_r2
-    from ..model.headline import fit_headline
+    from ..model.headline import fit_headline, fit_r2
 
     h = fit_headline(model, data)
     head = f"final model ({model.n:,} rows): {' + '.join(model.terms)}; "
     if h.interpolates:
         return head.rstrip("; ") + "\nnote: " + (h.note or "the fit interpolates")
-    where = "of its Huber pseudo-observations" if getattr(model, "robust", None) else "on the training rows"
-    return head + f"{h.text()}; R² {fmt_r2(model.r2)}, adj R² {fmt_r2(model.adj_r2)} ({where})"
+    return head + f"{h.text()}; {fit_r2(model, data).text()}"
 
 
 def cmd_fit(args: argparse.Namespace) -> int:
+    refuse_auto_flags(args)
     if args.workspace:
         return _fit_workspace(args)
     missing = [w for w, v in (("DATA", args.data), ("--response", args.response), ("-o", args.output)) if v is None]
@@ -253,8 +268,9 @@ def _fit_model(args: argparse.Namespace, data, params, out, echo, derived: dict 
         if not args.json:
             line(f"cross-validation: {done}/{total} fits ({message})")
 
+    folds = {} if args.folds is None else {"folds": args.folds}  # fit_model's default otherwise
     model = fit_model(args.model, data, args.response, params, transform=args.transform, seed=args.seed,
-                      folds=args.folds, progress=progress, derived=derived or None, auto_rule=args.auto_rule)
+                      progress=progress, derived=derived or None, auto_rule=args.auto_rule, **folds)
     params = list(params or []) + [k for k in derived or {} if k not in (params or [])]
     save_model(model, out)
     kind = model_kind(model)
@@ -455,8 +471,9 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     fi.add_argument("--model", choices=choices.MODEL_KINDS, default="stepwise",
                     help="stepwise (robust default), paper (Stargazer as written), auto (chosen by cross-validation), "
                          "ebm, forest, boosting or hybrid (default stepwise)")
-    fi.add_argument("--folds", type=count_arg, default=5, help="--model auto: cross-validation folds (default 5)")
-    fi.add_argument("--auto-rule", choices=choices.AUTO_RULES, default=choices.AUTO_RULES[0],
+    fi.add_argument("--folds", type=count_arg, default=None,
+                    help="--model auto: cross-validation folds (default 5)")
+    fi.add_argument("--auto-rule", choices=choices.AUTO_RULES, default=None,
                     help="--model auto: one-se (default) keeps the forest unless a candidate predicts the held-out "
                          "rows better by more than one standard error of the paired difference; lowest: the "
                          "lowest mean error (within 2 %%, the simpler model)")

@@ -16,6 +16,11 @@ a near-saturated design): then ANOVA's F statistics, the leave-one-out error and
 numerical noise, and pages and the report show the note instead of them. The rule guarantees that
 a fit not called interpolating has every ANOVA F at most ``F_LIMIT``: a partial F is at most
 ``SST/σ̂² = (n − p)/(1 − R²)``.
+
+:func:`fit_r2` is the one R² a fit is quoted by: the data's, on the response scale the model fits
+(``log(time_ms)``). A Huber fit's coefficient table and ANOVA are least squares on its
+pseudo-observations (Huber 1981, §7.8), whose R² is higher (their outlying rows are clipped); that
+figure is given only as a secondary note, so a reader never quotes it as the fit's.
 """
 
 from __future__ import annotations
@@ -140,3 +145,54 @@ def fit_headline(model: Any, data: Any, validation: Any = None, noise_free: bool
     if noise_free:
         return Headline("leave-one-out", med, True, NOISE_FREE, f"over {loo.size:,} rows")
     return Headline("leave-one-out", med, detail=f"over {loo.size:,} rows")
+
+
+@dataclass(frozen=True)
+class FitR2:
+    """R² and adjusted R² of a stepwise fit on its training rows, on the response scale it fits (``scale``,
+    e.g. ``log(time_ms)``); ``pseudo``: a Huber fit's (R², adjusted R²) of its pseudo-observations."""
+
+    r2: float
+    adj_r2: float
+    scale: str
+    pseudo: tuple[float, float] | None = None
+
+    def text(self) -> str:
+        """One line: the data's R² first, the pseudo-observations' as a parenthetical note."""
+        from ..fmt import fmt_r2
+
+        out = f"R² {fmt_r2(self.r2)}, adj R² {fmt_r2(self.adj_r2)} of {self.scale} on the training rows"
+        if self.pseudo is not None:
+            out += (f" (of its Huber pseudo-observations, which its coefficient table and ANOVA use: "
+                    f"R² {fmt_r2(self.pseudo[0])})")
+        return out
+
+
+def response_scale(model: Any) -> str:
+    """The response as the model fits it: ``log(time_ms)``, ``sqrt(cycles)`` or ``cycles``."""
+    t = getattr(model, "transform", "none")
+    return str(model.response) if t in (None, "none") else f"{t}({model.response})"
+
+
+def fit_r2(model: Any, data: Any) -> FitR2:
+    """The data's R² of a stepwise *model* on its training *data*, on the model's response scale (for a
+    least-squares fit the model's own R²; for a Huber fit, of its fitted values against the transformed data,
+    with the pseudo-observations' R² as ``pseudo``). Adjusted with the design's column count."""
+    import pandas as pd
+
+    from .inference import design_matrix, transform_response
+
+    robust = getattr(model, "robust", None)
+    if not robust or data is None or model.response not in data.columns:
+        return FitR2(float(model.r2), float(model.adj_r2), response_scale(model))
+    y = pd.to_numeric(data[model.response], errors="coerce").to_numpy(float)
+    keep = np.isfinite(y)
+    z = transform_response(y[keep], model.transform, model.response)
+    A = design_matrix(model, data[keep])
+    fitted = A @ np.asarray(model.coefficients, dtype=float)
+    rss, tss = float(np.sum((z - fitted) ** 2)), float(np.sum((z - z.mean()) ** 2))
+    n, k = z.size, A.shape[1]
+    r2 = 1.0 - rss / tss if tss > 0 else 0.0
+    adj = 1.0 - (rss / (n - k)) / (tss / (n - 1)) if n > k and tss > 0 else float("nan")
+    return FitR2(r2, adj, response_scale(model), (float(model.r2), float(model.adj_r2)))
+

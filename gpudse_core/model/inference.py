@@ -6,7 +6,10 @@
   every column that involves it (main, non-linear and interaction columns); its interactions; its
   non-linear columns; per interaction, its columns and non-linear parts; then total non-linear, total
   interaction, both, regression and error. Each test is statsmodels' ``f_test`` of the columns being
-  zero (for OLS identical to the partial F-test of eq. 10).
+  zero (for OLS identical to the partial F-test of eq. 10). Where a row's columns are collinear on the
+  data (a rank-deficient design), the test is of their rank: its d.f. is that rank and a ``note`` column
+  says so ("df 29 of 32 constraints: the rest are collinear"); statsmodels' warnings are caught, never
+  printed.
 * :func:`residual_table` and :func:`qq_points` — residuals vs fitted values and each predictor, and
   normal Q-Q coordinates (R's ``ppoints`` plotting positions), Lee & Brooks §2.5.
 * :func:`spearman_rho2` — strength of marginal relationships (Lee & Brooks Fig. 6): ``Hmisc::spearman2``
@@ -19,7 +22,9 @@
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -47,9 +52,13 @@ def ols_results(model: StepwiseModel, data: pd.DataFrame):
     """statsmodels OLS results of the model's design on its training *data* (transformed scale)."""
     import statsmodels.api as sm  # here, not at the top: a fit's headline needs this module, not statsmodels (0.4 s)
 
+    from statsmodels.tools.sm_exceptions import SingularMatrixWarning
+
     z = _response(model, data)
     X = pd.DataFrame(design_matrix(model, data), columns=model.column_labels or None)
-    return sm.OLS(z, X).fit()
+    with warnings.catch_warnings():  # a rank-deficient design: the ANOVA's rows say what it costs them
+        warnings.simplefilter("ignore", SingularMatrixWarning)
+        return sm.OLS(z, X).fit()
 
 
 def coefficient_table(model: StepwiseModel, data: pd.DataFrame) -> pd.DataFrame:
@@ -130,8 +139,45 @@ def anova_rows(model: StepwiseModel) -> list[tuple[str, list[int]]]:
     return rows
 
 
+def _wald(res: Any, R: np.ndarray, ks: list[int]) -> tuple[int, float, float]:
+    """(d.f., F, P) of the test that the columns *ks* (counted after the intercept; *R* selects them) are zero.
+
+    A full-rank design: statsmodels' Wald F-test (rms's). When their covariance is rank-deficient (statsmodels
+    warns "covariance of constraints does not have full rank"; caught, the caller says it in the table), the
+    partial F-test of Lee & Brooks eq. 10 instead, which the Wald test equals for OLS on a full-rank design:
+    d.f. = rank(X) − rank(X without the columns), the independent constraints; (0, NaN, NaN) when none is left."""
+    from statsmodels.tools.sm_exceptions import ValueWarning
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        warnings.filterwarnings("always", message="covariance of constraints", category=ValueWarning)
+        try:
+            test = res.f_test(R)
+        except ZeroDivisionError:
+            test = None
+    short = test is None or any("covariance of constraints" in str(w.message) for w in caught)
+    for w in caught:  # anything else is not ours to hide
+        if "covariance of constraints" not in str(w.message):
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    if not short:
+        return int(test.df_num), float(np.squeeze(test.fvalue)), float(test.pvalue)
+    X, y = np.asarray(res.model.exog, dtype=float), np.asarray(res.model.endog, dtype=float)
+    reduced = np.delete(X, [k + 1 for k in ks], axis=1)
+    df = int(np.linalg.matrix_rank(X) - (np.linalg.matrix_rank(reduced) if reduced.shape[1] else 0))
+    if df <= 0:
+        return 0, np.nan, np.nan
+    rss_r = float(np.sum((y - reduced @ np.linalg.lstsq(reduced, y, rcond=None)[0]) ** 2)) if reduced.shape[1] \
+        else float(y @ y)
+    f = ((rss_r - float(res.ssr)) / df) / float(res.mse_resid)
+    return df, f, float(stats.f.sf(f, df, res.df_resid))
+
+
 def anova(model: StepwiseModel, data: pd.DataFrame) -> pd.DataFrame:
-    """``rms::anova``-style table: factor, d.f., partial SS, MS, F, P (Lee & Brooks Table 5)."""
+    """``rms::anova``-style table: factor, d.f., partial SS, MS, F, P (Lee & Brooks Table 5).
+
+    A row whose columns are collinear on *data* is a Wald test of fewer independent constraints than
+    columns: its d.f. is their rank (statsmodels' ``f_test``), and a ``note`` column, present only then,
+    says "df 29 of 32 constraints: the rest are collinear" (the table's ``attrs["note"]`` says it once)."""
     res = ols_results(model, data)
     mse = float(res.mse_resid)
     out = []
@@ -140,14 +186,21 @@ def anova(model: StepwiseModel, data: pd.DataFrame) -> pd.DataFrame:
         R = np.zeros((len(ks), p))
         for r, k in enumerate(ks):
             R[r, k + 1] = 1.0
-        test = res.f_test(R)
-        f = float(np.squeeze(test.fvalue))
-        df = int(test.df_num)
-        ss = f * df * mse
-        out.append({"factor": label, "df": df, "partial_ss": ss, "ms": ss / df, "F": f, "P": float(test.pvalue)})
+        df, f, pval = _wald(res, R, ks)
+        ss = f * df * mse if df > 0 else 0.0
+        note = f"df {df} of {len(ks)} constraints: the rest are collinear" if df < len(ks) else ""
+        out.append({"factor": label, "df": df, "partial_ss": ss, "ms": ss / df if df > 0 else np.nan, "F": f,
+                    "P": pval, "note": note})
     out.append({"factor": "ERROR", "df": int(res.df_resid), "partial_ss": float(res.ssr), "ms": mse,
-                "F": np.nan, "P": np.nan})
-    return pd.DataFrame(out)
+                "F": np.nan, "P": np.nan, "note": ""})
+    table = pd.DataFrame(out)
+    short = int((table["note"] != "").sum())
+    if not short:
+        return table.drop(columns="note")
+    table.attrs["note"] = (f"{short} ANOVA row{'s test' if short > 1 else ' tests'} fewer independent constraints "
+                           "than columns: the model's columns are collinear on the data (a rank-deficient "
+                           "design), so each such F-test is of the independent part only, its d.f. the rank")
+    return table
 
 
 def residual_table(model: StepwiseModel, data: pd.DataFrame) -> pd.DataFrame:

@@ -48,6 +48,7 @@ class Summary:
     coefficients: Any  # pandas.DataFrame
     anova: Any = None  # pandas.DataFrame | None
     notes: tuple[str, ...] = field(default_factory=tuple)
+    pseudo_r2: float | None = None  # a Huber fit: R² of its pseudo-observations (r2 is the data's, headline.fit_r2)
 
     @property
     def tests_shown(self) -> bool:
@@ -66,6 +67,8 @@ class Summary:
                 ("Df Residuals:", fmt_count(self.df_resid))]
         if self.tests_shown:
             rows += [("R-squared:", fmt_r2(self.r2)), ("Adj. R-squared:", fmt_r2(self.adj_r2))]
+            if self.pseudo_r2 is not None:
+                rows.append(("Pseudo-obs. R-sq.:", fmt_r2(self.pseudo_r2)))
         rows.append((label, oos))
         if self.sigma is not None and self.tests_shown:
             rows.append(("Residual std. err.:", fmt_number(self.sigma)))
@@ -151,7 +154,7 @@ def _summarize(model: Any, data: Any, validation: Any, noise_free: bool) -> Summ
     import pandas as pd
 
     from ..errors import GpudseError
-    from .headline import fit_headline
+    from .headline import fit_headline, fit_r2
     from .inference import anova, ols_results
 
     if not hasattr(model, "bases"):
@@ -174,21 +177,27 @@ def _summarize(model: Any, data: Any, validation: Any, noise_free: bool) -> Summ
                              "upper": ci[:, 1]})
         try:
             table = anova(model, data)
+            if table.attrs.get("note"):  # a rank-deficient design: which rows test fewer constraints
+                short = table[table["note"] != ""]
+                notes.append(table.attrs["note"] + ": " + "; ".join(
+                    f"{str(r.factor).strip()} ({r.note.split(':')[0]})" for r in short.itertuples(index=False)))
         except GpudseError as e:
             table = None
             notes.append(f"no ANOVA: {e}")
         sigma = float(np.sqrt(res.mse_resid))
     robust = getattr(model, "robust", None)
+    r2 = fit_r2(model, data)
     if robust:
-        notes.append("Huber fit: the coefficient table, R² and the ANOVA are those of its pseudo-observations, "
-                     "which the coefficients are least squares on")
+        notes.append("Huber fit: the coefficient table and the ANOVA are those of its pseudo-observations, "
+                     "which the coefficients are least squares on; R-squared is the data's, Pseudo-obs. R-sq. "
+                     "theirs")
     notes.append(f"on the {model.transform} scale of {model.response}" if model.transform != "none"
                  else f"on the scale of {model.response}")
     return Summary(title="Stepwise spline regression (Stargazer Algorithm 1) Results", response=model.response,
                    transform=model.transform, settings=_settings(model, robust), n=int(model.n),
-                   df_model=k - 1, df_resid=int(model.n) - k, r2=float(model.r2), adj_r2=float(model.adj_r2),
-                   headline=head, sigma=sigma, coefficients=coef, anova=table,
-                   notes=tuple(notes) + tuple(getattr(model, "notes", ()) or ()))
+                   df_model=k - 1, df_resid=int(model.n) - k, r2=r2.r2, adj_r2=r2.adj_r2,
+                   pseudo_r2=r2.pseudo[0] if r2.pseudo else None, headline=head, sigma=sigma, coefficients=coef,
+                   anova=table, notes=tuple(notes) + tuple(getattr(model, "notes", ()) or ()))
 
 
 def _settings(model: Any, robust: Any) -> tuple[tuple[str, str], ...]:

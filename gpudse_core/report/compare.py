@@ -67,7 +67,7 @@ def _curve(model: Any, space: Any, param: str | None) -> pd.DataFrame | None:
 
 def snapshot(ws: Any, version: int | None = None, label: str | None = None, param: str | None = None) -> Run:
     """Run *version* of *ws*'s model (the current one by default) with what the overlays need."""
-    from ..model.headline import fit_headline, loo_errors
+    from ..model.headline import fit_headline, fit_r2, loo_errors
     from ..workspace.provenance import noise_free, results_provenance
     from .record import model_settings
 
@@ -106,7 +106,8 @@ def snapshot(ws: Any, version: int | None = None, label: str | None = None, para
                version=int(model_sv.version), kind=kind, origin=model_sv.origin,
                results=prov.describe() if prov is not None else "", kernel=prov.kernel if prov is not None else None,
                noise=prov.noise if prov is not None else None, rows=len(data), response=model.response,
-               headline=head, r2=None if head.interpolates else getattr(model, "r2", None),
+               headline=head, r2=None if head.interpolates or not hasattr(model, "r2") else
+               (fit_r2(model, data).r2 if hasattr(model, "bases") else model.r2),  # the data's, as the fit is quoted
                terms=len(getattr(model, "terms", []) or []) or None, errors=errors, errors_source=source,
                trend=trend, contributions=contrib, param=param, curve=_curve(model, space, param),
                settings=tuple(model_settings(model)))

@@ -42,7 +42,7 @@ def _report_table(df: pd.DataFrame, units: dict[str, str] | None = None, kinds: 
 def html_report(project: Project, figures: list[Any], tables: dict[str, pd.DataFrame] | None = None,
                 title: str = "gpudse analysis", table_kinds: dict[str, dict[str, str]] | None = None,
                 model_sections: Sequence[str] = (), *, subtitle: str | None = None, headline: Any = None,
-                sections: list[tuple[str, list]] | None = None,
+                fit_r2: Any = None, sections: list[tuple[str, list]] | None = None,
                 table_units: dict[str, dict[str, str]] | None = None) -> str:
     """A standalone HTML page: summary, equation, tables, and the given Plotly figures (interactive).
 
@@ -52,7 +52,8 @@ def html_report(project: Project, figures: list[Any], tables: dict[str, pd.DataF
 
     *subtitle*: a line under the title (versions, date). *headline*: the model's out-of-sample headline
     (:class:`gpudse_core.model.headline.Headline`): it leads the model section, and when the fit
-    interpolates its note replaces R². *sections*: ``[(heading, items)]`` drawn after *tables* and before
+    interpolates its note replaces R²; *fit_r2* (:class:`~gpudse_core.model.headline.FitR2`): the R² it quotes
+    (the data's; without it, the model's own). *sections*: ``[(heading, items)]`` drawn after *tables* and before
     *figures*, in order, each item a DataFrame, a Plotly figure, a ``("text", str)`` paragraph (``("warning",
     str)``: set apart as a caution) or a
     ``(name, DataFrame)`` captioned table; *table_units* gives a table's column units by table name.
@@ -88,6 +89,7 @@ def html_report(project: Project, figures: list[Any], tables: dict[str, pd.DataF
             if headline.interpolates:
                 lead += f"<p class='note'>{html.escape(headline.note or '')}</p>"
         r2 = ("" if headline is not None and headline.interpolates
+              else html.escape(fit_r2.text()) + ", " if fit_r2 is not None
               else f"R² {fmt.fmt_r2(m.r2)}, adjusted R² {fmt.fmt_r2(m.adj_r2)} "
                    f"{'of its Huber pseudo-observations' if getattr(m, 'robust', None) else 'on the training rows'}, ")
         parts.append(f"<h2>Model</h2>{lead}<p>Terms in selection order: {html.escape(' + '.join(m.terms))}; "

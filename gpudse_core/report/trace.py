@@ -6,8 +6,10 @@ added, and the term that enters is printed in bold. Interaction rows read "Adjus
 the value of ``simd:#blk`` in the ``#blk`` column. This module builds that table from a fit's trace
 (each step records ``r2s`` and ``adj_r2s`` beside the criterion's own scores) for every criterion,
 and adds what the paper's θ/φ rule does not need but other criteria do: the statistic the criterion
-decided by (F-test p, gain in R², drop in AIC/BIC, leave-one-out error) in its own column, beside
-the R² values rather than instead of them.
+decided by (F-test p, gain in R², drop in AIC/BIC, mean leave-one-out error) in its own column, beside
+the R² values rather than instead of them, and (:func:`threshold`) the limit the step compared it with:
+θ for a parameter, φ for a pair, φ₃ for a three-way interaction (Stargazer Algorithm 1; the revisit and
+the doubly non-linear parts by their interaction's order), none for the first term.
 
 One table, four renderings: :func:`build` (the table as data, also what ``gpudse fit --json`` prints
 under ``trace_table``), :func:`text` (the CLI), :func:`html` (the dashboard's fit page and replay,
@@ -31,7 +33,7 @@ KIND_WORDS = {"initial": "first term", "main": "parameter", "interaction": "pair
               "robust": "robust fit", "cells": "level cells"}
 NONLINEAR = "non-linear part"
 STATISTIC = {"p_value": "p (F-test)", "adj_r2": "gain", "r2": "gain", "aic": "AIC drop", "bic": "BIC drop",
-             "loo_error": "LOO error"}
+             "loo_error": "mean LOO error"}
 
 
 @dataclass
@@ -184,8 +186,8 @@ def statistic_text(row: Row) -> str:
         if v <= 0.0:
             return "p < 1e-300"  # below the smallest double: the F-test underflowed
         return f"p = {v:.2g}" if v >= 1e-4 else f"p = {v:.1e}"
-    if row.statistic == "LOO error":
-        return f"LOO error {fmt.fmt_percent(v)}"
+    if row.statistic == "mean LOO error":
+        return f"mean LOO error {fmt.fmt_percent(v)}"
     if row.statistic == "gain":  # four decimals like R²; a gain too small for them in two significant digits
         return f"gain {v:+.4f}" if v == 0 or abs(v) >= 5e-5 else f"gain {v:+.1e}"
     return f"{row.statistic} {fmt.fmt_number(v, sig=4)}"
@@ -200,7 +202,7 @@ def score_text(row: Row, column: str) -> str:
     if row.metric == "p_value":
         return "p < 1e-300" if v <= 0 else (f"p = {v:.2g}" if v >= 1e-4 else f"p = {v:.1e}")
     if row.metric == "loo_error":
-        return f"LOO error {fmt.fmt_percent(v)}"
+        return f"mean LOO error {fmt.fmt_percent(v)}"
     return f"{row.metric.upper()} {fmt.fmt_number(v, sig=5)}"
 
 
@@ -217,7 +219,7 @@ def term_text(row: Row) -> str:
             return f"{row.chosen}: search rerun on Huber pseudo-observations"
         others = ", ".join(f"{k} {fmt.fmt_percent(v)}" for k, v in row.scores.items()
                            if k != row.chosen and v is not None)
-        return f"kept {row.chosen}" + (f" (LOO error of the others: {others})" if others else "")
+        return f"kept {row.chosen}" + (f" (mean LOO error of the others: {others})" if others else "")
     if row.kind == "cells":  # StepwiseRegression._cells: level-combination indicator columns
         return f"level cells added ({row.chosen})" if row.accepted else "no level cells added"
     return f"{row.chosen} {'added' if row.accepted else 'rejected'}"
@@ -229,12 +231,48 @@ def used_columns(table: Table) -> list[str]:
     return [c for c in table.columns if c in seen]
 
 
+RULE = {"main": ("θ", "theta"), "lookahead": ("θ", "theta"), "interaction": ("φ", "phi"),
+        "interaction3": ("φ₃", "phi3")}
+
+
+def threshold(kind: str, chosen: str | None, settings: Mapping[str, Any]) -> tuple[str, float | None]:
+    """The rule's symbol and value a step of *kind* compared its candidate with (the search's ``gain_ok``
+    limits): θ for parameters, φ for pairs, φ₃ for triples; the revisit pass and a doubly non-linear part
+    by their interaction's order. ``("", None)`` for a step without one (the first term, pruning, ...)."""
+    if kind in ("revisit", "nonlinear"):
+        kind = "interaction3" if str(chosen or "").count(":") >= 2 else "interaction"
+    sym, key = RULE.get(kind, ("", ""))
+    value = settings.get(key) if key else None
+    return sym, (float(value) if value is not None else None)
+
+
+def threshold_text(row: Row, settings: Mapping[str, Any]) -> str:
+    """What the step's statistic had to beat, in the criterion's terms: 'p < θ = 0.001', 'gain > φ = 0.01',
+    'gain ≥ θ × R² = 0 × R²', 'AIC drop > θ = 2'; 'none (first term)'; '' for steps without a rule."""
+    if row.kind == "initial":
+        return "none (first term)"
+    sym, limit = threshold(row.kind, row.chosen, settings)
+    if limit is None or row.chosen is None:
+        return ""
+    crit = settings.get("criterion", "ftest")
+    if crit == "adjr2":
+        if settings.get("threshold_rule") == "relative":
+            against = "adj. R²" if settings.get("compare") == "adj_r2" else "R²"
+            return f"gain ≥ {sym} × {against} = {limit:g} × {against}"
+        return f"gain > {sym} = {limit:g}"
+    if crit in ("aic", "bic"):
+        return f"{crit.upper()} drop > {sym} = {limit:g}"
+    return f"p < {sym} = {limit:g}"
+
+
 # ---- renderings ------------------------------------------------------------------------------------
-def text(table: Table) -> str:
+def text(table: Table, settings: Mapping[str, Any] | None = None) -> str:
     """The table for a terminal: the accepted term's value in [brackets] (the paper's bold), the best
-    rejected one in (parentheses); the criterion's statistic and the model's R² after each step."""
+    rejected one in (parentheses); the criterion's statistic, the threshold it was compared with (given the
+    fit's *settings*) and the model's R² after each step."""
     cols = used_columns(table)
-    head = ["step", "row", *cols, "decision", "statistic", "R²"]
+    rule = settings is not None
+    head = ["step", "row", *cols, "decision", "statistic", *(["threshold"] if rule else []), "R²"]
     body = []
     for r in table.rows:
         cells = []
@@ -243,14 +281,17 @@ def text(table: Table) -> str:
             if c == r.column and s:
                 s = f"[{s}]" if r.accepted else f"({s})"
             cells.append(s)
-        body.append([str(r.step), r.label, *cells, term_text(r), statistic_text(r), fmt.fmt_r2(r.r2)])
+        body.append([str(r.step), r.label, *cells, term_text(r), statistic_text(r),
+                     *([threshold_text(r, settings)] if rule else []), fmt.fmt_r2(r.r2)])
     widths = [max(len(h), *(len(b[i]) for b in body)) if body else len(h) for i, h in enumerate(head)]
-    left = {1, len(head) - 3}  # the row label and the decision read left-aligned
+    left = {1, head.index("decision")} | ({head.index("threshold")} if rule else set())  # read left-aligned
     def line(cells: list[str]) -> str:
         return "  ".join(c.ljust(w) if i in left else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths)))
     out = [line(head), line(["-" * w for w in widths])] + [line(b) for b in body]
     return "\n".join(s.rstrip() for s in out) + ("\n[x] added (the paper's bold), (x) best candidate, rejected; "
-                                                 "R²: the model after the step")
+                                                 + ("threshold: what the statistic had to pass (θ a parameter, "
+                                                    "φ a pair, φ₃ a three-way interaction); " if rule else "")
+                                                 + "R²: the model after the step")
 
 
 TABLE_CSS = """

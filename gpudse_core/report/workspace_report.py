@@ -99,7 +99,7 @@ def workspace_report(ws: Any, *, include_stale: bool = False) -> str:
 
     from .. import fmt
     from ..errors import GpudseError
-    from ..model.headline import fit_headline
+    from ..model.headline import fit_headline, fit_r2
     from ..workspace import report_contents
     from . import figures, recommendation
     from .html import html_report
@@ -112,6 +112,7 @@ def workspace_report(ws: Any, *, include_stale: bool = False) -> str:
     sections: list[tuple[str, list]] = []
     headline = None
     interpolates = False
+    r2 = None
     resp_unit = fmt.response_unit(model.response) if model is not None else None
     if model is not None and data is not None:
         try:
@@ -122,6 +123,11 @@ def workspace_report(ws: Any, *, include_stale: bool = False) -> str:
         except GpudseError:
             headline = None
         interpolates = headline is not None and headline.interpolates
+        if hasattr(model, "terms"):
+            try:
+                r2 = fit_r2(model, data)
+            except GpudseError:
+                r2 = None
     model_sections = [settings_section(ws, rc)]
     if getattr(model, "trace", None):
         model_sections.append(trace_section(model, proj.space.parameter_names))
@@ -240,7 +246,7 @@ def workspace_report(ws: Any, *, include_stale: bool = False) -> str:
         sections.append(("Left out of this report", [pd.DataFrame(
             [{"part": stage_title(k), "why": v} for k, v in sorted(rc.left_out.items())])]))
     return html_report(proj, [], tables, title=report_title(ws, rc), subtitle=_subtitle(ws, rc),
-                       headline=headline, sections=sections, model_sections=model_sections)
+                       headline=headline, fit_r2=r2, sections=sections, model_sections=model_sections)
 
 
 def best_designs_table(scan: Any, space: Any) -> Any:

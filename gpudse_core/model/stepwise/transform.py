@@ -101,7 +101,7 @@ def auto_transform(settings: Mapping[str, Any], data: Data) -> Steps:
     model.trace.append(step.to_dict())
     model.settings["response_transform"] = "auto"
     shown = ", ".join(f"{k} {100 * v:.3g} %" for k, v in sorted(scores.items(), key=lambda kv: kv[1]))
-    model.notes.append(f"{col}: {t} scale chosen by leave-one-out error ({shown})"
-                       if np.all(y > 0) else f"{col}: {t} scale chosen by leave-one-out error")
+    model.notes.append(f"{col}: {t} scale chosen by the mean leave-one-out error ({shown})"
+                       if np.all(y > 0) else f"{col}: {t} scale chosen by the mean leave-one-out error")
     yield step
     return Fit(model, err)

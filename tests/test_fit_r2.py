@@ -55,3 +55,21 @@ def test_the_searchs_leave_one_out_figures_say_mean(huber):
     first = rows.rows[0]
     assert first.kind == "transform" and trace.statistic_text(first).startswith("mean LOO error ")
     assert any("scale chosen by the mean leave-one-out error" in n for n in m.notes)
+
+
+def test_fit_json_gives_the_datas_r2_and_the_pseudo_observations_apart(huber, tmp_path, capsys):
+    """`gpudse fit --json` quotes the R² the last line quotes: a script reading ``r2`` gets the data's,
+    and a Huber fit's pseudo-observations' R² only under its own name."""
+    import json
+
+    from gpudse_core.cli import main
+
+    m, train = huber
+    path = tmp_path / "slow.csv"
+    train.to_csv(path, index=False)
+    assert main(["fit", str(path), "--response", "y", "--params", "a,b,c,inert1,inert2", "--cells", "off",
+                 "--transform", "auto", "-o", str(tmp_path / "m.json"), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["robust"] is not None and doc["terms"] == m.terms  # the fit of the module's fixture
+    assert doc["r2"] == pytest.approx(fit_r2(m, train).r2) and doc["pseudo_r2"] == pytest.approx(m.r2)
+    assert doc["pseudo_r2"] > doc["r2"] + 0.05 and doc["r2_scale"] == f"{m.transform}(y)"

@@ -178,9 +178,9 @@ def cmd_fit(args: argparse.Namespace) -> int:
     params = list(params or []) + [k for k in derived if k not in (params or [])]  # the trace's candidates
     line.end()
     if args.json:
-        # robust: the Huber fit kept (k, scale, round), or null for least squares; r2/adj_r2 are then
-        # of its pseudo-observations
-        print(json.dumps({"terms": model.terms, "r2": model.r2, "adj_r2": model.adj_r2, "n": model.n,
+        # robust: the Huber fit kept (k, scale, round), or null for least squares; r2/adj_r2 are the
+        # data's on the training rows (as the last line quotes them), pseudo_r2 a Huber fit's own
+        print(json.dumps({"terms": model.terms, **_r2_doc(model, data), "n": model.n,
                           "robust": getattr(model, "robust", None),
                           "headline": headline_doc(model, data), "notes": model.notes, "settings": model.settings,
                           "trace": model.trace, "trace_table": trace_json(model, params)}, indent=1))
@@ -237,7 +237,7 @@ def _fit_workspace(args: argparse.Namespace) -> int:
             model.save(writable(args.output, (".json",)))
         if args.json:
             print(json.dumps({"workspace": ws.id, "version": outcome.stored.version, "reused": outcome.reused,
-                              "terms": model.terms, "r2": model.r2, "adj_r2": model.adj_r2, "n": model.n,
+                              "terms": model.terms, **_r2_doc(model, data), "n": model.n,
                               "trace_table": trace_json(model, params)}, indent=1))
         else:
             print(trace_table(model, params))
@@ -279,7 +279,7 @@ def _fit_model(args: argparse.Namespace, data, params, out, echo, derived: dict 
         doc = {"model": args.model, "kind": kind, "n": getattr(model, "n", None) or len(data), "selection": sel,
                "notes": list(getattr(model, "notes", []))}
         if kind == "stepwise":
-            doc.update(terms=model.terms, r2=model.r2, adj_r2=model.adj_r2, headline=headline_doc(model, data),
+            doc.update(terms=model.terms, **_r2_doc(model, data), headline=headline_doc(model, data),
                        trace=model.trace, trace_table=trace_json(model, params))
         print(json.dumps(plain_json(doc), indent=1))
     else:
@@ -345,6 +345,13 @@ def cmd_predict(args: argparse.Namespace) -> int:
 def with_predictions(points, details):
     """The points with the prediction columns appended (same row order)."""
     return points.assign(**{c: details[c].to_numpy() for c in details.columns})
+
+
+def _r2_doc(model, data) -> dict:
+    """The fit's R² for --json, as its last line quotes it (:meth:`~..model.headline.FitR2.to_json_dict`)."""
+    from ..model.headline import fit_r2
+
+    return fit_r2(model, data).to_json_dict()
 
 
 def cmd_validate(args: argparse.Namespace) -> int:

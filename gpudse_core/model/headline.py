@@ -167,6 +167,14 @@ class FitR2:
                     f"R² {fmt_r2(self.pseudo[0])})")
         return out
 
+    def to_json_dict(self) -> dict:
+        """``r2``/``adj_r2`` (the data's, as the fit is quoted), ``scale``, and for a Huber fit
+        ``pseudo_r2``/``pseudo_adj_r2`` (its pseudo-observations')."""
+        doc = {"r2": self.r2, "adj_r2": self.adj_r2, "r2_scale": self.scale}
+        if self.pseudo is not None:
+            doc.update(pseudo_r2=self.pseudo[0], pseudo_adj_r2=self.pseudo[1])
+        return doc
+
 
 def response_scale(model: Any) -> str:
     """The response as the model fits it: ``log(time_ms)``, ``sqrt(cycles)`` or ``cycles``."""

@@ -524,9 +524,9 @@ def test_the_built_in_example_and_the_cli_round_trip(home, tmp_path):
     ws = open_workspace(made["id"], made["key"])
     assert ws.writable and set(states(ws).values()) == {"current"}
     assert len(ws.get("samples").value) == 300 and ws.get("results").value.response == "cycles"
-    model = ws.get("model").value  # the robust defaults: the response scale chosen by leave-one-out error
+    model = ws.get("model").value  # the robust defaults: the response scale chosen by the mean leave-one-out error
     assert set(ws.get("results").inputs) == {"space", "samples"}
-    assert any(n.startswith(f"cycles: {model.transform} scale chosen by leave-one-out error") for n in model.notes)
+    assert any(n.startswith(f"cycles: {model.transform} scale chosen by the mean leave-one-out error") for n in model.notes)
     shown = json.loads(gpudse("workspace", "show", ws.id, "--json").stdout)
     assert {s: v["state"] for s, v in shown["stages"].items()} == states(ws)
     assert shown["stages"]["model"]["inputs"] == {"results": 1}

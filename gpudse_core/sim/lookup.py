@@ -5,8 +5,9 @@ configuration of a kernel's space with its time and a ``status``) make an honest
 search: every "simulation" is a measurement that really happened, and the true best is known. The
 design space is inferred from the table's distinct values of the chosen parameters
 (:func:`infer_space`: numbers sorted by value, anything else a category), the table's rows are the
-feasible designs, and a design that is not in the table, or whose status column is not ``ok`` (a
-configuration that failed to compile or run), is a failed simulation.
+feasible designs, and a design that is not in the table, or whose status is not one that means success
+(``choices.OK_STATUS``: ok, success, succeeded, done or empty, compared stripped and lower-case, as an
+upload compares it; anything else is a configuration that failed to compile or run), is a failed simulation.
 
 :class:`LookupBackend` is a campaign backend (``run_batch``/``spec``/``batch_size``, as
 :class:`~gpudse_core.sim.campaign.AnalyticalBackend`), so a search over a table runs through the same
@@ -24,10 +25,10 @@ import numpy as np
 import pandas as pd
 
 from .. import limits
+from ..choices import OK_STATUS
 from ..errors import GpudseError
 from .store import Attempt, Outcome
 
-OK = "ok"
 
 
 class TableLookupError(GpudseError):
@@ -157,16 +158,18 @@ class LookupTable:
         space = space if space is not None else infer_space(frame, params, source)
         digits = _digit_keys(space, frame, source)
         y = pd.to_numeric(frame[response], errors="coerce").to_numpy(float)
-        status = (frame[status_column].astype(str).str.strip().to_numpy() if status_column else
-                  np.full(len(frame), OK, dtype=object))
-        if status_column and not (status == OK).any():
-            raise TableLookupError(f"{source}: no row has {status_column} = {OK!r} (values: "
-                               f"{', '.join(sorted(set(map(str, status)))[:5])}); a lookup table needs measured rows "
-                               f"marked ok — check --status-column")
+        status = (frame[status_column].fillna("").astype(str).str.strip().to_numpy() if status_column else
+                  np.full(len(frame), "", dtype=object))
+        ran = np.array([s.lower() in OK_STATUS for s in status], dtype=bool)  # as sim.upload reads a status
+        if status_column and not ran.any():
+            raise TableLookupError(f"{source}: no row has {status_column} = 'ok' or another status meaning success "
+                                   f"({', '.join(s for s in OK_STATUS if s)} or empty; values: "
+                                   f"{', '.join(sorted(set(map(str, status)))[:5])}); a lookup table needs measured "
+                                   f"rows marked ok — check --status-column")
         errors = []
         values = np.full(len(frame), np.nan)
         for i in range(len(frame)):
-            if status[i] != OK:
+            if not ran[i]:
                 errors.append(f"{status_column} = {status[i]}")
             elif not math.isfinite(y[i]):
                 errors.append(f"{response} is empty or not a number")

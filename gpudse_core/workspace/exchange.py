@@ -74,7 +74,20 @@ def _project(ws: Workspace, keep: dict[str, StageValue], left_out: dict[str, str
                 "space_origin": keep["space"].origin}
     return Project(keep["space"].value, json.loads(samples.value.to_json()) if samples else None,
                    results.value.table if results else None, results.value.response if results else None,
-                   keep["model"].value if "model" in keep else None, settings)
+                   keep["model"].value if "model" in keep else None, settings,
+                   failures=_failures(ws, keep["space"].value))
+
+
+def _failures(ws: Workspace, space: Any) -> Any:
+    """The designs of *space* the workspace's campaigns failed to simulate (an upload's failed
+    configurations among them), one row per design, for the zip's ``failures.csv``; None when none."""
+    from .campaigns import failed_points
+
+    params = list(space.parameter_names)
+    failed = failed_points(ws, params)
+    if failed is None:
+        return None
+    return failed.drop_duplicates(subset=params).reset_index(drop=True)
 
 
 def export_project(ws: Workspace, *, include_stale: bool = False) -> ProjectExport:
@@ -92,7 +105,9 @@ ORIGIN_CHARS = 500  # a saved origin read back from a project zip (user text) is
 def import_project(ws: Workspace, data: bytes, name: str = "project.zip",
                    adopt_name: bool = False) -> dict[str, StageValue]:
     """Load a project zip (validated completely first) into the workspace as new versions of its
-    stages, in one transaction; a stage the zip lacks is removed, so nothing old looks current.
+    stages, in one transaction; a stage the zip lacks is removed, so nothing old looks current. The
+    zip's failures (designs known to fail) are recorded as a campaign "failures of project NAME",
+    where every scan finds them (:func:`~gpudse_core.workspace.campaigns.failed_points`).
     *adopt_name*: the workspace also takes the name of the one the project was saved from (the
     dashboard asks for it when the workspace still has a default name)."""
     from .project import load_project
@@ -133,6 +148,9 @@ def import_project(ws: Workspace, data: bytes, name: str = "project.zip",
             out["model"] = ws.remove("model")
         if adopt_name and isinstance(saved_as, str) and saved_as.strip() and saved_as != ws.name:
             ws.rename(saved_as)
+    if proj.failures is not None and len(proj.failures):  # validated by load_project; the campaign store
+        # writes through its own connection, so after the stages' transaction (the same zip again: not twice)
+        ws.record_failures(f"project {name}", proj.space.name, proj.failures)
     return out
 
 

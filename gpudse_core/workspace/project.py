@@ -1,9 +1,11 @@
 """Project zips: a user's space, samples, results, model and settings in one file to save and load.
 
-A project zip holds ``manifest.json``, ``space.yaml``, ``samples.json``, ``results.csv``, ``model.json`` and
-``settings.json`` (each optional except the manifest and space). The workspace exports and imports
-its current parts through this module (:mod:`.exchange`); the HTML report of a project is
-:mod:`gpudse_core.report.html`'s.
+A project zip holds ``manifest.json``, ``space.yaml``, ``samples.json``, ``results.csv``, ``failures.csv``,
+``model.json`` and ``settings.json`` (each optional except the manifest and space). ``failures.csv`` is the
+designs known to fail (an uploaded table's failed configurations, a simulator campaign's failed points):
+the space's parameter columns, ``status`` and ``error``, so that the loaded copy never recommends them.
+The workspace exports and imports its current parts through this module (:mod:`.exchange`); the HTML
+report of a project is :mod:`gpudse_core.report.html`'s.
 
 Loading (:func:`load_project`) is defensive and atomic:
 
@@ -18,7 +20,9 @@ Loading (:func:`load_project`) is defensive and atomic:
 * every part goes through the same validating readers as single files (safeload for JSON/YAML, the
   bounded table reader for CSV; never pickle), and is checked against the project's space: samples
   are points of the space (:func:`~gpudse_core.space.sampling.sample_set_from_dict`), results carry
-  its parameter columns and a numeric response, the model's parameters are the space's;
+  its parameter columns and a numeric response, failures carry exactly its parameter columns (plus
+  ``status``, never a successful one, and ``error``), both with values of the space; the model's parameters
+  are the space's;
 * the result is a new :class:`Project`, returned only when every part is valid, so a caller swaps
   its state only after a successful load and a bad zip changes nothing.
 """
@@ -42,7 +46,9 @@ from ..space.design import DesignSpace, parse_space_text
 from ..space.sampling import SampleSet, sample_set_from_dict
 
 SCHEMA = "gpudse.project/1"
-ENTRIES = {"manifest.json", "space.yaml", "samples.json", "results.csv", "model.json", "settings.json"}
+ENTRIES = {"manifest.json", "space.yaml", "samples.json", "results.csv", "failures.csv", "model.json", "settings.json"}
+FAILURE_COLUMNS = ("status", "error")  # beside the space's parameters in failures.csv
+ERROR_CHARS = 500  # a failure's error text is kept up to this length (as a campaign store keeps it)
 CHUNK = 1 << 20
 
 
@@ -59,6 +65,7 @@ class Project:
     model: Any = None  # any fitted model kind (model.registry.load_model)
     settings: dict = field(default_factory=dict)
     sample_set: SampleSet | None = None  # the samples validated against the space (set by load_project)
+    failures: pd.DataFrame | None = None  # designs known to fail: the space's parameters, status, error
 
 
 def save_project(project: Project) -> bytes:
@@ -73,6 +80,8 @@ def save_project(project: Project) -> bytes:
             zf.writestr("samples.json", json.dumps(samples, default=str))
         if project.results is not None:
             zf.writestr("results.csv", frame_text(project.results))
+        if project.failures is not None and len(project.failures):
+            zf.writestr("failures.csv", frame_text(project.failures))
         if project.model is not None:
             from ..model.registry import model_to_dict
 
@@ -90,7 +99,7 @@ def _entries(data: bytes, name: str) -> dict[str, bytes]:
         infos = zf.infolist()
     except (zipfile.BadZipFile, zipfile.LargeZipFile, ValueError, EOFError, OSError, NotImplementedError):
         raise ProjectError(f"{name}: not a zip file (or a damaged one); load a project saved by gpudse") from None
-    lim.check("archive_entries", len(infos), f"{name}: {len(infos):,} entries", "a project has at most 6")
+    lim.check("archive_entries", len(infos), f"{name}: {len(infos):,} entries", f"a project has at most {len(ENTRIES)}")
     seen: set[str] = set()
     for info in infos:
         n = info.filename
@@ -111,7 +120,8 @@ def _entries(data: bytes, name: str) -> dict[str, bytes]:
     total = 0
     for info in infos:
         n = info.filename
-        entry_limit = {"results.csv": "archive_entry_bytes", "model.json": "model_bytes"}.get(n, "document_bytes")
+        entry_limit = {"results.csv": "archive_entry_bytes", "failures.csv": "archive_entry_bytes",
+                       "model.json": "model_bytes"}.get(n, "document_bytes")
         cap = getattr(lim, entry_limit)
         lim.check(entry_limit, info.file_size, f"{name}: {n} declares {info.file_size:,} bytes unpacked")
         parts, size = [], 0
@@ -175,16 +185,8 @@ def load_project(data: bytes, name: str = "project.zip") -> Project:
                 raise ProjectError(f"{source}: the manifest's response {response[:60]!r} is not a column")
             if pd.to_numeric(results[response], errors="coerce").notna().sum() == 0:
                 raise ProjectError(f"{source}: the response {response[:60]!r} holds no numbers")
-        for p in space.parameters:  # results are points of the space, like the samples
-            col = results[p.name]
-            ok = (pd.to_numeric(col, errors="coerce").isin([float(v) for v in p.values]) if p.kind == "numeric"
-                  else col.astype(str).isin([str(v) for v in p.values]))
-            bad = (~ok.to_numpy()).nonzero()[0].tolist()
-            if bad:
-                shown = ", ".join(map(str, p.values[:10])) + (", …" if p.size > 10 else "")
-                raise ProjectError(f"{source}: row {bad[0] + 1}: {p.name} = {str(results[p.name].iloc[bad[0]])[:40]} "
-                                   f"is not a value of the project's space ([{shown}])"
-                                   + (f"; {len(bad) - 1:,} more rows like it" if len(bad) > 1 else ""))
+        _check_points(results, space, source)  # results are points of the space, like the samples
+    failures = _failures(entries["failures.csv"], space, f"{name}/failures.csv") if "failures.csv" in entries else None
     model = None
     if "model.json" in entries:
         from ..model.registry import load_model
@@ -203,4 +205,45 @@ def load_project(data: bytes, name: str = "project.zip") -> Project:
     settings = js("settings.json") if "settings.json" in entries else {}
     if not isinstance(settings, dict):
         raise ProjectError(f"{name}/settings.json: must be an object of settings")
-    return Project(space, samples, results, response, model, settings, sample_set)
+    return Project(space, samples, results, response, model, settings, sample_set, failures)
+
+
+def _check_points(frame: pd.DataFrame, space: DesignSpace, source: str) -> None:
+    """Every row of *frame* is a point of *space* (its parameter columns hold values of the space)."""
+    for p in space.parameters:
+        col = frame[p.name]
+        ok = (pd.to_numeric(col, errors="coerce").isin([float(v) for v in p.values]) if p.kind == "numeric"
+              else col.astype(str).isin([str(v) for v in p.values]))
+        bad = (~ok.to_numpy()).nonzero()[0].tolist()
+        if bad:
+            shown = ", ".join(map(str, p.values[:10])) + (", …" if p.size > 10 else "")
+            raise ProjectError(f"{source}: row {bad[0] + 1}: {p.name} = {str(frame[p.name].iloc[bad[0]])[:40]} "
+                               f"is not a value of the project's space ([{shown}])"
+                               + (f"; {len(bad) - 1:,} more rows like it" if len(bad) > 1 else ""))
+
+
+def _failures(data: bytes, space: DesignSpace, source: str) -> pd.DataFrame:
+    """``failures.csv`` validated: exactly the space's parameter columns plus ``status``/``error``, every
+    row a point of the space whose status is a failure (not one of ``choices.OK_STATUS``)."""
+    from ..choices import OK_STATUS
+    from ..dataio import read_table_bytes
+
+    table = read_table_bytes(data, source, fmt="CSV", bytes_limit="archive_entry_bytes")
+    params = list(space.parameter_names)
+    missing = [p for p in params if p not in table.columns]
+    if missing:
+        raise ProjectError(f"{source}: lacks the space's parameter column(s) {', '.join(missing[:10])}")
+    unknown = [str(c)[:40] for c in table.columns if c not in params and c not in FAILURE_COLUMNS]
+    if unknown:
+        raise ProjectError(f"{source}: unknown column(s) {', '.join(unknown[:10])}; failures hold the space's "
+                           f"parameters, status and error only")
+    _check_points(table, space, source)
+    status = (table["status"].fillna("failed").astype(str).str.strip() if "status" in table.columns
+              else pd.Series("failed", index=table.index))
+    ran = status.str.lower().isin(OK_STATUS).to_numpy().nonzero()[0].tolist()
+    if ran:
+        raise ProjectError(f"{source}: row {ran[0] + 1}: status {status.iloc[ran[0]][:40]!r} means the design ran; "
+                           f"failures.csv lists only designs that failed")
+    error = (table["error"].fillna("").astype(str).str.slice(0, ERROR_CHARS) if "error" in table.columns
+             else pd.Series("", index=table.index))
+    return table[params].assign(status=status.str.slice(0, ERROR_CHARS), error=error).reset_index(drop=True)

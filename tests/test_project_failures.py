@@ -71,6 +71,8 @@ def test_failures_survive_a_project_round_trip_and_a_scan_leaves_their_group_out
     ws, _ = create_workspace("measured")
     with_upload_failures(ws, results, plain.loc[[0], PARAMS])  # the design ranked best failed when measured
     with_simulator_failure(ws, plain.loc[[1], PARAMS], results.loc[[0], PARAMS])  # the second failed to simulate
+    elsewhere = plain.loc[[2], PARAMS].assign(**{PARAMS[0]: 12345}, status="failed", error="on an earlier space")
+    ws.record_failures("old.csv", "earlier", elsewhere)  # no design of this space: not exported (load refuses it)
     ws.set_model(model, "stepwise")
     data = export_project(ws).data
     with zipfile.ZipFile(io.BytesIO(data)) as zf:

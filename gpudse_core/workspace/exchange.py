@@ -80,14 +80,17 @@ def _project(ws: Workspace, keep: dict[str, StageValue], left_out: dict[str, str
 
 def _failures(ws: Workspace, space: Any) -> Any:
     """The designs of *space* the workspace's campaigns failed to simulate (an upload's failed
-    configurations among them), one row per design, for the zip's ``failures.csv``; None when none."""
+    configurations among them), one row per design, for the zip's ``failures.csv``; None when none.
+    A campaign's point outside the space (run on an earlier space with the same parameter names) is
+    no design of this project and is left out, as loading would refuse it."""
     from .campaigns import failed_points
+    from .project import points_of
 
     params = list(space.parameter_names)
     failed = failed_points(ws, params)
     if failed is None:
         return None
-    return failed.drop_duplicates(subset=params).reset_index(drop=True)
+    return points_of(failed, space).drop_duplicates(subset=params).reset_index(drop=True)
 
 
 def export_project(ws: Workspace, *, include_stale: bool = False) -> ProjectExport:

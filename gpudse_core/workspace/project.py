@@ -208,13 +208,24 @@ def load_project(data: bytes, name: str = "project.zip") -> Project:
     return Project(space, samples, results, response, model, settings, sample_set, failures)
 
 
+def _value_ok(col: pd.Series, p: Any) -> pd.Series:
+    """Which entries of *col* are values of parameter *p*."""
+    return (pd.to_numeric(col, errors="coerce").isin([float(v) for v in p.values]) if p.kind == "numeric"
+            else col.astype(str).isin([str(v) for v in p.values]))
+
+
+def points_of(frame: pd.DataFrame, space: DesignSpace) -> pd.DataFrame:
+    """The rows of *frame* that are points of *space* (what a project zip may carry)."""
+    keep = pd.Series(True, index=frame.index)
+    for p in space.parameters:
+        keep &= _value_ok(frame[p.name], p)
+    return frame[keep]
+
+
 def _check_points(frame: pd.DataFrame, space: DesignSpace, source: str) -> None:
     """Every row of *frame* is a point of *space* (its parameter columns hold values of the space)."""
     for p in space.parameters:
-        col = frame[p.name]
-        ok = (pd.to_numeric(col, errors="coerce").isin([float(v) for v in p.values]) if p.kind == "numeric"
-              else col.astype(str).isin([str(v) for v in p.values]))
-        bad = (~ok.to_numpy()).nonzero()[0].tolist()
+        bad = (~_value_ok(frame[p.name], p).to_numpy()).nonzero()[0].tolist()
         if bad:
             shown = ", ".join(map(str, p.values[:10])) + (", …" if p.size > 10 else "")
             raise ProjectError(f"{source}: row {bad[0] + 1}: {p.name} = {str(frame[p.name].iloc[bad[0]])[:40]} "

@@ -621,13 +621,15 @@ def base_point(space: DesignSpace, key: str) -> dict:
 TRACE_KINDS = _trace.KIND_WORDS  # a step's kind in words ("pair", "look-ahead")
 
 
-def trace_table(rows: list[dict], params: list[str], where=None, *, current: int | None = None,
-                follow: bool = False, height_rem: float | None = None, model_column: bool = True) -> None:
+def trace_table(rows: list[dict], params: list[str], where=None, *, settings: dict | None = None,
+                current: int | None = None, follow: bool = False, height_rem: float | None = None,
+                model_column: bool = True) -> None:
     """Stargazer Table 1 (gpudse_core.report.trace, the same table as the CLI and the report): a row per
     step, the candidates' R² / adjusted R² per column, the accepted term bold, the criterion's statistic
-    beside; step and decision columns frozen. *current*: the row highlighted; *follow*: scrolled to the
-    newest row (the replay)."""
+    beside, and the threshold it was held to given the fit's *settings* (θ, φ, φ₃); step and decision
+    columns frozen. *current*: the row highlighted; *follow*: scrolled to the newest row (the replay)."""
     table = _trace.build(rows, params)
     style = f"--gtrace-h:{height_rem}rem;" if height_rem else ""
     (where or st).html(f"<style>{_trace.TABLE_CSS}</style><div style='{style}'>"
-                       + _trace.html(table, current=current, follow=follow, model_column=model_column) + "</div>")
+                       + _trace.html(table, settings, current=current, follow=follow, model_column=model_column)
+                       + "</div>")

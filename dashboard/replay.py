@@ -281,8 +281,8 @@ def replay(model: Any, params: list[str], key: str) -> None:
         st.markdown(f"**Row {i} of {len(rows)}** ({ui.plain(kind)}). " + explain(row, before, settings))
         # the rows so far, the newest at the bottom, highlighted and kept in view (the table follows it);
         # the whole width, so every candidate's column shows at 1280 px; the chart of this row below
-        ui.trace_table(rows[:i], params, current=i, follow=True, height_rem=14 if ui.presenting() else 20,
-                       model_column=False)
+        ui.trace_table(rows[:i], params, settings=settings, current=i, follow=True,
+                       height_rem=14 if ui.presenting() else 20, model_column=False)
         a, _ = st.columns([3, 2])
         ui.chart(candidates_chart(row, before, settings), a)
 

@@ -155,7 +155,7 @@ if kind == "stepwise":
 
         def show(step) -> None:
             rows.append(step.to_dict())
-            ui.trace_table(rows, params, trace_box, current=len(rows), follow=True)
+            ui.trace_table(rows, params, trace_box, settings=settings, current=len(rows), follow=True)
 
         try:
             outcome = ui.fit_model(settings, params, callback=show, response=response)
@@ -220,10 +220,12 @@ if not hasattr(model, "trace"):  # a learner (forest, boosting, hybrid, EBM), po
     st.stop()
 
 if not go_fit:
-    ui.trace_table(model.trace, [p for p in params_all if p in results.columns], trace_box)
-    st.caption("Stargazer Table 1: a row per step; beside the term, the statistic the criterion decided by and the "
-               "model's R² and adjusted R² after the step; then a column per candidate with its R² (first row) or "
-               "adjusted R² (later rows) with it added — **bold on green**: the term that entered (+), red: the best "
+    ui.trace_table(model.trace, [p for p in params_all if p in results.columns], trace_box,
+                   settings=model.settings or {})
+    st.caption("Stargazer Table 1: a row per step; beside the term, the statistic the criterion decided by, the "
+               "threshold it was held to (θ a parameter, φ a pair, φ₃ a three-way term) and the model's R² and "
+               "adjusted R² after the step; then a column per candidate with its R² (first row) or adjusted R² "
+               "(later rows) with it added — **bold on green**: the term that entered (+), red: the best "
                "candidate, rejected (✗).")
 with st.expander("Replay the fit row by row (Stargazer Table 1)", icon=":material/slideshow:",
                  expanded=st.session_state.setdefault("_replay_linked", ui_replay.linked())):  # ?row= opens it

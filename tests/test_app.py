@@ -660,6 +660,7 @@ def test_html_report_holds_only_current_parts(app):
     assert "Validation" in html and "Best designs" in html
     # the stepwise trace as on the fit page: Stargazer Table 1, the first row each parameter's R² alone
     assert "The stepwise trace (Stargazer Table 1)" in html and "<td class='lb'>R²</td>" in html
+    assert "<th class='sm'>threshold</th>" in html and "none (first term)" in html  # as `gpudse fit` prints it
     assert html.count("<td class='add'") == sum(r["accepted"] and bool(r.get("adj_r2s"))
                                                  for r in w.get("model").value.trace)
     w.set_results(w.get("results").value.table.head(250), "cycles", "fewer rows", inputs=("space",))

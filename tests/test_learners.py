@@ -511,6 +511,31 @@ def test_the_cross_validation_flags_are_refused_without_model_auto(tmp_path, cap
     assert "--folds: this tunes --model auto's choice by cross-validation" in capsys.readouterr().err
 
 
+def test_validate_takes_the_auto_rule_and_refuses_it_without_auto(smooth, tmp_path, capsys, monkeypatch):
+    """`gpudse validate --auto-rule` tunes the auto model's choice as `gpudse fit --auto-rule` does; without auto
+    in --models it is refused by name before any fit. The cross-validation is replaced by a known table
+    (stepwise+2way lowest, within noise of the forest), so the two rules pick differently."""
+    import gpudse_core.model.auto as auto
+
+    train, _ = smooth
+    data = tmp_path / "r.csv"
+    train.to_csv(data, index=False)
+    base = ["validate", str(data), "--response", "t", "--train-sizes", "40", "--test-size", "30", "--repeats", "1"]
+    assert main([*base, "--models", "stepwise,fixed", "--auto-rule", "lowest"]) == 2
+    err = capsys.readouterr().err
+    assert "--auto-rule: this tunes the auto model's choice" in err and "add auto to --models" in err
+    known = pd.DataFrame([{"candidate": c, "mean": m, "median": m, "p98": m, "max": m, "nonfinite": 0, "bounded": 0,
+                           "seconds": 0.0, "vs_ref": d, "vs_ref_se": 0.0006, "note": ""}
+                          for c, m, d in (("stepwise+2way", 0.0146, -0.0003), ("forest", 0.0149, np.nan))])
+    rules = []
+    monkeypatch.setattr(auto, "cross_validate", lambda *a, rule, **k: rules.append(rule) or known)
+    picks = []
+    for flag in ([], ["--auto-rule", "lowest"]):
+        assert main([*base, "--models", "auto", *flag, "--json"]) == 0
+        picks.append(json.loads(capsys.readouterr().out)["auto_chosen"]["40"])
+    assert rules == ["one-se", "lowest"] and picks == [["forest"], ["stepwise+2way"]]
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("kind", ["forest", "boosting", "hybrid", "ebm"])
 def test_learners_predict_no_rows(kind, smooth):

@@ -70,7 +70,7 @@ def test_a_lecture_replays_the_r2_table_in_presentation_mode(browser, server):
     assert state is not None and state["row"] >= target, state
     assert state["inBox"] and state["inWindow"], state  # the current row is visible, not scrolled away
     assert state["overflows"] or target < 8, state  # the table is taller than its box: following is needed
-    assert {"blk", "simd", "statistic", "R²"} <= set(state["headers"]), state["headers"]
+    assert {"blk", "simd", "statistic", "threshold", "R²"} <= set(state["headers"]), state["headers"]
     assert state["labels"][0] == "R²" and "adj. R²" in state["labels"], state["labels"]  # Table 1's rows
     chart = page.evaluate("() => { const g = document.querySelector('[data-testid=stExpander] .js-plotly-plot');"
                           " return [g._fullLayout.xaxis.range, g._fullLayout.title.text]; }")

@@ -140,3 +140,22 @@ def test_the_papers_relative_rule_is_shown_as_a_share_of_r2():
     assert trace.threshold_text(row, {**paper, "threshold_rule": "absolute"}) == "gain > θ = 0.003"
     assert trace.threshold("revisit", "a:b:c", {"phi": 0.1, "phi3": 0.2}) == ("φ₃", 0.2)
     assert trace.threshold("nonlinear", "a:b", {"phi": 0.1, "phi3": 0.2}) == ("φ", 0.1)
+
+
+def test_the_html_table_shows_the_same_threshold_as_the_text_table(matmul):
+    """The dashboard's and the report's Table 1 name the limit each step was held to (θ, φ, φ₃: Stargazer
+    Algorithm 1) right after the statistic, from the same :func:`trace.threshold_text` as the CLI's table."""
+    import re
+
+    params, data = matmul
+    settings = {"theta": 0.002, "phi": 0.0005, "phi3": 0.0001}
+    model = fit_stepwise(data, "cycles", transform="log", criterion="ftest", **settings)
+    table = trace.build(model.trace, params)
+    page = trace.html(table, model.settings)
+    head = re.findall(r"<th[^>]*>([^<]*)</th>", page.split("</thead>")[0])
+    assert head[:7] == ["step", "term", "statistic", "threshold", "R²", "adj. R²", "values"], head
+    rows = re.findall(r"<tr data-row='\d+'[^>]*>(.*?)</tr>", page)
+    shown = [re.findall(r"<td class='sm'>([^<]*)</td>", tr)[1] for tr in rows]
+    assert shown == [trace._html.escape(trace.threshold_text(r, model.settings)) for r in table.rows]
+    assert shown[0] == "none (first term)"
+    assert "p &lt; θ = 0.002" in shown and "p &lt; φ = 0.0005" in shown  # a parameter's and a pair's limit

@@ -365,6 +365,9 @@ def cmd_validate(args: argparse.Namespace) -> int:
     except ValueError:
         raise GpudseError(f"--train-sizes {args.train_sizes!r}: give whole numbers separated by commas, e.g. 30,60,90")
     models = [m.strip() for m in args.models.split(",") if m.strip()]
+    if args.auto_rule is not None and "auto" not in models:
+        raise GpudseError(f"--auto-rule: this tunes the auto model's choice by cross-validation, and --models "
+                          f"{args.models} does not include auto; drop it, or add auto to --models")
     params = [p.strip() for p in args.params.split(",") if p.strip()] if args.params else None
     if params is None:
         params, param_note = default_params(data.columns, args.response, args.space, app_column=args.app_column)
@@ -387,7 +390,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
     res = validate(data, args.response, params, train_sizes=sizes, test_size=args.test_size, repeats=args.repeats,
                    models=models, transform=args.transform, seed=args.seed, fixed_terms=fixed,
-                   app_column=args.app_column, region=args.region, progress=progress,
+                   app_column=args.app_column, region=args.region, progress=progress, auto_rule=args.auto_rule,
                    **{k: v for k, v in (("theta", args.theta), ("phi", args.phi)) if v is not None})
     if args.json:
         print(json.dumps(res.to_json_dict(), indent=1))
@@ -518,6 +521,10 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     va.add_argument("--region", type=float, default=0.5, help="S+R region size as a share of N (default 0.5)")
     va.add_argument("--theta", type=float, default=None, help="θ of the stepwise model (default: its own)")
     va.add_argument("--phi", type=float, default=None, help="φ of the stepwise model (default: its own)")
+    va.add_argument("--auto-rule", choices=choices.AUTO_RULES, default=None,
+                    help="the auto model (in --models): one-se (default) keeps the forest unless a candidate "
+                         "predicts the held-out rows better by more than one standard error of the paired "
+                         "difference; lowest: the lowest mean error (within 2 %%, the simpler model)")
     va.add_argument("--seed", type=nonnegative_int, default=0)
     va.add_argument("--json", action="store_true",
                     help='print {"models": {name: {"N": {mean, median, p75, p90, p98, max, …, nonfinite, bounded}}}}')

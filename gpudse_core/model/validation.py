@@ -191,12 +191,14 @@ def validate(data: pd.DataFrame, response: str, params: Sequence[str] | None = N
              train_sizes: Sequence[int] = DEFAULT_SIZES, test_size: int = 200, repeats: int = 5,
              models: Sequence[str] = ("stepwise", "fixed"), transform: str = "none", seed: int = 0,
              fixed_terms: Sequence[str] | None = None, app_column: str | None = None, region: float = 0.5,
-             progress: Callable[[int, int, str], Any] | None = None, **fit_kw: Any) -> ValidationResult:
+             progress: Callable[[int, int, str], Any] | None = None, auto_rule: str | None = None,
+             **fit_kw: Any) -> ValidationResult:
     """Sample-train-test validation of several models on the same draws (see the module docstring).
 
     *progress(done, total, message)* is called after each model of each draw (a unit is one model
     fitted on one training draw and scored on its test set); returning ``False`` cancels with
-    :class:`Cancelled`, whose ``partial`` holds the fits finished so far.
+    :class:`Cancelled`, whose ``partial`` holds the fits finished so far. *auto_rule* is the ``auto``
+    model's rule for choosing (:data:`.auto.RULES`; None: its default).
     """
     unknown = [m for m in models if m not in MODELS]
     if unknown:
@@ -274,7 +276,8 @@ def validate(data: pd.DataFrame, response: str, params: Sequence[str] | None = N
                 try:
                     _predict_all(train, test, response, list(params), models, transform, seed + rep, fixed_terms,
                                  app_column, region, fit_kw, res, n,
-                                 lambda m, rep=rep, n=n: tick(f"repeat {rep + 1}/{repeats}, N = {n}: {m}"), preds)
+                                 lambda m, rep=rep, n=n: tick(f"repeat {rep + 1}/{repeats}, N = {n}: {m}"), preds,
+                                 auto_rule=auto_rule)
                 finally:
                     score(preds, test, n)
     except (_Stop, Interrupted):  # asked between fits, or inside one (which is then left out)
@@ -306,7 +309,8 @@ def _check_terms(terms: Sequence[str], params: list[str], constant: list[str]) -
 
 def _predict_all(train, test, response, params, models, transform, seed, fixed_terms, app_column, region, fit_kw,
                  res: ValidationResult, n: int, tick: Callable[[str], None] = lambda m: None,
-                 out: dict[str, pd.DataFrame] | None = None) -> dict[str, pd.DataFrame]:
+                 out: dict[str, pd.DataFrame] | None = None, *,
+                 auto_rule: str | None = None) -> dict[str, pd.DataFrame]:
     """Fit every requested model on the training draw; ``predict_details`` of each on the test set,
     added to *out* as they are made; ``tick(model)`` after each one (it may raise to stop between
     models: *out* then holds the models finished)."""
@@ -369,7 +373,8 @@ def _predict_all(train, test, response, params, models, transform, seed, fixed_t
             out[kind] = guarded(fit_model(kind, train, response, X_params, transform=transform, seed=seed))
             tick(kind)
     if "auto" in models:
-        model = fit_model("auto", train, response, X_params, transform=transform, seed=seed, stepwise_kw=fit_kw)
+        model = fit_model("auto", train, response, X_params, transform=transform, seed=seed, stepwise_kw=fit_kw,
+                          auto_rule=auto_rule)
         res.chosen.setdefault(n, []).append(model.selection["chosen"])
         out["auto"] = guarded(model)
         tick("auto")

@@ -323,19 +323,28 @@ TABLE_CSS = """
 SUMMARY = ("statistic", "R²", "adj. R²")  # the HTML table's columns right after the term: the step's outcome
 
 
-def html(table: Table, *, current: int | None = None, follow: bool = False, model_column: bool = True) -> str:
+def summary_headers(settings: Mapping[str, Any] | None) -> tuple[str, ...]:
+    """:data:`SUMMARY`, with the threshold (:func:`threshold_text`) beside the statistic when the fit's
+    *settings* are known — as in the CLI's table."""
+    return SUMMARY if settings is None else (SUMMARY[0], "threshold", *SUMMARY[1:])
+
+
+def html(table: Table, settings: Mapping[str, Any] | None = None, *, current: int | None = None,
+         follow: bool = False, model_column: bool = True) -> str:
     """The table as HTML (all text escaped): step and decision columns frozen at the left, the header
-    frozen at the top; the criterion's statistic, R² and adjusted R² next (:data:`SUMMARY`, in view at
+    frozen at the top; the criterion's statistic, the threshold it was held to (given the fit's
+    *settings*, as in :func:`text`), R² and adjusted R² next (:func:`summary_headers`, in view at
     1280 px however many candidates there are), then the candidates' values — the accepted term's
     bold on green, the best rejected one on red — and the model after the step.
     *current* (a 1-based row) is highlighted; *follow* keeps the scroll at the last row (the replay:
     the newest row stays in view without script). Include :data:`TABLE_CSS` once on the page."""
     e = _html.escape
     cols = used_columns(table)
+    summary_head = summary_headers(settings)
     # what decided the step first (a projector shows ~1,200 px: 20-odd candidate columns would push the
     # statistic out of view), then the paper's candidate values, whose box scrolls sideways
     head = ("<tr><th class='st'>step</th><th class='tm'>term</th>"
-            + "".join(f"<th class='sm'>{h}</th>" for h in SUMMARY)
+            + "".join(f"<th class='sm'>{h}</th>" for h in summary_head)
             + "<th class='lb'>values</th>" + "".join(f"<th>{e(c)}</th>" for c in cols)
             + ("<th class='model'>model after the step</th>" if model_column else "") + "</tr>")
     body = []
@@ -360,7 +369,8 @@ def html(table: Table, *, current: int | None = None, follow: bool = False, mode
             kind = term_text(r)
         words = e(words).replace(":", ":<wbr>")  # a long interaction wraps at its colons, not off the screen
         decision = f"<b>{words}</b>" if r.accepted and r.kind not in ("prune", "transform", "robust") else words
-        summary = (statistic_text(r), fmt.fmt_r2(r.r2), fmt.fmt_r2(r.adj_r2))
+        summary = (statistic_text(r), *([threshold_text(r, settings)] if settings is not None else []),
+                   fmt.fmt_r2(r.r2), fmt.fmt_r2(r.adj_r2))
         body.append(f"<tr data-row='{i}'{' class=now' if current == i else ''}>"
                     f"<td class='st'>{r.step}</td><td class='tm' title='{e(kind)}'>{decision}</td>"
                     + "".join(f"<td class='sm'>{e(v)}</td>" for v in summary)

@@ -306,6 +306,8 @@ def trace_section(model: Any, params: Any) -> str:
     table = trace.build(model.trace, [p for p in params if p in getattr(model, "params", params)])
     return ("<h2>The stepwise trace (Stargazer Table 1)</h2><p class='muted'>A row per step, a column per candidate "
             "with its R² (first row) or adjusted R² (later rows) with it added; bold on green: the term that entered, "
-            "red: the best candidate, rejected; the statistic is the one the criterion decided by.</p>"
-            f"<style>{trace.TABLE_CSS}</style><div style='--gtrace-h:none'>" + trace.html(table)
+            "red: the best candidate, rejected; the statistic is the one the criterion decided by, "
+            "the threshold the limit it was held to (θ a parameter, φ a pair, φ₃ a three-way term).</p>"
+            f"<style>{trace.TABLE_CSS}</style><div style='--gtrace-h:none'>"
+            + trace.html(table, getattr(model, "settings", None) or {})
             + "</div>")  # a page to read or print: every row, no inner scrolling

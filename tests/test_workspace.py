@@ -526,7 +526,8 @@ def test_the_built_in_example_and_the_cli_round_trip(home, tmp_path):
     assert len(ws.get("samples").value) == 300 and ws.get("results").value.response == "cycles"
     model = ws.get("model").value  # the robust defaults: the response scale chosen by the mean leave-one-out error
     assert set(ws.get("results").inputs) == {"space", "samples"}
-    assert any(n.startswith(f"cycles: {model.transform} scale chosen by the mean leave-one-out error") for n in model.notes)
+    chosen = f"cycles: {model.transform} scale chosen by the mean leave-one-out error"
+    assert any(n.startswith(chosen) for n in model.notes)
     shown = json.loads(gpudse("workspace", "show", ws.id, "--json").stdout)
     assert {s: v["state"] for s, v in shown["stages"].items()} == states(ws)
     assert shown["stages"]["model"]["inputs"] == {"results": 1}

@@ -66,6 +66,23 @@ def hub_data(path: Path) -> pd.DataFrame:
     return d[d["status"] == "ok"].drop(columns="status").dropna(subset=["time_ms"]).reset_index(drop=True)
 
 
+def data_sets(args: argparse.Namespace, ap: argparse.ArgumentParser):
+    """(name, data, response) of each table the arguments ask for: the built-in kernels' pools (unless
+    --no-kernels), then the benchmark_hub tables (unless --no-hub; a note when they are absent)."""
+    if not args.no_kernels:
+        kernels = [k.strip() for k in args.kernels.split(",") if k.strip()]
+        try:
+            for k, data in kernel_pools(kernels, args.pool, args.seed):
+                yield k, data, "cycles"
+        except ValueError as e:
+            ap.error(str(e))
+    if not args.no_hub:
+        if not HUB.is_dir():
+            print(f"note: {HUB} not found; benchmark_hub rows skipped", file=sys.stderr)
+        for path in sorted(HUB.glob("*.csv")) if HUB.is_dir() else []:
+            yield path.stem.replace("convolution_", "conv "), hub_data(path), "time_ms"
+
+
 def run(name: str, data: pd.DataFrame, response: str, args: argparse.Namespace) -> dict:
     t0 = time.perf_counter()
     res = validate(data, response, None, train_sizes=[args.train], test_size=args.test, repeats=args.repeats,
@@ -108,18 +125,7 @@ def main() -> None:
     args.models = [m.strip() for m in args.models.split(",") if m.strip()]
     rows = []
     t0 = time.perf_counter()
-    if not args.no_kernels:
-        kernels = [k.strip() for k in args.kernels.split(",") if k.strip()]
-        try:
-            for k, data in kernel_pools(kernels, args.pool, args.seed):
-                rows.append(run(k, data, "cycles", args))
-        except ValueError as e:
-            ap.error(str(e))
-    if not args.no_hub:
-        if not HUB.is_dir():
-            print(f"note: {HUB} not found; benchmark_hub rows skipped", file=sys.stderr)
-        for path in sorted(HUB.glob("*.csv")) if HUB.is_dir() else []:
-            rows.append(run(path.stem.replace("convolution_", "conv "), hub_data(path), "time_ms", args))
+    rows += [run(name, data, response, args) for name, data, response in data_sets(args, ap)]
     table = pd.DataFrame(rows).set_index("data")
     pd.set_option("display.width", 250)
     pd.set_option("display.max_columns", 100)

@@ -27,7 +27,7 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_accuracy import HUB, hub_data, kernel_pools  # noqa: E402
+from bench_accuracy import data_sets  # noqa: E402
 from gpudse_core.choices import KERNELS  # noqa: E402
 from gpudse_core.model.auto import RULES, choose, cross_validate  # noqa: E402
 from gpudse_core.model.kinds import fit_kind  # noqa: E402
@@ -86,18 +86,7 @@ def main() -> None:
     args = ap.parse_args()
     rows = []
     t0 = time.perf_counter()
-    if not args.no_kernels:
-        try:
-            for k, data in kernel_pools([k.strip() for k in args.kernels.split(",") if k.strip()], args.pool,
-                                        args.seed):
-                rows.append(run(k, data, "cycles", args))
-        except ValueError as e:
-            ap.error(str(e))
-    if not args.no_hub:
-        if not HUB.is_dir():
-            print(f"note: {HUB} not found; benchmark_hub rows skipped", file=sys.stderr)
-        for path in sorted(HUB.glob("*.csv")) if HUB.is_dir() else []:
-            rows.append(run(path.stem.replace("convolution_", "conv "), hub_data(path), "time_ms", args))
+    rows += [run(name, data, response, args) for name, data, response in data_sets(args, ap)]
     table = pd.DataFrame(rows).set_index("data")
     pd.set_option("display.width", 250)
     pd.set_option("display.max_columns", 100)

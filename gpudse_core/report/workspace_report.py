@@ -101,7 +101,7 @@ def workspace_report(ws: Any, *, include_stale: bool = False) -> str:
     from ..errors import GpudseError
     from ..model.headline import fit_headline, fit_r2
     from ..workspace import report_contents
-    from . import figures, recommendation
+    from . import figures
     from .html import html_report
 
     rc = report_contents(ws, include_stale=include_stale)
@@ -194,33 +194,9 @@ def workspace_report(ws: Any, *, include_stale: bool = False) -> str:
         sections.append(("Accuracy: the true error over the space (built-in simulator)", items))
     scan_sv = _typed(rc, "scan")
     if scan_sv is not None:
-        value = scan_sv.value
-        title = ANALYSIS_TITLES["scan"] + rc.label("scan")[len("scan"):]
-        # the review's record says what the page says beside the rows: accuracy, notes, how to read them
-        caution = recommendation.caution(value, model, list(space.parameter_names)) if model is not None else None
-        items = [("warning", caution)] if caution else []
-        items += [("text", t) for t in recommendation.lines(value, headline)]
-        items.append((title, best_designs_table(value, space), {"predicted": resp_unit} if resp_unit else {}))
-        front = value.pareto
-        if front is not None and len(front) and "cost" in front.columns and model is not None:
-            items.append(figures.pareto(front, recommendation.cost_label(value.cost, space), model.response,
-                                        value.cloud))
-            if recommendation.cost_note(value.cost):
-                items.append(("text", recommendation.cost_note(value.cost)))
-        sections.append(("Explore: the best designs and the Pareto front", items))
+        sections.append(_scan_section(rc, scan_sv.value, model, space, headline, resp_unit))
     if model is not None and proj.model is not None and "model" not in rc.left_out:
-        from ..explore.scan import sensitivity
-
-        base = {p.name: p.values[len(p.values) // 2] for p in space.parameters}
-        try:
-            sens = sensitivity(model, base, space)
-            span = sens.groupby("parameter").change.agg(["min", "max"]).reindex(space.parameter_names)
-            span.index = [space.parameter(p).display for p in span.index]
-            where = ", ".join(f"{p.display} {fmt.fmt_value(base[p.name])}" for p in space.parameters)
-            sections.append(("Explore: one parameter at a time", [("text", f"From the middle design ({where})."),
-                                                                  figures.sensitivity(span, model.response)]))
-        except GpudseError:
-            pass
+        sections += _sensitivity_section(model, space)
     heat_sv = _typed(rc, "heatmap")
     if heat_sv is not None:
         sections.append((ANALYSIS_TITLES["heatmap"], [("text", f"In use: {heat_sv.origin}."),
@@ -247,6 +223,46 @@ def workspace_report(ws: Any, *, include_stale: bool = False) -> str:
             [{"part": stage_title(k), "why": v} for k, v in sorted(rc.left_out.items())])]))
     return html_report(proj, [], tables, title=report_title(ws, rc), subtitle=_subtitle(ws, rc),
                        headline=headline, fit_r2=r2, sections=sections, model_sections=model_sections)
+
+
+def _scan_section(rc: Any, value: Any, model: Any, space: Any, headline: Any, resp_unit: str | None
+                  ) -> tuple[str, list]:
+    """Explore's best designs and Pareto front, with what the page says beside the rows (the review's
+    record): the caution, the model's accuracy, the scan's notes and how to read them."""
+    from . import figures, recommendation
+
+    title = ANALYSIS_TITLES["scan"] + rc.label("scan")[len("scan"):]
+    caution = recommendation.caution(value, model, list(space.parameter_names)) if model is not None else None
+    items: list = [("warning", caution)] if caution else []
+    items += [("text", t) for t in recommendation.lines(value, headline)]
+    items.append((title, best_designs_table(value, space), {"predicted": resp_unit} if resp_unit else {}))
+    front = value.pareto
+    if front is not None and len(front) and "cost" in front.columns and model is not None:
+        items.append(figures.pareto(front, recommendation.cost_label(value.cost, space), model.response,
+                                    value.cloud))
+        note = recommendation.cost_note(value.cost)
+        if note:
+            items.append(("text", note))
+    return "Explore: the best designs and the Pareto front", items
+
+
+def _sensitivity_section(model: Any, space: Any) -> list[tuple[str, list]]:
+    """One parameter at a time from the middle design (none when the model cannot be read that way)."""
+    from .. import fmt
+    from ..errors import GpudseError
+    from ..explore.scan import sensitivity
+    from . import figures
+
+    base = {p.name: p.values[len(p.values) // 2] for p in space.parameters}
+    try:
+        sens = sensitivity(model, base, space)
+    except GpudseError:
+        return []
+    span = sens.groupby("parameter").change.agg(["min", "max"]).reindex(space.parameter_names)
+    span.index = [space.parameter(p).display for p in span.index]
+    where = ", ".join(f"{p.display} {fmt.fmt_value(base[p.name])}" for p in space.parameters)
+    return [("Explore: one parameter at a time", [("text", f"From the middle design ({where})."),
+                                                  figures.sensitivity(span, model.response)])]
 
 
 def best_designs_table(scan: Any, space: Any) -> Any:

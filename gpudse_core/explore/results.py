@@ -17,7 +17,7 @@ from typing import Any, ClassVar
 
 from ..stored import Fields, StoredFormError
 
-METHODS = {"exact": "cells of the parameters the model uses enumerated",
+METHODS = {"exact": "cell evaluations over the parameters the model uses",
            "stream": "designs streamed through the model", "predict": "designs predicted one by one"}
 
 
@@ -64,7 +64,9 @@ class ScanResult:
         return bool(self.request.get("maximize", False))
 
     def how(self) -> str:
-        """How the scan was exact, in words (``cells of the parameters the model uses enumerated``)."""
+        """How the scan was exact, in words (``cell evaluations over the parameters the model uses``): what
+        ``evaluated`` counts is work, which sums the two scans of a front and its best designs, so it may
+        exceed the designs of the space."""
         return METHODS.get(self.method, f"{self.method} scan")
 
     def describe(self) -> str:

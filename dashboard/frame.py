@@ -508,6 +508,7 @@ def describe_fit(settings: dict, chosen: str | None = None) -> str:
                   "Huber fit" if settings.get("robust", "huber") == "huber" else "least squares"]
         for key, name in (("cells", "level cells"), ("row_guard", "one-row guard"), ("count_pairs", "count pairs")):
             parts.append(name if settings.get(key, True) else f"no {name}")  # on by default: say when taken off
+        parts.append("no forest blend" if settings.get("blend") == "off" else "forest blend")
     tr = settings.get("response_transform")
     if tr == "auto":
         parts.append(f"{chosen + ' ' if chosen else ''}response scale chosen by the mean leave-one-out error")

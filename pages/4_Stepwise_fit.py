@@ -139,6 +139,8 @@ if kind == "stepwise":
                                 disabled=paper, help=fixed or ui.help_for("one-row guard"))
         count_pairs = c4.checkbox("Count pairs", value=bool(base.get("count_pairs", True)) and not paper,
                                   disabled=paper, help=fixed or ui.help_for("count pairs"))
+        blend = c2.checkbox("Forest blend", value=base.get("blend", "forest") != "off" and not paper, disabled=paper,
+                            help=fixed or ui.help_for("forest blend"))
         params = st.multiselect("Parameters", params_all, default=params_all)
         app_col = res.app_column
         per_app = bool(app_col) and st.checkbox(f"Also fit one model per {ui.plain(app_col)} (a bar each in the "
@@ -150,7 +152,7 @@ if kind == "stepwise":
         if not paper:
             settings.update(criterion=criterion, compare=compare, knots=knots, knot_placement=placement,
                             interactions=interactions, max_order=max_order, robust=robust, cells=cells,
-                            row_guard=row_guard, count_pairs=count_pairs)
+                            row_guard=row_guard, count_pairs=count_pairs, blend="forest" if blend else "off")
         rows = []
 
         def show(step) -> None:

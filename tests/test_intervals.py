@@ -94,6 +94,9 @@ def test_a_model_file_without_the_noise_has_no_interval_and_bad_levels_are_refus
     model = fit_model("stepwise", train, "cycles", PARAMS)
     d = model.to_dict()
     d.pop("noise")
+    with pytest.raises(GpudseError, match="needs its 'noise'.*refit"):  # the blend's leverage reads it
+        StepwiseModel.from_dict(d)
+    d.pop("fallback")  # a file from before the blend has neither
     old = StepwiseModel.from_dict(d)
     with pytest.raises(GpudseError, match="refit"):
         predict_interval(old, test)

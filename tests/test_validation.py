@@ -132,7 +132,10 @@ def test_automated_beats_fixed_factor(gpu_data):
 
 
 def test_regional_with_every_row_is_the_pooled_model(gpu_data):
-    r = validate(gpu_data, "cycles", train_sizes=[100], repeats=1, models=["stepwise", "regional"], region=1.0)
+    # the regional model refits the equation's columns near each design: with every row it is the pooled
+    # equation, the stepwise model without its forest blend
+    r = validate(gpu_data, "cycles", train_sizes=[100], repeats=1, models=["stepwise", "regional"], region=1.0,
+                 blend="off")
     np.testing.assert_allclose(r.errors["regional"][100], r.errors["stepwise"][100], rtol=1e-6, atol=1e-9)
     small = validate(gpu_data, "cycles", train_sizes=[300], repeats=1, models=["regional"], region=0.3)
     assert np.all(np.isfinite(small.errors["regional"][300]))
@@ -270,6 +273,10 @@ def test_benchmark_hub_validation_table(shared, capsys):
     s = table.set_index("model")
     assert (s["count"] == 1000).all()
     assert (s["median"] < 0.3).all()
-    # on real measured spaces tree ensembles beat the stepwise spline model
-    assert s.loc["boosting", "median"] < s.loc["stepwise", "median"]
+    # on real measured spaces tree ensembles beat a fixed spline equation; the default, its equation blended with
+    # a forest where the rows do not pin it down (model/fallback.py), is within 5 % of the best ensemble and
+    # better than the forest alone
+    assert s.loc["boosting", "median"] < s.loc["fixed", "median"]
+    assert s.loc["stepwise", "median"] <= 1.05 * min(s.loc["boosting", "median"], s.loc["forest", "median"])
+    assert s.loc["stepwise", "mean"] < s.loc["forest", "mean"]
     assert "use_cmem" in r.notes[0]

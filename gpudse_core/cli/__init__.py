@@ -11,7 +11,8 @@ It calls the same functions as the dashboard pages. User errors print one line
     gpudse fit DATA --response COL [--params a,b] [--transform none|log|sqrt] [--theta T] [--phi P]
                [--criterion adjr2|aic|bic|ftest] [--knots K] [--knot-placement even|quantile]
                [--interactions full|restricted] [--powers-of-two on|off] [--robust huber|none]
-               [--cells on|off] [--row-guard on|off] [--count-pairs on|off] [--max-terms N] [--force TERM ...]
+               [--cells on|off] [--row-guard on|off] [--count-pairs on|off] [--blend forest|off]
+               [--max-terms N] [--force TERM ...]
                -o model.json [--json]
     gpudse fit --workspace ID [settings as above] [-o model.json] [--json]   (the workspace's results)
     gpudse predict MODEL.json POINTS -o predictions.csv

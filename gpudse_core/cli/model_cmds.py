@@ -42,7 +42,7 @@ def step_progress(line: Progress):
 
 STEPWISE_ONLY = ("theta", "phi", "phi3", "criterion", "compare", "knots", "knot_placement", "interactions",
                  "max_order", "max_terms", "threshold_rule", "robust", "cells", "row_guard", "count_pairs",
-                 "powers_of_two", "scale", "bound_margin", "force", "preset")
+                 "blend", "powers_of_two", "scale", "bound_margin", "force", "preset")
 
 
 def stepwise_flags(args: argparse.Namespace) -> list[str]:
@@ -82,6 +82,7 @@ def fit_settings(args: argparse.Namespace) -> tuple[dict, list[str]]:
              "cells": None if args.cells is None else args.cells == "on",
              "row_guard": None if args.row_guard is None else args.row_guard == "on",
              "count_pairs": None if args.count_pairs is None else args.count_pairs == "on",
+             "blend": getattr(args, "blend", None),
              "powers_of_two": None if args.powers_of_two is None else args.powers_of_two == "on"}
     kw = {k: v for k, v in flags.items() if v is not None}
     if args.force:
@@ -465,6 +466,10 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
                     help="on (default): when no parameter passes alone, two count parameters with their interaction "
                          "(cu_per_sa + sa + cu_per_sa:sa) are tried as one block; off: Algorithm 1's reading, only "
                          "interactions of chosen parameters (docs/models.md)")
+    fi.add_argument("--blend", choices=("forest", "off"), default=None,
+                    help="forest (default): each prediction is blended with a random forest on the same rows, the "
+                         "forest weighted by the design's leverage h as h / (c + h), so designs the training rows do "
+                         "not pin the equation down at lean on the forest; off: the equation alone (docs/models.md)")
     fi.add_argument("--max-order", type=int, choices=choices.MAX_ORDERS, default=None,
                     help="highest interaction order: 2 (pairs, Algorithm 1) or 3 (default: also three-way terms)")
     fi.add_argument("--max-terms", type=count_arg, default=None)

@@ -41,6 +41,7 @@ from ..choices import TRANSFORMS
 from ..errors import GpudseError
 from .fitted import DEFAULT_BOUND_MARGIN as BOUND_MARGIN
 from .fitted import FitError, StepwiseModel, _rows, constant_response_note, inverse_transform, transform_response
+from .fallback import BLENDS
 from .support import Support
 
 LEARNER_SCHEMA = "gpudse.learner/2"
@@ -694,6 +695,9 @@ def stepwise_fit(data: pd.DataFrame, response: str, kind: str = "stepwise", max_
     from .stepwise import fit_stepwise
 
     callback = kw.pop("callback", None)
+    blend = kw.pop("blend", "forest")
+    if blend not in BLENDS:
+        raise FitError(f"blend must be one of {', '.join(BLENDS)} (got {blend!r})")
     settings = stepwise_settings(kind, max_order, kw)
     if settings is None:
         raise FitError(f"{kind} cannot have three-way interactions (Stargazer 1.0 tries pairs only)")
@@ -713,4 +717,9 @@ def stepwise_fit(data: pd.DataFrame, response: str, kind: str = "stepwise", max_
 
         z = transform_response(data[response].to_numpy(dtype=float), model.transform, response)
         model.neighbours = Neighbours.build(data, z, model.bases)
+        if blend == "forest":
+            from .fallback import fit_fallback
+
+            model.fallback = fit_fallback(model, data, z)
+        model.settings["blend"] = blend if model.fallback is not None else "off"
     return model

@@ -100,6 +100,8 @@ def stepwise_request(settings: Mapping[str, Any]) -> tuple[str, str | None, dict
     kw = {k: v for k, v in settings.items() if k in known and k not in ("response", "params")}
     if kw.get("reference"):
         return "paper", None, {k: v for k, v in kw.items() if k in PAPER_TUNABLE}
+    if settings.get("blend") == "off":  # the default's forest blend (:mod:`.fallback`) is not an estimator parameter
+        kw["blend"] = "off"
     return "stepwise", kw.pop("response_transform", None), kw
 
 

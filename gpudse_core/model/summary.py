@@ -211,4 +211,7 @@ def _settings(model: Any, robust: Any) -> tuple[tuple[str, str], ...]:
                  ("θ, φ:", f"{s.get('theta', '–')}, {s.get('phi', '–')}"),
                  ("Knots:", f"{s.get('knots', '–')} ({s.get('knot_placement', '–')})"),
                  ("Interactions:", str(s.get("interactions", model.interactions)))]
+    fb = getattr(model, "fallback", None)
+    if fb is not None:  # predictions are not the equation's alone (model/fallback.py)
+        rows.append(("Forest blend:", f"h / ({fb.c:.3g} + h)"))
     return tuple(rows)

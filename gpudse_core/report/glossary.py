@@ -285,6 +285,18 @@ _TERMS = (
          "Algorithm 1's reading: only interactions of parameters already chosen. The paper model has none.",
          GPUDSE + "'s stepwise search (docs/models.md, \"Products of counts and real corners\")",
          ("count pairs", "count-pairs", "--count-pairs"), ("stepwise", "interaction")),
+    Term("forest-blend", "forest blend",
+         "The default model's prediction: its equation blended with a forest where the training rows do not pin it "
+         "down.",
+         "A new design whose model columns take combinations the training rows do not span has a high leverage h "
+         "(the variance of the equation's prediction in units of its residual variance), and the equation "
+         "extrapolates there. The default model also fits a 100-tree random forest on the same rows and gives it "
+         "the weight h / (c + h) at each design, c being the forest's out-of-bag error in units of the equation's "
+         "residual variance (inverse-variance weighting of two forecasts). Where the rows pin the equation down "
+         "its value stands. The equation, its terms, curves and trace are unchanged. Off: the equation alone. "
+         "The paper model never blends.",
+         GPUDSE + "'s default model (docs/models.md, \"Leverage-weighted forest\"; Bates & Granger 1969)",
+         ("forest blend", "blend", "--blend", "leverage"), ("stepwise", "extrapolation")),
     Term("bounded", "bounded prediction",
          "A prediction clipped to the training response range (widened by a documented margin), and counted.",
          "On a log scale a model can return absurd values (1e27 cycles) far from the data; gpudse bounds "

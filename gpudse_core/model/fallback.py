@@ -1,0 +1,141 @@
+"""Where the equation's rows do not pin it down: its prediction blended with a forest, by leverage.
+
+Stargazer's model (§5.2) predicts every design from its fitted equation. At a new design whose model
+columns take combinations the training rows do not span, the equation extrapolates: the design's
+leverage h = x'(A'A)⁻¹x (the variance of the equation's prediction in units of the residual variance
+σ², Lee & Brooks §3.3's diagnostics; the training rows' mean is columns / rows) is large, and so is its
+error. On the built-in kernels at draws no benchmark uses (300 rows, 1 % noise), 20–45 % of BFS's test
+designs have h > 1, and the equation's error there is 4.2 % against 1.1–1.8 % below
+(docs/models.md, "Leverage-weighted forest").
+
+So the default model blends, per design, the equation's value with a random forest (Breiman 2001)
+fitted on the same training rows, on the model's own scale and parameters, weighting each by the
+inverse of its error variance (Bates & Granger 1969, *The combination of forecasts*):
+
+* the equation's variance at the design is σ² h (its residual variance σ² from its own fit);
+* the forest's is c σ², its out-of-bag mean squared error on the training rows less the noise σ²,
+  so c = max(oob / σ² − 1, :data:`C_MIN`);
+* the forest's weight is w = h / (c + h), the equation's 1 − w.
+
+Where the rows pin the equation down (h small against c) the prediction is the equation's; at a design
+the rows do not span, the forest's average of nearby training responses takes over. A forest that
+predicts its left-out rows much worse than the equation fits them (large c: AES, whose forest is 1.8× the
+equation's error) gets little weight anywhere. Measured (``benchmarks/bench_accuracy.py``, seeds 11–13,
+pools of 1,500 and 4,000): every kernel's mean error within 1.05× the forest's and its maximum within
+2.9× (the equation alone: 1.58× and 5.1×), the three convolution tables 0.78–0.97× the forest's mean.
+
+The trees are stored as plain arrays (:mod:`.frozen`), so a saved model predicts without scikit-learn.
+The equation itself, its terms, curves, contributions and trace, is unchanged: the blend is part of the
+guarded prediction, like the bound and the neighbour envelope (:meth:`.fitted.StepwiseModel.guarded`).
+``blend="off"`` (``gpudse fit --blend off``) gives the equation alone; the paper model never blends.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..errors import GpudseError
+from .frozen import Trees, freeze_trees
+
+C_MIN = 0.1  # the forest's error variance is taken as at least this share of the equation's residual variance
+TREES = 100  # trees of the blended forest (200 for the ``forest`` kind; 100 cost half and measured the same)
+CHUNK = 65_536  # designs per block of the leverage's matrix product (bounds its memory)
+BLENDS = ("forest", "off")
+EXACT = 1e-9  # a residual SD below this share of the response's is an exact fit: no forest to weigh against it
+
+
+@dataclass
+class Fallback:
+    """The blended forest of a stepwise model: its trees (on the model's parameters and scale) and c, the
+    forest's error variance in units of the equation's residual variance."""
+
+    trees: Trees
+    c: float
+    categorical: list[str]
+
+    def weights(self, model: Any, X: pd.DataFrame) -> np.ndarray:
+        """The forest's weight h / (c + h) at each design of *X* (the model's leverage h, from its noise root)."""
+        root = np.asarray(model.noise["root"], dtype=float)
+        from .fitted import design_matrix
+
+        h = np.empty(len(X))
+        for a in range(0, len(X), CHUNK):
+            part = X.iloc[a:a + CHUNK]
+            m = design_matrix(model, part) @ root
+            h[a:a + len(part)] = np.einsum("ij,ij->i", m, m)
+        with np.errstate(over="ignore", invalid="ignore"):
+            w = h / (self.c + h)
+        return np.where(np.isnan(h) | np.isinf(h), 1.0, np.clip(w, 0.0, 1.0))
+
+    def predict(self, X: pd.DataFrame) -> np.ndarray:
+        """The forest's prediction on the model's transformed scale."""
+        points = {p: X[p].to_numpy(dtype=object if p in self.categorical else float)
+                  for p, _ in self.trees.inputs}
+        return self.trees.predict(points, len(X))
+
+    def blend(self, model: Any, X: pd.DataFrame, z: np.ndarray, forest_only: np.ndarray | None = None) -> np.ndarray:
+        """*z* (the equation's values at *X*, transformed scale) blended with the forest's; the forest's alone at
+        the rows *forest_only* marks."""
+        if not len(X):
+            return z
+        w = self.weights(model, X)
+        if forest_only is not None:
+            w = np.where(forest_only, 1.0, w)
+        f = self.predict(X)
+        with np.errstate(over="ignore", invalid="ignore"):
+            out = (1.0 - w) * z + w * f
+        return np.where(w >= 1.0, f, out)
+
+    def to_dict(self) -> dict:
+        return {"c": self.c, "categorical": list(self.categorical), "trees": self.trees.to_doc()}
+
+    @classmethod
+    def from_dict(cls, d: Any, params: Sequence[str], source: str) -> Fallback:
+        if not isinstance(d, Mapping):
+            raise GpudseError(f"{source}: 'fallback' must be an object with 'c', 'categorical' and 'trees'")
+        c = d.get("c")
+        if isinstance(c, bool) or not isinstance(c, (int, float)) or not math.isfinite(c) or c < C_MIN:
+            raise GpudseError(f"{source}: fallback 'c' must be a finite number of at least {C_MIN}")
+        cat = d.get("categorical", [])
+        if not isinstance(cat, list) or any(p not in params for p in cat):
+            raise GpudseError(f"{source}: fallback 'categorical' must list parameters of the model")
+        trees = Trees.from_doc(d.get("trees") if isinstance(d.get("trees"), Mapping) else {}, list(params), cat,
+                               f"{source} (fallback)")
+        if trees.combine != "mean":
+            raise GpudseError(f"{source}: the fallback's trees must be a forest (combine 'mean')")
+        return cls(trees, float(c), list(cat))
+
+
+def fit_fallback(model: Any, data: pd.DataFrame, z: np.ndarray, seed: int = 0) -> Fallback | None:
+    """The blended forest of *model* on its training rows *data* (with their transformed responses *z*), or
+    None when the model has no residual variance to weigh it against (no degrees of freedom, or an exact fit:
+    a noise-free response the equation follows to rounding)."""
+    noise = model.noise
+    if not noise or not noise.get("sigma") or not np.isfinite(noise["sigma"]) or not model.bases:
+        return None
+    from sklearn.ensemble import RandomForestRegressor
+
+    from .learners import _tree_pipeline
+
+    X = model._with_derived(data)
+    params = list(model.bases)
+    categorical = [p for p in params if not pd.api.types.is_numeric_dtype(X[p])]
+    pipe = _tree_pipeline("forest", {"n_estimators": TREES}, categorical, params, seed)
+    est = pipe[-1] if hasattr(pipe, "steps") else pipe
+    est.set_params(oob_score=True, bootstrap=True)
+    if not isinstance(est, RandomForestRegressor):  # pragma: no cover - _tree_pipeline's forest
+        return None
+    pipe.fit(X[params] if categorical else X[params].to_numpy(float), z)
+    oob = np.asarray(est.oob_prediction_, dtype=float)
+    ok = np.isfinite(oob)
+    s2 = float(noise["sigma"]) ** 2
+    if not ok.any() or s2 <= EXACT ** 2 * float(np.var(z)):  # an exact fit: its residuals are rounding
+        return None
+    c = max(float(np.mean((oob[ok] - z[ok]) ** 2)) / s2 - 1.0, C_MIN)
+    return Fallback(freeze_trees(pipe, params, categorical), c, categorical)

@@ -15,7 +15,8 @@ One table, one row per data set:
   whose status is not ``ok`` are dropped, the same draws, N = 300.
 
 Each kernel's pool is drawn with ``--seed`` + 100 × its place in ``KERNELS`` (not in ``--kernels``), so a run
-restricted to a few kernels reproduces their rows of the whole table.
+restricted to a few kernels reproduces their rows of the whole table; ``--place N`` draws every kernel's pool
+with ``--seed`` + 100 × N instead (other draws of a kernel: ``--kernels RAY --place 1``).
 
 Everything goes through :func:`gpudse_core.model.validation.validate`, as ``gpudse validate`` does,
 so the errors are those of the guarded predictions. Columns: for each model, the mean, 98th
@@ -51,14 +52,15 @@ def kernel_data(kernel: str, pool: int, seed: int) -> pd.DataFrame:
     return pts.assign(cycles=simulate(pts, kernel, noise=0.01, seed=seed + 1).cycles.to_numpy())
 
 
-def kernel_pools(kernels: list[str], pool: int, seed: int):
-    """(kernel, its pool) for each of *kernels*, each drawn with *seed* + 100 × its place in ``KERNELS``, so a
-    kernel's pool does not depend on which others run with it."""
+def kernel_pools(kernels: list[str], pool: int, seed: int, place: int | None = None):
+    """(kernel, its pool) for each of *kernels*, each drawn with *seed* + 100 × its place in ``KERNELS`` (or
+    × *place*, the same for all: other draws of a kernel), so a kernel's pool does not depend on which others
+    run with it."""
     unknown = [k for k in kernels if k not in KERNELS]
     if unknown:
         raise ValueError(f"unknown kernel(s) {', '.join(unknown)}; choose from {', '.join(KERNELS)}")
     for k in kernels:
-        yield k, kernel_data(k, pool, seed + 100 * KERNELS.index(k))
+        yield k, kernel_data(k, pool, seed + 100 * (KERNELS.index(k) if place is None else place))
 
 
 def hub_data(path: Path) -> pd.DataFrame:
@@ -72,7 +74,7 @@ def data_sets(args: argparse.Namespace, ap: argparse.ArgumentParser):
     if not args.no_kernels:
         kernels = [k.strip() for k in args.kernels.split(",") if k.strip()]
         try:
-            for k, data in kernel_pools(kernels, args.pool, args.seed):
+            for k, data in kernel_pools(kernels, args.pool, args.seed, args.place):
                 yield k, data, "cycles"
         except ValueError as e:
             ap.error(str(e))
@@ -117,6 +119,9 @@ def main() -> None:
     ap.add_argument("--test", type=int, default=1000)
     ap.add_argument("--pool", type=int, default=4000, help="simulated points per kernel to draw from")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--place", type=int, default=None, metavar="N",
+                    help="seed every kernel's pool with --seed + 100 × N instead of its place in the kernel list "
+                         "(other draws of the same kernels)")
     ap.add_argument("--transform", choices=("auto", "log", "sqrt", "none"), default="auto",
                     help="auto: every model on its default scale (stepwise chooses; the others log); log: forced")
     ap.add_argument("--no-hub", action="store_true", help="skip the benchmark_hub GPUs")

@@ -132,7 +132,12 @@ def test_first_visit_opens_a_copy_of_the_example_with_every_page_filled(app):
         if title == "Ray tracing":
             wait_jobs(app)  # the first visit traces the built-in scene
         assert not app.error, (title, texts(app, "error"))
-        assert not app.warning, (title, texts(app, "warning"))  # nothing stale on the example
+        warned = texts(app, "warning")
+        if title == "Explore":  # the best design lies in an unseen corner (predicted by the model's forest): a
+            # caution to simulate it first, said on purpose; nothing else may warn
+            warned = [t for t in warned if not (t.startswith("The best row lies where the model extrapolates")
+                                                and "Simulate the designs before recommending them" in t)]
+        assert not warned, (title, warned)  # nothing stale on the example
     goto(app, "Accuracy")
     assert any("Relative error (%)" in m for m in texts(app, "markdown")) and len(frames(app)) == 1
     assert metrics(app)["Points"] == "933,120"  # the true error over the whole space, against matMul

@@ -306,8 +306,8 @@ class StepwiseModel:
         the clip to the responses of the ``NEIGHBOURS`` nearest training designs (:mod:`.envelope`); at a
         point outside only by a union of overlapping terms (:func:`.support.joint_combinations`) the clip
         from below only (off with the bound, ``bound_margin`` None, and for a model without ``neighbours``).
-        A model with a forest (:mod:`.fallback`) instead gives the forest's prediction at the points outside a
-        term's own support (flagged as held) and elsewhere the bounded equation blended with the forest by the
+        A model with a forest (:mod:`.fallback`) instead gives the forest's prediction at the points outside the
+        support, unseen corners of overlapping terms included (flagged as held), and elsewhere the bounded equation blended with the forest by the
         design's leverage; the mask still says where the equation was clipped."""
         X = self._with_derived(X)
         z, mask = self.bound(self.linear_predictor(X))
@@ -322,12 +322,13 @@ class StepwiseModel:
         groups, first = self._distinct(X)
         U = X.iloc[first]
         own, joint = self.support.outside_parts(U) if guard else (np.zeros(len(U), dtype=bool),) * 2
-        if blend:  # outside a term's own support the forest alone (an average of nearby training responses: it
-            # needs no envelope), elsewhere, unseen corners of overlapping terms included, the equation blended
-            # with it by leverage (docs/models.md, "Leverage-weighted forest": the envelope's neighbours held the
-            # true values of unseen corners up to 37 % off, where the forest was within 2 %)
-            z = self.fallback.blend(self, U, z[first], forest_only=own)[groups]
-            held = own[groups]
+        if blend:  # outside the support (unseen corners of overlapping terms included) the forest alone: an
+            # average of training responses needs no envelope, and is never faster than the fastest of them;
+            # elsewhere the equation blended with it by leverage (docs/models.md, "Leverage-weighted forest": the
+            # envelope's neighbours held unseen corners up to 37 % off where the forest was within 2 %)
+            outside = own | joint
+            z = self.fallback.blend(self, U, z[first], forest_only=outside)[groups]
+            held = outside[groups]
             return z, mask | held, held
         out = np.flatnonzero(own | joint)
         if out.size:

@@ -307,8 +307,9 @@ class StepwiseModel:
         point outside only by a union of overlapping terms (:func:`.support.joint_combinations`) the clip
         from below only (off with the bound, ``bound_margin`` None, and for a model without ``neighbours``).
         A model with a forest (:mod:`.fallback`) instead gives the forest's prediction at the points outside the
-        support, unseen corners of overlapping terms included (flagged as held), and elsewhere the bounded equation blended with the forest by the
-        design's leverage; the mask still says where the equation was clipped."""
+        support, unseen corners of overlapping terms included (flagged as held), and elsewhere the bounded
+        equation blended with the forest by the design's leverage; the mask still says where the equation was
+        clipped."""
         X = self._with_derived(X)
         z, mask = self.bound(self.linear_predictor(X))
         held = np.zeros(z.shape, dtype=bool)

@@ -119,3 +119,17 @@ def test_the_command_lines_workspace_fit_goes_through_the_same_reuse(home):
     assert "drop DATA" in bad.stderr and "Traceback" not in bad.stderr
     none = gpudse("fit", "--response", "cycles", code=2)
     assert "give DATA, -o" in none.stderr
+
+
+def test_the_forest_blend_off_is_its_own_version_and_the_default_keeps_its_fingerprint(home, inputs):
+    """The Fit page's "Forest blend" (not an estimator parameter) reaches the fit: off gives the equation alone
+    as a new version; the default, named or not, is one version."""
+    ws = _workspace(inputs)
+    default = fit_stepwise_into(ws, ws.get("results"), {}).stored
+    assert default.value.fallback is not None
+    named = fit_stepwise_into(ws, ws.get("results"), {"blend": "forest"})
+    assert named.reused and named.stored.version == default.version
+    off = fit_stepwise_into(ws, ws.get("results"), {"blend": "off"})
+    assert not off.reused and off.stored.version == default.version + 1
+    assert off.stored.value.fallback is None and off.stored.value.settings["blend"] == "off"
+    assert fit_stepwise_into(ws, ws.get("results"), {"blend": "off"}).reused

@@ -84,6 +84,8 @@ def fit_stepwise_into(ws: Any, results: Any, settings: Mapping[str, Any], params
               if p in res.table.columns]
     full = StepwiseRegression().get_params()
     full.update({k: v for k, v in settings.items() if k in full and k not in ("response", "params")})
+    if settings.get("blend") == "off":  # the forest blend is the default's, not an estimator parameter: named
+        full["blend"] = "off"  # only when off, so a default fit keeps its fingerprint
     kind, transform, kw = stepwise_request(full)
 
     space = ws.get("space").value

@@ -200,3 +200,48 @@ def test_outside_the_support_the_forest_alone_predicts_and_the_row_says_so(fitte
     det = model.predict_details(X)
     assert det.extrapolation.iloc[:2].str.contains("predicted by the model's forest alone").all()
     assert "forest" not in det.extrapolation.iloc[2]
+
+
+def test_no_bound_keeps_the_blend_and_the_fit_says_what_the_prediction_is():
+    """A negative --bound-margin (no bound, no envelope) does not drop the forest: the blend is the prediction,
+    not a guard. The fit's notes say what the prediction is and how much of it the forest carries."""
+    train = _table(150, 1)
+    free = stepwise_fit(train, "t", transform=None, bound_margin=None)
+    assert free.fallback is not None and free.neighbours is None and free.settings["blend"] == "forest"
+    X = pd.DataFrame({"a": [64.0], "b": [8.0], "e": [4.0], "c": ["fast"]})
+    z, mask, held = free.guarded(X)
+    assert not mask.any() and not held.any()  # nothing clipped or held without the bound
+    np.testing.assert_allclose(z, free.fallback.blend(free, X, free.linear_predictor(X)))
+    note = next(n for n in free.notes if n.startswith("predictions blend this equation"))
+    assert "carries a median" in note and "--blend off" in note
+
+
+def test_cli_predict_says_which_rows_the_forest_alone_predicted(fitted, tmp_path, capsys):
+    from gpudse_core.model.registry import save_model
+
+    model, train = fitted
+    save_model(model, tmp_path / "m.json")
+    X = pd.concat([pd.DataFrame({"a": [40.0, 64.0], "b": [8.0, 8.0], "e": [4.0, 4.0], "c": ["fast", "slow"]}),
+                   train.iloc[:3].drop(columns="t")], ignore_index=True)
+    X.to_csv(tmp_path / "p.csv", index=False)
+    assert cli_main(["predict", str(tmp_path / "m.json"), str(tmp_path / "p.csv"), "-o", str(tmp_path / "o.csv")]) == 0
+    err = capsys.readouterr().err
+    assert "2 of them predicted by the model's forest alone" in err and ": 0 bounded" in err
+    out = pd.read_csv(tmp_path / "o.csv", keep_default_na=False)
+    assert out.extrapolation.str.contains("predicted by the model's forest alone").sum() == 2
+
+
+def test_explore_names_the_forests_rows_and_says_rank_equation_has_nothing_to_choose(fitted):
+    from gpudse_core.explore.designs import best_designs
+    from gpudse_core.space.design import parse_space_text
+
+    model, _ = fitted
+    wide = parse_space_text(SPACE.replace("e, values: [1, 2, 3, 4, 5, 6, 7, 8]",
+                                          "e, values: [1, 2, 3, 4, 5, 6, 7, 8, 16]"), "t.yaml")
+    found = best_designs(model, wide, top=40, level=None, rank="equation")
+    assert any("no separate ranking by the equation" in n for n in found.notes)
+    det = model.predict_details(found.rows[["a", "b", "e", "c"]])
+    forest_rows = np.flatnonzero(det.extrapolation.str.contains("forest alone").to_numpy()) + 1
+    assert forest_rows.size
+    note = next(n for n in found.notes if "outside what the training rows cover" in n)
+    assert f"row(s) {', '.join(map(str, forest_rows))}: predicted by the model's forest alone" in note

@@ -39,7 +39,7 @@ def coverage(kind: str, kernel: str) -> float:
 def test_stepwise_interval_is_the_ols_prediction_interval(kind):
     """Both stepwise searches (the robust one and the authors' reference) keep what the interval needs."""
     train, test, _ = split("matMul", 200, 50)
-    kw = {"bound_margin": None, **({"robust": "none"} if kind == "stepwise" else {})}
+    kw = {"bound_margin": None, **({"robust": "none", "blend": "off"} if kind == "stepwise" else {})}
     model = fit_model(kind, train, "cycles", PARAMS, transform="none", stepwise_kw=kw)
     A = design_matrix(model, train)
     ols = sm.OLS(train.cycles.to_numpy(), A).fit()
@@ -63,7 +63,8 @@ def test_the_huber_fit_interval_is_centred_on_its_prediction_with_the_data_sprea
     train, test, _ = split("matMul", 200, 50)
     slow = np.random.default_rng(7).random(len(train)) < 0.05  # a few pathological designs, 4× slower
     train = train.assign(cycles=np.where(slow, 4 * train.cycles, train.cycles))
-    model = fit_model("stepwise", train, "cycles", PARAMS, transform="none", stepwise_kw={"bound_margin": None})
+    model = fit_model("stepwise", train, "cycles", PARAMS, transform="none",
+                      stepwise_kw={"bound_margin": None, "blend": "off"})  # the equation's own interval
     assert model.robust is not None  # a Huber round was kept
     A, At = design_matrix(model, train), design_matrix(model, test)
     coef = np.asarray(model.coefficients)
@@ -123,3 +124,25 @@ def test_a_saved_forest_keeps_its_trees_spread_and_interval():
     assert s.shape == (40,) and np.all(s >= 0) and np.ptp(s) > 0
     np.testing.assert_array_equal(spread(again, test), s)
     pd.testing.assert_frame_equal(predict_interval(again, test, 0.9), predict_interval(model, test, 0.9))
+
+
+def test_a_blended_prediction_has_the_blends_variance():
+    """With the forest blend (model/fallback.py) the interval is about the blended prediction, its variance the
+    inverse-variance sum of the two forecasts: sigma^2 (1 + c w); where the forest alone predicts, sigma^2 (1 + c)."""
+    from scipy import stats
+
+    train, test, _ = split("matMul", 200, 50)
+    model = fit_model("stepwise", train, "cycles", PARAMS, transform="none", stepwise_kw={"robust": "none"})
+    fb = model.fallback
+    assert fb is not None
+    far = test.assign(blk=64)  # beyond blk's training range: the forest alone
+    X = pd.concat([test, far.iloc[:3]], ignore_index=True)
+    got = predict_interval(model, X, 0.95)
+    _, _, held = model.guarded(X)
+    w = np.where(held, 1.0, fb.weights(model, X))
+    assert held[-3:].all() and not held[:-3].all()
+    half = stats.t.ppf(0.975, model.noise["df"]) * model.noise["sigma"] * np.sqrt(1 + fb.c * w)
+    z = model.guarded(X)[0]
+    free = ~model.bound(z - half)[1] & ~model.bound(z + half)[1]
+    np.testing.assert_allclose((got.upper - got.predicted)[free], half[free], rtol=1e-6)
+    np.testing.assert_allclose(got.predicted, model.predict(X), rtol=1e-12)

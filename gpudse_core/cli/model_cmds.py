@@ -332,14 +332,17 @@ def cmd_predict(args: argparse.Namespace) -> int:
     det = model.predict_details(points)
     result = with_predictions(points, det)
     write_table(result, out, args.precision)
-    n_bounded = int(det.bounded.sum())
+    by_forest = det.extrapolation.str.contains("predicted by the model's forest alone", regex=False).to_numpy()
+    n_bounded = int((det.bounded.to_numpy(bool) & ~by_forest).sum())  # the forest's rows are said apart
     n_outside = int((det.extrapolation != "").sum())
     n_held = int(det.extrapolation.str.contains("prediction held", regex=False).sum())
+    n_forest = int(by_forest.sum())
     margin = getattr(model, "bound_margin", BOUND_MARGIN)
     held = f"; {n_held:,} of them to the responses of their nearest training designs" if n_held else ""
+    forest = f", {n_forest:,} of them predicted by the model's forest alone" if n_forest else ""
     print(f"wrote {len(result):,} predictions of {model.response} to {out}: {n_bounded:,} bounded (to the training "
           f"range, margin {margin if margin is not None else 'off'}{held}), {n_outside:,} outside "
-          f"the training support (see the bounded and extrapolation columns)", file=sys.stderr)
+          f"the training support{forest} (see the bounded and extrapolation columns)", file=sys.stderr)
     return 0
 
 

@@ -242,6 +242,10 @@ def best_designs(model: Any, space: DesignSpace, top: int = 20, *, maximize: boo
     else:
         res, scanned, more = _scan_ties(model, space, ask, int(top), leave, used, **kw)
     notes = list(res.notes) + more
+    if rank == "equation" and top and getattr(model, "fallback", None) is not None:
+        notes.append("ranked by the shown prediction: this model blends its equation with a forest (docs/models.md, "
+                     "\"Leverage-weighted forest\"), so every design is scanned through it and there is no "
+                     "separate ranking by the equation; fit with --blend off for the equation alone")
     if failed and res.pareto is not None and len(res.pareto):
         # the front is a scan of designs, not groups: a design of a group that failed to simulate is no
         # recommendation either (the designs it alone dominated are not brought back: a new scan would)
@@ -285,9 +289,13 @@ def _outside_note(model: Any, X: pd.DataFrame, notes: list[str]) -> None:
     out = np.flatnonzero(why != "")
     if not out.size:
         return
-    held = np.flatnonzero(det["bounded"].to_numpy(dtype=bool))
+    forest = np.char.find(why, "predicted by the model's forest alone") >= 0
+    held = np.flatnonzero(det["bounded"].to_numpy(dtype=bool) & ~forest)
     text = (f"row(s) {', '.join(str(i + 1) for i in out)} lie outside what the training rows cover (row {out[0] + 1}: "
             f"{why[out[0]]}): the model extrapolates there")
+    if forest.any():
+        text += (f"; row(s) {', '.join(str(i + 1) for i in np.flatnonzero(forest))}: predicted by the model's forest "
+                 f"alone (its equation is not trusted there)")
     if held.size:
         text += f"; row(s) {', '.join(str(i + 1) for i in held)}: the prediction is held (bounded)"
     notes.append(text + "; simulate to know")

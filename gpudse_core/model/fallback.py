@@ -18,11 +18,12 @@ inverse of its error variance (Bates & Granger 1969, *The combination of forecas
 * the forest's weight is w = h / (c + h), the equation's 1 − w.
 
 Where the rows pin the equation down (h small against c) the prediction is the equation's; at a design
-the rows do not span, the forest's average of nearby training responses takes over. A forest that
-predicts its left-out rows much worse than the equation fits them (large c: AES, whose forest is 1.8× the
-equation's error) gets little weight anywhere. Measured (``benchmarks/bench_accuracy.py``, seeds 11–13,
-pools of 1,500 and 4,000): every kernel's mean error within 1.05× the forest's and its maximum within
-2.9× (the equation alone: 1.58× and 5.1×), the three convolution tables 0.78–0.97× the forest's mean.
+the rows do not span, the forest's average of nearby training responses takes over; outside the training
+support (unseen values and corners) the forest alone predicts and the row says so. A forest that predicts
+its left-out rows much worse than the equation fits them (large c: AES, c = 4–11) gets little weight
+anywhere. Measured (``benchmarks/bench_accuracy.py``, seeds 11–13, pools of 1,500 and 4,000, and
+``benchmarks/bench_tables.py``): every kernel's and table's mean error within 1.05× the forest's and its
+maximum within 1.37× (the equation alone: 1.92× and 5.1×).
 
 The trees are stored as plain arrays (:mod:`.frozen`), so a saved model predicts without scikit-learn.
 The equation itself, its terms, curves, contributions and trace, is unchanged: the blend is part of the
@@ -91,6 +92,17 @@ class Fallback:
         with np.errstate(over="ignore", invalid="ignore"):
             out = (1.0 - w) * z + w * f
         return np.where(w >= 1.0, f, out)
+
+    def note(self, model: Any, X: pd.DataFrame) -> str:
+        """The fit's note: what the prediction is, and how much of it the forest carries at the training rows."""
+        w = self.weights(model, model._with_derived(X)) if len(X) else np.zeros(1)
+        return (f"predictions blend this equation with a {self.trees.n_trees}-tree random forest fitted on the same "
+                f"rows: the forest's weight at a design is h / (c + h), h its leverage and c = {self.c:.3g} (the "
+                f"forest's out-of-bag error less the noise, in units of the equation's residual variance); at the "
+                f"training designs it carries a median {100 * float(np.median(w)):.0f} % of the prediction, more "
+                f"where the rows do not pin the equation down, and all of it outside the training support. R² and "
+                f"the leave-one-out error are the equation's; held-out errors (validate, the Accuracy page) are the "
+                f"blend's. --blend off (Fit page: Forest blend) fits the equation alone")
 
     def to_dict(self) -> dict:
         return {"c": self.c, "categorical": list(self.categorical), "trees": self.trees.to_doc()}

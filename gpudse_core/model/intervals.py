@@ -71,9 +71,15 @@ def _ols_interval(model: Any, X: pd.DataFrame, level: float) -> pd.DataFrame:
     if noise is None:
         raise GpudseError("this model was saved without its residual spread, so it has no prediction interval; "
                           "refit it with this version of gpudse")
-    z = np.asarray(model.guarded(X)[0], dtype=float)  # about the prediction shown (held where the envelope held it)
+    z, _, held = model.guarded(X)  # about the prediction shown (held where the envelope held it)
+    z = np.asarray(z, dtype=float)
     root = np.asarray(noise["root"], dtype=float).reshape(len(model.coefficients), -1)
     lev = np.einsum("ij,ij->i", *(2 * [design_matrix(model, X) @ root])) if root.size else np.zeros(len(X))
+    fb = getattr(model, "fallback", None)
+    if fb is not None:  # the blend's variance: the two forecasts' inverse-variance sum, 1 / (1/h + 1/c) = c w
+        # (units of sigma^2); the forest's alone, c, where it alone predicts (model/fallback.py)
+        w = np.where(np.asarray(held, dtype=bool), 1.0, fb.weights(model, model._with_derived(X)))
+        lev = fb.c * w
     half = float(stats.t.ppf((1 + level) / 2, noise["df"])) * noise["sigma"] * np.sqrt(1.0 + lev)
     lo = inverse_transform(model.bound(z - half)[0], model.transform)
     hi = inverse_transform(model.bound(z + half)[0], model.transform)

@@ -712,14 +712,17 @@ def stepwise_fit(data: pd.DataFrame, response: str, kind: str = "stepwise", max_
     if constant:
         model.notes.append(f"column(s) {', '.join(constant)} constant in the data: left out"
                            + (f", with the forced term(s) {', '.join(map(str, dropped))}" if dropped else ""))
-    if kind == "stepwise" and model.bound_margin is not None:  # the default's guard far outside the data
-        from .envelope import Neighbours
-
+    if kind == "stepwise":
         z = transform_response(data[response].to_numpy(dtype=float), model.transform, response)
-        model.neighbours = Neighbours.build(data, z, model.bases)
-        if blend == "forest":
+        if model.bound_margin is not None:  # the default's guard far outside the data
+            from .envelope import Neighbours
+
+            model.neighbours = Neighbours.build(data, z, model.bases)
+        if blend == "forest":  # with or without the bound: the blend is the prediction, not a guard
             from .fallback import fit_fallback
 
             model.fallback = fit_fallback(model, data, z)
-        model.settings["blend"] = blend if model.fallback is not None else "off"
+            if model.fallback is not None:
+                model.notes.append(model.fallback.note(model, data))
+        model.settings["blend"] = "forest" if model.fallback is not None else "off"
     return model

@@ -62,9 +62,12 @@ class StepwiseSurrogate:
         data = self.space.frame(digits)
         name = "response__"
         data[name] = response
-        model = fit_model("stepwise", data, name, list(self.space.parameter_names),
+        # ranks up to SCAN_POINTS designs a round: the equation alone, without the neighbour envelope or the forest
+        # blend (docs/models.md, "Leverage-weighted forest"), whose per-design forest and leverage would cost a
+        # scan through every design each round; the search's own forest stands beside it
+        model = fit_model("stepwise", data, name, list(self.space.parameter_names), stepwise_kw={"blend": "off"},
                           derived=self.space.derived_map() or None)
-        model.neighbours = None  # ranks up to SCAN_POINTS designs a round: the equation, not the neighbour envelope
+        model.neighbours = None
         return model
 
     def _objective(self, model: Any, digits: np.ndarray) -> np.ndarray:

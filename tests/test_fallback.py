@@ -245,3 +245,20 @@ def test_explore_names_the_forests_rows_and_says_rank_equation_has_nothing_to_ch
     assert forest_rows.size
     note = next(n for n in found.notes if "outside what the training rows cover" in n)
     assert f"row(s) {', '.join(map(str, forest_rows))}: predicted by the model's forest alone" in note
+
+
+def test_explore_interval_notes_tell_the_forests_rows_from_the_bounds(fitted):
+    """A row the forest alone predicts is not 'held at the model's bound': the note says what its interval is."""
+    from gpudse_core.explore.designs import best_designs
+    from gpudse_core.space.design import parse_space_text
+
+    model, train = fitted
+    wide = parse_space_text(SPACE.replace("e, values: [1, 2, 3, 4, 5, 6, 7, 8]",
+                                          "e, values: [1, 2, 3, 4, 5, 6, 7, 8, 16]"), "t.yaml")
+    found = best_designs(model, wide, top=40, level=0.95, results=train)
+    held = np.flatnonzero(model.guarded(found.rows[["a", "b", "e", "c"]])[2]) + 1
+    assert held.size
+    note = next(n for n in found.notes if "the interval covers what the nearest training designs measured" in n)
+    assert note.startswith(f"row(s) {', '.join(map(str, held))}: outside the training support, predicted by the "
+                           f"model's forest alone")
+    assert not any(n.startswith(f"row(s) {held[0]}") and "held at the model's bound" in n for n in found.notes)

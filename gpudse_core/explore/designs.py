@@ -544,11 +544,20 @@ def _intervals(model: Any, space: DesignSpace, rows: pd.DataFrame, level: float 
 
         iv = calibrated_interval(model, X, cal, level, goal)
         notes.append(CALIBRATED_NOTE)
-        bounded = np.flatnonzero(iv["bounded"].to_numpy())
+        flagged = iv["bounded"].to_numpy(dtype=bool)
+        held = (np.asarray(model.guarded(X)[2], dtype=bool) if getattr(model, "kind", "") == "stepwise"
+                else np.zeros(len(X), dtype=bool))  # held by the envelope, or predicted by the forest alone
+        bounded = np.flatnonzero(flagged & ~held)
         if bounded.size:
             notes.append(f"row(s) {', '.join(str(i + 1) for i in bounded)}: the prediction is held at the model's "
                          f"bound (beyond what its training rows support), so the interval spans the whole range "
                          f"the model can predict; simulate to know")
+        if held.any():
+            by = ("predicted by the model's forest alone" if getattr(model, "fallback", None) is not None
+                  else "held to the responses of its nearest training designs")
+            notes.append(f"row(s) {', '.join(str(i + 1) for i in np.flatnonzero(held))}: outside the training "
+                         f"support, {by}; the interval covers what the nearest training designs measured and what "
+                         f"the equation says there, widened by the calibrated ends; simulate to know")
     else:
         iv = _own_interval(model, X, level, notes, why)
         if iv is None:

@@ -157,18 +157,21 @@ def test_on_a_kernel_the_blend_predicts_new_designs_better_than_the_equation():
     assert high.any() and err_b[high].mean() < err_a[high].mean()
 
 
-def test_explore_scans_a_blended_model_through_its_prediction(fitted):
-    from gpudse_core.explore.best import find_best
+@pytest.mark.parametrize("maximize", [False, True])
+def test_explore_ranks_a_blended_model_exactly_by_its_prediction(fitted, maximize):
+    """Explore scans the equation (exact, by its sums of terms) and ranks by the blend within the bound the
+    forest's range gives: the rows are what predicting every design and sorting would give."""
+    from gpudse_core.explore.designs import best_designs
     from gpudse_core.space.design import parse_space_text
 
     model, _ = fitted
     space = parse_space_text(SPACE, "t.yaml")
-    res = find_best(model, space, top=5)
-    assert res.method == "predict" and res.complete
+    found = best_designs(model, space, top=5, level=None, maximize=maximize)
     every = space.frame(space.decode(np.arange(space.size)))
     pred = model.predict(every)
-    order = np.lexsort((np.arange(len(pred)), pred))[:5]
-    np.testing.assert_allclose(res.best.predicted.to_numpy(), pred[order])
+    best = np.unique(pred)[::-1][:5] if maximize else np.unique(pred)[:5]
+    np.testing.assert_allclose(found.rows.predicted.to_numpy(), best, rtol=1e-12)
+    assert found.result.method == "exact" and not any("could rank higher" in n for n in found.notes)
 
 
 def test_cli_fit_blend_off_and_the_paper_refusal(tmp_path, capsys):
@@ -231,15 +234,14 @@ def test_cli_predict_says_which_rows_the_forest_alone_predicted(fitted, tmp_path
     assert out.extrapolation.str.contains("predicted by the model's forest alone").sum() == 2
 
 
-def test_explore_names_the_forests_rows_and_says_rank_equation_has_nothing_to_choose(fitted):
+def test_explore_names_the_forests_rows(fitted):
     from gpudse_core.explore.designs import best_designs
     from gpudse_core.space.design import parse_space_text
 
     model, _ = fitted
     wide = parse_space_text(SPACE.replace("e, values: [1, 2, 3, 4, 5, 6, 7, 8]",
                                           "e, values: [1, 2, 3, 4, 5, 6, 7, 8, 16]"), "t.yaml")
-    found = best_designs(model, wide, top=40, level=None, rank="equation")
-    assert any("no separate ranking by the equation" in n for n in found.notes)
+    found = best_designs(model, wide, top=40, level=None)
     det = model.predict_details(found.rows[["a", "b", "e", "c"]])
     forest_rows = np.flatnonzero(det.extrapolation.str.contains("forest alone").to_numpy()) + 1
     assert forest_rows.size
@@ -262,3 +264,20 @@ def test_explore_interval_notes_tell_the_forests_rows_from_the_bounds(fitted):
     assert note.startswith(f"row(s) {', '.join(map(str, held))}: outside the training support, predicted by the "
                            f"model's forest alone")
     assert not any(n.startswith(f"row(s) {held[0]}") and "held at the model's bound" in n for n in found.notes)
+
+
+@pytest.mark.parametrize("kernel", ["matMul", "LPS"])
+def test_explore_on_the_stargazer_space_matches_predicting_every_design(kernel):
+    """933,120 designs: the equation's exact scan, ranked by the blend within the forest's bound, gives the ten
+    lowest predictions of all designs."""
+    from gpudse_core.explore.designs import best_designs
+
+    space = load_preset("stargazer")
+    pts = sample(space, 300, seed=1).points
+    data = pts.assign(cycles=simulate(pts, kernel, noise=0.01, seed=1).cycles.to_numpy())
+    model = fit_model("stepwise", data, "cycles", list(space.parameter_names), transform=None)
+    assert model.fallback is not None
+    found = best_designs(model, space, top=10, level=None)
+    pred = model.predict(space.frame(space.decode(np.arange(space.size))))
+    np.testing.assert_allclose(found.rows.predicted.to_numpy(), np.unique(pred)[:len(found.rows)], rtol=1e-12)
+    assert len(found.rows) >= 5 and not any("could rank higher" in n for n in found.notes)

@@ -331,7 +331,8 @@ def equation_of(model: Any) -> Callable[[pd.DataFrame], np.ndarray]:
     """The model's **equation**: its bounded prediction without the neighbour envelope (what the scan's
     sums of terms and clip compute), on the original scale. A model without an envelope (the paper's,
     a forest) predicts that already: its ``predict``."""
-    if getattr(model, "neighbours", None) is None or not callable(getattr(model, "linear_predictor", None)):
+    guarded = getattr(model, "neighbours", None) is not None or getattr(model, "fallback", None) is not None
+    if not guarded or not callable(getattr(model, "linear_predictor", None)):
         return model.predict
     from ..model.fitted import inverse_transform
 

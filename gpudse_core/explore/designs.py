@@ -242,10 +242,6 @@ def best_designs(model: Any, space: DesignSpace, top: int = 20, *, maximize: boo
     else:
         res, scanned, more = _scan_ties(model, space, ask, int(top), leave, used, **kw)
     notes = list(res.notes) + more
-    if rank == "equation" and top and getattr(model, "fallback", None) is not None:
-        notes.append("ranked by the shown prediction: this model blends its equation with a forest (docs/models.md, "
-                     "\"Leverage-weighted forest\"), so every design is scanned through it and there is no "
-                     "separate ranking by the equation; fit with --blend off for the equation alone")
     if failed and res.pareto is not None and len(res.pareto):
         # the front is a scan of designs, not groups: a design of a group that failed to simulate is no
         # recommendation either (the designs it alone dominated are not brought back: a new scan would)
@@ -337,6 +333,12 @@ def _scan_guarded(model: Any, space: DesignSpace, ask: int, top: int, leave: set
     which is no better than *T*. The answer is what ranking every feasible group by its guarded prediction
     would give, ties to the smaller first design.
 
+    A model blended with a forest (:mod:`gpudse_core.model.fallback`) shows a value between its equation's and
+    its forest's (the forest's alone outside the support), so an unscanned group's shown value is no better than
+    the better of *T* and the best its forest can give (:func:`_forest_floor`): the list is doubled until the
+    *top*-th value beats both. When the best designs lie beyond every training response that comes soon;
+    otherwise the list deepens to ``limits.explore_top`` and a note says a group beyond could rank higher.
+
     The argument covers holds that only worsen a prediction for the goal: the default stepwise model
     holds an unseen corner of overlapping terms from below only, so for a min goal it is exact. A hold
     both ways (a value or level combination outside the support, a binned parameter past its range) and,
@@ -351,12 +353,13 @@ def _scan_guarded(model: Any, space: DesignSpace, ask: int, top: int, leave: set
     notes: list[str] = []
     if "equation" not in res.best.columns:  # ranked by model.predict already (a scan through it)
         return res, scanned, notes
+    floor = _forest_floor(model, sign)
     while res.complete and len(res.best) == ask:
         keys, _ = _positions(space, res.best, used)
         kept = np.array([k not in leave for k in map(tuple, keys.tolist())], dtype=bool)
         shown = _key(res.best.predicted, sign)[kept]
         values = np.unique(shown)
-        if len(values) >= top and values[top - 1] < _key(res.best.equation, sign)[-1]:
+        if len(values) >= top and values[top - 1] < min(_key(res.best.equation, sign)[-1], floor):
             break
         if ask >= cap:
             notes.append(f"ranked by the shown prediction among the {cap:,} best groups by the model's equation "
@@ -373,8 +376,8 @@ def _scan_guarded(model: Any, space: DesignSpace, ask: int, top: int, leave: set
     values = np.unique(shown[[k not in leave for k in map(tuple, keys.tolist())]])
     # a held value is a training response (or the equation's own, when raised): a top-th value better
     # than every training response leaves an improving hold nothing to win; else say what could
-    if res.complete and len(best) == ask and len(values) >= top and not values[top - 1] < _best_response(model, sign) \
-            and (better.size or sign < 0):
+    if res.complete and len(best) == ask and len(values) >= top and floor == np.inf \
+            and not values[top - 1] < _best_response(model, sign) and (better.size or sign < 0):
         why = (f"{better.size:,} of the {len(best):,} groups scanned are" if better.size else
                "for the highest predictions a design in an unseen corner is")
         notes.append(f"{why} held to a better prediction than the model's equation gives (outside the training "
@@ -383,6 +386,19 @@ def _scan_guarded(model: Any, space: DesignSpace, ask: int, top: int, leave: set
     index = best.design_index.tolist()
     order = sorted(range(len(best)), key=lambda i: (shown[i], index[i]))
     return dataclasses.replace(res, best=best.iloc[order].reset_index(drop=True)), scanned, notes
+
+
+def _forest_floor(model: Any, sign: float) -> float:
+    """For a model blended with a forest (:mod:`gpudse_core.model.fallback`), the best value its forest can
+    give as a sort key: no unscanned group's blend (between its equation value and its forest value) is better
+    than the better of this and its equation value. inf for a model without a forest."""
+    fb = getattr(model, "fallback", None)
+    if fb is None:
+        return np.inf
+    from ..model.fitted import inverse_transform
+
+    lo, hi = fb.range()
+    return float(np.min(inverse_transform(np.array([lo, hi]), getattr(model, "transform", "none")) * sign))
 
 
 def _best_response(model: Any, sign: float) -> float:

@@ -44,12 +44,12 @@ def model_parameters(model: Any) -> list[str]:
 
 def is_additive(model: Any) -> bool:
     """Additive over the space's own parameters: a term over a derived quantity (``cu_per_sa * sa``) is not a
-    table over parameter axes, and a prediction blended with a forest (:mod:`gpudse_core.model.fallback`) is not
-    a sum of terms, so such a model is scanned through ``model.predict``."""
+    table over parameter axes, so such a model is scanned through ``model.predict``. (A model whose prediction
+    blends its equation with a forest, :mod:`gpudse_core.model.fallback`, is scanned by its equation, and
+    :func:`gpudse_core.explore.designs.best_designs` ranks by the blend within a bound.)"""
     from ..model.derived import derived_of
 
-    return (callable(getattr(model, "additive_terms", None)) and not derived_of(model)
-            and getattr(model, "fallback", None) is None)
+    return callable(getattr(model, "additive_terms", None)) and not derived_of(model)
 
 
 def terms_of(model: Any, levels: Mapping[str, np.ndarray]) -> tuple[float, list[tuple[tuple[str, ...], np.ndarray]]]:

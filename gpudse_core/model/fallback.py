@@ -25,7 +25,8 @@ anywhere. Measured (``benchmarks/bench_accuracy.py``, seeds 11–13, pools of 1,
 ``benchmarks/bench_tables.py``): every kernel's and table's mean error within 1.05× the forest's and its
 maximum within 1.37× (the equation alone: 1.92× and 5.1×).
 
-The trees are stored as plain arrays (:mod:`.frozen`), so a saved model predicts without scikit-learn.
+The forest is fitted by :func:`.learners.fit_fallback` (scikit-learn's, with its out-of-bag predictions) and
+stored as plain arrays (:mod:`.frozen`), so a saved model predicts without scikit-learn.
 The equation itself, its terms, curves, contributions and trace, is unchanged: the blend is part of the
 guarded prediction, like the bound and the neighbour envelope (:meth:`.fitted.StepwiseModel.guarded`).
 ``blend="off"`` (``gpudse fit --blend off``) gives the equation alone; the paper model never blends.
@@ -42,7 +43,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import GpudseError
-from .frozen import Trees, freeze_trees
+from .frozen import Trees
 
 C_MIN = 0.1  # the forest's error variance is taken as at least this share of the equation's residual variance
 TREES = 100  # trees of the blended forest (200 for the ``forest`` kind; 100 cost half and measured the same)
@@ -63,12 +64,10 @@ class Fallback:
     def weights(self, model: Any, X: pd.DataFrame) -> np.ndarray:
         """The forest's weight h / (c + h) at each design of *X* (the model's leverage h, from its noise root)."""
         root = np.asarray(model.noise["root"], dtype=float)
-        from .fitted import design_matrix
-
         h = np.empty(len(X))
         for a in range(0, len(X), CHUNK):
             part = X.iloc[a:a + CHUNK]
-            m = design_matrix(model, part) @ root
+            m = model.design(part) @ root
             h[a:a + len(part)] = np.einsum("ij,ij->i", m, m)
         with np.errstate(over="ignore", invalid="ignore"):
             w = h / (self.c + h)
@@ -92,6 +91,20 @@ class Fallback:
         with np.errstate(over="ignore", invalid="ignore"):
             out = (1.0 - w) * z + w * f
         return np.where(w >= 1.0, f, out)
+
+    def range(self) -> tuple[float, float]:
+        """Bounds of what the forest can predict (transformed scale): the mean over its trees of each tree's
+        lowest and highest leaf. A blended value lies between the equation's and the forest's, so no design's
+        blend is below min(equation, this low end) (what lets Explore scan the equation and stay exact)."""
+        t = self.trees
+        lo = hi = 0.0
+        leaf = t.left < 0
+        for k in range(t.n_trees):
+            a, b = int(t.starts[k]), int(t.starts[k + 1])
+            v = t.value[a:b][leaf[a:b]]
+            lo += float(v.min())
+            hi += float(v.max())
+        return lo / t.n_trees, hi / t.n_trees
 
     def note(self, model: Any, X: pd.DataFrame) -> str:
         """The fit's note: what the prediction is, and how much of it the forest carries at the training rows."""
@@ -122,32 +135,3 @@ class Fallback:
         if trees.combine != "mean":
             raise GpudseError(f"{source}: the fallback's trees must be a forest (combine 'mean')")
         return cls(trees, float(c), list(cat))
-
-
-def fit_fallback(model: Any, data: pd.DataFrame, z: np.ndarray, seed: int = 0) -> Fallback | None:
-    """The blended forest of *model* on its training rows *data* (with their transformed responses *z*), or
-    None when the model has no residual variance to weigh it against (no degrees of freedom, or an exact fit:
-    a noise-free response the equation follows to rounding)."""
-    noise = model.noise
-    if not noise or not noise.get("sigma") or not np.isfinite(noise["sigma"]) or not model.bases:
-        return None
-    from sklearn.ensemble import RandomForestRegressor
-
-    from .learners import _tree_pipeline
-
-    X = model._with_derived(data)
-    params = list(model.bases)
-    categorical = [p for p in params if not pd.api.types.is_numeric_dtype(X[p])]
-    pipe = _tree_pipeline("forest", {"n_estimators": TREES}, categorical, params, seed)
-    est = pipe[-1] if hasattr(pipe, "steps") else pipe
-    est.set_params(oob_score=True, bootstrap=True)
-    if not isinstance(est, RandomForestRegressor):  # pragma: no cover - _tree_pipeline's forest
-        return None
-    pipe.fit(X[params] if categorical else X[params].to_numpy(float), z)
-    oob = np.asarray(est.oob_prediction_, dtype=float)
-    ok = np.isfinite(oob)
-    s2 = float(noise["sigma"]) ** 2
-    if not ok.any() or s2 <= EXACT ** 2 * float(np.var(z)):  # an exact fit: its residuals are rounding
-        return None
-    c = max(float(np.mean((oob[ok] - z[ok]) ** 2)) / s2 - 1.0, C_MIN)
-    return Fallback(freeze_trees(pipe, params, categorical), c, categorical)

@@ -344,6 +344,10 @@ class StepwiseModel:
             z = kept
         return z, mask | held, held
 
+    def design(self, X: pd.DataFrame) -> np.ndarray:
+        """The model's columns evaluated on *X* (:func:`design_matrix`)."""
+        return design_matrix(self, X)
+
     def _distinct(self, X: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
         """(each row's group of equal values of the model's parameters, the first row of each group)."""
         cols = list(self.bases)

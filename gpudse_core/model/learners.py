@@ -41,7 +41,7 @@ from ..choices import TRANSFORMS
 from ..errors import GpudseError
 from .fitted import DEFAULT_BOUND_MARGIN as BOUND_MARGIN
 from .fitted import FitError, StepwiseModel, _rows, constant_response_note, inverse_transform, transform_response
-from .fallback import BLENDS
+from .fallback import BLENDS, EXACT as FIT_EXACT, TREES as FOREST_TREES, C_MIN as FOREST_C_MIN, Fallback
 from .support import Support
 
 LEARNER_SCHEMA = "gpudse.learner/2"
@@ -719,10 +719,37 @@ def stepwise_fit(data: pd.DataFrame, response: str, kind: str = "stepwise", max_
 
             model.neighbours = Neighbours.build(data, z, model.bases)
         if blend == "forest":  # with or without the bound: the blend is the prediction, not a guard
-            from .fallback import fit_fallback
-
             model.fallback = fit_fallback(model, data, z)
             if model.fallback is not None:
                 model.notes.append(model.fallback.note(model, data))
         model.settings["blend"] = "forest" if model.fallback is not None else "off"
     return model
+
+
+def fit_fallback(model: Any, data: pd.DataFrame, z: np.ndarray, seed: int = 0) -> Fallback | None:
+    """The blended forest of *model* on its training rows *data* (with their transformed responses *z*), or
+    None when the model has no residual variance to weigh it against (no degrees of freedom, or an exact fit:
+    a noise-free response the equation follows to rounding)."""
+    noise = model.noise
+    if not noise or not noise.get("sigma") or not np.isfinite(noise["sigma"]) or not model.bases:
+        return None
+    from sklearn.ensemble import RandomForestRegressor
+
+    from .frozen import freeze_trees
+
+    X = model._with_derived(data)
+    params = list(model.bases)
+    categorical = [p for p in params if not pd.api.types.is_numeric_dtype(X[p])]
+    pipe = _tree_pipeline("forest", {"n_estimators": FOREST_TREES}, categorical, params, seed)
+    est = pipe[-1] if hasattr(pipe, "steps") else pipe
+    est.set_params(oob_score=True, bootstrap=True)
+    if not isinstance(est, RandomForestRegressor):  # pragma: no cover - _tree_pipeline's forest
+        return None
+    pipe.fit(X[params] if categorical else X[params].to_numpy(float), z)
+    oob = np.asarray(est.oob_prediction_, dtype=float)
+    ok = np.isfinite(oob)
+    s2 = float(noise["sigma"]) ** 2
+    if not ok.any() or s2 <= FIT_EXACT ** 2 * float(np.var(z)):  # an exact fit: its residuals are rounding
+        return None
+    c = max(float(np.mean((oob[ok] - z[ok]) ** 2)) / s2 - 1.0, FOREST_C_MIN)
+    return Fallback(freeze_trees(pipe, params, categorical), c, categorical)

@@ -110,10 +110,9 @@ def run(name: str, data: pd.DataFrame, response: str, args: argparse.Namespace) 
     return row
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def draw_arguments(ap: argparse.ArgumentParser) -> None:
+    """The arguments that choose the draws (:func:`data_sets`), shared with ``bench_auto.py``."""
     ap.add_argument("--kernels", default=",".join(KERNELS))
-    ap.add_argument("--models", default="paper,stepwise,auto,forest")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--train", type=int, default=300)
     ap.add_argument("--test", type=int, default=1000)
@@ -122,10 +121,16 @@ def main() -> None:
     ap.add_argument("--place", type=int, default=None, metavar="N",
                     help="seed every kernel's pool with --seed + 100 × N instead of its place in the kernel list "
                          "(other draws of the same kernels)")
-    ap.add_argument("--transform", choices=("auto", "log", "sqrt", "none"), default="auto",
-                    help="auto: every model on its default scale (stepwise chooses; the others log); log: forced")
     ap.add_argument("--no-hub", action="store_true", help="skip the benchmark_hub GPUs")
     ap.add_argument("--no-kernels", action="store_true", help="skip the built-in kernels")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    draw_arguments(ap)
+    ap.add_argument("--models", default="paper,stepwise,auto,forest")
+    ap.add_argument("--transform", choices=("auto", "log", "sqrt", "none"), default="auto",
+                    help="auto: every model on its default scale (stepwise chooses; the others log); log: forced")
     args = ap.parse_args()
     args.models = [m.strip() for m in args.models.split(",") if m.strip()]
     rows = []

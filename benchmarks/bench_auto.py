@@ -27,8 +27,7 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_accuracy import data_sets  # noqa: E402
-from gpudse_core.choices import KERNELS  # noqa: E402
+from bench_accuracy import data_sets, draw_arguments  # noqa: E402
 from gpudse_core.model.auto import RULES, choose, cross_validate  # noqa: E402
 from gpudse_core.model.kinds import fit_kind  # noqa: E402
 from gpudse_core.model.metrics import relative_errors  # noqa: E402
@@ -75,14 +74,7 @@ def run(name: str, data: pd.DataFrame, response: str, args: argparse.Namespace) 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--kernels", default=",".join(KERNELS))
-    ap.add_argument("--repeats", type=int, default=3)
-    ap.add_argument("--train", type=int, default=300)
-    ap.add_argument("--test", type=int, default=1000)
-    ap.add_argument("--pool", type=int, default=4000, help="simulated points per kernel to draw from")
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--no-hub", action="store_true", help="skip the benchmark_hub GPUs")
-    ap.add_argument("--no-kernels", action="store_true", help="skip the built-in kernels")
+    draw_arguments(ap)
     args = ap.parse_args()
     rows = []
     t0 = time.perf_counter()

@@ -69,6 +69,10 @@ class Fallback:
             part = X.iloc[a:a + CHUNK]
             m = model.design(part) @ root
             h[a:a + len(part)] = np.einsum("ij,ij->i", m, m)
+        return self.weight_of(h)
+
+    def weight_of(self, h: np.ndarray) -> np.ndarray:
+        """The forest's weight h / (c + h) at leverages *h* (1 where h is not finite)."""
         with np.errstate(over="ignore", invalid="ignore"):
             w = h / (self.c + h)
         return np.where(np.isnan(h) | np.isinf(h), 1.0, np.clip(w, 0.0, 1.0))

@@ -78,12 +78,12 @@ def _ols_interval(model: Any, X: pd.DataFrame, level: float) -> pd.DataFrame:
     fb = getattr(model, "fallback", None)
     if fb is not None:  # the blend's variance: the two forecasts' inverse-variance sum, 1 / (1/h + 1/c) = c w
         # (units of sigma^2); the forest's alone, c, where it alone predicts (model/fallback.py)
-        w = np.where(np.asarray(held, dtype=bool), 1.0, fb.weights(model, model._with_derived(X)))
-        lev = fb.c * w
+        lev = fb.c * np.where(np.asarray(held, dtype=bool), 1.0, fb.weight_of(lev))  # the leverage just computed
     half = float(stats.t.ppf((1 + level) / 2, noise["df"])) * noise["sigma"] * np.sqrt(1.0 + lev)
     lo = inverse_transform(model.bound(z - half)[0], model.transform)
     hi = inverse_transform(model.bound(z + half)[0], model.transform)
-    return pd.DataFrame({"predicted": model.predict(X), "lower": lo, "upper": hi}, index=X.index)
+    return pd.DataFrame({"predicted": inverse_transform(z, model.transform), "lower": lo, "upper": hi},
+                        index=X.index)  # model.predict(X), without a second pass through the guard
 
 
 # ---- learners: cross-conformal ------------------------------------------------------------------------

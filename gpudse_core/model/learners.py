@@ -41,7 +41,7 @@ from ..choices import TRANSFORMS
 from ..errors import GpudseError
 from .fitted import DEFAULT_BOUND_MARGIN as BOUND_MARGIN
 from .fitted import FitError, StepwiseModel, _rows, constant_response_note, inverse_transform, transform_response
-from .fallback import BLENDS, EXACT as FIT_EXACT, TREES as FOREST_TREES, C_MIN as FOREST_C_MIN, Fallback
+from .fallback import BLENDS, C_MIN, EXACT, TREES, Fallback
 from .support import Support
 
 LEARNER_SCHEMA = "gpudse.learner/2"
@@ -740,7 +740,7 @@ def fit_fallback(model: Any, data: pd.DataFrame, z: np.ndarray, seed: int = 0) -
     X = model._with_derived(data)
     params = list(model.bases)
     categorical = [p for p in params if not pd.api.types.is_numeric_dtype(X[p])]
-    pipe = _tree_pipeline("forest", {"n_estimators": FOREST_TREES}, categorical, params, seed)
+    pipe = _tree_pipeline("forest", {"n_estimators": TREES}, categorical, params, seed)
     est = pipe[-1] if hasattr(pipe, "steps") else pipe
     est.set_params(oob_score=True, bootstrap=True)
     if not isinstance(est, RandomForestRegressor):  # pragma: no cover - _tree_pipeline's forest
@@ -749,7 +749,7 @@ def fit_fallback(model: Any, data: pd.DataFrame, z: np.ndarray, seed: int = 0) -
     oob = np.asarray(est.oob_prediction_, dtype=float)
     ok = np.isfinite(oob)
     s2 = float(noise["sigma"]) ** 2
-    if not ok.any() or s2 <= FIT_EXACT ** 2 * float(np.var(z)):  # an exact fit: its residuals are rounding
+    if not ok.any() or s2 <= EXACT ** 2 * float(np.var(z)):  # an exact fit: its residuals are rounding
         return None
-    c = max(float(np.mean((oob[ok] - z[ok]) ** 2)) / s2 - 1.0, FOREST_C_MIN)
+    c = max(float(np.mean((oob[ok] - z[ok]) ** 2)) / s2 - 1.0, C_MIN)
     return Fallback(freeze_trees(pipe, params, categorical), c, categorical)

@@ -88,9 +88,13 @@ class Fallback:
         the rows *forest_only* marks."""
         if not len(X):
             return z
-        w = self.weights(model, X)
-        if forest_only is not None:
-            w = np.where(forest_only, 1.0, w)
+        if forest_only is None:
+            w = self.weights(model, X)
+        else:  # no leverage where the forest alone predicts
+            w = np.ones(len(X))
+            rest = ~np.asarray(forest_only, dtype=bool)
+            if rest.any():
+                w[rest] = self.weights(model, X.iloc[np.flatnonzero(rest)])
         f = self.predict(X)
         with np.errstate(over="ignore", invalid="ignore"):
             out = (1.0 - w) * z + w * f
